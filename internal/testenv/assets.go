@@ -1,0 +1,55 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// The versions test/env/kube/build.sh builds; the cache folder is keyed by them.
+const (
+	kubeVersion = "1.34.10"
+	etcdVersion = "3.5.24"
+	kwokVersion = "0.8.0"
+)
+
+// kubeBinaries are the programs a sim cluster needs; envtest alone needs the first two.
+var kubeBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"}
+
+// cacheDir mirrors MANILA_SETUP_CACHE in test/env/lib.sh.
+func cacheDir() string {
+	if d := os.Getenv("MANILA_SETUP_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "manila-setup")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "manila-setup")
+}
+
+// runDir mirrors MANILA_SETUP_RUN in test/env/lib.sh.
+func runDir() string {
+	if d := os.Getenv("MANILA_SETUP_RUN"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "manila-setup")
+	}
+	return filepath.Join(os.TempDir(), "manila-setup")
+}
+
+// KubeAssets returns the folder holding the control-plane binaries: $KUBEBUILDER_ASSETS if set,
+// else the version-keyed cache folder that test/env/kube/build.sh fills.
+func KubeAssets() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(cacheDir(), "kube", fmt.Sprintf("k8s-%s_etcd-%s_kwok-%s", kubeVersion, etcdVersion, kwokVersion))
+	}
+	for _, name := range kubeBinaries {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("kube binaries: %s is missing in %s: run test/env/kube/build.sh (make test does)", name, dir)
+		}
+	}
+	return dir, nil
+}
