@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gophercloud/gophercloud/v2 v2.15.0
+	github.com/openshift/api v0.0.0-20260805160557-b61243060d5f
 	github.com/spf13/cobra v1.10.2
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

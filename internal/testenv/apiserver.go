@@ -12,6 +12,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	// The CRDs installed are read from the module that provides these Go types, so the two always
+	// match; the imports also keep that module in go.mod.
+	_ "github.com/openshift/api/config/v1"
+	_ "github.com/openshift/api/machine/v1beta1"
+	_ "github.com/openshift/api/operator/v1"
 )
 
 // openshiftCRDs are the CustomResourceDefinitions the project works with, as shipped in the
