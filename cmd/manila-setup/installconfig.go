@@ -1,0 +1,343 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/manila-setup/manila-setup/installconfig"
+)
+
+func newInstallConfigCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	cmd := groupCommand("installconfig", "Check and patch an install-config.yaml before installing",
+		`Check and patch the OpenStack part of an install-config.yaml before "openshift-install create
+cluster": the additionalNetworkIDs and additionalSecurityGroupIDs of the compute pools, the
+control plane and platform.openstack.defaultMachinePlatform.
+
+Every mistake is reported with its field path, so a wrong ID is caught in milliseconds instead
+of after a long install.`)
+	cmd.AddCommand(newInstallConfigValidateCommand(g, streams), newInstallConfigPatchCommand(g, streams))
+	return cmd
+}
+
+// maxInputSize bounds what is read: install-configs are a few KiB.
+const maxInputSize = 64 << 20
+
+// readInput reads a file, or standard input for "-".
+func readInput(path string, stdin io.Reader) (name string, data []byte, err error) {
+	var r io.Reader
+	if path == "-" {
+		name, r = "<stdin>", stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", nil, environmentError(err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return "", nil, environmentError(fmt.Errorf("%s is a directory, not an install-config", path))
+		}
+		name, r = path, f
+	}
+	data, err = io.ReadAll(io.LimitReader(r, maxInputSize+1))
+	if err != nil {
+		return "", nil, environmentError(fmt.Errorf("reading %s: %w", name, err))
+	}
+	if len(data) > maxInputSize {
+		return "", nil, environmentError(fmt.Errorf("%s is larger than %d MiB; this is not an install-config", name, maxInputSize>>20))
+	}
+	return name, data, nil
+}
+
+func exactlyOneFile(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageError("%s: expected exactly one FILE (or - for standard input), got %d arguments\nSee '%s --help'.",
+			cmd.CommandPath(), len(args), cmd.CommandPath())
+	}
+	return nil
+}
+
+// ---- validate ----
+
+// installConfigValidateOptions are the inputs of `installconfig validate`.
+type installConfigValidateOptions struct {
+	global  *GlobalOptions
+	streams IOStreams
+
+	File   string
+	Strict bool
+	// cloudRequested is set when --os-cloud was given: the cloud checks are not part of this
+	// command yet, and it says so rather than pass silently.
+	cloudRequested bool
+}
+
+func newInstallConfigValidateCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &installConfigValidateOptions{global: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "validate FILE|-",
+		Short: "Check the additional network and security group IDs of an install-config.yaml",
+		Long: `Check the additionalNetworkIDs and additionalSecurityGroupIDs of an install-config.yaml, offline
+and in milliseconds, the way openshift-install reads them, and a little stricter:
+
+  - every ID is a UUID v4 in canonical form (36 lower-case characters);
+  - no ID twice in a list;
+  - the lists are lists of strings, in the places the installer reads them;
+  - no misspelt or misplaced key (additionalNetworkID, additionalNetworks, ...) that the
+    installer rejects and other tools silently drop;
+  - the platform is openstack; the YAML is well-formed, with no key set twice.
+
+Every problem is printed on one line as PATH: Invalid value: "VALUE": why. Warnings (a key
+spelled in another case, a pool list that replaces the defaultMachinePlatform list, a second
+YAML document) do not fail the check unless --strict is given.
+
+Exit codes: 0 valid, 1 invalid, 2 usage error or the file cannot be read.`,
+		Example: `  manila-setup installconfig validate install-config.yaml
+  manila-setup installconfig validate -o json install-config.yaml
+  cat install-config.yaml | manila-setup installconfig validate -`,
+		Args: exactlyOneFile,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	cmd.Flags().BoolVar(&o.Strict, "strict", false, "fail (exit 1) on warnings too")
+	return cmd
+}
+
+func (o *installConfigValidateOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.File = args[0]
+	o.cloudRequested = cmd.Flags().Changed("os-cloud")
+	return nil
+}
+
+func (o *installConfigValidateOptions) Validate() error { return nil }
+
+func (o *installConfigValidateOptions) Run() error {
+	name, data, err := readInput(o.File, o.streams.In)
+	if err != nil {
+		return err
+	}
+	_, problems := installconfig.Check(name, data)
+	if o.cloudRequested {
+		fmt.Fprintf(o.streams.ErrOut, "note: --os-cloud %q: the cloud checks are not available in this version; only the offline checks ran\n", o.global.OSCloud)
+	}
+	if err := printProblems(o.streams.Out, o.global.Output, name, problems, true); err != nil {
+		return environmentError(err)
+	}
+	if problems.Errors() > 0 || (o.Strict && problems.Warnings() > 0) {
+		return silentFailure(exitInvalid)
+	}
+	return nil
+}
+
+// printProblems writes problems one per line (and a summary line), or as a JSON/YAML list.
+func printProblems(out io.Writer, format, name string, problems installconfig.Problems, summary bool) error {
+	if format != outputText {
+		if problems == nil {
+			problems = installconfig.Problems{}
+		}
+		return printStructured(out, format, problems)
+	}
+	text := problems.Text(name)
+	if summary {
+		text += installconfig.Summary(name, problems) + "\n"
+	}
+	_, err := io.WriteString(out, text)
+	return err
+}
+
+// ---- patch ----
+
+// installConfigPatchOptions are the inputs of `installconfig patch`.
+type installConfigPatchOptions struct {
+	global  *GlobalOptions
+	streams IOStreams
+
+	File           string
+	Networks       []string
+	SecurityGroups []string
+	Pools          []string
+	ControlPlane   bool
+	DryRun         bool
+}
+
+// patchReport is the -o json/yaml output of patch.
+type patchReport struct {
+	File        string                 `json:"file"`
+	Changed     bool                   `json:"changed"`
+	DryRun      bool                   `json:"dryRun"`
+	Written     bool                   `json:"written"`
+	Backup      string                 `json:"backup,omitempty"`
+	Reformatted bool                   `json:"reformatted"`
+	Changes     []installconfig.Change `json:"changes"`
+	Diff        string                 `json:"diff,omitempty"`
+	Problems    installconfig.Problems `json:"problems"`
+}
+
+func newInstallConfigPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &installConfigPatchOptions{global: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "patch FILE --network ID... --security-group ID... [--pool NAME...] [--control-plane] [--dry-run]",
+		Short: "Add network and security group IDs to the machine pools of an install-config.yaml",
+		Long: `Add network and security group IDs to the additionalNetworkIDs and additionalSecurityGroupIDs of
+the compute pools (all of them, or those named with --pool) and, with --control-plane, of the
+control plane; platform.openstack is created where a pool has none. Non-canonical forms of
+IDs already in the file (upper case, {...}, urn:uuid:..., no dashes) are rewritten in canonical
+form.
+
+A pool's own list replaces the one of platform.openstack.defaultMachinePlatform, so a list that
+patch creates in a pool starts with the default's IDs: the machines keep them.
+
+patch is idempotent: IDs already there are not added again, and a second run changes nothing.
+It validates the file first and refuses to patch an invalid one, and checks its result. It
+edits the text in place: comments, key order, quoting, unknown fields and the file mode are
+kept, and for the usual layouts the diff is only the added lines. The file is replaced
+atomically (temporary file, fsync, rename) and the previous content is kept in FILE.bak.
+With --dry-run it prints a unified diff and writes nothing. With FILE "-" it reads standard
+input and writes the result to standard output.
+
+Exit codes: 0 patched or nothing to do, 1 the file is invalid, 2 usage error or the file
+cannot be read or written.`,
+		Example: `  manila-setup installconfig patch install-config.yaml --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --dry-run
+  manila-setup installconfig patch install-config.yaml \
+      --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --security-group 0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a37
+  manila-setup installconfig patch install-config.yaml --network ID --pool worker --control-plane`,
+		Args: exactlyOneFile,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Networks, "network", nil, "ID of a network to add (repeat or separate with commas)")
+	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "ID of a security group to add (repeat or separate with commas)")
+	f.StringSliceVar(&o.Pools, "pool", nil, "name of a compute pool to patch (default: every compute pool)")
+	f.BoolVar(&o.ControlPlane, "control-plane", false, "patch the control plane too")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff of the change and write nothing")
+	return cmd
+}
+
+func (o *installConfigPatchOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.File = args[0]
+	return nil
+}
+
+func (o *installConfigPatchOptions) Validate() error {
+	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 {
+		return usageError("installconfig patch: give at least one --network or --security-group")
+	}
+	if o.File == "-" && !o.DryRun && o.global.Output != outputText {
+		return usageError("installconfig patch: -o %s cannot be combined with FILE - (the patched file goes to standard output)", o.global.Output)
+	}
+	return nil
+}
+
+func (o *installConfigPatchOptions) Run() error {
+	name, data, err := readInput(o.File, o.streams.In)
+	if err != nil {
+		return err
+	}
+	f, _ := installconfig.Parse(name, data)
+	res, err := installconfig.Patch(f, installconfig.PatchOptions{
+		Networks:       o.Networks,
+		SecurityGroups: o.SecurityGroups,
+		Pools:          o.Pools,
+		ControlPlane:   o.ControlPlane,
+	})
+	var optErr *installconfig.OptionError
+	var invalid *installconfig.InvalidError
+	switch {
+	case errors.As(err, &optErr):
+		return usageError("%v", err)
+	case errors.As(err, &invalid):
+		if o.global.Output != outputText {
+			if perr := printStructured(o.streams.Out, o.global.Output, patchReport{File: name, DryRun: o.DryRun,
+				Changes: []installconfig.Change{}, Problems: invalid.Problems}); perr != nil {
+				return environmentError(perr)
+			}
+			return silentFailure(exitInvalid)
+		}
+		fmt.Fprintf(o.streams.ErrOut, "error: %s not patched: %v\n", name, err)
+		_ = printProblems(o.streams.ErrOut, outputText, name, invalid.Problems, false)
+		return silentFailure(exitInvalid)
+	case err != nil:
+		return environmentError(err)
+	}
+
+	report := patchReport{File: name, Changed: res.Changed, DryRun: o.DryRun, Reformatted: res.Reformatted,
+		Changes: res.Changes, Problems: res.Warnings}
+	if report.Changes == nil {
+		report.Changes = []installconfig.Change{}
+	}
+	if report.Problems == nil {
+		report.Problems = installconfig.Problems{}
+	}
+	diff := installconfig.UnifiedDiff("a/"+name, "b/"+name, data, res.Output)
+	toStdout := o.File == "-" && !o.DryRun
+	if res.Changed && !o.DryRun && !toStdout {
+		if err := installconfig.WriteFileAtomic(o.File, res.Output, true); err != nil {
+			return environmentError(fmt.Errorf("writing %s: %w", o.File, err))
+		}
+		report.Written, report.Backup = true, o.File+".bak"
+	}
+
+	if o.global.Output != outputText {
+		if o.DryRun {
+			report.Diff = diff
+		}
+		if err := printStructured(o.streams.Out, o.global.Output, report); err != nil {
+			return environmentError(err)
+		}
+		return nil
+	}
+	_ = printProblems(o.streams.ErrOut, outputText, name, res.Warnings, false)
+	switch {
+	case toStdout:
+		_, err = o.streams.Out.Write(res.Output)
+	case o.DryRun:
+		_, err = io.WriteString(o.streams.Out, diff)
+	default:
+		err = o.printChanges(name, res, report)
+	}
+	if err != nil {
+		return environmentError(err)
+	}
+	return nil
+}
+
+func (o *installConfigPatchOptions) printChanges(name string, res *installconfig.PatchResult, report patchReport) error {
+	out := o.streams.Out
+	if !res.Changed {
+		_, err := fmt.Fprintf(out, "%s: nothing to change: every selected pool already has these IDs\n", name)
+		return err
+	}
+	for _, c := range res.Changes {
+		for _, id := range c.Added {
+			fmt.Fprintf(out, "%s: added %s\n", c.Field, id)
+		}
+		for _, n := range c.Normalized {
+			fmt.Fprintf(out, "%s: rewrote %s\n", c.Field, n)
+		}
+		if c.Note != "" {
+			fmt.Fprintf(out, "%s: note: %s\n", c.Field, c.Note)
+		}
+	}
+	if res.Reformatted {
+		fmt.Fprintf(out, "%s: note: written out as a whole (YAML anchors or merges had to be expanded); comments and key order are kept, blank lines may not be\n", name)
+	}
+	_, err := fmt.Fprintf(out, "%s: written; the previous version is in %s\n", name, report.Backup)
+	return err
+}

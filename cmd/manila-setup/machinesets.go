@@ -1,0 +1,499 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/machinesets"
+)
+
+func newMachineSetsCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	cmd := groupCommand("machinesets", "Attach the storage network to the MachineSets of a running cluster",
+		`Attach the Manila storage network and its security groups to the OpenstackProviderSpec of the
+MachineSets in openshift-machine-api, and replace the machines so that the running nodes get
+the new network port without dropping below capacity.
+
+  manila-setup machinesets list
+  manila-setup machinesets patch --network <storage network ID> --security-group <ID>
+  manila-setup machinesets rollout`)
+	cmd.AddCommand(
+		newMachineSetsListCommand(g, streams),
+		newMachineSetsPatchCommand(g, streams),
+		newMachineSetsRolloutCommand(g, streams),
+	)
+	return cmd
+}
+
+// machineSetsClients are the cluster clients of the machinesets commands.
+type machineSetsClients struct {
+	machines machineclient.Interface
+	kube     kubernetes.Interface
+}
+
+// machineSetsRESTConfig reads the kubeconfig (a path list, like $KUBECONFIG, is allowed).
+func machineSetsRESTConfig(g *GlobalOptions) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{}
+	if paths := filepath.SplitList(g.Kubeconfig); len(paths) > 1 {
+		rules.Precedence = paths
+	} else {
+		rules.ExplicitPath = g.Kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig %s: %v (pass --kubeconfig or set KUBECONFIG)", g.Kubeconfig, err)
+	}
+	// One LIST and a PATCH per MachineSet: client-go's default of 5 requests/s would make
+	// patching 200 sets take 40 s for no reason.
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.UserAgent = "manila-setup/" + version
+	return cfg, nil
+}
+
+func newMachineSetsClients(g *GlobalOptions) (*machineSetsClients, error) {
+	cfg, err := machineSetsRESTConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := machineclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &machineSetsClients{machines: mc, kube: kc}, nil
+}
+
+// machineSetsContext ends on Ctrl-C or SIGTERM.
+func machineSetsContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+}
+
+// ---- list ----
+
+type machineSetsListOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Networks       []string
+	SecurityGroups []string
+
+	clients *machineSetsClients
+}
+
+func newMachineSetsListCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &machineSetsListOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the MachineSets and whether they have the storage network",
+		Long: `List the MachineSets in openshift-machine-api with their role, replicas and Ready machines,
+whether their OpenstackProviderSpec has the storage network and security groups, and how many
+of their Machines were created from the current template (the others need a rollout).
+
+The storage network and security groups looked for are those given with --network and
+--security-group, else those "machinesets patch" recorded on each MachineSet.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			ctx, cancel := machineSetsContext(cmd)
+			defer cancel()
+			return o.Run(ctx)
+		},
+	}
+	cmd.Flags().StringSliceVar(&o.Networks, "network", nil, "storage network ID to look for (repeat or comma-separate)")
+	cmd.Flags().StringSliceVar(&o.SecurityGroups, "security-group", nil, "security group ID to look for (repeat or comma-separate)")
+	return cmd
+}
+
+func (o *machineSetsListOptions) Complete() error {
+	clients, err := newMachineSetsClients(o.g)
+	if err != nil {
+		return environmentError(err)
+	}
+	o.clients = clients
+	return nil
+}
+
+func (o *machineSetsListOptions) Validate() error {
+	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 {
+		return nil
+	}
+	a := machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}
+	if len(a.Networks) == 0 {
+		a.Networks = []string{"00000000-0000-0000-0000-000000000000"} // only security groups asked
+	}
+	return machineSetsAttachmentErrors(a)
+}
+
+func (o *machineSetsListOptions) Run(ctx context.Context) error {
+	sets, err := machinesets.List(ctx, o.clients.machines, machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	if err != nil {
+		return environmentError(err)
+	}
+	if o.g.Output != outputText {
+		if sets == nil {
+			sets = []machinesets.SetStatus{}
+		}
+		return printStructured(o.streams.Out, o.g.Output, sets)
+	}
+	if len(sets) == 0 {
+		_, err := fmt.Fprintf(o.streams.Out, "No MachineSets in namespace %s.\n", machinesets.Namespace)
+		return err
+	}
+	w := tabwriter.NewWriter(o.streams.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tROLE\tREPLICAS\tREADY\tSTORAGE NETWORK\tSECURITY GROUPS\tUP TO DATE\tNOTE")
+	unknown, outdated := false, false
+	for _, s := range sets {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t%s\n", s.Name, machineSetsOrDash(s.Role), s.Replicas, s.ReadyReplicas,
+			s.StorageNetwork, s.SecurityGroups, s.UpToDate, s.Machines, s.Note)
+		unknown = unknown || s.StorageNetwork == machinesets.StateUnknown
+		outdated = outdated || s.UpToDate < s.Machines
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if unknown {
+		fmt.Fprintln(o.streams.Out, "\nunknown: no storage network was given (--network, --security-group) and none was recorded by \"machinesets patch\".")
+	}
+	if outdated {
+		fmt.Fprintln(o.streams.Out, "\nUP TO DATE counts the Machines that have every network of their MachineSet; \"manila-setup machinesets rollout\" replaces the others.")
+	}
+	return nil
+}
+
+func machineSetsOrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// machineSetsAttachmentErrors prints the flag errors as one line each: --network[1]: Invalid value: ...
+func machineSetsAttachmentErrors(a machinesets.Attachment) error {
+	errs := a.Validate()
+	if len(errs) == 0 {
+		return nil
+	}
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = "--" + e.Error()
+	}
+	return invalidInput(errors.New(strings.Join(lines, "\n")))
+}
+
+// ---- patch ----
+
+type machineSetsPatchOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Networks       []string
+	SecurityGroups []string
+	Names          []string
+	Selector       string
+	DryRun         bool
+
+	clients *machineSetsClients
+	checker machinesets.IDChecker
+}
+
+func newMachineSetsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &machineSetsPatchOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "patch --network ID [--security-group ID] [--name N... | --selector L]",
+		Short: "Add the storage network and security groups to the MachineSets' providerSpec",
+		Long: `Add networks: [{uuid: ID, noAllowedAddressPairs: true}] and securityGroups: [{uuid: ID}] to the
+OpenstackProviderSpec of the worker MachineSets (or those named with --name, or matching
+--selector), where they are absent. A network that is already there (by uuid, filter.id or as a
+ports[] entry) is never added twice; every other field is left exactly as it is.
+
+Control-plane MachineSets are never touched; other platforms' MachineSets are skipped. With
+--os-cloud (or $OS_CLOUD) the IDs are checked in Neutron before anything is written. What was
+attached is recorded in the annotation ` + machinesets.AttachmentAnnotation + `.
+
+Patching changes only the template: run "manila-setup machinesets rollout" afterwards to
+replace the running machines.`,
+		Example: `  manila-setup machinesets patch --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --dry-run
+  manila-setup machinesets patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --name mycluster-x7k2p-worker-0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := machineSetsContext(cmd)
+			defer cancel()
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(ctx); err != nil {
+				return err
+			}
+			return o.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
+	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "ID of a security group to add (repeat or comma-separate)")
+	f.StringSliceVar(&o.Names, "name", nil, "patch only these MachineSets (default: every worker MachineSet)")
+	f.StringVarP(&o.Selector, "selector", "l", "", "patch only the MachineSets matching this label selector")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per MachineSet and write nothing")
+	return cmd
+}
+
+// Validate checks the flags before anything is contacted.
+func (o *machineSetsPatchOptions) Validate() error {
+	if len(o.Networks) == 0 {
+		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`)")
+	}
+	if len(o.Names) > 0 && o.Selector != "" {
+		return usageError("--name and --selector cannot be used together")
+	}
+	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+}
+
+// Complete connects to the cluster and, with --os-cloud, to the cloud.
+func (o *machineSetsPatchOptions) Complete(ctx context.Context) error {
+	clients, err := newMachineSetsClients(o.g)
+	if err != nil {
+		return environmentError(err)
+	}
+	o.clients = clients
+	if o.g.OSCloud != "" {
+		c, err := openstack.Connect(ctx, openstack.Config{
+			Cloud: o.g.OSCloud, CloudsFile: o.g.OSClientConfigFile, UserAgent: "manila-setup/" + version,
+		})
+		if err != nil {
+			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
+		}
+		o.checker = machinesets.NeutronChecker{Client: c}
+	}
+	return nil
+}
+
+func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
+	results, err := machinesets.Patch(ctx, o.clients.machines, machinesets.PatchOptions{
+		Attachment: machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
+		Selection:  machinesets.Selection{Names: o.Names, Selector: o.Selector},
+		DryRun:     o.DryRun,
+		Checker:    o.checker,
+		By:         "manila-setup " + version,
+	})
+	if printErr := o.print(results); printErr != nil && err == nil {
+		err = printErr
+	}
+	var unknown *machinesets.UnknownIDsError
+	var selection *machinesets.SelectionError
+	switch {
+	case err == nil:
+	case errors.As(err, &unknown), errors.As(err, &selection):
+		return invalidInput(err)
+	default:
+		return environmentError(err)
+	}
+	for _, r := range results {
+		if r.Action == machinesets.ActionInvalid {
+			if o.g.Output != outputText {
+				return silentFailure(exitInvalid)
+			}
+			return invalidInput(fmt.Errorf("MachineSet %s/%s cannot be patched: %s", machinesets.Namespace, r.Name, r.Reason))
+		}
+	}
+	return nil
+}
+
+func (o *machineSetsPatchOptions) print(results []machinesets.PatchResult) error {
+	if o.g.Output != outputText {
+		if results == nil {
+			results = []machinesets.PatchResult{}
+		}
+		return printStructured(o.streams.Out, o.g.Output, results)
+	}
+	out := o.streams.Out
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	patched := 0
+	for _, r := range results {
+		detail := r.Reason
+		if r.Action == machinesets.ActionPatched || r.Action == machinesets.ActionWouldPatch {
+			detail = machineSetsDescribeAdded(r)
+			patched++
+		}
+		if r.ConflictRetries > 0 {
+			detail += fmt.Sprintf(" (after %d conflict(s) with another writer)", r.ConflictRetries)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.Action, detail)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Diff != "" {
+			fmt.Fprintf(out, "\n%s", r.Diff)
+		}
+	}
+	switch {
+	case o.DryRun:
+		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
+		return err
+	case patched > 0:
+		_, err := fmt.Fprintf(out, "\n%d MachineSet(s) patched. Running machines keep their old ports until they are replaced:\n  manila-setup machinesets rollout\n", patched)
+		return err
+	}
+	return nil
+}
+
+func machineSetsDescribeAdded(r machinesets.PatchResult) string {
+	var parts []string
+	for _, id := range r.AddedNetworks {
+		parts = append(parts, "network "+id)
+	}
+	for _, id := range r.AddedSecurityGroups {
+		parts = append(parts, "security group "+id)
+	}
+	return "added " + strings.Join(parts, ", ")
+}
+
+// ---- rollout ----
+
+type machineSetsRolloutOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Names          []string
+	Selector       string
+	MaxSurge       int32
+	MaxUnavailable int32
+	Timeout        time.Duration
+	PollInterval   time.Duration
+
+	clients *machineSetsClients
+}
+
+func newMachineSetsRolloutCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &machineSetsRolloutOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "rollout [--name N...] [--max-surge 1] [--max-unavailable 0] [--timeout 30m]",
+		Short: "Replace the machines that lack their MachineSet's networks, without losing capacity",
+		Long: `Replace, one MachineSet after the other, the Machines whose providerSpec lacks a network or
+security group of their MachineSet's template: scale the set up by --max-surge, wait until the
+new Machine's Node is Ready, mark one old Machine with machine.openshift.io/delete-machine and
+scale down, repeat. A set never has more than --max-unavailable of its replicas missing, and
+gets its original replica count back at the end.
+
+Safe to interrupt: after Ctrl-C or a kill, run it again and it continues where it stopped (the
+original replica count is kept in the annotation ` + machinesets.OriginalReplicasAnnotation + `).
+A new Machine that fails, or has no Ready Node within --timeout, stops the rollout and leaves
+the remaining old Machines as they are.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			ctx, cancel := machineSetsContext(cmd)
+			defer cancel()
+			return o.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Names, "name", nil, "roll only these MachineSets (default: every worker MachineSet)")
+	f.StringVarP(&o.Selector, "selector", "l", "", "roll only the MachineSets matching this label selector")
+	f.Int32Var(&o.MaxSurge, "max-surge", machinesets.DefaultMaxSurge, "Machines a set may have above its replica count")
+	f.Int32Var(&o.MaxUnavailable, "max-unavailable", 0, "replicas of a set that may be missing (not Ready) at any time")
+	f.DurationVar(&o.Timeout, "timeout", machinesets.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
+	f.DurationVar(&o.PollInterval, "poll-interval", machinesets.DefaultPollInterval, "how often the cluster is read")
+	_ = f.MarkHidden("poll-interval")
+	return cmd
+}
+
+func (o *machineSetsRolloutOptions) Validate() error {
+	if len(o.Names) > 0 && o.Selector != "" {
+		return usageError("--name and --selector cannot be used together")
+	}
+	if o.MaxSurge < 0 || o.MaxUnavailable < 0 {
+		return usageError("--max-surge and --max-unavailable cannot be negative")
+	}
+	if o.MaxSurge == 0 && o.MaxUnavailable == 0 {
+		return usageError("--max-surge and --max-unavailable cannot both be 0: no machine could be replaced")
+	}
+	if o.Timeout <= 0 || o.PollInterval <= 0 {
+		return usageError("--timeout must be positive")
+	}
+	return nil
+}
+
+func (o *machineSetsRolloutOptions) Complete() error {
+	clients, err := newMachineSetsClients(o.g)
+	if err != nil {
+		return environmentError(err)
+	}
+	o.clients = clients
+	return nil
+}
+
+func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
+	progressOut := o.streams.Out
+	if o.g.Output != outputText {
+		progressOut = o.streams.ErrOut
+	}
+	tty, width := machineSetsTerminal(progressOut)
+	printer := machinesets.NewProgressPrinter(progressOut, tty, width)
+	results, err := machinesets.Rollout(ctx, o.clients.machines, o.clients.kube, machinesets.RolloutOptions{
+		Selection:      machinesets.Selection{Names: o.Names, Selector: o.Selector},
+		MaxSurge:       o.MaxSurge,
+		MaxUnavailable: o.MaxUnavailable,
+		Timeout:        o.Timeout,
+		PollInterval:   o.PollInterval,
+		Progress:       printer.Update,
+	})
+	if o.g.Output != outputText && results != nil {
+		if perr := printStructured(o.streams.Out, o.g.Output, results); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	var rolloutErr *machinesets.RolloutError
+	var selection *machinesets.SelectionError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled):
+		return environmentError(errors.New("interrupted. Nothing is left half-done: run `manila-setup machinesets rollout` again to continue"))
+	case errors.As(err, &rolloutErr), errors.As(err, &selection):
+		return invalidInput(err)
+	}
+	return environmentError(err)
+}
+
+// machineSetsTerminal reports whether w is a terminal, and its width.
+func machineSetsTerminal(w io.Writer) (bool, int) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return true, 0
+	}
+	return true, width
+}

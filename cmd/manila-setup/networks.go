@@ -1,0 +1,627 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+)
+
+// wrapOpenStackTransport lets tests count and inspect the CLI's HTTP requests. Nil in production.
+var wrapOpenStackTransport func(http.RoundTripper) http.RoundTripper
+
+func newNetworksCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	cmd := groupCommand("networks", "Find the network Manila exports on, and attach workers to it",
+		`Work with the OpenStack networks of the cloud in clouds.yaml (--os-cloud): find the network on
+which Manila exports its shares and whether the cluster's workers are attached to it.`)
+	cloud := &cloudOptions{global: g, streams: streams}
+	cloud.addFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newNetworksListCommand(cloud), newNetworksDiscoverCommand(cloud))
+	return cmd
+}
+
+// cloudOptions are the OpenStack connection flags shared by the networks commands.
+type cloudOptions struct {
+	global  *GlobalOptions
+	streams IOStreams
+
+	CABundle string
+	Timeout  time.Duration
+}
+
+func (o *cloudOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.CABundle, "ca-bundle", "", "PEM file of the CAs to trust for the cloud's endpoints (instead of cacert in clouds.yaml)")
+	fs.DurationVar(&o.Timeout, "timeout", openstack.DefaultTimeout, "longest time one request to the cloud may take")
+}
+
+func (o *cloudOptions) validate() error {
+	if o.Timeout <= 0 {
+		return usageError("--timeout: Invalid value: %q: must be a positive duration such as 30s", o.Timeout)
+	}
+	if o.CABundle != "" {
+		if _, err := os.Stat(o.CABundle); err != nil {
+			return usageError("--ca-bundle: Invalid value: %q: %v", o.CABundle, errors.Unwrap(err))
+		}
+	}
+	return nil
+}
+
+// connect authenticates once; every call of the command reuses that token.
+func (o *cloudOptions) connect(ctx context.Context) (*openstack.Client, error) {
+	errOut := o.streams.ErrOut
+	cfg := openstack.Config{
+		Cloud:      o.global.OSCloud,
+		CloudsFile: o.global.OSClientConfigFile,
+		CABundle:   o.CABundle,
+		Timeout:    o.Timeout,
+		UserAgent:  "manila-setup/" + version,
+		Warnf:      func(format string, a ...any) { fmt.Fprintf(errOut, "warning: "+format+"\n", a...) },
+	}
+	if o.global.Verbosity >= 1 {
+		cfg.Logf = func(format string, a ...any) { fmt.Fprintf(errOut, "openstack: "+format+"\n", a...) }
+		cfg.LogHeaders = o.global.Verbosity >= 2
+	}
+	cfg.WrapTransport = wrapOpenStackTransport
+	c, err := openstack.Connect(ctx, cfg)
+	if err != nil {
+		return nil, environmentError(err)
+	}
+	if o.global.Verbosity >= 1 {
+		fmt.Fprintf(errOut, "openstack: cloud %q, region %q, %s\n", c.Cloud(), c.Region(), c.Identity())
+	}
+	return c, nil
+}
+
+// commandContext ends with the command or on Ctrl-C.
+func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt)
+}
+
+// ---------------------------------------------------------------------------------------------
+// networks list
+
+// NetworksListOptions is `manila-setup networks list`.
+type NetworksListOptions struct {
+	*cloudOptions
+}
+
+// NetworkRow is one line of `networks list`.
+type NetworkRow struct {
+	Name     string   `json:"name"`
+	ID       string   `json:"id"`
+	CIDRs    []string `json:"cidrs"`
+	Shared   bool     `json:"shared"`
+	External bool     `json:"external"`
+	// Manila is set on the networks Manila exports on (high) or places share servers on
+	// (medium); Reason is the first reason. See `networks discover` for all of them.
+	Manila     bool   `json:"manila"`
+	Confidence string `json:"confidence,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+
+	mark string // the MANILA column of the text output
+}
+
+func newNetworksListCommand(cloud *cloudOptions) *cobra.Command {
+	o := &NetworksListOptions{cloudOptions: cloud}
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the networks of the cloud and mark the ones Manila exports on",
+		Long: `List the Neutron networks the project can see: name, ID, subnet CIDRs, whether shared or
+external, and a mark on the network(s) where Manila exports shares (from the export locations of
+the project's shares and its share networks).`,
+		Example: `  manila-setup networks list --os-cloud mycloud
+  manila-setup networks list -o json | jq -r '.[] | select(.manila) | .id'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			return o.Run(ctx)
+		},
+	}
+}
+
+// Complete has nothing to fill in beyond the global options.
+func (o *NetworksListOptions) Complete() error { return nil }
+
+// Validate checks the flags.
+func (o *NetworksListOptions) Validate() error { return o.validate() }
+
+// Run lists the networks.
+func (o *NetworksListOptions) Run(ctx context.Context) error {
+	c, err := o.connect(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := listNetworks(ctx, c, o.streams.ErrOut)
+	if err != nil {
+		return environmentError(err)
+	}
+	if o.global.Output != outputText {
+		return printStructured(o.streams.Out, o.global.Output, rows)
+	}
+	return printNetworkRows(o.streams.Out, rows)
+}
+
+// listNetworks marks the networks with the discovery; without Manila it lists them unmarked.
+func listNetworks(ctx context.Context, c *openstack.Client, errOut io.Writer) ([]NetworkRow, error) {
+	var nets []openstack.Network
+	marks := map[string]openstack.Candidate{}
+	d, err := c.Discover(ctx, openstack.DiscoverOptions{})
+	switch {
+	case err == nil:
+		nets = d.Networks
+		for _, cand := range d.Candidates {
+			if cand.Confidence != openstack.ConfidenceLow {
+				marks[cand.Network.ID] = cand
+			}
+		}
+	case openstack.KindOf(err) == openstack.KindNoEndpoint:
+		fmt.Fprintf(errOut, "warning: %v\nNo network is marked.\n", err)
+		if nets, err = c.Networks(ctx); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	rows := make([]NetworkRow, 0, len(nets))
+	for _, n := range nets {
+		row := NetworkRow{Name: n.Name, ID: n.ID, CIDRs: []string{}, Shared: n.Shared, External: n.External}
+		for _, p := range n.CIDRs() {
+			row.CIDRs = append(row.CIDRs, p.String())
+		}
+		if cand, ok := marks[n.ID]; ok {
+			row.Manila, row.Confidence, row.mark = true, string(cand.Confidence), markOf(cand)
+			if len(cand.Reasons) > 0 {
+				row.Reason = cand.Reasons[0]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// markOf is the short MANILA column: what puts Manila on this network.
+func markOf(c openstack.Candidate) string {
+	var parts []string
+	if c.Shares > 0 {
+		var addrs []string
+		for _, e := range c.Exports {
+			addrs = append(addrs, e.Address.String())
+		}
+		if len(addrs) > 2 {
+			addrs = append(addrs[:2], "...")
+		}
+		parts = append(parts, fmt.Sprintf("exports %d share%s (%s)", c.Shares, pluralS(c.Shares), strings.Join(addrs, ", ")))
+	}
+	if n := len(c.ShareNetworks); n > 0 {
+		parts = append(parts, fmt.Sprintf("share network%s %s", pluralS(n), strings.Join(c.ShareNetworks, ", ")))
+	}
+	return "* " + strings.Join(parts, "; ")
+}
+
+func printNetworkRows(out io.Writer, rows []NetworkRow) error {
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tCIDRS\tSHARED\tEXTERNAL\tMANILA")
+	marked := false
+	for _, r := range rows {
+		mark := r.mark
+		if r.Manila {
+			marked = true
+		}
+		cidrs := strings.Join(r.CIDRs, ",")
+		if cidrs == "" {
+			cidrs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", orDash(r.Name), r.ID, cidrs, yesNo(r.Shared), yesNo(r.External), mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if _, err := io.WriteString(out, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n"))); err != nil {
+			return err
+		}
+	}
+	if marked {
+		_, err := fmt.Fprintln(out, "\n* Manila exports shares on this network, or places share servers on it. Reasons: manila-setup networks discover")
+		return err
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ---------------------------------------------------------------------------------------------
+// networks discover
+
+// NetworksDiscoverOptions is `manila-setup networks discover`.
+type NetworksDiscoverOptions struct {
+	*cloudOptions
+
+	SecurityGroups []string
+	Servers        []string
+	InfraID        string
+	Exact          bool
+
+	// set by Complete
+	kubeconfig         string
+	kubeconfigExplicit bool
+}
+
+func newNetworksDiscoverCommand(cloud *cloudOptions) *cobra.Command {
+	o := &NetworksDiscoverOptions{cloudOptions: cloud}
+	cmd := &cobra.Command{
+		Use:   "discover",
+		Short: "Find the network Manila exports on, and whether the workers are attached to it",
+		Long: `Find the Neutron network(s) that hold the addresses of Manila's export locations (and, for
+back ends with driver_handles_share_servers=true, the networks of the share networks), ranked
+best first, each with the reasons.
+
+With a kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config), it also tells which of the
+cluster's workers already have a port on each candidate and whether their security groups let
+NFS or CephFS traffic through. The workers are the Machines of openshift-machine-api (or the
+Nodes) that are not control-plane; their ports are found in Neutron by device_id (the server ID
+from providerID), or by port name (the machine name), so no Nova access is needed. Without a
+cluster, --server and --infra-id name the servers instead.
+
+Exit codes: 0 a network was found, 1 none was found, 2 usage or environment error.`,
+		Example: `  manila-setup networks discover --os-cloud mycloud
+  manila-setup networks discover --kubeconfig ~/ocp/auth/kubeconfig -o json
+  manila-setup networks discover --infra-id mycluster-x7k2p --security-group 5f3c...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			return o.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.SecurityGroups, "security-group", nil, "security group ID to check for NFS and CephFS traffic (repeatable; together, as on one port)")
+	f.StringArrayVar(&o.Servers, "server", nil, "server (Nova) ID to check for a port on the candidates (repeatable)")
+	f.StringVar(&o.InfraID, "infra-id", "", `the cluster's infrastructure name: servers whose ports are named "<infra-id>-..." are the cluster's`)
+	f.BoolVar(&o.Exact, "exact", false, "ask every share for its export locations (one request per share) instead of one share per export address")
+	return cmd
+}
+
+// Complete decides whether a cluster is at hand: an explicit --kubeconfig or $KUBECONFIG must
+// work; the default ~/.kube/config is used only if it exists.
+func (o *NetworksDiscoverOptions) Complete(cmd *cobra.Command) error {
+	o.kubeconfig = o.global.Kubeconfig
+	o.kubeconfigExplicit = cmd.Flags().Changed("kubeconfig") || os.Getenv("KUBECONFIG") != ""
+	if !o.kubeconfigExplicit && o.kubeconfig != "" {
+		if _, err := os.Stat(o.kubeconfig); err != nil {
+			o.kubeconfig = ""
+		}
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *NetworksDiscoverOptions) Validate() error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	for i, id := range o.SecurityGroups {
+		if strings.TrimSpace(id) == "" {
+			return usageError("--security-group[%d]: Required value: an ID", i)
+		}
+	}
+	if o.InfraID != "" && strings.ContainsAny(o.InfraID, " /") {
+		return usageError("--infra-id: Invalid value: %q: must be the cluster's infrastructure name, e.g. mycluster-x7k2p", o.InfraID)
+	}
+	return nil
+}
+
+// Run discovers and prints.
+func (o *NetworksDiscoverOptions) Run(ctx context.Context) error {
+	sel, note, err := o.selector(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := o.connect(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := c.Discover(ctx, openstack.DiscoverOptions{Servers: sel, SecurityGroupIDs: o.SecurityGroups, ExactExports: o.Exact})
+	if err != nil {
+		return environmentError(err)
+	}
+	if note != "" {
+		d.Notes = append(d.Notes, note)
+	}
+	if o.global.Output != outputText {
+		if err := printStructured(o.streams.Out, o.global.Output, d); err != nil {
+			return err
+		}
+	} else if err := printDiscovery(o.streams.Out, d, c); err != nil {
+		return err
+	}
+	if len(d.Candidates) == 0 {
+		return silentFailure(exitInvalid)
+	}
+	return nil
+}
+
+// selector says which servers to check: from the flags, else from the cluster.
+func (o *NetworksDiscoverOptions) selector(ctx context.Context) (*openstack.ServerSelector, string, error) {
+	sel := &openstack.ServerSelector{}
+	for _, id := range o.Servers {
+		sel.Servers = append(sel.Servers, openstack.Server{ID: id})
+	}
+	if o.InfraID != "" {
+		sel.NamePrefix = o.InfraID + "-"
+	}
+	if len(sel.Servers) > 0 || sel.NamePrefix != "" {
+		return sel, "", nil
+	}
+	if o.kubeconfig == "" {
+		return nil, "", nil
+	}
+	workers, err := clusterWorkers(ctx, o.kubeconfig)
+	if err != nil {
+		if o.kubeconfigExplicit {
+			return nil, "", environmentError(err)
+		}
+		fmt.Fprintf(o.streams.ErrOut, "warning: %v; workers are not checked\n", err)
+		return nil, "", nil
+	}
+	return &workers.selector, workers.note, nil
+}
+
+// cluster is what discovery needs from Kubernetes.
+type cluster struct {
+	selector openstack.ServerSelector
+	note     string
+}
+
+var (
+	machinesGVR       = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}
+	infrastructureGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
+	nodesGVR          = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+)
+
+// clusterWorkers reads the cluster's non-control-plane Machines (else Nodes): their names and
+// the Nova server IDs of their providerID, plus the infra ID as name prefix for servers whose
+// ID is unknown.
+func clusterWorkers(ctx context.Context, kubeconfig string) (*cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %v", kubeconfig, err)
+	}
+	cfg.Timeout = 30 * time.Second
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %v", kubeconfig, err)
+	}
+	out := &cluster{}
+	infra, err := dyn.Resource(infrastructureGVR).Get(ctx, "cluster", metav1.GetOptions{})
+	infraID := ""
+	switch {
+	case err == nil:
+		infraID, _, _ = unstructured.NestedString(infra.Object, "status", "infrastructureName")
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the cluster's Infrastructure from %s: %v", cfg.Host, err)
+	}
+
+	source := "Machines"
+	list, err := dyn.Resource(machinesGVR).Namespace("openshift-machine-api").List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("listing the cluster's Machines on %s: %v", cfg.Host, err)
+	}
+	var items []unstructured.Unstructured
+	if list != nil {
+		items = list.Items
+	}
+	if len(items) == 0 {
+		source = "Nodes"
+		nodes, err := dyn.Resource(nodesGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing the cluster's Nodes on %s: %v", cfg.Host, err)
+		}
+		items = nodes.Items
+	}
+	for _, it := range items {
+		if isControlPlane(it.GetLabels()) {
+			continue
+		}
+		providerID, _, _ := unstructured.NestedString(it.Object, "spec", "providerID")
+		id := serverIDFromProviderID(providerID)
+		if id == "" {
+			id, _, _ = unstructured.NestedString(it.Object, "status", "providerStatus", "instanceId")
+		}
+		out.selector.Servers = append(out.selector.Servers, openstack.Server{ID: id, Name: it.GetName()})
+	}
+	if len(out.selector.Servers) == 0 && infraID != "" {
+		out.selector.NamePrefix = infraID + "-"
+	}
+	out.note = fmt.Sprintf("workers: %d from the cluster's %s at %s", len(out.selector.Servers), source, cfg.Host)
+	if infraID != "" {
+		out.note += fmt.Sprintf(" (infra ID %s)", infraID)
+	}
+	return out, nil
+}
+
+func isControlPlane(labels map[string]string) bool {
+	if role := labels["machine.openshift.io/cluster-api-machine-role"]; role == "master" || role == "control-plane" {
+		return true
+	}
+	_, master := labels["node-role.kubernetes.io/master"]
+	_, cp := labels["node-role.kubernetes.io/control-plane"]
+	return master || cp
+}
+
+// serverIDFromProviderID takes the Nova ID out of "openstack:///<id>" (or "openstack://<region>/<id>").
+func serverIDFromProviderID(p string) string {
+	rest, ok := strings.CutPrefix(p, "openstack://")
+	if !ok {
+		return ""
+	}
+	if i := strings.LastIndex(rest, "/"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return rest
+}
+
+func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) error {
+	w := &errWriter{w: out}
+	region := d.Region
+	if region == "" {
+		region = "(any)"
+	}
+	if best := d.Best(); best != nil {
+		verb := "exports shares on"
+		switch best.Confidence {
+		case openstack.ConfidenceMedium:
+			verb = "places share servers on"
+		case openstack.ConfidenceLow:
+			verb = "probably uses (a guess from the name)"
+		}
+		w.printf("Manila (region %s, API %s) %s network %q (%s).\n", region, d.Manila.Microversion, verb, best.Network.Name, best.Network.ID)
+	} else {
+		w.printf("Manila (region %s, API %s) exports on no network that %s can see.\n", region, d.Manila.Microversion, c.Identity())
+	}
+	if len(d.Candidates) > 0 {
+		w.printf("\nCandidates, best first:\n")
+	}
+	for i, cand := range d.Candidates {
+		var cidrs []string
+		for _, p := range cand.Network.CIDRs() {
+			cidrs = append(cidrs, p.String())
+		}
+		flags := ""
+		if cand.Network.Shared {
+			flags += ", shared"
+		}
+		if cand.Network.External {
+			flags += ", external"
+		}
+		w.printf("  %d. %s  %s  %s  (confidence %s, score %d%s)\n", i+1, orDash(cand.Network.Name), cand.Network.ID, strings.Join(cidrs, ","), cand.Confidence, cand.Score, flags)
+		for _, r := range cand.Reasons {
+			w.printf("     - %s\n", r)
+		}
+		if a := cand.Attachment; a != nil {
+			w.printf("     workers attached: %d of %d (%s)\n", a.Attached, a.Total, a.Method)
+			for _, s := range a.Servers {
+				name := coalesceStr(s.Name, s.ID)
+				if !s.Attached {
+					w.printf("       %-30s not attached\n", name)
+					continue
+				}
+				var ports []string
+				for _, p := range s.Ports {
+					var ips []string
+					for _, ip := range p.FixedIPs {
+						ips = append(ips, ip.String())
+					}
+					ports = append(ports, fmt.Sprintf("port %s %s", coalesceStr(p.Name, p.ID), strings.Join(ips, ",")))
+				}
+				w.printf("       %-30s attached: %s\n", name, strings.Join(ports, "; "))
+			}
+			for _, v := range cand.Traffic {
+				w.printf("     traffic: %s\n", v.Summary)
+			}
+		}
+	}
+	if sg := d.SecurityGroups; sg != nil {
+		w.printf("\nSecurity groups checked (as one port's groups):\n")
+		for _, v := range sg.Verdicts {
+			state := "allowed"
+			if !v.Allowed {
+				state = "BLOCKED"
+			}
+			w.printf("  %s: %s: %s\n", v.Protocol, state, v.Summary)
+		}
+	}
+	if len(d.Unmatched) > 0 {
+		w.printf("\nExport addresses in no subnet this project can see (the storage network may belong to another project, or be routed):\n")
+		for _, u := range d.Unmatched {
+			host := u.Hostname
+			if u.Address.IsValid() {
+				host = u.Address.String()
+			}
+			w.printf("  %s (%d share%s)\n", host, u.Shares, pluralS(u.Shares))
+		}
+	}
+	if len(d.Notes) > 0 {
+		w.printf("\nNotes:\n")
+		for _, n := range d.Notes {
+			w.printf("  - %s\n", n)
+		}
+	}
+	w.printf("\nExamined %d networks, %d available share%s and %d share network%s as %s.\n",
+		d.NetworksSeen, d.SharesSeen, pluralS(d.SharesSeen), d.ShareNetworksSeen, pluralS(d.ShareNetworksSeen), c.Identity())
+	return w.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, a...)
+	}
+}
+
+func pluralS(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func coalesceStr(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

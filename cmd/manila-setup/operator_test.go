@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestOperatorRender(t *testing.T) {
+	t.Setenv("OPERATOR_IMAGE", "example.test/manila-setup:7")
+	t.Setenv("DRIVER_IMAGE", "example.test/driver:7")
+	code, out, errOut := runCLI(t, "operator", "render")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Count(out, "\n---\n")+1 < 10 || strings.Contains(out, "${") {
+		t.Errorf("render output is not the full manifest set:\n%.400s", out)
+	}
+	for _, want := range []string{"kind: CustomResourceDefinition", "kind: ClusterCSIDriver", "image: example.test/manila-setup:7", "value: example.test/driver:7"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render lacks %q", want)
+		}
+	}
+	code, out, _ = runCLI(t, "operator", "render", "-o", "json", "--namespace", "other-ns")
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &list) != nil || list.Kind != "List" || len(list.Items) < 10 {
+		t.Errorf("render -o json: exit %d, %d items", code, len(list.Items))
+	}
+	if !strings.Contains(out, `"namespace": "other-ns"`) {
+		t.Errorf("--namespace not applied")
+	}
+}
+
+func TestOperatorCommandErrors(t *testing.T) {
+	for _, k := range []string{"DRIVER_IMAGE", "NFS_DRIVER_IMAGE", "PROVISIONER_IMAGE", "SNAPSHOTTER_IMAGE", "RESIZER_IMAGE", "LIVENESS_PROBE_IMAGE", "NODE_DRIVER_REGISTRAR_IMAGE", "KUBE_RBAC_PROXY_IMAGE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("OS_CLOUD", "")
+	tests := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"operator", "start"}, exitUsage, "not set: DRIVER_IMAGE"},
+		{[]string{"operator", "install", "--kubeconfig", "/nonexistent"}, exitUsage, "kubeconfig /nonexistent"},
+		{[]string{"operator", "bogus"}, exitUsage, `unknown command "bogus"`},
+	}
+	for _, tt := range tests {
+		code, _, errOut := runCLI(t, tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.err) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, tt.code, tt.err)
+		}
+	}
+}
+
+func TestCredentialsFromCloudsYAML(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	writeFile(t, dir+"/clouds.yaml", `clouds:
+  mine:
+    auth: {auth_url: "https://k/v3", username: u, password: pw, project_name: p, user_domain_name: Default}
+    cacert: ca.pem
+  other:
+    auth: {auth_url: "https://o/v3"}
+`)
+	data, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(data["clouds.yaml"])
+	if !strings.Contains(y, "openstack:") || strings.Contains(y, "other") || strings.Contains(y, "cacert") || !strings.Contains(string(data["cacert"]), "BEGIN CERTIFICATE") {
+		t.Errorf("credentials: %q / %q", y, data["cacert"])
+	}
+	if _, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "nope"); exitCodeOf(err) != exitInvalid {
+		t.Errorf("unknown cloud: %v", err)
+	}
+	if _, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "other"); exitCodeOf(err) != exitInvalid {
+		t.Errorf("a cloud without credentials must be rejected: %v", err)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

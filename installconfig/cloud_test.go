@@ -1,0 +1,83 @@
+package installconfig
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// fakeCloud knows some networks and security groups.
+type fakeCloud struct {
+	networks map[string]bool
+	err      error
+	got      CloudRefs
+}
+
+func (c *fakeCloud) CheckIDs(_ context.Context, refs CloudRefs) (Problems, error) {
+	c.got = refs
+	if c.err != nil {
+		return nil, c.err
+	}
+	var ps Problems
+	for _, r := range refs.Networks {
+		if !c.networks[r.ID] {
+			ps = append(ps, newProblem(SeverityError, "cloud-network", field.ErrorTypeNotFound, r.Field, r.ID, "no such network", r.Line, r.Column))
+		}
+	}
+	return ps, nil
+}
+
+func TestReferences(t *testing.T) {
+	f, _ := Parse("ic.yaml", readFile(t, "testdata/corpus/invalid-noncanonical.yaml"))
+	refs := References(f)
+	var nets []string
+	for _, r := range refs.Networks {
+		nets = append(nets, r.Field+"="+r.ID)
+	}
+	want := []string{
+		"compute[0].platform.openstack.additionalNetworkIDs[0]=837e03cd-a06c-494f-9f58-88263af211ef",
+		"compute[0].platform.openstack.additionalNetworkIDs[1]=a2c6e413-56e4-47d7-b06c-e8d49773801f",
+		"compute[0].platform.openstack.additionalNetworkIDs[2]=416d4dfa-533e-42fd-9d70-f0583d5ab974",
+	}
+	if !reflect.DeepEqual(nets, want) {
+		t.Errorf("networks %v, want %v", nets, want)
+	}
+	if len(refs.SecurityGroups) != 2 || !reflect.DeepEqual(refs.MachineNetworks, []string{"10.0.0.0/16"}) {
+		t.Errorf("security groups %v, machine networks %v", refs.SecurityGroups, refs.MachineNetworks)
+	}
+}
+
+func TestCheckWithCloud(t *testing.T) {
+	data := readFile(t, "testdata/corpus/invalid-uuid-version.yaml")
+	cloud := &fakeCloud{networks: map[string]bool{}}
+	ps, err := CheckWithCloud(context.Background(), "ic.yaml", data, cloud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two offline errors (not v4) and one from the cloud for the valid ID, in file order.
+	want := []string{
+		`compute[0].platform.openstack.additionalNetworkIDs[0]: Invalid value: "aa1788ba-e63a-11f1-aa6c-02fc00000001": must be a UUID v4, not a version 1 UUID`,
+		`compute[0].platform.openstack.additionalNetworkIDs[1]: Invalid value: "00000000-0000-0000-0000-000000000000": must be a UUID v4, not a version 0 UUID`,
+		`compute[0].platform.openstack.additionalNetworkIDs[2]: Not found: "837e03cd-a06c-494f-9f58-88263af211ef": no such network`,
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Text("ic.yaml"))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%v\nwant\n%v", got, want)
+	}
+
+	down := &fakeCloud{err: errors.New("keystone: connection refused")}
+	ps, err = CheckWithCloud(context.Background(), "ic.yaml", data, down)
+	if err == nil || err.Error() != "keystone: connection refused" || ps.Errors() != 2 {
+		t.Errorf("unreachable cloud: %v, %d offline errors", err, ps.Errors())
+	}
+	ps, err = CheckWithCloud(context.Background(), "ic.yaml", data, nil)
+	if err != nil || ps.Errors() != 2 {
+		t.Errorf("no cloud: %v, %d errors", err, ps.Errors())
+	}
+}

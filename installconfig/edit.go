@@ -1,0 +1,934 @@
+package installconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// editMode is how plan.apply turns the edited node tree into bytes.
+type editMode int
+
+const (
+	// editText splices the new lines into the original text: the diff is only the change.
+	editText editMode = iota
+	// editTree writes the edited node tree out as a whole.
+	editTree
+	// editFlattened expands aliases and << merges first, so that no edit can reach a pool
+	// through a shared node, then writes the tree out as a whole.
+	editFlattened
+)
+
+// apply performs the plan on a fresh parse of f.
+func (p *plan) apply(orig *File, mode editMode) (out []byte, reformatted bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	f, _ := Parse(orig.Name, orig.Data)
+	if f.root == nil {
+		return nil, false, errors.New("the file does not parse")
+	}
+	if mode == editFlattened {
+		budget := 1 << 20
+		root, err := flatten(f.root, &budget, map[*yaml.Node]bool{})
+		if err != nil {
+			return nil, false, err
+		}
+		f.doc.Content[0], f.root = root, root
+	}
+	c := &checker{f: f}
+	c.run()
+	m := &c.model
+	e := &editor{f: f, text: mode == editText, style: detectStyle(f.root)}
+	e.nl = "\n"
+	if f.crlf {
+		e.nl = "\r\n"
+	}
+
+	for _, pl := range m.pools() {
+		for _, k := range listKinds {
+			for _, l := range pl.lists[k] {
+				for _, it := range l.items {
+					if it.canonical != "" && it.node.Value != it.canonical {
+						e.replaceScalar(it.node, it.canonical)
+					}
+				}
+			}
+		}
+	}
+	for _, t := range p.ops {
+		var pl *pool
+		switch {
+		case t.pool == nil:
+		case t.kind == ControlPlanePool:
+			pl = m.controlPlane
+		case t.pool.index < len(m.compute):
+			pl = m.compute[t.pool.index]
+		}
+		if t.pool != nil && (pl == nil || pl.node == nil) {
+			return nil, false, errors.New("the file changed shape while patching")
+		}
+		if pl == nil {
+			e.createPool(m, t)
+			continue
+		}
+		e.ensureLists(pl, t.final)
+	}
+
+	if e.text {
+		if out, ok := e.spliced(); ok {
+			return out, false, nil
+		}
+	}
+	out, err = e.encode()
+	return out, true, err
+}
+
+// editor changes the node tree and, as long as it can, records the same change as text
+// splices on the original bytes.
+type editor struct {
+	f       *File
+	text    bool
+	splices []splice
+	style   style
+	nl      string
+}
+
+type splice struct {
+	off, del int
+	text     string
+	// rank orders insertions at the same offset: the end of a deeper structure comes first,
+	// and an item appended to a list before a key added after that list.
+	rank int
+}
+
+func (e *editor) fail() { e.text = false }
+
+func (e *editor) add(off, del int, text string) {
+	e.addRanked(off, del, text, 0)
+}
+
+func (e *editor) addRanked(off, del int, text string, rank int) {
+	e.splices = append(e.splices, splice{off: off, del: del, text: text, rank: rank})
+}
+
+// Ranks of line insertions: for lines starting at column col, items before keys.
+func itemRank(col int) int { return -2 * col }
+func keyRank(col int) int  { return -2*col + 1 }
+
+// spliced applies the recorded splices to the original bytes.
+func (e *editor) spliced() ([]byte, bool) {
+	sort.SliceStable(e.splices, func(i, j int) bool {
+		a, b := e.splices[i], e.splices[j]
+		if a.off != b.off {
+			return a.off < b.off
+		}
+		return a.rank < b.rank
+	})
+	body := e.f.body
+	var b bytes.Buffer
+	b.Write(e.f.bom)
+	pos := 0
+	for _, s := range e.splices {
+		if s.off < pos || s.off+s.del > len(body) {
+			return nil, false
+		}
+		b.Write(body[pos:s.off])
+		b.WriteString(s.text)
+		pos = s.off + s.del
+	}
+	b.Write(body[pos:])
+	return b.Bytes(), true
+}
+
+// encode writes the node tree out as a whole, in the file's indentation, line breaks and BOM,
+// followed by any further documents as they were.
+func (e *editor) encode() ([]byte, error) {
+	nullsInFlow(e.f.doc, false)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(max(e.style.indent, 2))
+	if e.style.seqIndent == 0 {
+		enc.CompactSeqIndent()
+	}
+	if err := enc.Encode(e.f.doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	out := buf.Bytes()
+	if e.f.crlf {
+		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
+	}
+	if rest := e.f.rest(); len(rest) > 0 {
+		out = append(out, rest...)
+	}
+	return append(append([]byte(nil), e.f.bom...), out...), nil
+}
+
+// nullsInFlow writes empty nulls inside flow collections as "null": the YAML encoder would
+// write them as an empty quoted string, which changes their meaning ({a} is {a: null}).
+func nullsInFlow(n *yaml.Node, inFlow bool) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "" && inFlow {
+		n.Value = "null"
+	}
+	inFlow = inFlow || n.Style&yaml.FlowStyle != 0
+	for _, c := range n.Content {
+		nullsInFlow(c, inFlow)
+	}
+}
+
+// style is the file's indentation, so that new lines look like their neighbours.
+type style struct {
+	indent    int // columns a nested block mapping is indented by
+	seqIndent int // columns a block sequence's "-" is indented by, relative to its key
+}
+
+func detectStyle(root *yaml.Node) style {
+	s := style{indent: -1, seqIndent: -1}
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if depth > 50 || (s.indent >= 0 && s.seqIndent >= 0) {
+			return
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			if n.Style&yaml.FlowStyle != 0 {
+				return
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if v.Line > k.Line && v.Style&yaml.FlowStyle == 0 {
+					switch v.Kind {
+					case yaml.MappingNode:
+						if s.indent < 0 && len(v.Content) > 0 && v.Content[0].Column > k.Column {
+							s.indent = v.Content[0].Column - k.Column
+						}
+					case yaml.SequenceNode:
+						if s.seqIndent < 0 && v.Column >= k.Column {
+							s.seqIndent = v.Column - k.Column
+						}
+					}
+				}
+				walk(v, depth+1)
+			}
+		case yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(root, 0)
+	if s.indent < 0 {
+		s.indent = 2
+	}
+	if s.seqIndent < 0 {
+		s.seqIndent = 0 // as openshift-install writes install-config.yaml
+	}
+	return s
+}
+
+// ensureLists makes the pool's own lists equal final (for the kinds that change), creating
+// platform, openstack and the list keys as needed.
+func (e *editor) ensureLists(pl *pool, final [2][]string) {
+	// "openstack: {}" or "platform: {}" (as openshift-install writes it) in a block mapping
+	// is replaced with a block, rather than filled in flow style.
+	if om := pl.openstack.node; om != nil && emptyFlowInBlock(pl.openstack) {
+		e.replaceValue(pl.openstack, listsNode(final))
+		return
+	}
+	if pm := pl.platform.node; pm != nil && pl.openstack.node == nil && !pl.openstack.present() && emptyFlowInBlock(pl.platform) {
+		e.replaceValue(pl.platform, mapNode("openstack", listsNode(final)))
+		return
+	}
+	if om := pl.openstack.node; om != nil {
+		for _, k := range listKinds {
+			if final[k] == nil {
+				continue
+			}
+			l := pl.list(k)
+			switch {
+			case l != nil && l.step.node != nil:
+				have := map[string]bool{}
+				for _, c := range l.step.node.Content {
+					if r := resolve(c); r != nil {
+						have[idKey(r.Value)] = true
+					}
+				}
+				var missing []string
+				for _, id := range final[k] {
+					if !have[id] {
+						missing = append(missing, id)
+					}
+				}
+				if len(missing) > 0 {
+					e.appendItems(l.step.node, missing)
+				}
+			case l != nil:
+				e.replaceValue(l.step, seqNode(final[k]))
+			default:
+				e.addKey(om, k.Key(), seqNode(final[k]))
+			}
+		}
+		return
+	}
+	os := listsNode(final)
+	switch {
+	case pl.openstack.present():
+		e.replaceValue(pl.openstack, os)
+	case pl.platform.node != nil:
+		e.addKey(pl.platform.node, "openstack", os)
+	case pl.platform.present():
+		e.replaceValue(pl.platform, mapNode("openstack", os))
+	default:
+		e.addKey(pl.node, "platform", mapNode("openstack", os))
+	}
+}
+
+func emptyFlowInBlock(s step) bool {
+	n := s.raw
+	return n != nil && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle != 0 &&
+		len(n.Content) == 0 && s.parent != nil && s.parent.Style&yaml.FlowStyle == 0
+}
+
+// createPool adds the compute pool "worker" or the controlPlane the file does not have.
+func (e *editor) createPool(m *model, t *target) {
+	platform := mapNode("openstack", listsNode(t.final))
+	if t.kind == ControlPlanePool {
+		cp := mapNode("name", strNode("master"), "platform", platform)
+		if m.cpStep.present() {
+			e.replaceValue(m.cpStep, cp)
+		} else {
+			e.addKey(e.f.root, "controlPlane", cp)
+		}
+		return
+	}
+	worker := mapNode("name", strNode("worker"), "platform", platform)
+	s := m.computeStep
+	switch {
+	case !s.present():
+		e.addKey(e.f.root, "compute", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{worker}})
+	case s.node == nil || emptyFlowInBlock(s):
+		e.replaceValue(s, &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{worker}})
+	default: // an empty list
+		e.fail()
+		s.node.Content = append(s.node.Content, worker)
+	}
+}
+
+func strNode(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+
+func seqNode(values []string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	for _, v := range values {
+		n.Content = append(n.Content, strNode(v))
+	}
+	return n
+}
+
+// mapNode builds a mapping from key, value pairs.
+func mapNode(kv ...any) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.Content = append(n.Content, strNode(kv[i].(string)), kv[i+1].(*yaml.Node))
+	}
+	return n
+}
+
+func listsNode(final [2][]string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, k := range listKinds {
+		if final[k] != nil {
+			n.Content = append(n.Content, strNode(k.Key()), seqNode(final[k]))
+		}
+	}
+	return n
+}
+
+// ---- text positions ----
+
+func (f *File) lines() []int {
+	if f.lineStarts == nil {
+		f.lineStarts = lineStartsOf(f.body)
+	}
+	return f.lineStarts
+}
+
+// offset is the byte offset of a node position (1-based line, 1-based column in characters);
+// -1 when it is not in the file.
+func (f *File) offset(line, col int) int {
+	ls := f.lines()
+	if line < 1 || line > len(ls) || col < 1 {
+		return -1
+	}
+	o := ls[line-1]
+	for i := 1; i < col; i++ {
+		if o >= len(f.body) || f.body[o] == '\n' || f.body[o] == '\r' {
+			return -1
+		}
+		_, size := utf8.DecodeRune(f.body[o:])
+		o += size
+	}
+	return o
+}
+
+// lineText is line l without its line break.
+func (f *File) lineText(l int) string {
+	ls := f.lines()
+	start := ls[l-1]
+	end := len(f.body)
+	if l < len(ls) {
+		end = ls[l]
+	}
+	return strings.TrimRight(string(f.body[start:end]), "\r\n")
+}
+
+// rest is what follows the first document when there is a second one, from its "---" line.
+func (f *File) rest() []byte {
+	docs, err := decodeDocuments(f.body, 2)
+	if err != nil || len(docs) < 2 {
+		return nil
+	}
+	if o := f.offset(docs[1].Line, 1); o >= 0 {
+		return f.body[o:]
+	}
+	return nil
+}
+
+// insertAfterLine inserts whole lines (each ending in a line break) after line l.
+func (e *editor) insertAfterLine(l int, lines []string, rank int) {
+	ls := e.f.lines()
+	body := e.f.body
+	text := strings.Join(lines, e.nl) + e.nl
+	if l < len(ls) {
+		e.addRanked(ls[l], 0, text, rank)
+		return
+	}
+	if len(body) > 0 && body[len(body)-1] != '\n' && body[len(body)-1] != '\r' {
+		e.addRanked(len(body), 0, e.nl+strings.TrimSuffix(text, e.nl), rank)
+		return
+	}
+	e.addRanked(len(body), 0, text, rank)
+}
+
+var itemPrefix = regexp.MustCompile(`^[ \t]*-[ \t]+$`)
+
+// tokenStart is the offset where node n itself starts, after an anchor and a tag in front of
+// it (node positions point at those); -1 when unknown.
+func (e *editor) tokenStart(n *yaml.Node) int {
+	body := e.f.body
+	o := e.f.offset(n.Line, n.Column)
+	if o < 0 {
+		return -1
+	}
+	for o < len(body) && (body[o] == '&' || body[o] == '!') {
+		for o < len(body) && body[o] != ' ' && body[o] != '\t' && body[o] != '\n' && body[o] != '\r' {
+			o++
+		}
+		for o < len(body) && (body[o] == ' ' || body[o] == '\t') {
+			o++
+		}
+	}
+	return o
+}
+
+// scalarToken returns the byte range of the scalar n as written, when it is on one line.
+func (e *editor) scalarToken(n *yaml.Node) (int, int, bool) {
+	body := e.f.body
+	o := e.tokenStart(n)
+	if o < 0 {
+		return 0, 0, false
+	}
+	if n.Kind == yaml.AliasNode {
+		end := o + 1 + len(n.Value)
+		if end <= len(body) && string(body[o:end]) == "*"+n.Value {
+			return o, end, true
+		}
+		return 0, 0, false
+	}
+	if n.Kind != yaml.ScalarNode || o >= len(body) {
+		return 0, 0, false
+	}
+	switch {
+	case n.Style&yaml.DoubleQuotedStyle != 0:
+		if body[o] != '"' {
+			return 0, 0, false
+		}
+		for i := o + 1; i < len(body); i++ {
+			switch body[i] {
+			case '\\':
+				i++
+			case '"':
+				return o, i + 1, true
+			case '\n', '\r':
+				return 0, 0, false
+			}
+		}
+	case n.Style&yaml.SingleQuotedStyle != 0:
+		if body[o] != '\'' {
+			return 0, 0, false
+		}
+		for i := o + 1; i < len(body); i++ {
+			switch body[i] {
+			case '\'':
+				if i+1 < len(body) && body[i+1] == '\'' {
+					i++
+					continue
+				}
+				return o, i + 1, true
+			case '\n', '\r':
+				return 0, 0, false
+			}
+		}
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0:
+		end := o + len(n.Value)
+		if n.Value != "" && end <= len(body) && string(body[o:end]) == n.Value && !strings.ContainsAny(n.Value, "\r\n") {
+			return o, end, true
+		}
+	}
+	return 0, 0, false
+}
+
+// quote writes v in the quoting style of a neighbour.
+func quote(v string, st yaml.Style) string {
+	switch {
+	case st&yaml.DoubleQuotedStyle != 0:
+		return `"` + v + `"`
+	case st&yaml.SingleQuotedStyle != 0:
+		return "'" + v + "'"
+	}
+	return v
+}
+
+// scanFlow finds the bracket closing the flow collection that opens at o, and whether the
+// collection spans lines.
+func scanFlow(body []byte, o int) (close int, multiline, ok bool) {
+	depth := 0
+	for i := o; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+			if depth == 0 {
+				return i, multiline, true
+			}
+		case '"':
+			for i++; i < len(body) && body[i] != '"'; i++ {
+				if body[i] == '\\' {
+					i++
+				} else if body[i] == '\n' {
+					multiline = true
+				}
+			}
+		case '\'':
+			for i++; i < len(body); i++ {
+				if body[i] == '\'' {
+					if i+1 < len(body) && body[i+1] == '\'' {
+						i++
+						continue
+					}
+					break
+				}
+				if body[i] == '\n' {
+					multiline = true
+				}
+			}
+		case '#':
+			if i > o && (body[i-1] == ' ' || body[i-1] == '\t') {
+				for i < len(body) && body[i] != '\n' {
+					i++
+				}
+				multiline = true
+			}
+		case '\n', '\r':
+			multiline = true
+		}
+	}
+	return 0, false, false
+}
+
+// ---- edits ----
+
+// replaceScalar rewrites a scalar's value in its own quoting style.
+func (e *editor) replaceScalar(n *yaml.Node, v string) {
+	if e.text {
+		if s, end, ok := e.scalarToken(n); ok {
+			e.add(s, end-s, quote(v, n.Style))
+		} else {
+			e.fail()
+		}
+	}
+	n.Value = v
+}
+
+// appendItems adds IDs at the end of an existing list, in the style of its last item.
+func (e *editor) appendItems(seq *yaml.Node, ids []string) {
+	var st yaml.Style
+	if len(seq.Content) > 0 {
+		if last := resolve(seq.Content[len(seq.Content)-1]); last != nil && last.Kind == yaml.ScalarNode {
+			st = last.Style & (yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle)
+		}
+	}
+	if e.text {
+		e.appendText(seq, ids, st)
+	}
+	for _, id := range ids {
+		n := strNode(id)
+		n.Style = st
+		seq.Content = append(seq.Content, n)
+	}
+}
+
+func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
+	body := e.f.body
+	quoted := make([]string, len(ids))
+	for i, id := range ids {
+		quoted[i] = quote(id, st)
+	}
+	if seq.Line == 0 {
+		e.fail()
+		return
+	}
+	if seq.Style&yaml.FlowStyle != 0 {
+		o := e.tokenStart(seq)
+		if o < 0 || o >= len(body) || body[o] != '[' {
+			e.fail()
+			return
+		}
+		close, multiline, ok := scanFlow(body, o)
+		if !ok || multiline {
+			e.fail()
+			return
+		}
+		inner := bytes.TrimRight(body[o+1:close], " \t")
+		switch {
+		case len(bytes.TrimSpace(inner)) == 0:
+			e.add(o+1, close-o-1, strings.Join(quoted, ", "))
+		case inner[len(inner)-1] == ',':
+			e.add(o+1+len(inner), 0, " "+strings.Join(quoted, ", "))
+		default:
+			e.add(o+1+len(inner), 0, ", "+strings.Join(quoted, ", "))
+		}
+		return
+	}
+	last := seq.Content[len(seq.Content)-1]
+	start, _, ok := e.scalarToken(last)
+	if !ok || last.Line == 0 {
+		e.fail()
+		return
+	}
+	lineStart := e.f.lines()[last.Line-1]
+	itemStart := e.f.offset(last.Line, last.Column)
+	prefix := string(body[lineStart:itemStart])
+	if !itemPrefix.MatchString(prefix) || start < itemStart {
+		e.fail()
+		return
+	}
+	lines := make([]string, len(quoted))
+	for i, q := range quoted {
+		lines[i] = prefix + q
+	}
+	e.insertAfterLine(last.Line, lines, itemRank(len(prefix)))
+}
+
+// addKey adds key: value at the end of mapping m.
+func (e *editor) addKey(m *yaml.Node, key string, value *yaml.Node) {
+	if m.Style&yaml.FlowStyle != 0 {
+		setFlow(value)
+	}
+	if e.text {
+		e.addKeyText(m, key, value)
+	}
+	m.Content = append(m.Content, strNode(key), value)
+}
+
+func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
+	body := e.f.body
+	if m.Line == 0 || len(m.Content) == 0 {
+		if m.Line != 0 && m.Style&yaml.FlowStyle != 0 {
+			// {} : fill it
+			o := e.tokenStart(m)
+			if o >= 0 && o < len(body) && body[o] == '{' {
+				if close, multiline, ok := scanFlow(body, o); ok && !multiline {
+					e.add(o+1, close-o-1, key+": "+flowText(value))
+					return
+				}
+			}
+		}
+		e.fail()
+		return
+	}
+	if m.Style&yaml.FlowStyle != 0 {
+		o := e.tokenStart(m)
+		if o < 0 || o >= len(body) || body[o] != '{' {
+			e.fail()
+			return
+		}
+		close, multiline, ok := scanFlow(body, o)
+		if !ok || multiline {
+			e.fail()
+			return
+		}
+		inner := bytes.TrimRight(body[o+1:close], " \t")
+		sep := ", "
+		if inner[len(inner)-1] == ',' {
+			sep = " "
+		}
+		e.add(o+1+len(inner), 0, sep+key+": "+flowText(value))
+		return
+	}
+	var lastKey *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Line > 0 {
+			lastKey = m.Content[i]
+		}
+	}
+	firstKey := m.Content[0]
+	if lastKey == nil || firstKey.Line == 0 {
+		e.fail()
+		return
+	}
+	col := firstKey.Column
+	end := e.mappingEnd(lastKey.Line, col)
+	e.insertAfterLine(end, e.blockLines(key, value, col-1), keyRank(col-1))
+}
+
+// mappingEnd is the last line of a block mapping whose keys are at column col and whose last
+// key is on line from: the last content line before a line indented less than the keys.
+func (e *editor) mappingEnd(from, col int) int {
+	end := from
+	n := len(e.f.lines())
+	for l := from + 1; l <= n; l++ {
+		text := e.f.lineText(l)
+		trimmed := strings.TrimLeft(text, " ")
+		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' {
+			continue
+		}
+		ind := len(text) - len(trimmed)
+		if ind == 0 && (strings.HasPrefix(trimmed, "---") || strings.HasPrefix(trimmed, "...")) {
+			break
+		}
+		if ind+1 > col || (ind+1 == col && (trimmed == "-" || strings.HasPrefix(trimmed, "- "))) {
+			end = l
+			continue
+		}
+		break
+	}
+	return end
+}
+
+// replaceValue replaces a null value (written as nothing, ~ or null) with a new one.
+func (e *editor) replaceValue(s step, value *yaml.Node) {
+	raw := s.raw
+	holder := s.parent
+	idx := -1
+	if holder != nil {
+		for i := 1; i < len(holder.Content); i += 2 {
+			if holder.Content[i] == raw {
+				idx = i
+			}
+		}
+	}
+	if idx < 0 || (raw.Kind != yaml.ScalarNode && !emptyFlowInBlock(s)) {
+		// The null comes from a merge: give this mapping its own key instead.
+		e.fail()
+		if holder != nil {
+			holder.Content = append(holder.Content, strNode(s.key.Value), value)
+		}
+		return
+	}
+	flowParent := holder.Style&yaml.FlowStyle != 0
+	if flowParent {
+		setFlow(value)
+	}
+	if e.text {
+		e.replaceValueText(s, value, flowParent)
+	}
+	holder.Content[idx] = value
+}
+
+func (e *editor) replaceValueText(s step, value *yaml.Node, flowParent bool) {
+	raw, body := s.raw, e.f.body
+	o := e.tokenStart(raw)
+	if o < 0 || raw.Line == 0 || o >= len(body) {
+		e.fail()
+		return
+	}
+	if raw.Kind != yaml.ScalarNode { // {} or []: drop it and write the value as a block below
+		close, multiline, ok := scanFlow(body, o)
+		rest := strings.TrimSpace(string(body[min(close+1, len(body)):e.lineEnd(raw.Line)]))
+		if !ok || multiline || raw.Line != s.key.Line || (rest != "" && rest[0] != '#') {
+			e.fail()
+			return
+		}
+		start := o
+		for start > 0 && (body[start-1] == ' ' || body[start-1] == '\t') {
+			start--
+		}
+		e.add(start, close+1-start, "")
+		e.insertAfterLine(raw.Line, e.valueLines(value, s.key.Column-1), keyRank(s.key.Column))
+		return
+	}
+	switch raw.Value {
+	case "~", "null", "Null", "NULL":
+		if o+len(raw.Value) <= len(body) && string(body[o:o+len(raw.Value)]) == raw.Value {
+			e.add(o, len(raw.Value), flowText(value))
+			return
+		}
+	case "":
+		rest := strings.TrimSpace(string(body[o:e.lineEnd(raw.Line)]))
+		if flowParent || raw.Line != s.key.Line || (rest != "" && rest[0] != '#') {
+			break
+		}
+		e.insertAfterLine(raw.Line, e.valueLines(value, s.key.Column-1), keyRank(s.key.Column))
+		return
+	}
+	e.fail()
+}
+
+// valueLines renders the block value of a key at column keyCol (0-based), without the key.
+func (e *editor) valueLines(value *yaml.Node, keyCol int) []string {
+	if value.Kind == yaml.SequenceNode {
+		lines := e.blockLines("x", value, keyCol)
+		return lines[1:]
+	}
+	return e.mappingLines(value, keyCol+e.style.indent)
+}
+
+func (e *editor) lineEnd(l int) int {
+	ls := e.f.lines()
+	end := len(e.f.body)
+	if l < len(ls) {
+		end = ls[l]
+	}
+	return end
+}
+
+func spaces(n int) string { return strings.Repeat(" ", n) }
+
+// blockLines renders key: value in block style with the key at column col (0-based).
+func (e *editor) blockLines(key string, value *yaml.Node, col int) []string {
+	switch value.Kind {
+	case yaml.SequenceNode:
+		if len(value.Content) == 0 {
+			return []string{spaces(col) + key + ": []"}
+		}
+		lines := []string{spaces(col) + key + ":"}
+		for _, c := range value.Content {
+			if c.Kind == yaml.MappingNode {
+				ml := e.mappingLines(c, col+e.style.seqIndent+2)
+				ml[0] = spaces(col+e.style.seqIndent) + "- " + strings.TrimLeft(ml[0], " ")
+				lines = append(lines, ml...)
+				continue
+			}
+			lines = append(lines, spaces(col+e.style.seqIndent)+"- "+c.Value)
+		}
+		return lines
+	case yaml.MappingNode:
+		return append([]string{spaces(col) + key + ":"}, e.mappingLines(value, col+e.style.indent)...)
+	}
+	return []string{spaces(col) + key + ": " + value.Value}
+}
+
+func (e *editor) mappingLines(m *yaml.Node, col int) []string {
+	var lines []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		lines = append(lines, e.blockLines(m.Content[i].Value, m.Content[i+1], col)...)
+	}
+	return lines
+}
+
+// flowText renders a new node in flow style.
+func flowText(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		parts := make([]string, len(n.Content))
+		for i, c := range n.Content {
+			parts[i] = flowText(c)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case yaml.MappingNode:
+		parts := make([]string, 0, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			parts = append(parts, n.Content[i].Value+": "+flowText(n.Content[i+1]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return n.Value
+}
+
+// setFlow marks a new subtree as flow style, as a value inside a flow collection must be.
+func setFlow(n *yaml.Node) {
+	if n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode {
+		n.Style |= yaml.FlowStyle
+	}
+	for _, c := range n.Content {
+		setFlow(c)
+	}
+}
+
+// flatten copies a node tree with every alias expanded and every << merge inlined, without
+// anchors, so that no node is shared. budget bounds the size of the copy.
+func flatten(n *yaml.Node, budget *int, onStack map[*yaml.Node]bool) (*yaml.Node, error) {
+	if *budget--; *budget < 0 {
+		return nil, errors.New("the document expands to too many nodes")
+	}
+	if n.Kind == yaml.AliasNode {
+		target := resolve(n)
+		if target == nil || onStack[target] {
+			return nil, errors.New("an alias refers to itself")
+		}
+		n = target
+	}
+	if onStack[n] {
+		return nil, errors.New("an alias refers to itself")
+	}
+	onStack[n] = true
+	defer delete(onStack, n)
+	c := *n
+	c.Anchor = ""
+	c.Alias = nil
+	c.Content = nil
+	switch n.Kind {
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, child := range n.Content {
+			fc, err := flatten(child, budget, onStack)
+			if err != nil {
+				return nil, err
+			}
+			c.Content = append(c.Content, fc)
+		}
+	case yaml.MappingNode:
+		es, bad, overflow := entries(n)
+		if len(bad) > 0 || overflow {
+			return nil, errors.New("a << merge cannot be expanded")
+		}
+		seen := map[string]bool{}
+		for _, en := range es {
+			if en.key == nil || seen[en.key.Value] {
+				continue
+			}
+			seen[en.key.Value] = true
+			k, err := flatten(en.key, budget, onStack)
+			if err != nil {
+				return nil, err
+			}
+			v, err := flatten(en.value, budget, onStack)
+			if err != nil {
+				return nil, err
+			}
+			c.Content = append(c.Content, k, v)
+		}
+	}
+	return &c, nil
+}

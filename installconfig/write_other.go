@@ -1,0 +1,10 @@
+//go:build !unix
+
+package installconfig
+
+import (
+	"io/fs"
+	"os"
+)
+
+func chownLike(*os.File, fs.FileInfo) {}

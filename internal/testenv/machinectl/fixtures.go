@@ -1,0 +1,74 @@
+package machinectl
+
+import (
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// WorkerMachineSet returns a worker MachineSet as openshift-install generates it for OpenStack
+// (pkg/asset/machines/openstack): <infraID>-worker-<index>, its OpenstackProviderSpec on the
+// machine network found by the cluster's subnet tag, the <infraID>-worker security group by name,
+// a server group, tags, server metadata, plus a field openshift/api does not know
+// (simFutureField) so tests can check that it survives.
+func WorkerMachineSet(infraID string, index int, replicas int32) *machinev1beta1.MachineSet {
+	return MachineSet(infraID, "worker", fmt.Sprintf("%s-worker-%d", infraID, index), replicas, WorkerProviderSpec(infraID, "nova"))
+}
+
+// MachineSet returns a MachineSet of the given role with the installer's labels and selector
+// around providerSpec (JSON).
+func MachineSet(infraID, role, name string, replicas int32, providerSpec string) *machinev1beta1.MachineSet {
+	return &machinev1beta1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: Namespace,
+			Labels: map[string]string{
+				ClusterIDLabel: infraID,
+				RoleLabel:      role,
+				"machine.openshift.io/cluster-api-machine-type": role,
+			},
+		},
+		Spec: machinev1beta1.MachineSetSpec{
+			Replicas: &replicas,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
+				MachineSetLabel: name,
+				ClusterIDLabel:  infraID,
+			}},
+			Template: machinev1beta1.MachineTemplateSpec{
+				ObjectMeta: machinev1beta1.ObjectMeta{Labels: map[string]string{
+					MachineSetLabel: name,
+					ClusterIDLabel:  infraID,
+					RoleLabel:       role,
+					"machine.openshift.io/cluster-api-machine-type": role,
+				}},
+				Spec: machinev1beta1.MachineSpec{
+					ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(providerSpec)}},
+				},
+			},
+		},
+	}
+}
+
+// WorkerProviderSpec is the OpenstackProviderSpec the installer writes for workers in zone az.
+func WorkerProviderSpec(infraID, az string) string {
+	return fmt.Sprintf(`{
+  "apiVersion": "machine.openshift.io/v1alpha1",
+  "kind": "OpenstackProviderSpec",
+  "metadata": {"creationTimestamp": null},
+  "availabilityZone": %[2]q,
+  "cloudName": "openstack",
+  "cloudsSecret": {"name": "openstack-cloud-credentials", "namespace": "openshift-machine-api"},
+  "flavor": "m1.xlarge",
+  "image": "%[1]s-rhcos",
+  "networks": [{"filter": {}, "subnets": [{"filter": {"tags": "openshiftClusterID=%[1]s"}}]}],
+  "securityGroups": [{"filter": {}, "name": "%[1]s-worker"}],
+  "serverGroupName": "%[1]s-worker-%[2]s",
+  "serverMetadata": {"Name": "%[1]s-worker", "openshiftClusterID": %[1]q},
+  "tags": ["openshiftClusterID=%[1]s"],
+  "trunk": true,
+  "userDataSecret": {"name": "worker-user-data"},
+  "simFutureField": {"keep": ["me", 1, true]}
+}`, infraID, az)
+}

@@ -1,0 +1,160 @@
+package machinesets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// AttachmentAnnotation on a MachineSet records, as JSON (AttachmentRecord), the storage networks
+// and security groups manila-setup attached to it, so that the wizard and the operator can report
+// them.
+const AttachmentAnnotation = "manila-setup.io/storage-attachment"
+
+// Attachment is what a MachineSet's machines should be attached to: the Neutron IDs of the
+// storage networks and of the security groups that let the machines reach Manila's exports.
+type Attachment struct {
+	Networks       []string `json:"networks"`
+	SecurityGroups []string `json:"securityGroups,omitempty"`
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// Validate checks the IDs: at least one network, every ID a UUID (what Neutron uses), no ID
+// twice. Paths are those of the command's flags: network[1], security-group[0].
+func (a Attachment) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if len(a.Networks) == 0 {
+		errs = append(errs, field.Required(field.NewPath("network"), "at least one storage network ID is needed"))
+	}
+	check := func(path *field.Path, ids []string) {
+		seen := map[string]bool{}
+		for i, id := range ids {
+			switch {
+			case !uuidPattern.MatchString(id):
+				errs = append(errs, field.Invalid(path.Index(i), id, "must be a Neutron ID (a UUID such as 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c)"))
+			case seen[strings.ToLower(id)]:
+				errs = append(errs, field.Duplicate(path.Index(i), id))
+			}
+			seen[strings.ToLower(id)] = true
+		}
+	}
+	check(field.NewPath("network"), a.Networks)
+	check(field.NewPath("security-group"), a.SecurityGroups)
+	return errs
+}
+
+// AttachmentRecord is the value of AttachmentAnnotation: every storage network and security group
+// manila-setup has attached to the MachineSet (the union over its runs), when and by what.
+type AttachmentRecord struct {
+	Attachment
+	Time string `json:"time"`
+	By   string `json:"by,omitempty"`
+}
+
+// RecordOf returns the AttachmentRecord of a MachineSet, nil when it has none or it does not parse.
+func RecordOf(ms *machinev1beta1.MachineSet) *AttachmentRecord {
+	v, ok := ms.Annotations[AttachmentAnnotation]
+	if !ok {
+		return nil
+	}
+	var r AttachmentRecord
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return nil
+	}
+	return &r
+}
+
+// merged returns the record after attaching a: the union of the IDs, with time and author now.
+func (r *AttachmentRecord) merged(a Attachment, now time.Time, by string) AttachmentRecord {
+	out := AttachmentRecord{Time: now.UTC().Format(time.RFC3339), By: by}
+	if r != nil {
+		out.Networks = slices.Clone(r.Networks)
+		out.SecurityGroups = slices.Clone(r.SecurityGroups)
+	}
+	for _, id := range a.Networks {
+		if !containsFold(out.Networks, id) {
+			out.Networks = append(out.Networks, id)
+		}
+	}
+	for _, id := range a.SecurityGroups {
+		if !containsFold(out.SecurityGroups, id) {
+			out.SecurityGroups = append(out.SecurityGroups, id)
+		}
+	}
+	return out
+}
+
+func containsFold(list []string, s string) bool {
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
+}
+
+// IDChecker looks IDs up in Neutron before anything is written (manila-setup --os-cloud).
+// Each method returns nil when every ID exists and the project may use it, an *UnknownIDsError
+// naming the IDs that do not, or another error when Neutron could not be asked.
+type IDChecker interface {
+	CheckNetworks(ctx context.Context, ids []string) error
+	CheckSecurityGroups(ctx context.Context, ids []string) error
+}
+
+// UnknownIDsError says that IDs given on the command line are not what they should be in the
+// cloud: absent, or another kind of object.
+type UnknownIDsError struct {
+	What string   // "network" or "security group"
+	IDs  []string // in the order given
+	// Actually says what an ID is instead, when it exists as something else ("subnet").
+	Actually map[string]string
+}
+
+func (e *UnknownIDsError) Error() string {
+	var parts []string
+	for _, id := range e.IDs {
+		if other := e.Actually[id]; other != "" {
+			parts = append(parts, fmt.Sprintf("%s is a %s, not a %s", id, other, e.What))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %s does not exist (or the project cannot see it)", e.What, id))
+		}
+	}
+	return "in Neutron, " + strings.Join(parts, "; ")
+}
+
+// checkIDs runs checker over a; a nil checker checks nothing.
+func checkIDs(ctx context.Context, checker IDChecker, a Attachment) error {
+	if checker == nil {
+		return nil
+	}
+	wrap := func(what string, err error) error {
+		msg := strings.TrimSuffix(err.Error(), ".")
+		var unknown *UnknownIDsError
+		if !errors.As(err, &unknown) {
+			msg = "checking the " + what + " in Neutron: " + msg
+		}
+		return &wrapped{msg: msg + "; nothing was changed", err: err}
+	}
+	if err := checker.CheckNetworks(ctx, a.Networks); err != nil {
+		return wrap("networks", err)
+	}
+	if len(a.SecurityGroups) > 0 {
+		if err := checker.CheckSecurityGroups(ctx, a.SecurityGroups); err != nil {
+			return wrap("security groups", err)
+		}
+	}
+	return nil
+}
+
+// wrapped is an error with its own sentence that still unwraps to its cause.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.err }

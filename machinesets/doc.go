@@ -1,0 +1,21 @@
+// Package machinesets attaches the Manila storage network to the MachineSets of a running
+// OpenShift-on-OpenStack cluster and rolls their Machines so the running nodes get the new port.
+//
+// Three operations, each one call that the CLI (manila-setup machinesets list|patch|rollout) and
+// tests share:
+//
+//   - List reports every MachineSet in openshift-machine-api: role, replicas, ready, whether its
+//     OpenstackProviderSpec already carries the storage networks and security groups, and how
+//     many of its Machines were created from the current template.
+//   - Patch appends networks[{uuid, noAllowedAddressPairs: true}] and securityGroups[{uuid}] to
+//     the providerSpec where they are absent. The providerSpec is read through the
+//     machine/v1alpha1 OpenstackProviderSpec type, but written as a JSON patch of "add"
+//     operations on the stored JSON, so every other field (unknown ones included) stays exactly
+//     as it was. The patch carries the resourceVersion it was computed from: a concurrent
+//     writer makes it fail with a conflict, and it is recomputed and retried.
+//   - Rollout replaces the Machines whose providerSpec lacks a network or security group of
+//     their MachineSet's template: surge, wait for the new Node to be Ready, mark one old Machine
+//     with machine.openshift.io/delete-machine and scale down, repeat. Every step is decided
+//     from the cluster's state alone (the original replica count is kept in an annotation), so
+//     a rollout killed at any point continues when run again.
+package machinesets

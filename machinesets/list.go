@@ -1,0 +1,125 @@
+package machinesets
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// How far a MachineSet has what List was asked about.
+const (
+	StateAttached = "attached" // every ID is in the providerSpec
+	StatePartial  = "partial"  // some are
+	StateMissing  = "missing"  // none is
+	StateUnknown  = "unknown"  // no IDs to look for: none given and none recorded
+	StateNA       = "n/a"      // not an OpenStack MachineSet, or a broken one
+)
+
+// SetStatus is one line of `machinesets list`.
+type SetStatus struct {
+	Name          string `json:"name"`
+	Role          string `json:"role"`
+	Replicas      int32  `json:"replicas"`
+	ReadyReplicas int32  `json:"readyReplicas"`
+	// StorageNetwork and SecurityGroups are one of the State constants.
+	StorageNetwork string `json:"storageNetwork"`
+	SecurityGroups string `json:"securityGroups"`
+	// Machines counts the set's Machines; UpToDate those whose providerSpec has every network
+	// and security group of the template (the others need `machinesets rollout`).
+	Machines int `json:"machines"`
+	UpToDate int `json:"upToDate"`
+	// Note says why the set is n/a, or that a rollout is in progress.
+	Note string `json:"note,omitempty"`
+	// Recorded is what manila-setup attached to the set, from the AttachmentAnnotation.
+	Recorded *AttachmentRecord `json:"recorded,omitempty"`
+}
+
+// List reports every MachineSet in openshift-machine-api (two LISTs: MachineSets and Machines).
+// It looks for the IDs of want; when want is empty, for those recorded on each set by Patch.
+func List(ctx context.Context, client machineclient.Interface, want Attachment) ([]SetStatus, error) {
+	sets, err := client.MachineV1beta1().MachineSets(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, listError("MachineSets", err)
+	}
+	machines, err := client.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, listError("Machines", err)
+	}
+	out := make([]SetStatus, 0, len(sets.Items))
+	for i := range sets.Items {
+		out = append(out, statusOf(&sets.Items[i], machines.Items, want))
+	}
+	slices.SortFunc(out, func(a, b SetStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, want Attachment) SetStatus {
+	st := SetStatus{
+		Name:          ms.Name,
+		Role:          Role(ms),
+		ReadyReplicas: ms.Status.ReadyReplicas,
+		Recorded:      RecordOf(ms),
+	}
+	if ms.Spec.Replicas != nil {
+		st.Replicas = *ms.Spec.Replicas
+	}
+	if _, ok := ms.Annotations[OriginalReplicasAnnotation]; ok {
+		st.Note = "rollout in progress: run `manila-setup machinesets rollout` to finish it"
+	}
+	spec, err := DecodeProviderSpec(templateProviderSpec(ms))
+	if err != nil {
+		st.StorageNetwork, st.SecurityGroups = StateNA, StateNA
+		var notOpenStack *NotOpenStackError
+		if errors.As(err, &notOpenStack) {
+			st.Note = "not OpenStack: " + err.Error()
+		} else {
+			st.Note = err.Error()
+		}
+		return st
+	}
+	if len(want.Networks) == 0 && len(want.SecurityGroups) == 0 && st.Recorded != nil {
+		want = st.Recorded.Attachment
+	}
+	st.StorageNetwork = attachState(want.Networks, spec.HasNetwork)
+	st.SecurityGroups = attachState(want.SecurityGroups, spec.HasSecurityGroup)
+	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
+		st.SecurityGroups = StateAttached // nothing asked for, nothing missing
+	}
+	selector := machineSelector(ms)
+	for i := range machines {
+		m := &machines[i]
+		if !selector.Matches(labels.Set(m.Labels)) {
+			continue
+		}
+		st.Machines++
+		if mspec, err := DecodeProviderSpec(machineProviderSpec(m)); err == nil && len(MissingFrom(spec, mspec)) == 0 {
+			st.UpToDate++
+		}
+	}
+	return st
+}
+
+func attachState(ids []string, has func(string) bool) string {
+	if len(ids) == 0 {
+		return StateUnknown
+	}
+	n := 0
+	for _, id := range ids {
+		if has(id) {
+			n++
+		}
+	}
+	switch n {
+	case len(ids):
+		return StateAttached
+	case 0:
+		return StateMissing
+	}
+	return StatePartial
+}

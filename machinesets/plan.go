@@ -1,0 +1,222 @@
+package machinesets
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/pmezard/go-difflib/difflib"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"sigs.k8s.io/yaml"
+)
+
+// providerSpecPointer is the JSON pointer of the providerSpec inside a MachineSet.
+const providerSpecPointer = "/spec/template/spec/providerSpec/value"
+
+// Plan is what patching one MachineSet would do, computed from the object alone.
+type Plan struct {
+	Name            string
+	Role            string
+	ResourceVersion string
+	// Skip says why the MachineSet is left alone (not OpenStack, control plane, no
+	// providerSpec, a providerSpec that does not decode); empty when it can be patched.
+	Skip string
+	// Invalid is set with Skip when the MachineSet's OpenstackProviderSpec is broken.
+	Invalid bool
+	// AddNetworks and AddSecurityGroups are the IDs that are absent and get appended.
+	AddNetworks       []string
+	AddSecurityGroups []string
+	// Patch is the RFC 6902 JSON patch that does it, nil when nothing changes. It sets
+	// metadata.resourceVersion to ResourceVersion, so the apiserver refuses it with a conflict
+	// if the MachineSet changed since it was read.
+	Patch []byte
+
+	ms            *machinev1beta1.MachineSet
+	previewed     bool
+	before, after string
+	previewErr    error
+}
+
+// Changed reports whether the plan writes anything.
+func (p *Plan) Changed() bool { return p.Patch != nil }
+
+// Preview returns the providerSpec as YAML before and after the patch, the patch applied by
+// the library the apiserver applies it with. Computed on demand: patching does not need it.
+func (p *Plan) Preview() (before, after string, err error) {
+	if !p.previewed {
+		p.previewed = true
+		p.before = toYAML(templateProviderSpec(p.ms))
+		p.after = p.before
+		if p.Changed() {
+			var raw []byte
+			if raw, p.previewErr = applyToProviderSpec(p.ms, p.Patch); p.previewErr == nil {
+				p.after = toYAML(raw)
+			}
+		}
+	}
+	return p.before, p.after, p.previewErr
+}
+
+// Diff is a unified diff of the providerSpec, "" when nothing changes.
+func (p *Plan) Diff() string {
+	if !p.Changed() {
+		return ""
+	}
+	before, after, err := p.Preview()
+	if err != nil {
+		return fmt.Sprintf("(no preview: the patch does not apply locally: %v)\n", err)
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:        difflib.SplitLines(before),
+		B:        difflib.SplitLines(after),
+		FromFile: "MachineSet " + p.Name + " " + providerSpecField,
+		ToFile:   "MachineSet " + p.Name + " " + providerSpecField + " (patched)",
+		Context:  3,
+	})
+	return d
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// storageNetwork is the networks[] entry appended for a storage network: like the installer's
+// additionalNetworkIDs, without allowed address pairs (the API and ingress VIPs only live on
+// the machine network).
+type storageNetwork struct {
+	UUID                  string `json:"uuid"`
+	NoAllowedAddressPairs bool   `json:"noAllowedAddressPairs"`
+}
+
+type securityGroup struct {
+	UUID string `json:"uuid"`
+}
+
+// PlanPatch computes the patch that attaches want to ms, recording now and by in the
+// AttachmentAnnotation. It never fails: a MachineSet that cannot be patched gets a Skip reason.
+func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by string) *Plan {
+	p := &Plan{Name: ms.Name, Role: Role(ms), ResourceVersion: ms.ResourceVersion, ms: ms}
+	if IsControlPlane(p.Role) {
+		p.Skip = fmt.Sprintf("control-plane MachineSet (role %s): control-plane machines are never touched", p.Role)
+		return p
+	}
+	spec, err := DecodeProviderSpec(templateProviderSpec(ms))
+	if err != nil {
+		var notOpenStack *NotOpenStackError
+		if !errors.As(err, &notOpenStack) && !errors.Is(err, errNoProviderSpec) {
+			p.Invalid = true
+		}
+		p.Skip = err.Error()
+		return p
+	}
+	for _, id := range want.Networks {
+		if !spec.HasNetwork(id) && !containsFold(p.AddNetworks, id) {
+			p.AddNetworks = append(p.AddNetworks, id)
+		}
+	}
+	for _, id := range want.SecurityGroups {
+		if !spec.HasSecurityGroup(id) && !containsFold(p.AddSecurityGroups, id) {
+			p.AddSecurityGroups = append(p.AddSecurityGroups, id)
+		}
+	}
+	if len(p.AddNetworks) == 0 && len(p.AddSecurityGroups) == 0 {
+		return p
+	}
+
+	var ops []jsonPatchOp
+	if ms.ResourceVersion != "" {
+		// "add" replaces an existing member: the patched object carries the resourceVersion we
+		// read, and the apiserver answers 409 Conflict if the stored one is newer.
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: ms.ResourceVersion})
+	}
+	var nets []any
+	for _, id := range p.AddNetworks {
+		nets = append(nets, storageNetwork{UUID: id, NoAllowedAddressPairs: true})
+	}
+	ops = append(ops, appendOps(spec.Fields, "networks", nets)...)
+	var sgs []any
+	for _, id := range p.AddSecurityGroups {
+		sgs = append(sgs, securityGroup{UUID: id})
+	}
+	ops = append(ops, appendOps(spec.Fields, "securityGroups", sgs)...)
+
+	record, _ := json.Marshal(RecordOf(ms).merged(want, now, by))
+	if len(ms.Annotations) == 0 {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AttachmentAnnotation: string(record)}})
+	} else {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AttachmentAnnotation), Value: string(record)})
+	}
+	p.Patch, _ = json.Marshal(ops)
+	return p
+}
+
+// appendOps appends values to the array at key of the providerSpec, or adds the array when the
+// key is absent or null.
+func appendOps(fields map[string]json.RawMessage, key string, values []any) []jsonPatchOp {
+	if len(values) == 0 {
+		return nil
+	}
+	path := providerSpecPointer + "/" + key
+	if raw, ok := fields[key]; ok && strings.HasPrefix(strings.TrimSpace(string(raw)), "[") {
+		ops := make([]jsonPatchOp, 0, len(values))
+		for _, v := range values {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: path + "/-", Value: v})
+		}
+		return ops
+	}
+	return []jsonPatchOp{{Op: "add", Path: path, Value: values}}
+}
+
+// escapePointer escapes a key for use in a JSON pointer (RFC 6901).
+func escapePointer(key string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+}
+
+// applyToProviderSpec applies patch to ms and returns the resulting providerSpec JSON.
+func applyToProviderSpec(ms *machinev1beta1.MachineSet, patch []byte) ([]byte, error) {
+	doc, err := json.Marshal(ms)
+	if err != nil {
+		return nil, err
+	}
+	decoded, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := decoded.Apply(doc)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					ProviderSpec struct {
+						Value json.RawMessage `json:"value"`
+					} `json:"providerSpec"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(patched, &out); err != nil {
+		return nil, err
+	}
+	return out.Spec.Template.Spec.ProviderSpec.Value, nil
+}
+
+// toYAML renders JSON as YAML with sorted keys, the way `oc get -o yaml` shows it.
+func toYAML(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	y, err := yaml.JSONToYAML(raw)
+	if err != nil {
+		return string(raw)
+	}
+	return string(y)
+}

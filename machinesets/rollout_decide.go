@@ -1,0 +1,233 @@
+package machinesets
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// machineView is what the rollout needs to know about one Machine of a set.
+type machineView struct {
+	Name     string
+	Created  time.Time
+	Updated  bool // its providerSpec has every network and security group of the template
+	Ready    bool // its Node exists and is Ready
+	Failed   bool // phase Failed
+	Message  string
+	Deleting bool // has a deletionTimestamp
+	Marked   bool // carries DeleteMachineAnnotation
+	Phase    string
+}
+
+// setView is a MachineSet as the rollout sees it at one instant.
+type setView struct {
+	Name            string
+	ResourceVersion string
+	Replicas        int32
+	// Original is the replica count to restore: the OriginalReplicasAnnotation when a rollout
+	// is under way (HasOriginal), else Replicas.
+	Original    int32
+	HasOriginal bool
+	Machines    []machineView
+
+	hasAnnotations bool // the set has metadata.annotations (a JSON patch adds to it, or adds it)
+}
+
+type stepKind int
+
+const (
+	stepWait  stepKind = iota // nothing to do until the cluster changes
+	stepScale                 // set spec.replicas to Replicas, after marking Victims
+	stepDone                  // the set is rolled; clean up the annotations
+	stepFail                  // stop: Err says why
+)
+
+// step is the one action the rollout takes next for a set.
+type step struct {
+	Kind     stepKind
+	Replicas int32
+	Victims  []string // Machines to mark with DeleteMachineAnnotation before scaling down
+	Phase    string   // for the progress line
+	Waiting  string   // when waiting on one Machine, its name (for the elapsed time)
+	Err      string   // stepFail: what went wrong
+	Machine  string   // stepFail: the Machine at fault, if one
+	Replaced int      // old Machines gone with a Ready new one in their place
+}
+
+// decide returns the next action for a set. It depends only on the cluster's state (and now),
+// so a rollout that was killed resumes by calling it again: whatever it was doing, the state
+// it left leads to the same decisions.
+//
+// The invariants: at most Original+surge Machines exist (the MachineSet controller's view),
+// and an action never takes the Ready count below Original-unavailable.
+func decide(v setView, surge, unavailable int32, timeout time.Duration, now time.Time) step {
+	R := v.Original
+	var live, old, fresh []machineView
+	ready := 0
+	for _, m := range v.Machines {
+		if m.Deleting {
+			continue
+		}
+		live = append(live, m)
+		if m.Ready {
+			ready++
+		}
+		if m.Updated {
+			fresh = append(fresh, m)
+		} else {
+			old = append(old, m)
+		}
+	}
+	// A Machine counts as replaced once its old one is gone and a new one is Ready in its place.
+	replaced := 0
+	for _, m := range fresh {
+		if m.Ready {
+			replaced++
+		}
+	}
+	replaced = max(0, min(replaced, int(R)-len(old)))
+	st := step{Replaced: replaced}
+
+	if !v.HasOriginal && len(old) == 0 {
+		// Nothing to replace and no rollout under way: not our business whether all is Ready.
+		st.Kind, st.Phase = stepDone, "up to date"
+		return st
+	}
+
+	// A new Machine that fails stops everything: the cause (quota, a wrong network ID, an
+	// image) will fail the next one too.
+	for _, m := range fresh {
+		switch {
+		case m.Failed:
+			st.Kind, st.Machine = stepFail, m.Name
+			st.Err = fmt.Sprintf("new Machine %s failed: %s", m.Name, orDefault(m.Message, "phase Failed, no error message"))
+			return st
+		case !m.Ready && timeout > 0 && now.Sub(m.Created) > timeout:
+			st.Kind, st.Machine = stepFail, m.Name
+			st.Err = fmt.Sprintf("new Machine %s has no Ready Node %s after it was created (phase %s)", m.Name, timeout, orDefault(m.Phase, "unset"))
+			return st
+		}
+	}
+
+	minReady := int(R - unavailable)
+	if len(old) == 0 {
+		switch {
+		case v.Replicas > R:
+			surplus := len(live) - int(R)
+			victims := pickVictims(live, surplus, false)
+			if ready-countReady(victims) < minReady {
+				return waitForNew(st, fresh, now, "waiting for the new Machines to be Ready before scaling back")
+			}
+			st.Kind, st.Replicas, st.Victims = stepScale, R, names(victims)
+			st.Phase = fmt.Sprintf("scaling back to %d replicas", R)
+			return st
+		case v.Replicas < R:
+			st.Kind, st.Replicas = stepScale, R
+			st.Phase = fmt.Sprintf("scaling back up to %d replicas", R)
+			return st
+		case len(live) != int(R) || ready < int(R):
+			return waitForNew(st, fresh, now, fmt.Sprintf("waiting for %d Ready Machines (%d now)", R, ready))
+		}
+		st.Kind, st.Phase = stepDone, fmt.Sprintf("done: %d of %d replaced", replaced, R)
+		return st
+	}
+
+	// Let the MachineSet controller catch up with the last scale-down first: surging while the
+	// marked Machine still counts would make the controller keep it.
+	if len(live) > int(v.Replicas) {
+		st.Kind, st.Phase = stepWait, fmt.Sprintf("waiting for the MachineSet controller to delete %d Machine(s)", len(live)-int(v.Replicas))
+		return st
+	}
+	if target := R + surge; v.Replicas < target {
+		st.Kind, st.Replicas = stepScale, target
+		st.Phase = fmt.Sprintf("surging to %d replicas", target)
+		return st
+	}
+	if len(live) < int(v.Replicas) {
+		return waitForNew(st, fresh, now, fmt.Sprintf("waiting for the MachineSet controller to create %d Machine(s)", int(v.Replicas)-len(live)))
+	}
+	victim := pickVictims(old, 1, true)
+	if ready-countReady(victim) >= minReady {
+		st.Kind, st.Replicas, st.Victims = stepScale, v.Replicas-1, names(victim)
+		st.Phase = "removing old Machine " + victim[0].Name
+		return st
+	}
+	return waitForNew(st, fresh, now, "waiting for a new Machine to be Ready")
+}
+
+// waitForNew is a wait step that names the new Machine being waited for, if there is one.
+func waitForNew(st step, fresh []machineView, now time.Time, otherwise string) step {
+	st.Kind, st.Phase = stepWait, otherwise
+	var waiting *machineView
+	for i := range fresh {
+		if !fresh[i].Ready && (waiting == nil || fresh[i].Created.Before(waiting.Created)) {
+			waiting = &fresh[i]
+		}
+	}
+	if waiting != nil {
+		st.Waiting = waiting.Name
+		st.Phase = fmt.Sprintf("waiting for new Machine %s to become a Ready Node (%s)", waiting.Name, orDefault(waiting.Phase, "no phase yet"))
+	}
+	return st
+}
+
+// pickVictims chooses n Machines to delete: those already marked (a run that was killed
+// between marking and scaling down), then failed ones, then those without a Ready Node, then
+// the oldest (oldFirst) or the newest.
+func pickVictims(ms []machineView, n int, oldFirst bool) []machineView {
+	if n <= 0 {
+		return nil
+	}
+	rank := func(m machineView) int {
+		switch {
+		case m.Marked:
+			return 0
+		case m.Failed:
+			return 1
+		case !m.Ready:
+			return 2
+		}
+		return 3
+	}
+	sorted := slices.Clone(ms)
+	slices.SortStableFunc(sorted, func(a, b machineView) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		c := a.Created.Compare(b.Created)
+		if !oldFirst {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return sorted[:min(n, len(sorted))]
+}
+
+func countReady(ms []machineView) int {
+	n := 0
+	for _, m := range ms {
+		if m.Ready {
+			n++
+		}
+	}
+	return n
+}
+
+func names(ms []machineView) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

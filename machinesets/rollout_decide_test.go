@@ -1,0 +1,233 @@
+package machinesets
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// world is a model of a MachineSet, its Machines and a MachineSet controller that reacts late
+// and in any order, to check decide against every interleaving a seed produces.
+type world struct {
+	rng         *rand.Rand
+	now         time.Time
+	replicas    int32
+	original    int32
+	hasOriginal bool
+	machines    []*machineView
+	next        int
+	log         []string
+}
+
+func newWorld(seed uint64, replicas int) *world {
+	w := &world{rng: rand.New(rand.NewPCG(seed, 7)), now: time.Unix(1_700_000_000, 0), replicas: int32(replicas)}
+	for i := 0; i < replicas; i++ {
+		w.add(false, true)
+	}
+	return w
+}
+
+func (w *world) add(updated, ready bool) {
+	w.next++
+	w.now = w.now.Add(time.Second)
+	w.machines = append(w.machines, &machineView{Name: fmt.Sprintf("m%02d", w.next), Created: w.now, Updated: updated, Ready: ready})
+}
+
+func (w *world) view() setView {
+	v := setView{Name: "set", ResourceVersion: "1", Replicas: w.replicas, Original: w.replicas, HasOriginal: w.hasOriginal}
+	if w.hasOriginal {
+		v.Original = w.original
+	}
+	for _, m := range w.machines {
+		v.Machines = append(v.Machines, *m)
+	}
+	return v
+}
+
+func (w *world) live() (live, ready int) {
+	for _, m := range w.machines {
+		if !m.Deleting {
+			live++
+			if m.Ready {
+				ready++
+			}
+		}
+	}
+	return
+}
+
+// controllerEvent does one thing the MachineSet controller or a machine could do; false if
+// nothing can happen.
+func (w *world) controllerEvent() bool {
+	live, _ := w.live()
+	var events []func()
+	if live < int(w.replicas) {
+		events = append(events, func() { w.add(true, false); w.log = append(w.log, "create") })
+	}
+	if live > int(w.replicas) {
+		events = append(events, func() {
+			var cands []machineView
+			for _, m := range w.machines {
+				if !m.Deleting {
+					cands = append(cands, *m)
+				}
+			}
+			victim := pickVictims(cands, 1, false)[0] // marked first, like the real controller
+			for _, m := range w.machines {
+				if m.Name == victim.Name {
+					m.Deleting, m.Ready = true, false
+				}
+			}
+			w.log = append(w.log, "delete "+victim.Name)
+		})
+	}
+	for _, m := range w.machines {
+		switch {
+		case m.Deleting:
+			events = append(events, func() {
+				w.machines = slices.DeleteFunc(w.machines, func(x *machineView) bool { return x == m })
+				w.log = append(w.log, "gone "+m.Name)
+			})
+		case !m.Ready && !m.Failed:
+			events = append(events, func() { m.Ready = true; w.log = append(w.log, "ready "+m.Name) })
+		}
+	}
+	if len(events) == 0 {
+		return false
+	}
+	events[w.rng.IntN(len(events))]()
+	return true
+}
+
+// rollerEvent runs one decide-and-act round; killMidway drops the scale after the marks, as
+// a kill -9 between the two requests would. It returns the step taken.
+func (w *world) rollerEvent(surge, unavailable int32, killMidway bool) step {
+	st := decide(w.view(), surge, unavailable, time.Hour, w.now)
+	switch st.Kind {
+	case stepScale:
+		for _, name := range st.Victims {
+			for _, m := range w.machines {
+				if m.Name == name {
+					m.Marked = true
+				}
+			}
+		}
+		if killMidway && len(st.Victims) > 0 {
+			w.log = append(w.log, "killed after marking "+strings.Join(st.Victims, ","))
+			return st
+		}
+		if !w.hasOriginal {
+			w.original, w.hasOriginal = w.replicas, true
+		}
+		w.replicas = st.Replicas
+		w.log = append(w.log, fmt.Sprintf("scale %d (%s)", st.Replicas, st.Phase))
+	case stepDone:
+		w.hasOriginal = false
+		w.log = append(w.log, "done")
+	}
+	return st
+}
+
+// TestDecideKeepsItsBoundsInEveryInterleaving drives decide against the model with random
+// controller timing, random kills between marking and scaling, and checks after every event
+// that the Ready count never drops below replicas-maxUnavailable, that there are never more
+// than replicas+maxSurge Machines, and that every run ends with every Machine replaced and the
+// original replica count back.
+func TestDecideKeepsItsBoundsInEveryInterleaving(t *testing.T) {
+	for _, c := range []struct{ replicas, surge, unavailable int }{
+		{3, 1, 0}, {3, 2, 0}, {3, 0, 1}, {3, 1, 1}, {1, 1, 0}, {5, 3, 2}, {2, 0, 2}, {4, 1, 0},
+	} {
+		for seed := uint64(0); seed < 300; seed++ {
+			name := fmt.Sprintf("replicas%d-surge%d-unavailable%d-seed%d", c.replicas, c.surge, c.unavailable, seed)
+			w := newWorld(seed, c.replicas)
+			R := c.replicas
+			done := false
+			minReady, maxLive := R, R
+			for i := 0; i < 2000 && !done; i++ {
+				if w.rng.IntN(3) == 0 {
+					w.controllerEvent()
+				} else {
+					st := w.rollerEvent(int32(c.surge), int32(c.unavailable), w.rng.IntN(8) == 0)
+					if st.Kind == stepFail {
+						t.Fatalf("%s: failed: %s\n%s", name, st.Err, strings.Join(w.log, "\n"))
+					}
+					done = st.Kind == stepDone
+				}
+				live, ready := w.live()
+				minReady, maxLive = min(minReady, ready), max(maxLive, live)
+				if ready < R-c.unavailable || live > R+c.surge {
+					t.Fatalf("%s: %d Ready (min %d), %d live (max %d)\n%s", name, ready, R-c.unavailable, live, R+c.surge, strings.Join(w.log, "\n"))
+				}
+			}
+			if !done {
+				t.Fatalf("%s: not done after 2000 events\n%s", name, strings.Join(w.log, "\n"))
+			}
+			live, ready := w.live()
+			for _, m := range w.machines {
+				if !m.Updated && !m.Deleting {
+					t.Fatalf("%s: done with old Machine %s left\n%s", name, m.Name, strings.Join(w.log, "\n"))
+				}
+			}
+			if w.replicas != int32(R) || live != R || ready != R || w.hasOriginal {
+				t.Fatalf("%s: ended with replicas %d, %d live, %d ready, annotation %v\n%s", name, w.replicas, live, ready, w.hasOriginal, strings.Join(w.log, "\n"))
+			}
+		}
+	}
+}
+
+func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	base := setView{Name: "set", Replicas: 4, Original: 3, HasOriginal: true, Machines: []machineView{
+		{Name: "old-a", Ready: true, Created: now.Add(-time.Hour)},
+		{Name: "old-b", Ready: true, Created: now.Add(-time.Hour)},
+		{Name: "old-c", Ready: true, Created: now.Add(-time.Hour)},
+	}}
+
+	failed := base
+	failed.Machines = append(slices.Clone(base.Machines), machineView{Name: "new-x", Updated: true, Failed: true, Phase: "Failed",
+		Message: "Quota exceeded for ports", Created: now.Add(-time.Minute)})
+	st := decide(failed, 1, 0, 10*time.Minute, now)
+	if st.Kind != stepFail || st.Machine != "new-x" || !strings.Contains(st.Err, "Quota exceeded for ports") {
+		t.Errorf("failed machine: %+v", st)
+	}
+
+	slow := base
+	slow.Machines = append(slices.Clone(base.Machines), machineView{Name: "new-y", Updated: true, Phase: "Provisioned", Created: now.Add(-11 * time.Minute)})
+	st = decide(slow, 1, 0, 10*time.Minute, now)
+	if st.Kind != stepFail || st.Machine != "new-y" || !strings.Contains(st.Err, "no Ready Node 10m0s after it was created") {
+		t.Errorf("slow machine: %+v", st)
+	}
+	// The same machine within its time: wait, and say for what.
+	st = decide(slow, 1, 0, 20*time.Minute, now)
+	if st.Kind != stepWait || !strings.Contains(st.Phase, "new-y") {
+		t.Errorf("machine within its timeout: %+v", st)
+	}
+
+	// Old machines failing are not our doing: they are replaced first.
+	sick := base
+	sick.Machines = slices.Clone(base.Machines)
+	sick.Machines[1].Ready, sick.Machines[1].Failed = false, true
+	sick.Machines = append(sick.Machines, machineView{Name: "new-z", Updated: true, Ready: true, Created: now})
+	st = decide(sick, 1, 0, time.Hour, now)
+	if st.Kind != stepScale || !slices.Equal(st.Victims, []string{"old-b"}) || st.Replicas != 3 {
+		t.Errorf("failed old machine is not the first victim: %+v", st)
+	}
+}
+
+func TestDecideLeavesUpToDateSetsAlone(t *testing.T) {
+	now := time.Now()
+	v := setView{Name: "set", Replicas: 2, Original: 2, Machines: []machineView{
+		{Name: "a", Updated: true, Ready: true, Created: now}, {Name: "b", Updated: true, Ready: false, Created: now},
+	}}
+	if st := decide(v, 1, 0, time.Hour, now); st.Kind != stepDone || st.Phase != "up to date" {
+		t.Errorf("up-to-date set without a rollout under way: %+v", st)
+	}
+	// With a rollout under way it waits for the last Machine to be Ready.
+	v.HasOriginal = true
+	if st := decide(v, 1, 0, time.Hour, now); st.Kind != stepWait {
+		t.Errorf("finishing rollout: %+v", st)
+	}
+}

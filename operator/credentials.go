@@ -1,0 +1,175 @@
+package operator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// CredentialsSecretName is the Secret (in the operator namespace) holding clouds.yaml.
+	CredentialsSecretName = "manila-cloud-credentials"
+	// CredentialsKey is the key of clouds.yaml in CredentialsSecretName.
+	CredentialsKey = "clouds.yaml"
+	// CredentialsCAKey optionally holds the PEM CA bundle of the cloud's endpoints (what a
+	// clouds.yaml "cacert" path points to on the machine it was written on).
+	CredentialsCAKey = "cacert"
+	// DefaultCloudName is the cloud the cloud-credential-operator writes into clouds.yaml.
+	DefaultCloudName = "openstack"
+
+	// DriverSecretName is the Secret the driver reads its OpenStack credentials from.
+	DriverSecretName = "csi-manila-secrets"
+)
+
+// Credentials is one cloud of a clouds.yaml, ready for gophercloud and for the driver.
+type Credentials struct {
+	CloudName string
+	Cloud     clouds.Cloud
+	// CAPEM is the CA bundle from the credentials Secret, if any.
+	CAPEM []byte
+	// Proxy chooses the HTTP proxy for OpenStack requests (the cluster proxy); nil means the
+	// process environment.
+	Proxy func(*http.Request) (*url.URL, error)
+}
+
+// errCredentials is returned for unusable credentials; its message never holds a secret value.
+type errCredentials struct{ msg string }
+
+func (e *errCredentials) Error() string { return e.msg }
+
+// IsCredentialsError reports whether err says the credentials themselves are unusable.
+func IsCredentialsError(err error) bool {
+	var e *errCredentials
+	return errors.As(err, &e)
+}
+
+// ParseCredentials picks the cloud out of clouds.yaml: cloudName if given, else "openstack",
+// else the only cloud in the file.
+func ParseCredentials(cloudsYAML []byte, cloudName string, caPEM []byte) (*Credentials, error) {
+	var all clouds.Clouds
+	if err := yaml.Unmarshal(cloudsYAML, &all); err != nil {
+		// The YAML error may quote the offending line, which may hold a password.
+		return nil, &errCredentials{msg: "clouds.yaml is not valid YAML"}
+	}
+	if len(all.Clouds) == 0 {
+		return nil, &errCredentials{msg: "clouds.yaml has no clouds"}
+	}
+	name := cloudName
+	if name == "" {
+		if _, ok := all.Clouds[DefaultCloudName]; ok || len(all.Clouds) != 1 {
+			name = DefaultCloudName
+		} else {
+			for n := range all.Clouds {
+				name = n
+			}
+		}
+	}
+	c, ok := all.Clouds[name]
+	if !ok {
+		names := make([]string, 0, len(all.Clouds))
+		for n := range all.Clouds {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, &errCredentials{msg: fmt.Sprintf("cloud %q not found in clouds.yaml (clouds: %s)", name, strings.Join(names, ", "))}
+	}
+	if c.AuthInfo == nil || c.AuthInfo.AuthURL == "" {
+		return nil, &errCredentials{msg: fmt.Sprintf("cloud %q in clouds.yaml has no auth.auth_url", name)}
+	}
+	a := c.AuthInfo
+	hasPassword := a.Password != "" && (a.Username != "" || a.UserID != "")
+	hasAppCred := a.ApplicationCredentialSecret != "" && (a.ApplicationCredentialID != "" || a.ApplicationCredentialName != "")
+	if !hasPassword && !hasAppCred {
+		return nil, &errCredentials{msg: fmt.Sprintf("cloud %q in clouds.yaml has neither a user and password nor an application credential", name)}
+	}
+	return &Credentials{CloudName: name, Cloud: c, CAPEM: bytes.TrimSpace(caPEM)}, nil
+}
+
+// DriverSecretData translates the cloud into the keys the Manila CSI driver reads from
+// csi-manila-secrets (cloud-provider-openstack's AuthOpts names).
+func (c *Credentials) DriverSecretData() map[string][]byte {
+	a := c.Cloud.AuthInfo
+	d := map[string][]byte{}
+	set := func(k, v string) {
+		if v != "" {
+			d[k] = []byte(v)
+		}
+	}
+	set("os-authURL", a.AuthURL)
+	set("os-region", c.Cloud.RegionName)
+	if a.ApplicationCredentialSecret != "" {
+		set("os-applicationCredentialID", a.ApplicationCredentialID)
+		if a.ApplicationCredentialID == "" {
+			set("os-applicationCredentialName", a.ApplicationCredentialName)
+			// A credential named (not by ID) belongs to a user, who must be identified.
+			set("os-userID", a.UserID)
+			if a.UserID == "" {
+				set("os-userName", a.Username)
+				set("os-userDomainID", a.UserDomainID)
+				if a.UserDomainID == "" {
+					set("os-userDomainName", a.UserDomainName)
+				}
+			}
+		}
+		set("os-applicationCredentialSecret", a.ApplicationCredentialSecret)
+	} else {
+		if a.UserID != "" {
+			set("os-userID", a.UserID)
+		} else {
+			set("os-userName", a.Username)
+		}
+		set("os-password", a.Password)
+		if a.ProjectID != "" {
+			set("os-projectID", a.ProjectID)
+		} else {
+			set("os-projectName", a.ProjectName)
+		}
+		// The driver wants a domain for password auth: domain_*, else the user's domain.
+		switch {
+		case a.DomainID != "":
+			set("os-domainID", a.DomainID)
+		case a.DomainName != "":
+			set("os-domainName", a.DomainName)
+		case a.UserDomainID != "":
+			set("os-domainID", a.UserDomainID)
+		case a.UserDomainName != "":
+			set("os-domainName", a.UserDomainName)
+		case a.DefaultDomain != "":
+			set("os-domainID", a.DefaultDomain)
+		}
+		if a.UserDomainID != "" {
+			set("os-userDomainID", a.UserDomainID)
+		} else {
+			set("os-userDomainName", a.UserDomainName)
+		}
+		if a.ProjectDomainID != "" {
+			set("os-projectDomainID", a.ProjectDomainID)
+		} else {
+			set("os-projectDomainName", a.ProjectDomainName)
+		}
+	}
+	if len(c.CAPEM) > 0 {
+		d["os-certAuthority"] = append([]byte(nil), c.CAPEM...)
+	}
+	if c.Cloud.Verify != nil && !*c.Cloud.Verify {
+		set("os-TLSInsecure", "true")
+	}
+	return d
+}
+
+// authYAML is clouds.yaml with only this cloud, without the cacert path (the CA comes from the
+// Secret, not from a file on this machine), for gophercloud's parser.
+func (c *Credentials) authYAML() ([]byte, error) {
+	cl := c.Cloud
+	cl.CACertFile = ""
+	cl.ClientCertFile = ""
+	cl.ClientKeyFile = ""
+	return yaml.Marshal(clouds.Clouds{Clouds: map[string]clouds.Cloud{c.CloudName: cl}})
+}
