@@ -3,14 +3,17 @@ package operator
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/manila-setup/manila-setup/machinesets"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
 	"github.com/openshift/library-go/pkg/controller/factory"
@@ -478,12 +481,14 @@ func (c *manilaController) storageNetworkCondition() *applyoperatorv1.OperatorCo
 		fmt.Sprintf("all %d MachineSets attach their machines to the storage network %s", len(objs), id))
 }
 
-// AnnotationStorageNetwork is set on MachineSets by manila-setup machinesets patch.
-const AnnotationStorageNetwork = "manila-setup.openstack.org/storage-network"
-
+// machineSetAttached reports whether the MachineSet's machines get a port on the network: as
+// recorded by `manila-setup machinesets patch`, or written into the providerSpec by anyone.
 func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
-	if u.GetAnnotations()[AnnotationStorageNetwork] == networkID {
-		return true
+	var record machinesets.AttachmentRecord
+	if raw := u.GetAnnotations()[machinesets.AttachmentAnnotation]; raw != "" && json.Unmarshal([]byte(raw), &record) == nil {
+		if slices.Contains(record.Networks, networkID) {
+			return true
+		}
 	}
 	nets, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "providerSpec", "value", "networks")
 	for _, n := range nets {

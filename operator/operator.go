@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -256,7 +255,6 @@ func (o *Operator) Run(ctx context.Context) error {
 }
 
 func (o *Operator) buildControllers() {
-	ns := o.nsInformers
 	o.controllers = append(o.controllers,
 		loglevel.NewClusterOperatorLoggingController(o.op, o.recorder),
 		newManilaController(o),
@@ -266,7 +264,6 @@ func (o *Operator) buildControllers() {
 		newWorkloadController(o, workloadNodeService),
 		newWorkloadController(o, workloadNFSNodeService),
 	)
-	_ = ns
 }
 
 // common informers every controller reacts to.
@@ -405,12 +402,4 @@ func (o *Operator) newController(name string, sync factory.SyncFunc, extra ...fa
 		WithInformers(append(o.baseInformers(), extra...)...).
 		ResyncEvery(o.cfg.Resync).
 		ToController(name, o.recorder)
-}
-
-// getenvOr is os.Getenv with a default.
-func getenvOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
