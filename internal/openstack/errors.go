@@ -308,8 +308,7 @@ func (c *Client) proxyHint(endpoint string) string {
 	if err != nil || u.Host == "" {
 		return ""
 	}
-	req := &http.Request{URL: u}
-	if p, err := http.ProxyFromEnvironment(req); err == nil && p != nil {
+	if p, err := proxyFunc()(&http.Request{URL: u}); err == nil && p != nil {
 		return fmt.Sprintf(" (through the proxy %s)", p.Host)
 	}
 	return ""

@@ -364,3 +364,36 @@ func appCredID(t *testing.T, cloud *testenv.Cloud) string {
 	}
 	return doc.Clouds[testenv.CloudAppCred].Auth.ID
 }
+
+// TestProxyFromEnvironment: requests go through HTTP_PROXY, except for hosts in NO_PROXY.
+func TestProxyFromEnvironment(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.String())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error": {"code": 401}}`)
+	}))
+	t.Cleanup(proxy.Close)
+	path := cloudsYAML(t, passwordCloud("http://keystone.example.invalid:5000/v3", "proxy-secret-1"))
+	for _, env := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"} {
+		t.Setenv(env, "")
+	}
+
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	err, took := fault(t, path, Config{}, nil)
+	expectFault(t, err, took, 5*time.Second, KindUnauthorized, "Keystone at http://keystone.example.invalid:5000 rejected the credentials")
+	if len(seen) != 1 || seen[0] != "POST http://keystone.example.invalid:5000/v3/auth/tokens" {
+		t.Errorf("the proxy saw %q", seen)
+	}
+
+	t.Setenv("NO_PROXY", ".example.invalid")
+	err, took = fault(t, path, Config{}, nil)
+	expectFault(t, err, took, 10*time.Second, KindUnreachable, `the host name "keystone.example.invalid" of Keystone cannot be resolved`)
+	if len(seen) != 1 {
+		t.Errorf("NO_PROXY not honoured: the proxy saw %q", seen)
+	}
+}

@@ -24,6 +24,7 @@ type counter struct {
 
 	mu     sync.Mutex
 	counts map[string]int
+	times  map[string]time.Duration
 	total  int
 	tokens []string
 }
@@ -50,7 +51,14 @@ func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.counts[key]++
 	c.total++
 	c.mu.Unlock()
+	start := time.Now()
 	resp, err := c.next.RoundTrip(req)
+	c.mu.Lock()
+	if c.times == nil {
+		c.times = map[string]time.Duration{}
+	}
+	c.times[key] += time.Since(start)
+	c.mu.Unlock()
 	if err == nil {
 		if tok := resp.Header.Get("X-Subject-Token"); tok != "" {
 			c.mu.Lock()
@@ -86,7 +94,7 @@ func (c *counter) snapshot() (int, string) {
 		b.WriteString(k)
 		b.WriteString(" x")
 		b.WriteString(strconv.Itoa(c.counts[k]))
-		b.WriteString("\n")
+		b.WriteString(" (" + c.times[k].Round(time.Millisecond).String() + " until the answer's headers)\n")
 	}
 	return c.total, b.String()
 }
@@ -95,6 +103,7 @@ func (c *counter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts = map[string]int{}
+	c.times = map[string]time.Duration{}
 	c.total = 0
 }
 

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 )
 
 // newHTTPClient builds the one HTTP client of a Client: proxies from HTTP(S)_PROXY/NO_PROXY,
@@ -15,7 +18,7 @@ import (
 func newHTTPClient(cfg Config, tlsConfig *tls.Config, timeout time.Duration, redact func(string) string) *http.Client {
 	dialTimeout := min(timeout, 30*time.Second)
 	var rt http.RoundTripper = &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
+		Proxy:                 proxyFunc(),
 		DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:       tlsConfig,
 		TLSHandshakeTimeout:   dialTimeout,
@@ -34,6 +37,14 @@ func newHTTPClient(cfg Config, tlsConfig *tls.Config, timeout time.Duration, red
 	}
 	// The client timeout also bounds reading the body, which ResponseHeaderTimeout does not.
 	return &http.Client{Transport: rt, Timeout: timeout}
+}
+
+// proxyFunc reads HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their lower-case forms) when the
+// client is made, unlike http.ProxyFromEnvironment, which reads them once per process.
+// Loopback addresses never go through a proxy.
+func proxyFunc() func(*http.Request) (*url.URL, error) {
+	fn := httpproxy.FromEnvironment().ProxyFunc()
+	return func(req *http.Request) (*url.URL, error) { return fn(req.URL) }
 }
 
 // secretHeaders are never logged with their value.
