@@ -2,6 +2,7 @@ package installconfig
 
 import (
 	"context"
+	"slices"
 )
 
 // IDRef is one ID of the file, for the cloud checks.
@@ -20,8 +21,38 @@ type IDRef struct {
 type CloudRefs struct {
 	Networks       []IDRef
 	SecurityGroups []IDRef
-	// MachineNetworks are the networking.machineNetwork[].cidr values.
-	MachineNetworks []string
+	// MachineNetworks are the networking.machineNetwork[].cidr values, or the installer's
+	// default when the file sets none.
+	MachineNetworks []CIDRRef
+	// ComputePools are the compute pools with the networks their machines get.
+	ComputePools []PoolRef
+}
+
+// DefaultMachineNetwork is the machine network the installer uses when the file sets none.
+const DefaultMachineNetwork = "10.0.0.0/16"
+
+// CIDRRef is one machine network CIDR as written (not checked: the installer checks it).
+type CIDRRef struct {
+	CIDR  string
+	Field string
+	// Default is set when the file sets no machine network and this is the installer's default.
+	Default      bool
+	Line, Column int
+}
+
+// PoolRef is one compute pool, for the question "do its machines get a network Manila
+// exports on?".
+type PoolRef struct {
+	// Field is where the pool's networks are (or would be) written, e.g.
+	// compute[0].platform.openstack.additionalNetworkIDs.
+	Field string
+	Name  string
+	// Networks are the canonical IDs the machines get: the pool's own list, or
+	// defaultMachinePlatform's when the pool sets none (a pool's list replaces the default's).
+	Networks []string
+	// Inherited is set when Networks come from defaultMachinePlatform.
+	Inherited    bool
+	Line, Column int
 }
 
 // CloudChecker checks what only the cloud can tell: that each network exists and is visible to
@@ -65,7 +96,37 @@ func References(f *File) CloudRefs {
 		}
 	}
 	refs.MachineNetworks = c.model.machineNetworks
+	for _, p := range c.model.compute {
+		refs.ComputePools = append(refs.ComputePools, poolRef(p, c.model.def))
+	}
 	return refs
+}
+
+// poolRef describes compute pool p. The installer merges defaultMachinePlatform into each
+// pool field by field: a list the pool sets (even empty) replaces the default's.
+func poolRef(p, def *pool) PoolRef {
+	ref := PoolRef{Name: p.name, Field: p.path.Child("platform", "openstack", Networks.Key()).String()}
+	if p.nodeStep.key != nil {
+		ref.Line, ref.Column = p.nodeStep.key.Line, p.nodeStep.key.Column
+	} else if p.node != nil {
+		ref.Line, ref.Column = p.node.Line, p.node.Column
+	}
+	l := p.list(Networks)
+	if l == nil || l.step.node == nil {
+		if def == nil {
+			return ref
+		}
+		l, ref.Inherited = def.list(Networks), true
+		if l == nil {
+			return ref
+		}
+	}
+	for _, it := range l.items {
+		if it.canonical != "" && !slices.Contains(ref.Networks, it.canonical) {
+			ref.Networks = append(ref.Networks, it.canonical)
+		}
+	}
+	return ref
 }
 
 // CheckWithCloud runs the offline checks and, when cloud is not nil and the file could be

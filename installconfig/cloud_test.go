@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,8 +46,56 @@ func TestReferences(t *testing.T) {
 	if !reflect.DeepEqual(nets, want) {
 		t.Errorf("networks %v, want %v", nets, want)
 	}
-	if len(refs.SecurityGroups) != 2 || !reflect.DeepEqual(refs.MachineNetworks, []string{"10.0.0.0/16"}) {
-		t.Errorf("security groups %v, machine networks %v", refs.SecurityGroups, refs.MachineNetworks)
+	if len(refs.SecurityGroups) != 2 || len(refs.MachineNetworks) != 1 || refs.MachineNetworks[0].CIDR != "10.0.0.0/16" ||
+		refs.MachineNetworks[0].Field != "networking.machineNetwork[0].cidr" || refs.MachineNetworks[0].Default {
+		t.Errorf("security groups %v, machine networks %+v", refs.SecurityGroups, refs.MachineNetworks)
+	}
+	if len(refs.ComputePools) != 1 || len(refs.ComputePools[0].Networks) != 3 ||
+		refs.ComputePools[0].Field != "compute[0].platform.openstack.additionalNetworkIDs" {
+		t.Errorf("compute pools %+v", refs.ComputePools)
+	}
+}
+
+// TestPoolRefs: a pool's own list replaces defaultMachinePlatform's, an absent one inherits it,
+// and the installer's default machine network stands in when the file sets none.
+func TestPoolRefs(t *testing.T) {
+	const def, own = "6f0e3a3c-2b8d-4f51-9c1e-7d2a4b5c6d70", "0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a37"
+	data := []byte(`platform:
+  openstack:
+    defaultMachinePlatform:
+      additionalNetworkIDs: [` + def + `]
+compute:
+- name: worker
+- name: storage
+  platform:
+    openstack:
+      additionalNetworkIDs: ["` + strings.ToUpper(own) + `"]
+- name: bare
+  platform:
+    openstack:
+      additionalNetworkIDs: []
+`)
+	f, _ := Parse("ic.yaml", data)
+	refs := References(f)
+	type pool struct {
+		field, name string
+		nets        []string
+		inherited   bool
+	}
+	var got []pool
+	for _, p := range refs.ComputePools {
+		got = append(got, pool{p.Field, p.Name, p.Networks, p.Inherited})
+	}
+	want := []pool{
+		{"compute[0].platform.openstack.additionalNetworkIDs", "worker", []string{def}, true},
+		{"compute[1].platform.openstack.additionalNetworkIDs", "storage", []string{own}, false},
+		{"compute[2].platform.openstack.additionalNetworkIDs", "bare", nil, false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pools\n%+v\nwant\n%+v", got, want)
+	}
+	if len(refs.MachineNetworks) != 1 || !refs.MachineNetworks[0].Default || refs.MachineNetworks[0].CIDR != DefaultMachineNetwork {
+		t.Errorf("machine networks %+v, want the installer's default", refs.MachineNetworks)
 	}
 }
 

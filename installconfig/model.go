@@ -145,7 +145,7 @@ type model struct {
 	def             *pool
 	controlPlane    *pool
 	compute         []*pool
-	machineNetworks []string
+	machineNetworks []CIDRRef
 }
 
 // pools lists every pool: default, control plane, then compute.

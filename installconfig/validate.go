@@ -721,27 +721,29 @@ func distance(a, b string, max int) int {
 	return prev[len(b)]
 }
 
-// machineNetworks reads networking.machineNetwork[].cidr, for the cloud checks.
-func machineNetworks(root []entry) []string {
-	var out []string
+// machineNetworks reads networking.machineNetwork[].cidr, for the cloud checks. When the file
+// sets none, the installer's default (10.0.0.0/16) is what the machines get.
+func machineNetworks(root []entry) []CIDRRef {
+	def := []CIDRRef{{CIDR: DefaultMachineNetwork, Field: "networking.machineNetwork", Default: true}}
 	nw := lookup(root, "networking")
 	if len(nw) == 0 {
-		return nil
+		return def
 	}
 	m := resolve(chosen(nw).value)
 	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
+		return def
 	}
 	es, _, _ := entries(m)
 	mn := lookup(es, "machineNetwork")
 	if len(mn) == 0 {
-		return nil
+		return def
 	}
 	seq := resolve(chosen(mn).value)
 	if seq == nil || seq.Kind != yaml.SequenceNode {
 		return nil
 	}
-	for _, item := range seq.Content {
+	var out []CIDRRef
+	for i, item := range seq.Content {
 		im := resolve(item)
 		if im == nil || im.Kind != yaml.MappingNode {
 			continue
@@ -749,7 +751,7 @@ func machineNetworks(root []entry) []string {
 		ies, _, _ := entries(im)
 		if cidr := lookup(ies, "cidr"); len(cidr) > 0 {
 			if v := resolve(chosen(cidr).value); v != nil && v.Kind == yaml.ScalarNode {
-				out = append(out, v.Value)
+				out = append(out, CIDRRef{CIDR: v.Value, Field: fmt.Sprintf("networking.machineNetwork[%d].cidr", i), Line: v.Line, Column: v.Column})
 			}
 		}
 	}

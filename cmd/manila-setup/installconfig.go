@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/manila-setup/manila-setup/installconfig"
+	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
 )
 
 func newInstallConfigCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -69,13 +72,14 @@ type installConfigValidateOptions struct {
 
 	File   string
 	Strict bool
-	// cloudRequested is set when --os-cloud was given: the cloud checks are not part of this
-	// command yet, and it says so rather than pass silently.
-	cloudRequested bool
+	// Offline skips the cloud checks even when a cloud is named ($OS_CLOUD in a hook's
+	// environment, say).
+	Offline bool
+	cloud   *cloudOptions
 }
 
 func newInstallConfigValidateCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
-	o := &installConfigValidateOptions{global: g, streams: streams}
+	o := &installConfigValidateOptions{global: g, streams: streams, cloud: &cloudOptions{global: g, streams: streams}}
 	cmd := &cobra.Command{
 		Use:   "validate FILE|-",
 		Short: "Check the additional network and security group IDs of an install-config.yaml",
@@ -89,12 +93,22 @@ and in milliseconds, the way openshift-install reads them, and a little stricter
     installer rejects and other tools silently drop;
   - the platform is openstack; the YAML is well-formed, with no key set twice.
 
+With a cloud (--os-cloud NAME, or $OS_CLOUD; --offline skips it), the IDs are also looked up:
+
+  - each network exists and the project can see it; each security group exists; an ID in
+    the wrong list (a security group given as a network, a subnet, a port) is named as such;
+  - no subnet of an additional network overlaps the machine network;
+  - a warning for each compute pool whose machines get no network Manila exports on, naming
+    that network and the patch command that adds it.
+
 Every problem is printed on one line as PATH: Invalid value: "VALUE": why. Warnings (a key
 spelled in another case, a pool list that replaces the defaultMachinePlatform list, a second
-YAML document) do not fail the check unless --strict is given.
+YAML document, no Manila network) do not fail the check unless --strict is given.
 
-Exit codes: 0 valid, 1 invalid, 2 usage error or the file cannot be read.`,
+Exit codes: 0 valid, 1 invalid, 2 usage error, the file cannot be read, or the cloud cannot
+be asked (the offline results are still printed).`,
 		Example: `  manila-setup installconfig validate install-config.yaml
+  manila-setup installconfig validate --os-cloud openstack install-config.yaml
   manila-setup installconfig validate -o json install-config.yaml
   cat install-config.yaml | manila-setup installconfig validate -`,
 		Args: exactlyOneFile,
@@ -105,32 +119,53 @@ Exit codes: 0 valid, 1 invalid, 2 usage error or the file cannot be read.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run()
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			return o.Run(ctx)
 		},
 	}
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "fail (exit 1) on warnings too")
+	cmd.Flags().BoolVar(&o.Offline, "offline", false, "only the offline checks, even when a cloud is named")
+	o.cloud.addFlags(cmd.Flags())
 	return cmd
 }
 
 func (o *installConfigValidateOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.File = args[0]
-	o.cloudRequested = cmd.Flags().Changed("os-cloud")
 	return nil
 }
 
-func (o *installConfigValidateOptions) Validate() error { return nil }
+func (o *installConfigValidateOptions) Validate() error {
+	if o.Offline || o.global.OSCloud == "" {
+		return nil
+	}
+	return o.cloud.validate()
+}
 
-func (o *installConfigValidateOptions) Run() error {
+func (o *installConfigValidateOptions) Run(ctx context.Context) error {
 	name, data, err := readInput(o.File, o.streams.In)
 	if err != nil {
 		return err
 	}
-	_, problems := installconfig.Check(name, data)
-	if o.cloudRequested {
-		fmt.Fprintf(o.streams.ErrOut, "note: --os-cloud %q: the cloud checks are not available in this version; only the offline checks ran\n", o.global.OSCloud)
+	var checker installconfig.CloudChecker
+	var cloudErr error
+	if !o.Offline && o.global.OSCloud != "" {
+		if c, err := o.cloud.connect(ctx); err != nil {
+			cloudErr = err
+		} else {
+			checker = cloudcheck.Checker{Client: c, File: o.File}
+		}
+	}
+	problems, err := installconfig.CheckWithCloud(ctx, name, data, checker)
+	if err != nil {
+		cloudErr = environmentError(err)
 	}
 	if err := printProblems(o.streams.Out, o.global.Output, name, problems, true); err != nil {
 		return environmentError(err)
+	}
+	if cloudErr != nil {
+		// The offline results are out; the exit code says the check is incomplete.
+		return fmt.Errorf("the cloud checks did not run, only the offline ones: %w", cloudErr)
 	}
 	if problems.Errors() > 0 || (o.Strict && problems.Warnings() > 0) {
 		return silentFailure(exitInvalid)
@@ -167,6 +202,8 @@ type installConfigPatchOptions struct {
 	Pools          []string
 	ControlPlane   bool
 	DryRun         bool
+	Offline        bool
+	cloud          *cloudOptions
 }
 
 // patchReport is the -o json/yaml output of patch.
@@ -183,7 +220,7 @@ type patchReport struct {
 }
 
 func newInstallConfigPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
-	o := &installConfigPatchOptions{global: g, streams: streams}
+	o := &installConfigPatchOptions{global: g, streams: streams, cloud: &cloudOptions{global: g, streams: streams}}
 	cmd := &cobra.Command{
 		Use:   "patch FILE --network ID... --security-group ID... [--pool NAME...] [--control-plane] [--dry-run]",
 		Short: "Add network and security group IDs to the machine pools of an install-config.yaml",
@@ -204,8 +241,12 @@ atomically (temporary file, fsync, rename) and the previous content is kept in F
 With --dry-run it prints a unified diff and writes nothing. With FILE "-" it reads standard
 input and writes the result to standard output.
 
-Exit codes: 0 patched or nothing to do, 1 the file is invalid, 2 usage error or the file
-cannot be read or written.`,
+With a cloud (--os-cloud NAME, or $OS_CLOUD), the result is checked against it as validate does
+before anything is written: an ID the cloud does not know, or one in the wrong list, stops the
+patch (exit 1); a cloud that cannot be asked stops it too (exit 2). --offline skips the cloud.
+
+Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result) is invalid,
+2 usage error, the file cannot be read or written, or the cloud cannot be asked.`,
 		Example: `  manila-setup installconfig patch install-config.yaml --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --dry-run
   manila-setup installconfig patch install-config.yaml \
       --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --security-group 0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a37
@@ -218,7 +259,9 @@ cannot be read or written.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run()
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			return o.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
@@ -227,6 +270,8 @@ cannot be read or written.`,
 	f.StringSliceVar(&o.Pools, "pool", nil, "name of a compute pool to patch (default: every compute pool)")
 	f.BoolVar(&o.ControlPlane, "control-plane", false, "patch the control plane too")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff of the change and write nothing")
+	f.BoolVar(&o.Offline, "offline", false, "do not check the result with the cloud, even when one is named")
+	o.cloud.addFlags(f)
 	return cmd
 }
 
@@ -242,10 +287,54 @@ func (o *installConfigPatchOptions) Validate() error {
 	if o.File == "-" && !o.DryRun && o.global.Output != outputText {
 		return usageError("installconfig patch: -o %s cannot be combined with FILE - (the patched file goes to standard output)", o.global.Output)
 	}
+	if !o.Offline && o.global.OSCloud != "" {
+		return o.cloud.validate()
+	}
 	return nil
 }
 
-func (o *installConfigPatchOptions) Run() error {
+// checkWithCloud asks the cloud about the patched file, when one is named: an ID the cloud
+// rejects stops the patch before anything is written (exit 1), so does a cloud that cannot be
+// asked (exit 2); its warnings join the offline ones.
+func (o *installConfigPatchOptions) checkWithCloud(ctx context.Context, name string, res *installconfig.PatchResult) error {
+	if o.Offline || o.global.OSCloud == "" {
+		return nil
+	}
+	c, err := o.cloud.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err)
+	}
+	all, err := installconfig.CheckWithCloud(ctx, name, res.Output, cloudcheck.Checker{Client: c, File: o.File})
+	if err != nil {
+		return environmentError(fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err))
+	}
+	var cloudErrs installconfig.Problems
+	for _, p := range all {
+		if !strings.HasPrefix(p.Rule(), "cloud-") {
+			continue // the offline problems are already in res.Warnings
+		}
+		if p.Severity == installconfig.SeverityError {
+			cloudErrs = append(cloudErrs, p)
+		} else {
+			res.Warnings = append(res.Warnings, p)
+		}
+	}
+	if len(cloudErrs) == 0 {
+		return nil
+	}
+	if o.global.Output != outputText {
+		if perr := printStructured(o.streams.Out, o.global.Output, patchReport{File: name, DryRun: o.DryRun,
+			Changes: []installconfig.Change{}, Problems: cloudErrs}); perr != nil {
+			return environmentError(perr)
+		}
+		return silentFailure(exitInvalid)
+	}
+	fmt.Fprintf(o.streams.ErrOut, "error: %s not patched: the cloud rejects the result:\n", name)
+	_ = printProblems(o.streams.ErrOut, outputText, name, cloudErrs, false)
+	return silentFailure(exitInvalid)
+}
+
+func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 	name, data, err := readInput(o.File, o.streams.In)
 	if err != nil {
 		return err
@@ -275,6 +364,9 @@ func (o *installConfigPatchOptions) Run() error {
 		return silentFailure(exitInvalid)
 	case err != nil:
 		return environmentError(err)
+	}
+	if stop := o.checkWithCloud(ctx, name, res); stop != nil {
+		return stop
 	}
 
 	report := patchReport{File: name, Changed: res.Changed, DryRun: o.DryRun, Reformatted: res.Reformatted,

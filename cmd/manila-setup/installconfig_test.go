@@ -48,6 +48,12 @@ func TestInstallConfigValidate(t *testing.T) {
 	valid := writeTemp(t, "valid-typical", 0o600)
 	invalid := writeTemp(t, "invalid-uuid-version", 0o600)
 	warn := writeTemp(t, "warn-kelvin-sign-key", 0o600)
+	clouds := filepath.Join(t.TempDir(), "clouds.yaml")
+	if err := os.WriteFile(clouds, []byte("clouds:\n  other:\n    auth: {auth_url: http://127.0.0.1:9/v3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A cloud named in the environment would turn the cloud checks on.
+	t.Setenv("OS_CLOUD", "")
 	tests := []struct {
 		name           string
 		args           []string
@@ -72,8 +78,15 @@ compute[0].platform.openstack.additionalNetworkIDs[1]: Invalid value: "00000000-
 		{name: "directory", args: []string{t.TempDir()}, code: 2, stderrContains: "is a directory, not an install-config"},
 		{name: "no file", args: nil, code: 2, stderrContains: "expected exactly one FILE (or - for standard input), got 0 arguments"},
 		{name: "two files", args: []string{valid, valid}, code: 2, stderrContains: "got 2 arguments"},
-		{name: "os-cloud says it is not checked", args: []string{"--os-cloud", "mycloud", valid}, code: 0,
-			stdout: valid + ": valid\n", stderr: "note: --os-cloud \"mycloud\": the cloud checks are not available in this version; only the offline checks ran\n"},
+		// A cloud that cannot be asked: the offline results are printed, and exit 2 says the
+		// check is incomplete.
+		{name: "os-cloud unknown", args: []string{"--os-cloud", "mycloud", "--os-client-config-file", clouds, invalid}, code: 2,
+			stdoutContains: invalid + ": invalid, 2 errors\n",
+			stderrContains: `error: the cloud checks did not run, only the offline ones: cloud "mycloud" is not in ` + clouds},
+		{name: "offline wins over os-cloud", args: []string{"--offline", "--os-cloud", "mycloud", "--os-client-config-file", clouds, valid}, code: 0,
+			stdout: valid + ": valid\n"},
+		{name: "bad timeout with a cloud", args: []string{"--os-cloud", "mycloud", "--timeout", "0s", valid}, code: 2,
+			stderrContains: `--timeout: Invalid value: "0s"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -113,4 +114,12 @@ func TestGlobalOptionsComplete(t *testing.T) {
 	if g.Kubeconfig != "/home/admin/.kube/config" || g.OSCloud != "envcloud" {
 		t.Errorf("defaults not applied: %+v", g)
 	}
+}
+
+// TestMain keeps a developer's cloud out of the tests: with $OS_CLOUD set, installconfig
+// validate and patch would ask that cloud. Tests that want the loopback cloud set it again
+// (testenv.NewCloud).
+func TestMain(m *testing.M) {
+	os.Unsetenv("OS_CLOUD")
+	os.Exit(m.Run())
 }

@@ -1,0 +1,275 @@
+// Package cloudcheck is the installconfig.CloudChecker of `installconfig validate --os-cloud`:
+// it asks the cloud, through internal/openstack, what the offline checks cannot know.
+//
+//   - each additional network exists and the project can see it; each additional security
+//     group exists; an ID given in the wrong list (a security group as a network, a subnet or a
+//     port as either) is called out as such;
+//   - no subnet of an additional network overlaps the machine network (the machines would get
+//     two routes to the same addresses, and the installer's own check does not look);
+//   - every compute pool gets a network Manila exports on: a warning names the network when it
+//     does not, with the command that adds it.
+//
+// Requests: with Manila in the catalog, one discovery (pages of networks, subnets, shares and
+// share networks, one per distinct export address); without it, one network lookup per 50 IDs.
+// Then one security group lookup per 50 IDs, and one more per kind for IDs found in neither.
+package cloudcheck
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manila-setup/manila-setup/installconfig"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+)
+
+// Rule names of the cloud checks (the Origin of their problems), next to installconfig's own.
+const (
+	RuleNetworkNotFound       = "cloud-network-not-found"
+	RuleSecurityGroupNotFound = "cloud-security-group-not-found"
+	RuleWrongKind             = "cloud-wrong-kind"
+	RuleMachineNetworkOverlap = "cloud-machine-network-overlap"
+	RuleNoManilaNetwork       = "cloud-no-manila-network"
+	RuleManilaUnknown         = "cloud-manila-unknown"
+)
+
+// Checker checks an install-config's IDs against one cloud.
+type Checker struct {
+	Client *openstack.Client
+	// File is the install-config's name as the user gave it, for the suggested patch command.
+	File string
+}
+
+// CheckIDs implements installconfig.CloudChecker.
+func (c Checker) CheckIDs(ctx context.Context, refs installconfig.CloudRefs) (installconfig.Problems, error) {
+	netIDs, sgIDs := ids(refs.Networks), ids(refs.SecurityGroups)
+
+	var nets []openstack.Network
+	var disc *openstack.Discovery
+	if c.Client.ManilaAvailable() {
+		d, err := c.Client.Discover(ctx, openstack.DiscoverOptions{})
+		if err != nil {
+			return nil, err
+		}
+		disc, nets = d, d.Networks
+	} else if len(netIDs) > 0 {
+		var err error
+		if nets, err = c.Client.Networks(ctx, netIDs...); err != nil {
+			return nil, err
+		}
+	}
+	byID := map[string]openstack.Network{}
+	for _, n := range nets {
+		byID[strings.ToLower(n.ID)] = n
+	}
+
+	var groups []openstack.SecurityGroup
+	if len(sgIDs) > 0 {
+		var err error
+		if groups, err = c.Client.SecurityGroups(ctx, sgIDs...); err != nil {
+			return nil, err
+		}
+	}
+	sgByID := map[string]bool{}
+	for _, g := range groups {
+		sgByID[strings.ToLower(g.ID)] = true
+	}
+
+	// IDs found in neither place: ask Neutron what they are, to say "wrong list" rather than
+	// "not found" when that is the mistake.
+	var unknown []string
+	for _, r := range refs.Networks {
+		if _, ok := byID[r.ID]; !ok {
+			unknown = append(unknown, r.ID)
+		}
+	}
+	for _, r := range refs.SecurityGroups {
+		if !sgByID[r.ID] {
+			unknown = append(unknown, r.ID)
+		}
+	}
+	kinds := map[string]openstack.ResourceKind{}
+	if len(unknown) > 0 {
+		var err error
+		if kinds, err = c.Client.Identify(ctx, unknown...); err != nil {
+			return nil, err
+		}
+	}
+
+	var ps installconfig.Problems
+	where := c.where()
+	for _, r := range refs.Networks {
+		n, ok := byID[r.ID]
+		if !ok {
+			ps = append(ps, c.missing(r, installconfig.Networks, kinds[r.ID], where))
+			continue
+		}
+		ps = append(ps, overlaps(r, n, refs.MachineNetworks)...)
+	}
+	for _, r := range refs.SecurityGroups {
+		if !sgByID[r.ID] {
+			ps = append(ps, c.missing(r, installconfig.SecurityGroups, kinds[r.ID], where))
+		}
+	}
+	ps = append(ps, c.manilaNetworks(refs.ComputePools, disc, byID)...)
+	return ps, nil
+}
+
+// where names the project and region the IDs were looked up in.
+func (c Checker) where() string {
+	s := fmt.Sprintf("cloud %q", c.Client.Cloud())
+	if r := c.Client.Region(); r != "" {
+		s += fmt.Sprintf(" (region %s)", r)
+	}
+	return s
+}
+
+func (c Checker) missing(r installconfig.IDRef, list installconfig.ListKind, actually openstack.ResourceKind, where string) installconfig.Problem {
+	noun, rule := "network", RuleNetworkNotFound
+	if list == installconfig.SecurityGroups {
+		noun, rule = "security group", RuleSecurityGroupNotFound
+	}
+	switch {
+	case actually == openstack.KindSecurityGroup && list == installconfig.Networks:
+		return problem(installconfig.SeverityError, RuleWrongKind, field.ErrorTypeInvalid, r,
+			"is a security group, not a network: move it to additionalSecurityGroupIDs")
+	case actually == openstack.KindNetwork && list == installconfig.SecurityGroups:
+		return problem(installconfig.SeverityError, RuleWrongKind, field.ErrorTypeInvalid, r,
+			"is a network, not a security group: move it to additionalNetworkIDs")
+	case actually != "":
+		return problem(installconfig.SeverityError, RuleWrongKind, field.ErrorTypeInvalid, r,
+			fmt.Sprintf("is a Neutron %s, not a %s: give the ID of the %s itself", actually, noun, noun))
+	}
+	fix := "check the ID with `openstack network show`, or pick one from `manila-setup networks list`"
+	if list == installconfig.SecurityGroups {
+		fix = "check the ID with `openstack security group show`; a group of another project cannot be used"
+	}
+	return problem(installconfig.SeverityError, rule, field.ErrorTypeNotFound, r,
+		fmt.Sprintf("no %s with this ID is visible to %s in %s: %s", noun, c.Client.Identity(), where, fix))
+}
+
+// overlaps reports each subnet of n that overlaps a machine network: Neutron would accept the
+// port, but the node would route part of its own machine network through the storage network.
+func overlaps(r installconfig.IDRef, n openstack.Network, machine []installconfig.CIDRRef) installconfig.Problems {
+	var ps installconfig.Problems
+	for _, m := range machine {
+		mp, err := netip.ParsePrefix(m.CIDR)
+		if err != nil {
+			continue // the installer's own check reports a malformed CIDR
+		}
+		for _, s := range n.Subnets {
+			if !s.CIDR.IsValid() || !s.CIDR.Overlaps(mp) {
+				continue
+			}
+			what := fmt.Sprintf("the machine network %s (%s)", m.CIDR, m.Field)
+			if m.Default {
+				what = fmt.Sprintf("the machine network %s (the installer's default, as networking.machineNetwork is not set)", m.CIDR)
+			}
+			ps = append(ps, problem(installconfig.SeverityError, RuleMachineNetworkOverlap, field.ErrorTypeInvalid, r,
+				fmt.Sprintf("subnet %s of network %s overlaps %s: the nodes would route part of the machine network through this network; choose a machine network that does not overlap %s",
+					subnetLabel(s), label(n), what, s.CIDR)))
+		}
+	}
+	return ps
+}
+
+// manilaNetworks warns about each compute pool whose machines get no network Manila exports
+// on: their pods would hang in ContainerCreating with "mount.nfs: Connection timed out".
+func (c Checker) manilaNetworks(pools []installconfig.PoolRef, d *openstack.Discovery, byID map[string]openstack.Network) installconfig.Problems {
+	if len(pools) == 0 {
+		return nil
+	}
+	if d == nil {
+		return installconfig.Problems{{
+			Error:    field.Error{Type: field.ErrorTypeInvalid, Detail: fmt.Sprintf("Manila is not in the service catalog of %s: there is no export location to look for, so whether the workers reach Manila shares was not checked", c.where()), Origin: RuleManilaUnknown},
+			Severity: installconfig.SeverityWarning,
+		}}
+	}
+	exporting := map[string]openstack.Candidate{}
+	for _, cand := range d.Candidates {
+		if len(cand.Exports) > 0 {
+			exporting[strings.ToLower(cand.Network.ID)] = cand
+		}
+	}
+	if len(exporting) == 0 {
+		detail := "Manila has no available share with an export location in a network of this project yet, so the network it exports on is not known"
+		if best := d.Best(); best != nil {
+			detail += fmt.Sprintf("; its share networks point at network %s", label(best.Network))
+		}
+		return installconfig.Problems{{
+			Error:    field.Error{Type: field.ErrorTypeInvalid, Detail: detail + "; create a share and run `manila-setup networks discover`", Origin: RuleManilaUnknown},
+			Severity: installconfig.SeverityWarning,
+		}}
+	}
+	best := d.Best()
+	for _, cand := range d.Candidates { // the best candidate that holds an export
+		if len(cand.Exports) > 0 {
+			best = &cand
+			break
+		}
+	}
+	var ps installconfig.Problems
+	for _, p := range pools {
+		if slices.ContainsFunc(p.Networks, func(id string) bool { _, ok := exporting[id]; return ok }) {
+			continue
+		}
+		fix := fmt.Sprintf("manila-setup installconfig patch %s --network %s", c.fileArg(), best.Network.ID)
+		if p.Name != "" {
+			fix += " --pool " + p.Name
+		}
+		detail := fmt.Sprintf("none of these networks holds a Manila export location: shares are exported at %s on network %s, so pods on these machines cannot mount them; add it with `%s`",
+			best.Exports[0].Address, label(best.Network), fix)
+		if p.Inherited {
+			detail += " (the pool inherits platform.openstack.defaultMachinePlatform's list)"
+		}
+		ps = append(ps, installconfig.Problem{
+			Error:    field.Error{Type: field.ErrorTypeInvalid, Field: p.Field, BadValue: strings.Join(p.Networks, ", "), Detail: detail, Origin: RuleNoManilaNetwork},
+			Severity: installconfig.SeverityWarning,
+			Line:     p.Line, Column: p.Column,
+		})
+	}
+	return ps
+}
+
+func (c Checker) fileArg() string {
+	if c.File == "" || c.File == "-" {
+		return "install-config.yaml"
+	}
+	return c.File
+}
+
+func problem(sev installconfig.Severity, rule string, t field.ErrorType, r installconfig.IDRef, detail string) installconfig.Problem {
+	return installconfig.Problem{
+		Error:    field.Error{Type: t, Field: r.Field, BadValue: r.ID, Detail: detail, Origin: rule},
+		Severity: sev,
+		Line:     r.Line, Column: r.Column,
+	}
+}
+
+func ids(refs []installconfig.IDRef) []string {
+	var out []string
+	for _, r := range refs {
+		if !slices.Contains(out, r.ID) {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+func label(n openstack.Network) string {
+	if n.Name == "" {
+		return n.ID
+	}
+	return fmt.Sprintf("%q (%s)", n.Name, n.ID)
+}
+
+func subnetLabel(s openstack.Subnet) string {
+	if s.Name == "" {
+		return s.CIDR.String()
+	}
+	return fmt.Sprintf("%q %s", s.Name, s.CIDR)
+}
