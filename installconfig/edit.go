@@ -600,17 +600,11 @@ func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
 		return
 	}
 	if seq.Style&yaml.FlowStyle != 0 {
-		o := e.tokenStart(seq)
-		if o < 0 || o >= len(body) || body[o] != '[' {
+		o, close, inner, ok := e.flowOnOneLine(seq, '[')
+		if !ok {
 			e.fail()
 			return
 		}
-		close, multiline, ok := scanFlow(body, o)
-		if !ok || multiline {
-			e.fail()
-			return
-		}
-		inner := bytes.TrimRight(body[o+1:close], " \t")
 		switch {
 		case len(bytes.TrimSpace(inner)) == 0:
 			e.add(o+1, close-o-1, strings.Join(quoted, ", "))
@@ -641,6 +635,22 @@ func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
 	e.insertAfterLine(last.Line, lines, itemRank(len(prefix)))
 }
 
+// flowOnOneLine finds flow collection n ("[...]" or "{...}", opening with open) written on one
+// line: the offsets of its brackets and what is between them, trailing blanks trimmed.
+// Multi-line flow collections are not edited as text.
+func (e *editor) flowOnOneLine(n *yaml.Node, open byte) (o, close int, inner []byte, ok bool) {
+	body := e.f.body
+	o = e.tokenStart(n)
+	if o < 0 || o >= len(body) || body[o] != open {
+		return 0, 0, nil, false
+	}
+	close, multiline, ok := scanFlow(body, o)
+	if !ok || multiline {
+		return 0, 0, nil, false
+	}
+	return o, close, bytes.TrimRight(body[o+1:close], " \t"), true
+}
+
 // addKey adds key: value at the end of mapping m.
 func (e *editor) addKey(m *yaml.Node, key string, value *yaml.Node) {
 	if m.Style&yaml.FlowStyle != 0 {
@@ -669,17 +679,11 @@ func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
 		return
 	}
 	if m.Style&yaml.FlowStyle != 0 {
-		o := e.tokenStart(m)
-		if o < 0 || o >= len(body) || body[o] != '{' {
+		o, _, inner, ok := e.flowOnOneLine(m, '{')
+		if !ok || len(inner) == 0 {
 			e.fail()
 			return
 		}
-		close, multiline, ok := scanFlow(body, o)
-		if !ok || multiline {
-			e.fail()
-			return
-		}
-		inner := bytes.TrimRight(body[o+1:close], " \t")
 		sep := ", "
 		if inner[len(inner)-1] == ',' {
 			sep = " "
