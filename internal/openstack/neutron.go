@@ -197,11 +197,22 @@ func (c *Client) Networks(ctx context.Context, ids ...string) ([]Network, error)
 	var wires []wireNetwork
 	var subnets []wireSubnet
 	if len(ids) == 0 {
+		// Two independent lists: asked at the same time, so a cloud with several API workers
+		// answers in the time of the longer one.
+		var serr error
+		done := make(chan struct{})
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			defer close(done)
+			subnets, serr = neutronList[wireSubnet](sctx, c, call{service: "Neutron", what: "listing subnets"}, "subnets", "subnets", fieldsQuery(subnetFields))
+		}()
 		var err error
 		if wires, err = neutronList[wireNetwork](ctx, c, cl, "networks", "networks", fieldsQuery(networkFields)); err != nil {
-			return nil, err
+			cancel()
 		}
-		if subnets, err = neutronList[wireSubnet](ctx, c, call{service: "Neutron", what: "listing subnets"}, "subnets", "subnets", fieldsQuery(subnetFields)); err != nil {
+		<-done
+		if err = firstRealError(err, serr); err != nil {
 			return nil, err
 		}
 	} else {
