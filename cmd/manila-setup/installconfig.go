@@ -12,6 +12,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 )
 
 func newInstallConfigCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -203,7 +204,10 @@ type installConfigPatchOptions struct {
 	ControlPlane   bool
 	DryRun         bool
 	Offline        bool
-	cloud          *cloudOptions
+	// Discover adds the network Manila exports on, found by asking the cloud.
+	Discover bool
+	cloud    *cloudOptions
+	client   *openstack.Client // connected once, when a cloud is used
 }
 
 // patchReport is the -o json/yaml output of patch.
@@ -222,7 +226,7 @@ type patchReport struct {
 func newInstallConfigPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &installConfigPatchOptions{global: g, streams: streams, cloud: &cloudOptions{global: g, streams: streams}}
 	cmd := &cobra.Command{
-		Use:   "patch FILE --network ID... --security-group ID... [--pool NAME...] [--control-plane] [--dry-run]",
+		Use:   "patch FILE --network ID...|--discover --security-group ID... [--pool NAME...] [--control-plane] [--dry-run]",
 		Short: "Add network and security group IDs to the machine pools of an install-config.yaml",
 		Long: `Add network and security group IDs to the additionalNetworkIDs and additionalSecurityGroupIDs of
 the compute pools (all of them, or those named with --pool) and, with --control-plane, of the
@@ -244,13 +248,16 @@ input and writes the result to standard output.
 With a cloud (--os-cloud NAME, or $OS_CLOUD), the result is checked against it as validate does
 before anything is written: an ID the cloud does not know, or one in the wrong list, stops the
 patch (exit 1); a cloud that cannot be asked stops it too (exit 2). --offline skips the cloud.
+With --discover, the network Manila exports on (as "networks discover" finds it) is added
+without looking its ID up; it is printed on standard error with the reason.
 
 Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result) is invalid,
 2 usage error, the file cannot be read or written, or the cloud cannot be asked.`,
 		Example: `  manila-setup installconfig patch install-config.yaml --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --dry-run
   manila-setup installconfig patch install-config.yaml \
       --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --security-group 0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a37
-  manila-setup installconfig patch install-config.yaml --network ID --pool worker --control-plane`,
+  manila-setup installconfig patch install-config.yaml --network ID --pool worker --control-plane
+  manila-setup installconfig patch install-config.yaml --os-cloud mycloud --discover --dry-run`,
 		Args: exactlyOneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -271,6 +278,7 @@ Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result
 	f.BoolVar(&o.ControlPlane, "control-plane", false, "patch the control plane too")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff of the change and write nothing")
 	f.BoolVar(&o.Offline, "offline", false, "do not check the result with the cloud, even when one is named")
+	f.BoolVar(&o.Discover, "discover", false, "add the network Manila exports on, as `networks discover` finds it (needs a cloud)")
 	o.cloud.addFlags(f)
 	return cmd
 }
@@ -281,8 +289,11 @@ func (o *installConfigPatchOptions) Complete(cmd *cobra.Command, args []string) 
 }
 
 func (o *installConfigPatchOptions) Validate() error {
-	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 {
-		return usageError("installconfig patch: give at least one --network or --security-group")
+	if o.Discover && (o.Offline || o.global.OSCloud == "") {
+		return usageError("installconfig patch: --discover asks the cloud: name it with --os-cloud (or $OS_CLOUD), without --offline")
+	}
+	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 && !o.Discover {
+		return usageError("installconfig patch: give at least one --network or --security-group, or --discover")
 	}
 	if o.File == "-" && !o.DryRun && o.global.Output != outputText {
 		return usageError("installconfig patch: -o %s cannot be combined with FILE - (the patched file goes to standard output)", o.global.Output)
@@ -300,11 +311,10 @@ func (o *installConfigPatchOptions) checkWithCloud(ctx context.Context, name str
 	if o.Offline || o.global.OSCloud == "" {
 		return nil
 	}
-	c, err := o.cloud.connect(ctx)
-	if err != nil {
+	if err := o.connect(ctx); err != nil {
 		return fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err)
 	}
-	all, err := installconfig.CheckWithCloud(ctx, name, res.Output, cloudcheck.Checker{Client: c, File: o.File})
+	all, err := installconfig.CheckWithCloud(ctx, name, res.Output, cloudcheck.Checker{Client: o.client, File: o.File})
 	if err != nil {
 		return environmentError(fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err))
 	}
@@ -334,10 +344,60 @@ func (o *installConfigPatchOptions) checkWithCloud(ctx context.Context, name str
 	return silentFailure(exitInvalid)
 }
 
+func (o *installConfigPatchOptions) connect(ctx context.Context) error {
+	if o.client != nil {
+		return nil
+	}
+	c, err := o.cloud.connect(ctx)
+	o.client = c
+	return err
+}
+
+// discover adds the network Manila exports on to o.Networks: the best candidate of discovery
+// that holds an export location. Two equally good candidates are not guessed between.
+func (o *installConfigPatchOptions) discover(ctx context.Context, name string) error {
+	if err := o.connect(ctx); err != nil {
+		return fmt.Errorf("%s not patched: --discover could not ask the cloud: %w", name, err)
+	}
+	d, err := o.client.Discover(ctx, openstack.DiscoverOptions{})
+	if err != nil {
+		return environmentError(fmt.Errorf("%s not patched: --discover: %w", name, err))
+	}
+	var found []openstack.Candidate
+	for _, c := range d.Candidates {
+		if len(c.Exports) > 0 {
+			found = append(found, c)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return environmentError(fmt.Errorf("%s not patched: --discover: Manila has no available share with an export location in a network project %s can see, so the network it exports on is not known; create a share (or ask the cloud's administrator for the storage network) and give it with --network", name, o.client.Identity()))
+	case len(found) > 1 && found[0].Score == found[1].Score:
+		return environmentError(fmt.Errorf("%s not patched: --discover: Manila exports on %s and %s alike; choose one with --network (see `manila-setup networks discover`)",
+			name, networkLabel(found[0].Network), networkLabel(found[1].Network)))
+	}
+	best := found[0]
+	fmt.Fprintf(o.streams.ErrOut, "discovered: network %s: %s\n", networkLabel(best.Network), strings.Join(best.Reasons, "; "))
+	o.Networks = append(o.Networks, best.Network.ID)
+	return nil
+}
+
+func networkLabel(n openstack.Network) string {
+	if n.Name == "" {
+		return n.ID
+	}
+	return fmt.Sprintf("%q (%s)", n.Name, n.ID)
+}
+
 func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 	name, data, err := readInput(o.File, o.streams.In)
 	if err != nil {
 		return err
+	}
+	if o.Discover {
+		if err := o.discover(ctx, name); err != nil {
+			return err
+		}
 	}
 	f, _ := installconfig.Parse(name, data)
 	res, err := installconfig.Patch(f, installconfig.PatchOptions{

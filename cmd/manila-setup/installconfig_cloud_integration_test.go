@@ -182,3 +182,30 @@ func TestInstallConfigPatchWithTheCloud(t *testing.T) {
 		t.Errorf("second run: exit %d\n%s", code, out)
 	}
 }
+
+// TestInstallConfigPatchDiscover: --discover adds the network Manila exports on, says why, and
+// the result validates with the cloud; without a cloud it is a usage error.
+func TestInstallConfigPatchDiscover(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	noCluster(t)
+	storage := cloud.Seed.Networks["storage"]
+	file := installConfig(t, "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\ncompute:\n- name: worker\n  replicas: 3\n")
+
+	code, out, errOut := runCLI(t, "installconfig", "patch", file, "--discover", "--dry-run")
+	if code != exitOK || !strings.Contains(errOut, `discovered: network "storage" (`+storage+`): `) ||
+		!strings.Contains(errOut, "10.0.0.10") || !strings.Contains(out, "+      additionalNetworkIDs:\n+      - "+storage+"\n") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "installconfig", "patch", file, "--discover")
+	if code != exitOK || !strings.Contains(out, "compute[0].platform.openstack.additionalNetworkIDs: added "+storage) {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if code, out, _ = runCLI(t, "installconfig", "validate", "--strict", file); code != exitOK {
+		t.Errorf("exit %d after --discover:\n%s", code, out)
+	}
+
+	code, _, errOut = runCLI(t, "installconfig", "patch", file, "--discover", "--offline")
+	if code != exitUsage || !strings.Contains(errOut, "--discover asks the cloud") {
+		t.Errorf("--discover --offline: exit %d, %s", code, errOut)
+	}
+}

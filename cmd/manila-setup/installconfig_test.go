@@ -210,7 +210,8 @@ func TestInstallConfigPatchErrors(t *testing.T) {
 			`compute[0].platform.openstack.additionalNetworkIDs[2]: Invalid value: "a2c6e413-56e4-47d7-b06c-e8d49773801f ": must be a UUID v4, without spaces around it` + "\n" +
 			`compute[0].platform.openstack.additionalSecurityGroupIDs[0]: Invalid value: "allow-nfs": must be a UUID v4: the ID of the security group, not its name` + "\n"},
 		{"bad ID", []string{invalid, "--network", "storage-net"}, 2, "error: --network: Invalid value: \"storage-net\": must be a UUID v4\n"},
-		{"no ID", []string{invalid}, 2, "error: installconfig patch: give at least one --network or --security-group\n"},
+		{"no ID", []string{invalid}, 2, "error: installconfig patch: give at least one --network or --security-group, or --discover\n"},
+		{"discover without a cloud", []string{invalid, "--discover"}, 2, "error: installconfig patch: --discover asks the cloud: name it with --os-cloud (or $OS_CLOUD), without --offline\n"},
 		{"unknown pool", []string{writeTemp(t, "valid-typical", 0o600), "--network", icAdd, "--pool", "infra"}, 2,
 			"error: --pool: Not found: \"infra\": no compute pool has this name; the pools are \"worker\"\n"},
 		{"missing file", []string{"/nonexistent/ic.yaml", "--network", icAdd}, 2, "error: open /nonexistent/ic.yaml: no such file or directory\n"},
