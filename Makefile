@@ -8,13 +8,14 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test test-unit lint kube env-up env-down demo clean
+.PHONY: all build test test-unit lint kube csi env-up env-down demo demo-down clean
 
 all: build
 
 ## build: the manila-setup binary in bin/
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/manila-setup ./cmd/manila-setup
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/manila-setup-operator ./cmd/manila-setup-operator
 
 ## test: everything (unit, integration, e2e); brings up the real servers it needs and stops them
 test:
@@ -43,9 +44,18 @@ env-up: kube
 env-down:
 	bash test/env/openstack/down.sh
 
-## demo: a local sandbox (for now the environment and how to use it)
-demo: build env-up
-	@bash test/env/demo-info.sh
+## csi: build (or reuse) the cached binaries of the real Manila CSI driver (controller side)
+csi:
+	bash test/env/csi/build.sh
+
+## demo: a local sandbox (loopback OpenStack, an installer-shaped cluster, the operator and the
+## real CSI driver), then the attach wizard; reuses what is already running
+demo: build
+	@bash test/env/sandbox/up.sh
+
+## demo-down: stop the sandbox, and the loopback OpenStack if make demo started it
+demo-down:
+	@bash test/env/sandbox/down.sh
 
 clean:
 	rm -rf bin

@@ -164,7 +164,7 @@ func TestAssetsRules(t *testing.T) {
 		if name == "servicemonitor.yaml" || name == "volumesnapshotclass.yaml" {
 			continue
 		}
-		obj, err := readAsset(name, testVars())
+		obj, err := ReadAsset(name, testVars())
 		if err != nil {
 			t.Fatalf("%s does not decode: %v", name, err)
 		}

@@ -164,9 +164,9 @@ func (c *Credentials) DriverSecretData() map[string][]byte {
 	return d
 }
 
-// authYAML is clouds.yaml with only this cloud, without the cacert path (the CA comes from the
+// AuthYAML is clouds.yaml with only this cloud, without the cacert path (the CA comes from the
 // Secret, not from a file on this machine), for gophercloud's parser.
-func (c *Credentials) authYAML() ([]byte, error) {
+func (c *Credentials) AuthYAML() ([]byte, error) {
 	cl := c.Cloud
 	cl.CACertFile = ""
 	cl.ClientCertFile = ""

@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -142,4 +144,13 @@ func TestMachineNetworksFromInstallConfig(t *testing.T) {
 			t.Errorf("%q: want an error", bad)
 		}
 	}
+}
+
+func keyList(d map[string][]byte) string {
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return fmt.Sprint(keys)
 }

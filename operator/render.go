@@ -219,6 +219,15 @@ func applySecret(ctx context.Context, cfg *rest.Config, namespace string, data m
 	return nil
 }
 
+// apiReason is an API error's reason and code, without the object it carried.
+func apiReason(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		st := s.Status()
+		return fmt.Sprintf("%s (HTTP %d)", st.Reason, st.Code)
+	}
+	return "request failed"
+}
+
 func ptrTrue() *bool { b := true; return &b }
 
 func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) error {
@@ -281,7 +290,7 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	if err != nil {
 		return nil, err
 	}
-	u, err := dyn.Resource(clusterCSIDriverGVR).Get(ctx, DriverName, metav1.GetOptions{})
+	u, err := dyn.Resource(operatorv1.GroupVersion.WithResource("clustercsidrivers")).Get(ctx, DriverName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("ClusterCSIDriver %s: %w", DriverName, err)
 	}
@@ -302,16 +311,16 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	}
 	sort.Slice(st.Conditions, func(i, j int) bool { return st.Conditions[i].Type < st.Conditions[j].Type })
 	allAvailable := true
-	dep, err := kube.AppsV1().Deployments(namespace).Get(ctx, workloadControllerService.name, metav1.GetOptions{})
+	dep, err := kube.AppsV1().Deployments(namespace).Get(ctx, ControllerDeploymentName, metav1.GetOptions{})
 	st.Operands = append(st.Operands, deploymentHealth(dep, err))
-	for _, k := range []workloadKind{workloadNodeService, workloadNFSNodeService} {
-		ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, k.name, metav1.GetOptions{})
-		st.Operands = append(st.Operands, daemonSetHealth(k.name, ds, err))
+	for _, name := range []string{NodeDaemonSetName, NFSNodeDaemonSetName} {
+		ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		st.Operands = append(st.Operands, daemonSetHealth(name, ds, err))
 	}
 	for _, o := range st.Operands {
 		allAvailable = allAvailable && o.Available
 	}
-	scs, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: managedSelector.String()})
+	scs, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedByValue})
 	if err == nil {
 		for _, sc := range scs.Items {
 			st.StorageClasses = append(st.StorageClasses, sc.Name)
@@ -323,7 +332,7 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 }
 
 func deploymentHealth(d *appsv1.Deployment, err error) OperandHealth {
-	h := OperandHealth{Kind: "Deployment", Name: workloadControllerService.name}
+	h := OperandHealth{Kind: "Deployment", Name: ControllerDeploymentName}
 	if err != nil || d == nil {
 		return h
 	}

@@ -27,7 +27,8 @@ const (
 	AnnotationShareTypeGone = "manila.csi.openstack.org/share-type-missing-since"
 	// LabelManagedBy marks what the operator owns.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	managedByValue = "manila-setup-operator"
+	// ManagedByValue is the value of LabelManagedBy on what the operator owns.
+	ManagedByValue = "manila-setup-operator"
 
 	annotationDefaultClass = "storageclass.kubernetes.io/is-default-class"
 )
@@ -148,6 +149,14 @@ func StorageClassNames(types []string, existing map[string]string, taken map[str
 	return result
 }
 
+// ShareType is a Manila share type, as far as StorageClasses care.
+type ShareType struct {
+	ID   string
+	Name string
+	// DHSS is driver_handles_share_servers: shares of this type need a share network.
+	DHSS bool
+}
+
 // StorageClassParams is what a StorageClass needs beyond the share type.
 type StorageClassParams struct {
 	Namespace      string // where csi-manila-secrets lives
@@ -177,7 +186,7 @@ func BuildStorageClass(name string, st ShareType, p StorageClassParams) *storage
 	return &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Labels:      map[string]string{LabelManagedBy: managedByValue},
+			Labels:      map[string]string{LabelManagedBy: ManagedByValue},
 			Annotations: map[string]string{AnnotationShareType: st.Name},
 		},
 		Provisioner:          DriverName,

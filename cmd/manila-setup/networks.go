@@ -33,7 +33,7 @@ func newNetworksCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 which Manila exports its shares and whether the cluster's workers are attached to it.`)
 	cloud := &cloudOptions{global: g, streams: streams}
 	cloud.addFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newNetworksListCommand(cloud), newNetworksDiscoverCommand(cloud))
+	cmd.AddCommand(newNetworksListCommand(cloud), newNetworksDiscoverCommand(cloud), newNetworksAttachCommand(cloud))
 	return cmd
 }
 

@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/operator"
@@ -58,99 +55,76 @@ func restConfig(g *GlobalOptions, inCluster bool) (*rest.Config, error) {
 
 // ---- start ---------------------------------------------------------------------------------
 
-// OperatorStartOptions are the flags of `operator start`.
-type OperatorStartOptions struct {
-	Namespace        string
-	Resync           time.Duration
-	Cloud            string
-	MachineNetworks  []string
-	StorageNetworkID string
-	HealthAddress    string
-	LeaderElect      bool
-	OpenStackTimeout time.Duration
-
-	images operator.Images
-	cfg    *rest.Config
-}
+// operatorBinaryName is the operator's own binary, built beside manila-setup (make build).
+const operatorBinaryName = "manila-setup-operator"
 
 func newOperatorStartCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
-	o := &OperatorStartOptions{}
-	cmd := &cobra.Command{
-		Use:   "start",
-		Short: "Run the operator (in a Deployment in the cluster)",
-		Long: `Run the operator: leader election on a Lease in its namespace, /healthz, /readyz and
-/metrics on --health-address (loopback by default), graceful shutdown on SIGTERM.
-
-Operand images come only from the environment: DRIVER_IMAGE, NFS_DRIVER_IMAGE,
-PROVISIONER_IMAGE, SNAPSHOTTER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE,
-NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
-		Args: cobra.NoArgs,
+	return &cobra.Command{
+		Use:   "start [flags of manila-setup-operator start]",
+		Short: "Run the operator (runs manila-setup-operator start)",
+		Long: `Run the in-cluster operator. The operator is a binary of its own, manila-setup-operator
+(what the rendered Deployment runs), so that this CLI does not carry its controller
+libraries; this command runs "manila-setup-operator start" found next to this binary, else on
+$PATH, with every argument passed on: see "manila-setup-operator start --help".`,
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(g); err != nil {
-				return err
+			bin, err := operatorBinary()
+			if err != nil {
+				return environmentError(err)
 			}
-			if err := o.Validate(); err != nil {
-				return err
+			argv := append([]string{bin, "start"}, operatorArgs(args)...)
+			if err := syscall.Exec(bin, argv, os.Environ()); err != nil {
+				return environmentError(fmt.Errorf("running %s: %w", bin, err))
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
-			return o.Run(ctx, g)
+			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator, its credentials and the driver")
-	f.DurationVar(&o.Resync, "resync", operator.DefaultResync, "how often every controller re-checks, Manila included")
-	f.StringVar(&o.Cloud, "cloud", "", `cloud of the credentials' clouds.yaml (default: "openstack", else the only one)`)
-	f.StringSliceVar(&o.MachineNetworks, "machine-network", nil, "CIDR allowed to mount the shares (nfs-shareClient); default: install-config's machineNetwork")
-	f.StringVar(&o.StorageNetworkID, "storage-network", "", "ID of the Neutron network Manila exports on")
-	f.StringVar(&o.HealthAddress, "health-address", operator.DefaultHealthAddress, `address of /healthz, /readyz and /metrics ("" disables)`)
-	f.BoolVar(&o.LeaderElect, "leader-elect", true, "take a Lease so that only one replica acts")
-	f.DurationVar(&o.OpenStackTimeout, "openstack-timeout", 10*time.Second, "timeout of each OpenStack request")
-	return cmd
 }
 
-func (o *OperatorStartOptions) Complete(g *GlobalOptions) error {
-	var err error
-	if o.images, err = operator.ImagesFromEnv(os.Getenv); err != nil {
-		return usageError("%v", err)
-	}
-	if o.cfg, err = restConfig(g, true); err != nil {
-		return err
-	}
-	// klog verbosity follows -v until the ClusterCSIDriver's operatorLogLevel takes over.
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("v", fmt.Sprint(2+g.Verbosity))
-	return nil
-}
-
-func (o *OperatorStartOptions) Validate() error {
-	if o.Resync < time.Second {
-		return usageError("--resync: Invalid value: %q: must be at least 1s", o.Resync)
-	}
-	for i, c := range o.MachineNetworks {
-		if _, err := operator.MachineNetworksFromInstallConfig([]byte("networking: {machineNetwork: [{cidr: \"" + c + "\"}]}")); err != nil {
-			return usageError("--machine-network[%d]: Invalid value: %q: must be a CIDR", i, c)
+// operatorArgs passes the arguments on, with this CLI's -v, -vv, --verbose (which may stand
+// before "operator start" and so arrive here unparsed) turned into the operator's --v=N: its
+// default is 2, and each v adds one. An explicit --v wins.
+func operatorArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	extra, explicit := 0, false
+	for _, a := range args {
+		switch {
+		case a == "--v" || strings.HasPrefix(a, "--v="):
+			explicit = true
+			out = append(out, a)
+		case a == "--verbose":
+			extra++
+		case len(a) > 1 && a[0] == '-' && strings.Trim(a[1:], "v") == "":
+			extra += len(a) - 1
+		default:
+			out = append(out, a)
 		}
 	}
-	return nil
+	if extra > 0 && !explicit {
+		out = append(out, fmt.Sprintf("--v=%d", 2+extra))
+	}
+	return out
 }
 
-func (o *OperatorStartOptions) Run(ctx context.Context, g *GlobalOptions) error {
-	err := operator.Start(ctx, operator.StartOptions{
-		Config: operator.Config{
-			Namespace: o.Namespace, Images: o.images, Resync: o.Resync, CloudName: o.Cloud,
-			MachineNetworks: o.MachineNetworks, StorageNetworkID: o.StorageNetworkID,
-			OpenStackTimeout: o.OpenStackTimeout, Version: version,
-		},
-		KubeConfig:     o.cfg,
-		LeaderElection: o.LeaderElect,
-		HealthAddress:  o.HealthAddress,
-	})
-	if err != nil {
-		return environmentError(err)
+// operatorBinary finds manila-setup-operator next to this executable, else on $PATH.
+func operatorBinary() (string, error) {
+	var tried []string
+	if self, err := os.Executable(); err == nil {
+		if resolved, err := filepath.EvalSymlinks(self); err == nil {
+			self = resolved
+		}
+		p := filepath.Join(filepath.Dir(self), operatorBinaryName)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+		tried = append(tried, p)
 	}
-	return nil
+	if p, err := exec.LookPath(operatorBinaryName); err == nil {
+		return p, nil
+	}
+	tried = append(tried, "$PATH")
+	return "", fmt.Errorf("the operator binary %s was not found (looked at %s): build it with make build, or install it next to manila-setup",
+		operatorBinaryName, strings.Join(tried, " and "))
 }
 
 // ---- render --------------------------------------------------------------------------------

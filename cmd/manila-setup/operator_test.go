@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,7 +46,7 @@ func TestOperatorCommandErrors(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"operator", "start"}, exitUsage, "not set: DRIVER_IMAGE"},
+		{[]string{"operator", "start"}, exitUsage, "manila-setup-operator was not found"},
 		{[]string{"operator", "install", "--kubeconfig", "/nonexistent"}, exitUsage, "kubeconfig /nonexistent"},
 		{[]string{"operator", "bogus"}, exitUsage, `unknown command "bogus"`},
 	}
@@ -87,5 +88,34 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestOperatorBinaryLookup(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	if _, err := operatorBinary(); err == nil || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("no operator binary anywhere: %v", err)
+	}
+	writeFile(t, dir+"/"+operatorBinaryName, "#!/bin/sh\n")
+	if err := os.Chmod(dir+"/"+operatorBinaryName, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := operatorBinary(); err != nil || p != dir+"/"+operatorBinaryName {
+		t.Errorf("operator binary on $PATH: %q, %v", p, err)
+	}
+}
+
+func TestOperatorStartArgs(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{nil, []string{}},
+		{[]string{"--kubeconfig", "k", "-v"}, []string{"--kubeconfig", "k", "--v=3"}},
+		{[]string{"-vv", "--namespace=x"}, []string{"--namespace=x", "--v=4"}},
+		{[]string{"--verbose", "--v=6"}, []string{"--v=6"}},
+		{[]string{"-", "--"}, []string{"-", "--"}},
+	} {
+		if got := operatorArgs(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("operatorArgs(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

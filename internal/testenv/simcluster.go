@@ -69,7 +69,11 @@ func StartSimCluster(ctx context.Context, opts SimOptions) (_ *SimCluster, err e
 	}{
 		{"kube-controller-manager", common},
 		{"kube-scheduler", common},
-		{"kwok", []string{"--kubeconfig=" + components, "--manage-all-nodes=true", "--config=" + filepath.Join(assets, "kwok-stages.yaml")}},
+		// Heartbeat Leases, as kubelets keep them: without them kube-controller-manager takes
+		// every node for down after its 40-50 s grace period (kwok's node status heartbeat comes
+		// only every 10-20 minutes) and marks the nodes NotReady and their pods not Ready.
+		{"kwok", []string{"--kubeconfig=" + components, "--manage-all-nodes=true", "--node-lease-duration-seconds=40",
+			"--config=" + filepath.Join(assets, "kwok-stages.yaml")}},
 	} {
 		proc, err := startProcess(c.dir, p.name, filepath.Join(assets, p.name), p.args...)
 		if err != nil {

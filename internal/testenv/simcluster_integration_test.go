@@ -87,6 +87,21 @@ func TestSimClusterRunsWorkloads(t *testing.T) {
 			t.Errorf("pod %s is %s, want Running", p.Name, p.Status.Phase)
 		}
 	}
+
+	// Every node keeps a heartbeat Lease, as a kubelet does: without one, kube-controller-manager
+	// would mark the nodes NotReady after its grace period and the pods with them.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, node := range []string{"master-0", "worker-0", "worker-1"} {
+			l, err := c.Client.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
+			if err != nil || l.Spec.RenewTime == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("nodes without a heartbeat Lease in kube-node-lease: %v", err)
+	}
 }
 
 func TestSimClusterAddsNodesLater(t *testing.T) {

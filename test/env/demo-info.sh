@@ -4,17 +4,39 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 os="$MANILA_SETUP_RUN/openstack"
+sb="$MANILA_SETUP_RUN/sandbox"
+
+if [[ ! -f $sb/ready ]]; then
+  echo "No sandbox is running: make demo starts one."
+  exit 0
+fi
 cat <<TXT
 
-The sandbox is up:
-  - a real Keystone, Neutron and Manila on 127.0.0.1 (state and logs in $os)
-  - the Kubernetes control-plane binaries in $(bash "$here/kube/build.sh" 2>/dev/null)
+What runs (sandbox pid $(cat "$sb/sandbox.pid" 2>/dev/null || echo '?')):
+  - OpenStack on 127.0.0.1: real Keystone, Neutron and Manila (DummyDriver back end), seeded
+    with networks, security groups, share types and a share
+      state and logs: $os
+      what was seeded: $os/seed.json
+  - a cluster shaped like a fresh OpenShift-on-OpenStack install: real kube-apiserver, etcd,
+    kube-controller-manager and kube-scheduler; 3 control-plane and 3 worker nodes from kwok
+    (fake nodes: their pods run nothing); a worker MachineSet as openshift-install writes it,
+    without the storage network; a stand-in for the Machine API that turns Machines into nodes
+  - the manila-setup operator, as a local process: it deployed the driver's workloads, Secret
+    csi-manila-secrets and one StorageClass per Manila share type
+      log: $sb/operator.log
+  - the real Manila CSI driver's controller (manila-csi-plugin, csi-provisioner): a claim on a
+    csi-manila-* StorageClass becomes a real share in the loopback Manila
+      logs: $sb/csi/
+  - everything else (the sandbox's own progress): $sb/sandbox.log
 
 Use it:
+  export KUBECONFIG=$sb/kubeconfig
   export OS_CLIENT_CONFIG_FILE=$os/clouds.yaml OS_CLOUD=manila-setup
-  bin/manila-setup --help
+  bin/manila-setup networks discover     # the network Manila exports on
+  bin/manila-setup machinesets list      # the workers' MachineSet, not attached yet
+  bin/manila-setup networks attach       # the wizard: attach, roll the machines, verify
+  bin/manila-setup operator status       # the driver, its conditions, the StorageClasses
+  kubectl get pvc,pv -A                  # any kubectl works with this KUBECONFIG
 
-What was seeded (networks, security groups, share types, a share): $os/seed.json
-
-Stop it:  make env-down
+Stop it:  make demo-down   (the cluster; the cloud too if make demo started it)
 TXT

@@ -1,0 +1,177 @@
+// Command manila-setup-operator is the in-cluster Manila CSI driver operator: the binary the
+// Deployment printed by `manila-setup operator render` runs. It is separate from the
+// manila-setup CLI so that the CLI does not carry (and initialise at every start) the
+// operator's controller libraries; `manila-setup operator start` runs this binary.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers"
+)
+
+// Set at build time by the Makefile: -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit codes, as the manila-setup CLI's: 0 success, 2 usage or environment.
+const (
+	exitOK    = 0
+	exitUsage = 2
+)
+
+func run(args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "manila-setup-operator",
+		Short:         "The in-cluster Manila CSI driver operator",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.AddCommand(newStartCommand(), &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "manila-setup-operator %s (commit %s, %s, %s/%s)\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return err
+		},
+	})
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// StartOptions are the flags of `start`.
+type StartOptions struct {
+	Kubeconfig       string
+	Namespace        string
+	Resync           time.Duration
+	Cloud            string
+	MachineNetworks  []string
+	StorageNetworkID string
+	HealthAddress    string
+	ProbeAddress     string
+	LeaderElect      bool
+	OpenStackTimeout time.Duration
+	Verbosity        int
+	Profiling        bool
+
+	images operator.Images
+	cfg    *rest.Config
+}
+
+func newStartCommand() *cobra.Command {
+	o := &StartOptions{}
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run the operator (in a Deployment in the cluster)",
+		Long: `Run the operator: leader election on a Lease in its namespace, /healthz, /readyz and
+/metrics on --health-address (loopback by default), /healthz and /readyz alone on
+--probe-address (off by default; the rendered Deployment binds it to the pod IP for the
+kubelet's probes), graceful shutdown on SIGTERM.
+
+Operand images come only from the environment: DRIVER_IMAGE, NFS_DRIVER_IMAGE,
+PROVISIONER_IMAGE, SNAPSHOTTER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE,
+NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return o.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else the in-cluster configuration)")
+	f.StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator, its credentials and the driver")
+	f.DurationVar(&o.Resync, "resync", operator.DefaultResync, "how often every controller re-checks, Manila included")
+	f.StringVar(&o.Cloud, "cloud", "", `cloud of the credentials' clouds.yaml (default: "openstack", else the only one)`)
+	f.StringSliceVar(&o.MachineNetworks, "machine-network", nil, "CIDR allowed to mount the shares (nfs-shareClient); default: install-config's machineNetwork")
+	f.StringVar(&o.StorageNetworkID, "storage-network", "", "ID of the Neutron network Manila exports on (default: found by discovery)")
+	f.StringVar(&o.HealthAddress, "health-address", controllers.DefaultHealthAddress, `address of /healthz, /readyz and /metrics ("" disables)`)
+	f.StringVar(&o.ProbeAddress, "probe-address", "", `address of /healthz and /readyz only, for the kubelet's probes, e.g. the pod IP ("" disables)`)
+	f.BoolVar(&o.LeaderElect, "leader-elect", true, "take a Lease so that only one replica acts")
+	f.DurationVar(&o.OpenStackTimeout, "openstack-timeout", 10*time.Second, "timeout of each OpenStack request")
+	f.BoolVar(&o.Profiling, "profiling", false, "also serve Go's /debug/pprof/ on --health-address")
+	f.IntVar(&o.Verbosity, "v", 2, "log verbosity until the ClusterCSIDriver's operatorLogLevel takes over")
+	return cmd
+}
+
+func (o *StartOptions) Complete() error {
+	var err error
+	if o.images, err = operator.ImagesFromEnv(os.Getenv); err != nil {
+		return err
+	}
+	if o.Kubeconfig != "" {
+		if o.cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+	} else if o.cfg, err = rest.InClusterConfig(); err != nil {
+		return fmt.Errorf("no --kubeconfig and not running in a cluster: %w", err)
+	}
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	return fs.Set("v", fmt.Sprint(o.Verbosity))
+}
+
+func (o *StartOptions) Validate() error {
+	if o.Resync < time.Second {
+		return fmt.Errorf("--resync: Invalid value: %q: must be at least 1s", o.Resync)
+	}
+	for i, c := range o.MachineNetworks {
+		if _, err := operator.MachineNetworksFromInstallConfig([]byte("networking: {machineNetwork: [{cidr: \"" + c + "\"}]}")); err != nil {
+			return fmt.Errorf("--machine-network[%d]: Invalid value: %q: must be a CIDR", i, c)
+		}
+	}
+	return nil
+}
+
+func (o *StartOptions) Run(ctx context.Context) error {
+	err := controllers.Start(ctx, controllers.StartOptions{
+		Config: controllers.Config{
+			Namespace: o.Namespace, Images: o.images, Resync: o.Resync, CloudName: o.Cloud,
+			MachineNetworks: o.MachineNetworks, StorageNetworkID: o.StorageNetworkID,
+			OpenStackTimeout: o.OpenStackTimeout, Version: version,
+		},
+		KubeConfig:     o.cfg,
+		LeaderElection: o.LeaderElect,
+		HealthAddress:  o.HealthAddress,
+		ProbeAddress:   o.ProbeAddress,
+		Profiling:      o.Profiling,
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,172 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1alpha1 "github.com/openshift/api/machine/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
+	"github.com/manila-setup/manila-setup/machinesets"
+)
+
+// tmuxTerm is a terminal of its own (a private tmux server) running one command.
+type tmuxTerm struct {
+	t      *testing.T
+	socket string
+	target string
+}
+
+func newTmux(t *testing.T, width, height int, command string) *tmuxTerm {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed: run test/env/tmux.sh (make test does) to install it")
+	}
+	tm := &tmuxTerm{t: t, socket: fmt.Sprintf("manila-setup-test-%d", os.Getpid()), target: "wizard"}
+	tm.run("new-session", "-d", "-s", tm.target, "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), command)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
+	return tm
+}
+
+func (tm *tmuxTerm) run(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (tm *tmuxTerm) keys(keys ...string) {
+	tm.run(append([]string{"send-keys", "-t", tm.target}, keys...)...)
+}
+
+func (tm *tmuxTerm) screen() string { return tm.run("capture-pane", "-p", "-t", tm.target) }
+
+// waitFor waits until the screen shows every text at once.
+func (tm *tmuxTerm) waitFor(timeout time.Duration, texts ...string) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := tm.screen()
+		if !slices.ContainsFunc(texts, func(x string) bool { return !strings.Contains(s, x) }) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("the screen did not show %q within %s:\n%s", texts, timeout, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestNetworksAttachInTmux runs the real binary in a real terminal (tmux), types through every
+// screen like a person, and checks that the cluster's MachineSets and Machines changed.
+func TestNetworksAttachInTmux(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	bin := buildCLI(t)
+	c := testenv.NewSimCluster(t, testenv.SimOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	mc := createMachineSetNamespace(t, ctx, c.APIServer)
+	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: 500 * time.Millisecond})
+	const infraID = "tmux-4q9z"
+	for i, replicas := range []int32{1, 1} {
+		if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet(infraID, i, replicas), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := machinectl.WaitMachinesRunning(ctx, mc, 2, 2*time.Minute)
+	if err != nil {
+		t.Fatalf("Machines not Running: %v; %s", err, ctl)
+	}
+	// A Manila StorageClass without the operator: the verify screen must say the driver is missing.
+	if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "csi-manila-default"}, Provisioner: "manila.csi.openstack.org"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	storageNet, nfsGroup := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
+
+	command := fmt.Sprintf("env TERM=xterm-256color %s --kubeconfig %s --os-client-config-file %s --os-cloud %s networks attach --no-color --poll-interval 200ms --check-timeout 4s; echo EXIT=$?; sleep 600",
+		bin, c.Kubeconfig, cloud.CloudsFile, testenv.CloudDemo)
+	term := newTmux(t, 100, 30, command)
+	start := time.Now()
+	term.waitFor(30*time.Second, "1/7 Connect", "✓ cloud manila-setup", "2 MachineSets")
+	term.keys("?")
+	term.waitFor(5*time.Second, "Help: Connect", "Any key closes this help.")
+	term.keys("Space")
+	term.waitFor(5*time.Second, "Press enter to continue.")
+	term.keys("Enter")
+	term.waitFor(30*time.Second, "2/7 Storage network", "› * storage", "exported on it")
+	term.keys("/", "d", "e", "c")
+	term.waitFor(5*time.Second, "1 of 3 networks", "no Manila export location lies in this")
+	term.keys("Escape") // clears the filter; the cursor stays on decoy
+	term.waitFor(5*time.Second, "3 of 3 networks", "›   decoy")
+	term.keys("Up")
+	term.waitFor(5*time.Second, "› * storage")
+	term.keys("Enter")
+	term.waitFor(30*time.Second, "3/7 Security groups", "› [ ] nfs")
+	term.keys("Space", "r")
+	term.waitFor(5*time.Second, "[x] nfs", "Rules of nfs", "together: NFS")
+	term.keys("Enter")
+	term.waitFor(30*time.Second, "4/7 MachineSets", "2 of 2 MachineSets selected")
+	term.keys("Enter")
+	screen := term.waitFor(30*time.Second, "5/7 Review", "+- noAllowedAddressPairs: true")
+	t.Logf("review screen:\n%s", screen)
+	term.keys("G")
+	term.waitFor(5*time.Second, "machinesets rollout --name "+infraID+"-worker-0")
+	term.keys("Enter")
+	term.waitFor(30*time.Second, "6/7 Apply and roll")
+	screen = term.waitFor(3*time.Minute, "every chosen MachineSet was patched and its machines replaced")
+	t.Logf("rolled %s after the start:\n%s", time.Since(start).Round(time.Second), screen)
+	term.keys("Enter")
+	term.waitFor(30*time.Second, "7/7 Verify", "not found: the Manila CSI driver operator is not installed", "csi-manila-default")
+	term.keys("t")
+	screen = term.waitFor(time.Minute, "PVC rwx-check was not bound within 4s", "cleaned up: namespace manila-setup-rwx-check-")
+	t.Logf("verify screen:\n%s", screen)
+	term.keys("Enter")
+	screen = term.waitFor(30*time.Second, "EXIT=0", "their machines were replaced.")
+	t.Logf("after the wizard:\n%s", screen)
+
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("%s-worker-%d", infraID, i)
+		ms, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := machinesets.DecodeProviderSpec(ms.Spec.Template.Spec.ProviderSpec.Value.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attached := slices.ContainsFunc(spec.Spec.Networks, func(n machinev1alpha1.NetworkParam) bool { return n.UUID == storageNet && n.NoAllowedAddressPairs })
+		if !attached || !spec.HasSecurityGroup(nfsGroup) {
+			t.Errorf("MachineSet %s: networks %+v, security groups %+v", name, spec.Spec.Networks, spec.Spec.SecurityGroups)
+		}
+	}
+	list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Items {
+		if m.DeletionTimestamp == nil && slices.Contains(old, m.Name) {
+			t.Errorf("Machine %s was not replaced", m.Name)
+		}
+	}
+	nss, _ := c.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "manila-setup-rwx-check-") && ns.DeletionTimestamp == nil && ns.Status.Phase != corev1.NamespaceTerminating {
+			t.Errorf("namespace %s of the multi-writer check was left behind", ns.Name)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package tui
+
+import (
+	"context"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/machinesets"
+)
+
+// Backend is everything the wizard reads from and writes to the cloud and the cluster. Each
+// call runs inside a tea.Cmd, never in Update.
+type Backend interface {
+	// Targets lists the clouds of clouds.yaml and the contexts of the kubeconfig, with the ones
+	// the flags and environment preselect.
+	Targets() Targets
+	// Connect authenticates to cloud and reads the cluster of kubeContext; later calls use them.
+	Connect(ctx context.Context, cloud, kubeContext string) (Connection, error)
+	// Discover finds the network Manila exports on (and lists every network).
+	Discover(ctx context.Context) (*openstack.Discovery, error)
+	// SecurityGroups lists the project's security groups with their rules.
+	SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error)
+	// MachineSets lists the MachineSets and how far they have want.
+	MachineSets(ctx context.Context, want machinesets.Attachment) ([]machinesets.SetStatus, error)
+	// Patch attaches a to the named MachineSets (dryRun: computes the diffs only).
+	Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error)
+	// Rollout replaces the machines of the named MachineSets, reporting every change.
+	Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
+	// Storage reads the ClusterCSIDriver's conditions and the Manila StorageClasses.
+	Storage(ctx context.Context) (StorageStatus, error)
+	// CheckRWX creates a ReadWriteMany PVC of storageClass with two writer pods on different
+	// nodes, collects what both wrote, and deletes everything it created.
+	CheckRWX(ctx context.Context, storageClass string, report func(string)) RWXResult
+}
+
+// Targets are the choices of the connect screen.
+type Targets struct {
+	Clouds     []string
+	CloudsFile string
+	Cloud      string // preselected: --os-cloud, $OS_CLOUD, "openstack" or the only entry
+	CloudsErr  string // why no cloud can be offered, with the fix
+
+	Kubeconfig  string
+	Contexts    []string
+	Context     string // preselected: the kubeconfig's current context
+	ContextsErr string
+}
+
+// Connection is what a successful Connect found.
+type Connection struct {
+	Cloud    string
+	Region   string
+	Identity string // user "demo", project "demo"; never a secret
+	Cluster  string // the apiserver URL
+	Context  string
+	// MachineSets counts those in openshift-machine-api.
+	MachineSets int
+}
+
+// Condition is one condition of the ClusterCSIDriver.
+type Condition struct {
+	Type, Status, Reason, Message string
+}
+
+// StorageStatus is what the verify screen shows.
+type StorageStatus struct {
+	// Driver is false when the ClusterCSIDriver does not exist (the operator is not installed).
+	Driver         bool
+	Conditions     []Condition
+	StorageClasses []string
+}
+
+// RWXResult is the outcome of the multi-writer check.
+type RWXResult struct {
+	StorageClass string
+	Namespace    string
+	// Nodes are where the two writers ran (empty when they were never scheduled).
+	Nodes [2]string
+	// Lines are what each writer read back from the shared volume.
+	Lines [2][]string
+	// OK: both writers saw each other's lines.
+	OK bool
+	// Problem says what went wrong, in a sentence with what to do; empty when OK.
+	Problem string
+	// Simulated: the writers were scheduled on simulated nodes (kwok), which run no containers;
+	// the check stopped once the volume was bound and Problem says how far it got.
+	Simulated bool
+	// CleanedUp: everything created was deleted (Cleanup says otherwise what was left).
+	CleanedUp bool
+	Cleanup   string
+}

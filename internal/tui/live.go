@@ -1,0 +1,286 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/machinesets"
+)
+
+// DriverName is the Manila CSI driver, the name of its ClusterCSIDriver and the provisioner of
+// its StorageClasses.
+const DriverName = "manila.csi.openstack.org"
+
+// LiveConfig says where the live backend finds the cloud and the cluster.
+type LiveConfig struct {
+	Kubeconfig string // a path, or a list of paths like $KUBECONFIG
+	CloudsFile string // clouds.yaml; empty: the usual places
+	Cloud      string // preselected cloud; empty: $OS_CLOUD, "openstack", the only one
+	CABundle   string
+	Timeout    time.Duration // per OpenStack request
+	UserAgent  string
+	By         string // recorded in the MachineSets' attachment annotation
+
+	RolloutTimeout time.Duration // per new Machine; zero: machinesets.DefaultTimeout
+	PollInterval   time.Duration // of the rollout; zero: machinesets.DefaultPollInterval
+	CheckTimeout   time.Duration // of the multi-writer check; zero: 3 minutes
+	CheckImage     string        // of the writer pods; empty: DefaultCheckImage
+}
+
+// LiveBackend is the Backend of the command: a real cloud and a real cluster.
+type LiveBackend struct {
+	cfg LiveConfig
+
+	mu    sync.Mutex
+	cloud *openstack.Client
+	mc    machineclient.Interface
+	kc    kubernetes.Interface
+	oc    operatorclient.Interface
+}
+
+// NewLiveBackend returns a backend for cfg; nothing is contacted before Connect.
+func NewLiveBackend(cfg LiveConfig) *LiveBackend { return &LiveBackend{cfg: cfg} }
+
+func (l *LiveBackend) loadingRules() *clientcmd.ClientConfigLoadingRules {
+	rules := &clientcmd.ClientConfigLoadingRules{}
+	if paths := filepath.SplitList(l.cfg.Kubeconfig); len(paths) > 1 {
+		rules.Precedence = paths
+	} else {
+		rules.ExplicitPath = l.cfg.Kubeconfig
+	}
+	return rules
+}
+
+// Targets reads clouds.yaml and the kubeconfig; it authenticates nowhere.
+func (l *LiveBackend) Targets() Targets {
+	t := Targets{Kubeconfig: l.cfg.Kubeconfig}
+	names, source, err := openstack.CloudNames(openstack.Config{CloudsFile: l.cfg.CloudsFile})
+	t.Clouds, t.CloudsFile = names, source
+	if err != nil {
+		t.CloudsErr = err.Error()
+	}
+	t.Cloud = l.cfg.Cloud
+	if t.Cloud == "" {
+		t.Cloud = os.Getenv("OS_CLOUD")
+	}
+	switch {
+	case t.Cloud != "" && !slices.Contains(names, t.Cloud) && err == nil:
+		t.CloudsErr = fmt.Sprintf("cloud %q (--os-cloud or OS_CLOUD) is not in %s; choose one of the list", t.Cloud, source)
+	case t.Cloud == "" && slices.Contains(names, "openstack"):
+		t.Cloud = "openstack"
+	}
+
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(l.loadingRules(), &clientcmd.ConfigOverrides{}).RawConfig()
+	switch {
+	case err != nil:
+		t.ContextsErr = fmt.Sprintf("kubeconfig %s cannot be read: %v; pass --kubeconfig or set KUBECONFIG", l.cfg.Kubeconfig, err)
+	case len(raw.Contexts) == 0:
+		t.ContextsErr = fmt.Sprintf("kubeconfig %s has no contexts: log in first (oc login), or pass --kubeconfig", orNone(l.cfg.Kubeconfig))
+	}
+	for name := range raw.Contexts {
+		t.Contexts = append(t.Contexts, name)
+	}
+	slices.Sort(t.Contexts)
+	t.Context = raw.CurrentContext
+	return t
+}
+
+// Connect authenticates to the cloud and lists the cluster's MachineSets, both at once.
+func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (Connection, error) {
+	conn := Connection{Cloud: cloud, Context: kubeContext}
+	var (
+		wg          sync.WaitGroup
+		client      *openstack.Client
+		cloudErr    error
+		restCfg     *rest.Config
+		clusterErr  error
+		mc          machineclient.Interface
+		kc          kubernetes.Interface
+		oc          operatorclient.Interface
+		machineSets int
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		client, cloudErr = openstack.Connect(ctx, openstack.Config{Cloud: cloud, CloudsFile: l.cfg.CloudsFile, CABundle: l.cfg.CABundle,
+			Timeout: l.cfg.Timeout, UserAgent: l.cfg.UserAgent})
+		if cloudErr != nil {
+			cloudErr = fmt.Errorf("cloud %q: %w", cloud, cloudErr)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		restCfg, clusterErr = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(l.loadingRules(),
+			&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+		if clusterErr != nil {
+			clusterErr = fmt.Errorf("kubeconfig %s, context %q: %v", l.cfg.Kubeconfig, kubeContext, clusterErr)
+			return
+		}
+		restCfg.QPS, restCfg.Burst = 100, 200
+		restCfg.UserAgent = l.cfg.UserAgent
+		restCfg.Timeout = 30 * time.Second
+		if mc, clusterErr = machineclient.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		if kc, clusterErr = kubernetes.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		if oc, clusterErr = operatorclient.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		list, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).List(ctx, metav1.ListOptions{})
+		switch {
+		case err == nil:
+			machineSets = len(list.Items)
+		case apierrors.IsForbidden(err):
+			clusterErr = fmt.Errorf("cluster %s (context %q) refused to list MachineSets in %s: the wizard needs list and patch on machinesets.machine.openshift.io there; log in as a cluster admin", restCfg.Host, kubeContext, machinesets.Namespace)
+		case apierrors.IsUnauthorized(err):
+			clusterErr = fmt.Errorf("cluster %s (context %q) rejected the kubeconfig's credentials: log in again (oc login) or choose another context", restCfg.Host, kubeContext)
+		case apierrors.IsNotFound(err):
+			clusterErr = fmt.Errorf("cluster %s (context %q) has no MachineSet API (machine.openshift.io/v1beta1): the wizard works on OpenShift clusters whose machines the Machine API manages", restCfg.Host, kubeContext)
+		default:
+			clusterErr = fmt.Errorf("cluster %s (context %q) cannot be reached: %v; check that it is up and that the kubeconfig is current", restCfg.Host, kubeContext, err)
+		}
+	}()
+	wg.Wait()
+	if err := errors.Join(cloudErr, clusterErr); err != nil {
+		return conn, err
+	}
+	l.mu.Lock()
+	l.cloud, l.mc, l.kc, l.oc = client, mc, kc, oc
+	l.mu.Unlock()
+	conn.Region, conn.Identity, conn.Cluster, conn.MachineSets = client.Region(), client.Identity(), restCfg.Host, machineSets
+	return conn, nil
+}
+
+func (l *LiveBackend) clients() (*openstack.Client, machineclient.Interface, kubernetes.Interface, operatorclient.Interface) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cloud, l.mc, l.kc, l.oc
+}
+
+var errNotConnected = errors.New("not connected: go back to the first screen")
+
+// Discover runs the discovery of `networks discover`.
+func (l *LiveBackend) Discover(ctx context.Context) (*openstack.Discovery, error) {
+	c, _, _, _ := l.clients()
+	if c == nil {
+		return nil, errNotConnected
+	}
+	d, err := c.Discover(ctx, openstack.DiscoverOptions{})
+	if openstack.KindOf(err) == openstack.KindNoEndpoint {
+		// Without Manila the networks are still offered, none preselected.
+		nets, nerr := c.Networks(ctx)
+		if nerr != nil {
+			return nil, nerr
+		}
+		return &openstack.Discovery{Networks: nets, NetworksSeen: len(nets), Ranking: openstack.Ranking{Notes: []string{err.Error()}}}, nil
+	}
+	return d, err
+}
+
+// SecurityGroups lists the project's groups.
+func (l *LiveBackend) SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error) {
+	c, _, _, _ := l.clients()
+	if c == nil {
+		return nil, errNotConnected
+	}
+	return c.SecurityGroups(ctx)
+}
+
+// MachineSets is `machinesets list`.
+func (l *LiveBackend) MachineSets(ctx context.Context, want machinesets.Attachment) ([]machinesets.SetStatus, error) {
+	_, mc, _, _ := l.clients()
+	if mc == nil {
+		return nil, errNotConnected
+	}
+	return machinesets.List(ctx, mc, want)
+}
+
+// Patch is `machinesets patch`, with the IDs checked in Neutron first.
+func (l *LiveBackend) Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error) {
+	c, mc, _, _ := l.clients()
+	if mc == nil {
+		return nil, errNotConnected
+	}
+	opts := machinesets.PatchOptions{Attachment: a, Selection: machinesets.Selection{Names: names}, DryRun: dryRun, By: l.cfg.By}
+	if c != nil {
+		opts.Checker = machinesets.NeutronChecker{Client: c}
+	}
+	return machinesets.Patch(ctx, mc, opts)
+}
+
+// Rollout is `machinesets rollout`.
+func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	_, mc, kc, _ := l.clients()
+	if mc == nil {
+		return nil, errNotConnected
+	}
+	return machinesets.Rollout(ctx, mc, kc, machinesets.RolloutOptions{
+		Selection: machinesets.Selection{Names: names},
+		MaxSurge:  machinesets.DefaultMaxSurge,
+		Timeout:   l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
+		Progress: progress,
+	})
+}
+
+// Storage reads the ClusterCSIDriver and the Manila StorageClasses.
+func (l *LiveBackend) Storage(ctx context.Context) (StorageStatus, error) {
+	_, _, kc, oc := l.clients()
+	if kc == nil {
+		return StorageStatus{}, errNotConnected
+	}
+	var s StorageStatus
+	d, err := oc.OperatorV1().ClusterCSIDrivers().Get(ctx, DriverName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		s.Driver = true
+		for _, c := range d.Status.Conditions {
+			s.Conditions = append(s.Conditions, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+		}
+		slices.SortFunc(s.Conditions, func(a, b Condition) int { return strings.Compare(a.Type, b.Type) })
+	case apierrors.IsNotFound(err):
+	default:
+		return s, fmt.Errorf("reading ClusterCSIDriver %s: %v", DriverName, err)
+	}
+	list, err := kc.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, fmt.Errorf("listing StorageClasses: %v", err)
+	}
+	for _, sc := range list.Items {
+		if sc.Provisioner == DriverName || strings.HasPrefix(sc.Name, "csi-manila-") {
+			s.StorageClasses = append(s.StorageClasses, sc.Name)
+		}
+	}
+	slices.Sort(s.StorageClasses)
+	return s, nil
+}
+
+// CheckRWX is the multi-writer check; see rwx.go.
+func (l *LiveBackend) CheckRWX(ctx context.Context, storageClass string, report func(string)) RWXResult {
+	_, _, kc, _ := l.clients()
+	if kc == nil {
+		return RWXResult{StorageClass: storageClass, Problem: errNotConnected.Error()}
+	}
+	timeout := l.cfg.CheckTimeout
+	if timeout == 0 {
+		timeout = 3 * time.Minute
+	}
+	return CheckRWX(ctx, kc, RWXOptions{StorageClass: storageClass, Timeout: timeout, Image: l.cfg.CheckImage, Report: report})
+}

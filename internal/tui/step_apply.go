@@ -1,0 +1,277 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/progress"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/manila-setup/manila-setup/machinesets"
+)
+
+// Phases of the apply screen.
+const (
+	applyPatching = "patching"
+	applyRolling  = "rolling"
+	applyDone     = "done"
+	applyFailed   = "failed"
+	applyStopped  = "stopped"
+	applyDry      = "dry run"
+)
+
+// applyModel is screen 6: patch, then replace the machines, one bar per MachineSet.
+type applyModel struct {
+	phase   string
+	names   []string // MachineSets rolled
+	changed []string // MachineSets the patch changes
+	want    machinesets.Attachment
+	patched []machinesets.PatchResult
+	order   []string
+	sets    map[string]machinesets.SetProgress
+	started time.Time
+	now     time.Time
+	ended   time.Time
+	err     string
+
+	confirmStop bool
+	stopping    bool
+	cancel      context.CancelFunc
+	events      <-chan tea.Msg
+}
+
+// startApply begins with the patch (or, in a dry run, with nothing at all).
+func startApply(ctx context.Context, b Backend, want machinesets.Attachment, changed, names []string, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+	a := applyModel{names: names, changed: changed, want: want, started: now, now: now, sets: map[string]machinesets.SetProgress{}}
+	for _, n := range names {
+		a.order = append(a.order, n)
+		a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for the patch"}
+	}
+	if dryRun {
+		a.phase, a.ended = applyDry, now
+		for _, n := range names {
+			a.sets[n] = machinesets.SetProgress{Name: n, State: "dry run", Phase: "would be patched (if it lacks something) and rolled"}
+		}
+		return a, nil
+	}
+	a.phase = applyPatching
+	return a, tea.Batch(func() tea.Msg {
+		r, err := b.Patch(ctx, want, names, false)
+		return patchedMsg{r, err}
+	}, clockTick())
+}
+
+func clockTick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return clockMsg(t) })
+}
+
+// rolloutCmd runs the rollout in the background; its progress comes back through events.
+func rolloutCmd(ctx context.Context, b Backend, names []string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithCancel(ctx)
+		events := make(chan tea.Msg, 1024)
+		go func() {
+			defer close(events)
+			results, err := b.Rollout(ctx, names, func(p machinesets.SetProgress) {
+				select {
+				case events <- progressMsg{p: p}:
+				default: // the screen is behind; the next update carries the state anyway
+				}
+			})
+			events <- rolloutDoneMsg{results, err}
+		}()
+		return rolloutStartedMsg{events: events, cancel: cancel}
+	}
+}
+
+func waitEvent(events <-chan tea.Msg) tea.Cmd {
+	return func() tea.Msg {
+		msg, ok := <-events
+		if !ok {
+			return nil
+		}
+		switch m := msg.(type) {
+		case progressMsg:
+			m.events = events
+			return m
+		case rwxLineMsg:
+			m.events = events
+			return m
+		}
+		return msg
+	}
+}
+
+func (a applyModel) running() bool { return a.phase == applyPatching || a.phase == applyRolling }
+
+func (a applyModel) update(msg tea.Msg, ctx context.Context, b Backend) (applyModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case clockMsg:
+		a.now = time.Time(msg)
+		if a.running() {
+			return a, clockTick()
+		}
+	case patchedMsg:
+		a.patched = msg.results
+		if msg.err != nil {
+			a.phase, a.err, a.ended = applyFailed, msg.err.Error(), a.now
+			return a, nil
+		}
+		if a.stopping {
+			a.phase, a.ended = applyStopped, a.now
+			return a, nil
+		}
+		for _, n := range a.names {
+			a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for its turn"}
+		}
+		a.phase = applyRolling
+		return a, rolloutCmd(ctx, b, a.names)
+	case rolloutStartedMsg:
+		a.cancel, a.events = msg.cancel, msg.events
+		return a, waitEvent(msg.events)
+	case progressMsg:
+		if _, ok := a.sets[msg.p.Name]; !ok {
+			a.order = append(a.order, msg.p.Name)
+		}
+		a.sets[msg.p.Name] = msg.p
+		return a, waitEvent(msg.events)
+	case rolloutDoneMsg:
+		for _, p := range msg.results {
+			if _, ok := a.sets[p.Name]; ok {
+				a.sets[p.Name] = p
+			}
+		}
+		a.ended, a.confirmStop = a.now, false
+		switch {
+		case msg.err == nil:
+			a.phase = applyDone
+		case errors.Is(msg.err, context.Canceled):
+			a.phase = applyStopped
+		default:
+			a.phase, a.err = applyFailed, msg.err.Error()
+		}
+	}
+	return a, nil
+}
+
+// outcome is how the screen ended; zero while it has not.
+func (a applyModel) outcome() Outcome {
+	o := Outcome{Applied: true}
+	if a.err != "" {
+		o.Err = errors.New(a.err)
+	}
+	switch a.phase {
+	case applyPatching, applyRolling, applyDry, "":
+		return Outcome{}
+	case applyDone:
+		o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s; their machines were replaced.", strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "))
+	case applyStopped:
+		o.Interrupted, o.Err = true, nil
+		o.Summary = "The rollout was stopped. Machines already replaced stay; run `manila-setup networks attach` or `manila-setup machinesets rollout` again to resume where it stopped."
+	case applyFailed:
+		o.Applied = len(a.patched) > 0
+		o.Summary = "The attachment did not finish: " + a.err
+	}
+	return o
+}
+
+func (a applyModel) key(k string) (applyModel, tea.Cmd) {
+	if a.running() {
+		switch {
+		case a.confirmStop && (k == "y" || k == "Y"):
+			a.confirmStop, a.stopping = false, true
+			cancel := a.cancel
+			if cancel == nil {
+				return a, nil // still patching: the rollout is never started once stopping is set
+			}
+			return a, func() tea.Msg { cancel(); return nil }
+		case a.confirmStop && (k == "n" || k == "N" || k == "esc"):
+			a.confirmStop = false
+		case k == "ctrl+c" || k == "q":
+			a.confirmStop = !a.stopping
+		}
+		return a, nil
+	}
+	switch k {
+	case "enter":
+		if a.phase == applyDone || a.phase == applyDry {
+			return a, nav(1)
+		}
+	}
+	return a, nil
+}
+
+func (a applyModel) hints() []hint {
+	switch {
+	case a.confirmStop:
+		return []hint{{"y", "stop"}, {"n", "keep going"}}
+	case a.running():
+		return []hint{{"ctrl+c", "stop"}}
+	case a.phase == applyDone, a.phase == applyDry:
+		return []hint{{"enter", "verify"}}
+	}
+	return nil
+}
+
+func (a applyModel) view(w, h int, spin string) []string {
+	elapsed := a.now.Sub(a.started)
+	if !a.running() && !a.ended.IsZero() {
+		elapsed = a.ended.Sub(a.started)
+	}
+	var lines []string
+	switch a.phase {
+	case applyPatching:
+		lines = append(lines, spin+" patching "+strings.Join(a.names, ", ")+"…")
+	case applyRolling:
+		if a.stopping {
+			lines = append(lines, spin+" stopping after the current step…")
+		} else {
+			lines = append(lines, spin+" replacing machines, one at a time, without losing capacity")
+		}
+	case applyDone:
+		lines = append(lines, styleOK.Render("✓ every chosen MachineSet was patched and its machines replaced"))
+	case applyDry:
+		lines = append(lines, styleWarn.Render("Dry run: nothing was patched and no machine was replaced."))
+	case applyStopped:
+		lines = append(lines, styleWarn.Render("Stopped. Machines already replaced stay; run the wizard or `manila-setup machinesets rollout` again to resume."))
+	case applyFailed:
+		lines = append(lines, wrapStyled(styleErr, "✗ "+a.err, w)...)
+	}
+	lines = append(lines, styleDim.Render(fmt.Sprintf("elapsed %s", elapsed.Truncate(time.Second))), "")
+	nameW := 10
+	for _, n := range a.order {
+		nameW = max(nameW, min(len(n), 34))
+	}
+	barW := max(min(w-nameW-22, 40), 10)
+	bar := progress.New(progress.WithWidth(barW), progress.WithoutPercentage(), progress.WithSolidFill("#5fafff"))
+	for _, n := range a.order {
+		p := a.sets[n]
+		frac := 0.0
+		if p.Total > 0 {
+			frac = float64(p.Replaced) / float64(p.Total)
+		}
+		if p.State == machinesets.RolloutDone || p.State == machinesets.RolloutUpToDate {
+			frac = 1
+		}
+		counts := fmt.Sprintf("%d/%d", p.Replaced, p.Total)
+		lines = append(lines, cut(fmt.Sprintf("%-*s %s %-7s %s", nameW, cut(n, nameW), bar.ViewAs(frac), counts, p.State), w))
+		st := styleDim
+		if p.State == machinesets.RolloutFailed {
+			st = styleErr
+		}
+		lines = append(lines, st.Render(cut("  "+p.Phase, w)))
+	}
+	for _, r := range a.patched {
+		if r.Action == machinesets.ActionPatched {
+			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+describeAdded(r), w)...)
+		}
+	}
+	if a.confirmStop {
+		lines = append(lines, "")
+		lines = append(lines, wrapStyled(styleWarn, "Stop the rollout? The machine being replaced finishes its step; machines already replaced stay. Running the wizard or `manila-setup machinesets rollout` again resumes. y: stop, n: keep going", w)...)
+	}
+	return lines
+}

@@ -1,0 +1,442 @@
+//go:build integration
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"github.com/manila-setup/manila-setup/operator"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/machinesets"
+)
+
+// forwardProxy is an HTTP forward proxy that serves one made-up host name by passing its
+// requests to a real server: a request for that name can only have come through the proxy.
+type forwardProxy struct {
+	*httptest.Server
+	host string
+	seen atomic.Int64
+}
+
+func newForwardProxy(t *testing.T, host, target string) *forwardProxy {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &forwardProxy{host: host}
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = u.Scheme, u.Host, u.Host
+	}}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Hostname() != host {
+			http.Error(w, "this proxy serves "+host+" only", http.StatusBadGateway)
+			return
+		}
+		p.seen.Add(1)
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// podTemplates returns the pod templates of the three driver workloads, nil where missing.
+func podTemplates(ctx context.Context, h *harness) map[string]*corev1.PodTemplateSpec {
+	out := map[string]*corev1.PodTemplateSpec{}
+	if d, err := h.kube.AppsV1().Deployments(testNS).Get(ctx, workloadControllerService.name, metav1.GetOptions{}); err == nil {
+		out[d.Name] = &d.Spec.Template
+	}
+	for _, k := range []workloadKind{workloadNodeService, workloadNFSNodeService} {
+		if ds, err := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, k.name, metav1.GetOptions{}); err == nil {
+			out[ds.Name] = &ds.Spec.Template
+		}
+	}
+	return out
+}
+
+func envOf(c corev1.Container) map[string]string {
+	m := map[string]string{}
+	for _, e := range c.Env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+// verbosities returns every --v=N of every container of the templates, by container.
+func verbosities(tpls map[string]*corev1.PodTemplateSpec) map[string]string {
+	out := map[string]string{}
+	for name, t := range tpls {
+		for _, c := range t.Spec.Containers {
+			for _, a := range c.Args {
+				if v, ok := strings.CutPrefix(a, "--v="); ok {
+					out[name+"/"+c.Name] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestOperatorClusterSettings checks, on a real apiserver with the operator running as its
+// ServiceAccount (RBAC exactly as rendered), what the cluster's settings do to the operands:
+// a ServiceMonitor when its CRD exists, a VolumeSnapshotClass only once the snapshot CRD
+// exists, the cluster Proxy for the operator's own OpenStack requests and in every operand
+// container, the trusted CA bundle restarting exactly the pods that mount it, SingleReplica
+// topology giving one controller replica, and logLevel reaching every container's --v.
+func TestOperatorClusterSettings(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	api := testenv.NewAPIServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &syncBuffer{}}
+
+	// The ServiceMonitor CRD is there from the start; the snapshot CRD comes later.
+	smCRD, err := os.ReadFile("testdata/crds/servicemonitors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.Install(ctx, api.Config, smCRD, testNS, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// A single-node control plane behind a proxy. Keystone is reachable only through the proxy,
+	// under a name nothing else resolves.
+	keystone, err := url.Parse(cloud.Seed.KeystoneURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fakeHost = "keystone.manila-setup.test"
+	fwd := newForwardProxy(t, fakeHost, keystone.Scheme+"://"+keystone.Host)
+	cfgc := configclient.NewForConfigOrDie(api.Config)
+	infra, err := cfgc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "sno-xyz", ControlPlaneTopology: configv1.SingleReplicaTopologyMode,
+		InfrastructureTopology: configv1.SingleReplicaTopologyMode, PlatformStatus: &configv1.PlatformStatus{Type: configv1.OpenStackPlatformType}}
+	if _, err := cfgc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	px, err := cfgc.ConfigV1().Proxies().Create(ctx, &configv1.Proxy{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec: configv1.ProxySpec{HTTPProxy: fwd.URL, HTTPSProxy: fwd.URL, NoProxy: ".cluster.local"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.Status = configv1.ProxyStatus{HTTPProxy: fwd.URL, HTTPSProxy: fwd.URL, NoProxy: ".cluster.local,.svc,127.0.0.1,localhost"}
+	if _, err := cfgc.ConfigV1().Proxies().UpdateStatus(ctx, px, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := cloudsYAMLFor(t, cloud, testenv.CloudDemo, "http://"+net2host(fakeHost, keystone.Port()))
+	if _, err := operator.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: creds}); err != nil {
+		t.Fatal(err)
+	}
+	saCfg, err := api.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What else lives in a shared namespace: other operators' Secrets and CA bundles (never to
+	// be cached), and a driver Secret and CA ConfigMap of the operator's names made by someone
+	// else, without its label (to be taken over).
+	for _, obj := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "other-driver-token", Namespace: testNS}, Data: map[string][]byte{"token": []byte("x")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName, Namespace: testNS}, Data: map[string][]byte{"os-authURL": []byte("http://stale.example.test/v3")}},
+	} {
+		if _, err := api.Client.CoreV1().Secrets(testNS).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"other-trusted-ca-bundle", trustedCAConfigMap} {
+		if _, err := api.Client.CoreV1().ConfigMaps(testNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	klog.SetOutput(h.logs)
+	defer klog.SetOutput(os.Stderr)
+	op, err := New(saCfg, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/16"}, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = op.Run(opCtx) }()
+	defer func() { stop(); <-done }()
+
+	h.eventually("operands created", 60*time.Second, h.operandsExist)
+	h.eventually("Manila found through the proxy", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable"))
+	h.eventually("static resources applied", 30*time.Second, h.condIs(staticName+"Available", operatorv1.ConditionTrue, ""))
+
+	t.Run("only the operator's own objects are cached; unlabelled namesakes are taken over", func(t *testing.T) {
+		secrets, _ := op.nsInformers.Core().V1().Secrets().Lister().List(everything)
+		creds, _ := op.credInformers.Core().V1().Secrets().Lister().List(everything)
+		cms, _ := op.nsInformers.Core().V1().ConfigMaps().Lister().List(everything)
+		var names []string
+		for _, o := range secrets {
+			names = append(names, "secret/"+o.Name)
+		}
+		for _, o := range creds {
+			names = append(names, "secret/"+o.Name)
+		}
+		for _, o := range cms {
+			names = append(names, "configmap/"+o.Name)
+		}
+		sort.Strings(names)
+		got := strings.Join(names, " ")
+		want := "configmap/" + trustedCAConfigMap + " secret/" + operator.DriverSecretName + " secret/" + operator.CredentialsSecretName
+		if got != want {
+			t.Errorf("cached %q, want %q", got, want)
+		}
+		s, err := h.kube.CoreV1().Secrets(testNS).Get(ctx, operator.DriverSecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Labels[operator.LabelManagedBy] != operator.ManagedByValue || !strings.Contains(string(s.Data["os-authURL"]), fakeHost) {
+			t.Errorf("driver Secret not taken over: labels %v, os-authURL %q", s.Labels, s.Data["os-authURL"])
+		}
+	})
+
+	t.Run("the operator's OpenStack requests go through the cluster proxy", func(t *testing.T) {
+		if n := fwd.seen.Load(); n == 0 {
+			t.Errorf("no request reached Keystone at %s through the cluster proxy", fakeHost)
+		}
+	})
+
+	t.Run("every operand container gets the cluster proxy", func(t *testing.T) {
+		tpls := podTemplates(ctx, h)
+		if len(tpls) != 3 {
+			t.Fatalf("%d workloads", len(tpls))
+		}
+		for name, tpl := range tpls {
+			for _, c := range tpl.Spec.Containers {
+				env := envOf(c)
+				if env["HTTP_PROXY"] != fwd.URL || env["HTTPS_PROXY"] != fwd.URL || env["NO_PROXY"] != px.Status.NoProxy {
+					t.Errorf("%s/%s: proxy env %q %q %q", name, c.Name, env["HTTP_PROXY"], env["HTTPS_PROXY"], env["NO_PROXY"])
+				}
+			}
+		}
+	})
+
+	t.Run("SingleReplica control plane: one controller replica", func(t *testing.T) {
+		d, err := h.kube.AppsV1().Deployments(testNS).Get(ctx, workloadControllerService.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+			t.Errorf("controller replicas %v, want 1", d.Spec.Replicas)
+		}
+		if got := argValue(d.Spec.Template.Spec.Containers, "--cluster-id="); got != "sno-xyz" {
+			t.Errorf("cluster id %q, want the Infrastructure's name", got)
+		}
+	})
+
+	t.Run("ServiceMonitor applied when its CRD exists", func(t *testing.T) {
+		h.eventually("ServiceMonitor", 20*time.Second, func() (bool, string) {
+			sm, err := h.dyn.Resource(serviceMonitorGVR).Namespace(testNS).Get(ctx, "manila-csi-driver-controller-monitor", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			eps, _, _ := unstructuredSlice(sm.Object, "spec", "endpoints")
+			return eps == 3, fmt.Sprintf("%d endpoints", eps)
+		})
+	})
+
+	t.Run("VolumeSnapshotClass only once the snapshot CRD exists", func(t *testing.T) {
+		time.Sleep(3 * time.Second) // more than a resync without the CRD
+		h.noDegraded()
+		vscCRD, err := os.ReadFile("testdata/crds/volumesnapshotclasses.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := operator.Install(ctx, api.Config, vscCRD, testNS, nil); err != nil {
+			t.Fatal(err)
+		}
+		took := h.eventually("VolumeSnapshotClass", 20*time.Second, func() (bool, string) {
+			v, err := h.dyn.Resource(snapshotClassGVR).Get(ctx, "csi-manila-standard", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return v.Object["driver"] == operator.DriverName, fmt.Sprint(v.Object["driver"])
+		})
+		t.Logf("VolumeSnapshotClass created %.1fs after its CRD", took.Seconds())
+	})
+
+	t.Run("a new trusted CA bundle restarts the pods that mount it, and only those", func(t *testing.T) {
+		before := podTemplates(ctx, h)
+		for name, tpl := range before {
+			if name == workloadNFSNodeService.name {
+				continue
+			}
+			if !mountsConfigMap(&tpl.Spec, trustedCAConfigMap) {
+				t.Errorf("%s does not mount ConfigMap %s", name, trustedCAConfigMap)
+			}
+		}
+		cm, err := h.kube.CoreV1().ConfigMaps(testNS).Get(ctx, trustedCAConfigMap, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Labels["config.openshift.io/inject-trusted-cabundle"] != "true" {
+			t.Errorf("ConfigMap %s is not labelled for injection: %v", trustedCAConfigMap, cm.Labels)
+		}
+		// What the cluster network operator does.
+		cm.Data = map[string]string{trustedCAKey: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+		if _, err := h.kube.CoreV1().ConfigMaps(testNS).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.eventually("CA hash on the pods that mount the bundle", 20*time.Second, func() (bool, string) {
+			tpls := podTemplates(ctx, h)
+			c, n := tpls[workloadControllerService.name], tpls[workloadNodeService.name]
+			return c != nil && n != nil && c.Annotations[trustedCAHashAnnot] != "" && n.Annotations[trustedCAHashAnnot] != "",
+				fmt.Sprintf("controller %v, node %v", c.Annotations, n.Annotations)
+		})
+		time.Sleep(3 * time.Second)
+		nfs, err := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, workloadNFSNodeService.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nfs.Generation != 1 || nfs.Spec.Template.Annotations[trustedCAHashAnnot] != "" {
+			t.Errorf("the NFS node plugin, which does not use the bundle, was rolled out (generation %d)", nfs.Generation)
+		}
+	})
+
+	t.Run("logLevel reaches every container's --v; operatorLogLevel the operator's", func(t *testing.T) {
+		for _, v := range verbosities(podTemplates(ctx, h)) {
+			if v != "2" {
+				t.Fatalf("logLevel Normal: --v=%s, want 2", v)
+			}
+		}
+		gens := map[string]int64{}
+		for _, d := range []string{workloadControllerService.name} {
+			dep, _ := h.kube.AppsV1().Deployments(testNS).Get(ctx, d, metav1.GetOptions{})
+			gens[d] = dep.Generation
+		}
+		if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
+			[]byte(`{"spec":{"logLevel":"Debug","operatorLogLevel":"Debug"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.eventually("--v=4 everywhere", 20*time.Second, func() (bool, string) {
+			vs := verbosities(podTemplates(ctx, h))
+			if len(vs) < 8 {
+				return false, fmt.Sprintf("only %d containers with --v: %v", len(vs), vs)
+			}
+			for c, v := range vs {
+				if v != "4" {
+					return false, c + " --v=" + v
+				}
+			}
+			return true, ""
+		})
+		dep, _ := h.kube.AppsV1().Deployments(testNS).Get(ctx, workloadControllerService.name, metav1.GetOptions{})
+		if dep.Generation != gens[dep.Name]+1 {
+			t.Errorf("controller generation %d -> %d: want exactly one rollout", gens[dep.Name], dep.Generation)
+		}
+		h.eventually("operator at verbosity 4", 20*time.Second, func() (bool, string) {
+			return bool(klog.V(4).Enabled()), "klog -v below 4"
+		})
+		h.noDegraded()
+	})
+
+	t.Run("StorageNetworkReachable from discovery and the MachineSets", func(t *testing.T) {
+		h.t = t
+		testStorageNetworkFromDiscovery(t, h, cloud)
+	})
+}
+
+// testStorageNetworkFromDiscovery: without --storage-network, discovery on the loopback cloud finds the
+// storage network from where its share is exported, and the condition checks the MachineSets
+// against it, naming the fix.
+func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cloud) {
+	ctx := h.ctx
+	storage := cloud.Seed.Networks["storage"]
+	if _, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machineAPINamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ms := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+		"metadata": map[string]any{"name": "sim-worker-a", "namespace": machineAPINamespace},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"set": "a"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"set": "a"}},
+				"spec": map[string]any{"providerSpec": map[string]any{"value": map[string]any{
+					"networks": []any{map[string]any{"uuid": cloud.Seed.Networks["tenant"]}},
+				}}},
+			},
+		},
+	}}
+	if _, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("StorageNetworkReachable=False from discovery", 30*time.Second, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionFalse, "MachineSetsNotAttached"))
+	c := h.condition(operator.ConditionStorageNetworkReachable)
+	for _, want := range []string{"sim-worker-a", storage, "discovery", "manila-setup networks attach"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message lacks %q: %s", want, c.Message)
+		}
+	}
+	// What `manila-setup machinesets patch` records when it attaches the set.
+	record := fmt.Sprintf(`{"networks":[%q],"time":"2026-11-22T08:00:00Z","by":"manila-setup test"}`, storage)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, machinesets.AttachmentAnnotation, record)
+	if _, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Patch(ctx, "sim-worker-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("StorageNetworkReachable=True once attached", 30*time.Second, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionTrue, "AsExpected"))
+	t.Logf("%s: %s", operator.ConditionStorageNetworkReachable, h.condition(operator.ConditionStorageNetworkReachable).Message)
+	if n := OpenStackCalls.Discoveries.Load(); n == 0 || n > 3 {
+		t.Errorf("%d discoveries, want 1 (new credentials) or a few", n)
+	}
+}
+
+func net2host(host, port string) string {
+	if port == "" {
+		return host
+	}
+	return host + ":" + port
+}
+
+func argValue(cs []corev1.Container, prefix string) string {
+	for _, c := range cs {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, prefix); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+func unstructuredSlice(obj map[string]any, fields ...string) (int, bool, error) {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false, nil
+		}
+		cur = m[f]
+	}
+	s, ok := cur.([]any)
+	return len(s), ok, nil
+}

@@ -1,0 +1,590 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"github.com/manila-setup/manila-setup/operator"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/manila-setup/manila-setup/machinesets"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
+	"github.com/openshift/library-go/pkg/controller/factory"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// manilaController asks Manila, once per resync, whether it is there and which share types it
+// offers. The first time it finds Manila with share types it installs the driver (the CSIDriver
+// object, which the other controllers wait for); it keeps one StorageClass per share type.
+//
+// A cloud without Manila is a normal cloud: ManilaControllerDisabled=True, never Degraded. Once
+// installed, the driver is never removed because Manila went away or failed: pods must still
+// be able to unmount. StorageClasses are never deleted when a share type disappears; they are
+// annotated instead.
+type manilaController struct {
+	o *Operator
+
+	mu         sync.Mutex
+	sourceKey  [32]byte
+	source     ManilaSource
+	lastReason string
+	noted      bool
+
+	// The last answer from Manila, reused for syncs triggered by cluster events until the
+	// next resync is due: one share-type list per resync, whatever happens in the cluster.
+	checkedAt  time.Time
+	checkedSrc ManilaSource
+	lastTypes  []operator.ShareType
+	lastErr    error
+	lastNets   []ShareNetwork
+	lastNetErr error
+
+	// Discovery of the storage network (when --storage-network is not given): at the first
+	// check with new credentials, then every discoveryEvery.
+	discoveredAt  time.Time
+	discoveredSrc ManilaSource
+	storageNets   []StorageNetwork
+	discoveryErr  error
+}
+
+// discoveryEvery is how many resyncs apart discovery runs: it lists networks, subnets, shares
+// and share networks, so it is much dearer than the share type check, and the storage network
+// rarely changes.
+const discoveryEvery = 10
+
+const manilaName = "ManilaController"
+
+func newManilaController(o *Operator) factory.Controller {
+	c := &manilaController{o: o}
+	return o.newController(manilaName, c.sync,
+		o.credInformers.Core().V1().Secrets().Informer(),
+		o.scInformers.Storage().V1().StorageClasses().Informer(),
+		o.sysInformers.Core().V1().ConfigMaps().Informer(),
+		o.metaInformers.ForResource(crdGVR).Informer(),
+	)
+}
+
+// sourceFor returns the ManilaSource for these credentials, reusing it (and its token) while
+// the credentials stay the same.
+func (c *manilaController) sourceFor(creds *operator.Credentials) (ManilaSource, error) {
+	y, _ := creds.AuthYAML()
+	key := sha256.Sum256(append(append(y, 0), creds.CAPEM...))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.source != nil && key == c.sourceKey {
+		return c.source, nil
+	}
+	s, err := c.o.cfg.NewManilaSource(creds, c.o.cfg.OpenStackTimeout)
+	if err != nil {
+		return nil, err
+	}
+	c.source, c.sourceKey = s, key
+	return s, nil
+}
+
+// clusterCSIDriver returns the whole ClusterCSIDriver (for storageClassState) from the cache.
+func (o *Operator) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
+	obj, err := o.opInformers.ForResource(clusterCSIDriverGVR).Lister().Get(operator.DriverName)
+	if err != nil {
+		return nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	var d operatorv1.ClusterCSIDriver
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d) != nil {
+		return nil
+	}
+	return &d
+}
+
+func (c *manilaController) sync(ctx context.Context, syncCtx factory.SyncContext) error {
+	o := c.o
+	spec, _, err := o.spec()
+	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
+		return err
+	}
+	meta, err := o.op.GetObjectMeta()
+	if err != nil {
+		return err
+	}
+	base := applyoperatorv1.OperatorStatus().WithObservedGeneration(meta.Generation).WithVersion(o.cfg.Version)
+
+	if spec.ManagementState == operatorv1.Removed {
+		err := c.remove(ctx)
+		st := removedStatus(manilaName, err)
+		st.WithObservedGeneration(meta.Generation).WithVersion(o.cfg.Version)
+		st.WithConditions(condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "Removed", "managementState is Removed"))
+		return firstErr(o.applyStatus(ctx, manilaName, st), err)
+	}
+
+	types, detectErr := c.detect(ctx)
+	installed := o.enabled()
+	if detectErr != nil {
+		var me *ManilaError
+		if !errors.As(detectErr, &me) {
+			me = &ManilaError{Reason: ReasonUnreachable, Message: detectErr.Error()}
+		}
+		msg := me.Message
+		if installed {
+			msg += "; the Manila CSI driver stays installed so that mounted volumes keep working and can be unmounted"
+		}
+		c.noteTransition(me.Reason, msg)
+		available := condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaNotUsed", "the cluster runs normally without Manila")
+		if installed {
+			available = condition(manilaName+"Available", operatorv1.ConditionFalse, me.Reason, msg)
+		}
+		base.WithConditions(
+			condition(operator.ConditionDisabled, operatorv1.ConditionTrue, me.Reason, msg),
+			available,
+			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
+			c.storageNetworkCondition(),
+		)
+		return o.applyStatus(ctx, manilaName, base)
+	}
+
+	// Manila is there with share types: install the driver (once) and the StorageClasses.
+	c.noteTransition("", fmt.Sprintf("Manila found with %d share types", len(types)))
+	var errs []error
+	csiDriver, err := operator.ReadAsset("csidriver.yaml", o.vars(spec))
+	if err == nil {
+		err = o.applyObject(ctx, csiDriver)
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("CSIDriver %s: %w", operator.DriverName, err))
+	}
+	scMsg, scErr := c.syncStorageClasses(ctx, types)
+	if scErr != nil {
+		errs = append(errs, scErr)
+	}
+	err = errors.Join(errs...)
+	disabled := condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable",
+		fmt.Sprintf("Manila is in the Keystone catalog with %d share types", len(types)))
+	if err != nil {
+		base.WithConditions(disabled,
+			condition(manilaName+"Available", operatorv1.ConditionFalse, "ApplyFailed", err.Error()),
+			condition(manilaName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", err.Error()),
+			c.storageNetworkCondition())
+	} else {
+		base.WithConditions(disabled,
+			condition(manilaName+"Available", operatorv1.ConditionTrue, "AsExpected", scMsg),
+			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
+			c.storageNetworkCondition())
+	}
+	return firstErr(o.applyStatus(ctx, manilaName, base), err)
+}
+
+// detect asks Manila for its share types; an error is a *ManilaError with a reason.
+func (c *manilaController) detect(ctx context.Context) ([]operator.ShareType, error) {
+	creds, err := c.o.credentials()
+	if err != nil {
+		return nil, err
+	}
+	creds.Proxy = c.o.proxyFunc()
+	src, err := c.sourceFor(creds)
+	if err != nil {
+		if operator.IsCredentialsError(err) {
+			return nil, &ManilaError{Reason: ReasonAuthFailed, Message: err.Error()}
+		}
+		return nil, err
+	}
+	c.mu.Lock()
+	fresh := c.checkedSrc == src && time.Since(c.checkedAt) < c.o.cfg.Resync*9/10
+	types, err := c.lastTypes, c.lastErr
+	c.mu.Unlock()
+	if fresh {
+		return types, err
+	}
+	types, err = c.check(ctx, src)
+	c.mu.Lock()
+	c.checkedAt, c.checkedSrc, c.lastTypes, c.lastErr = time.Now(), src, types, err
+	c.mu.Unlock()
+	return types, err
+}
+
+func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]operator.ShareType, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*c.o.cfg.OpenStackTimeout)
+	defer cancel()
+	if err := src.Detect(ctx); err != nil {
+		return nil, err
+	}
+	types, err := src.ShareTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(types) == 0 {
+		return nil, &ManilaError{Reason: ReasonNoShareTypes, Message: "Manila is in the Keystone catalog but offers no share types to this project: ask the cloud admin for one"}
+	}
+	// Share networks matter only for share types with driver_handles_share_servers=true.
+	var nets []ShareNetwork
+	var netErr error
+	for _, t := range types {
+		if t.DHSS {
+			nets, netErr = src.ShareNetworks(ctx)
+			break
+		}
+	}
+	c.mu.Lock()
+	c.lastNets, c.lastNetErr = nets, netErr
+	due := c.o.cfg.StorageNetworkID == "" && (c.discoveredSrc != src || time.Since(c.discoveredAt) >= discoveryEvery*c.o.cfg.Resync)
+	c.mu.Unlock()
+	if due {
+		dctx, cancel := context.WithTimeout(context.Background(), 3*c.o.cfg.OpenStackTimeout)
+		found, err := src.StorageNetworks(dctx)
+		cancel()
+		c.mu.Lock()
+		c.discoveredAt, c.discoveredSrc, c.storageNets, c.discoveryErr = time.Now(), src, found, err
+		c.mu.Unlock()
+		if err != nil {
+			klog.Infof("discovering the storage network: %v", err)
+		} else if len(found) > 0 {
+			klog.V(2).Infof("storage network candidates: %+v", found)
+		}
+	}
+	return types, nil
+}
+
+// noteTransition logs and records an event when the Manila state changes (not every resync).
+func (c *manilaController) noteTransition(reason, msg string) {
+	c.mu.Lock()
+	prev, noted := c.lastReason, c.noted
+	c.lastReason, c.noted = reason, true
+	c.mu.Unlock()
+	if noted && prev == reason {
+		return
+	}
+	switch {
+	case reason == "":
+		klog.Infof("Manila available: %s", msg)
+		c.o.recorder.Eventf("ManilaAvailable", "%s", msg)
+	default:
+		klog.Infof("Manila not usable (%s): %s", reason, msg)
+		c.o.recorder.Warningf("ManilaUnavailable", "%s: %s", reason, msg)
+	}
+}
+
+// storageClassState reads spec.storageClassState (empty means Managed).
+func (o *Operator) storageClassState() operatorv1.StorageClassStateName {
+	if d := o.clusterCSIDriver(); d != nil && d.Spec.StorageClassState != "" {
+		return d.Spec.StorageClassState
+	}
+	return operatorv1.ManagedStorageClass
+}
+
+func (c *manilaController) syncStorageClasses(ctx context.Context, types []operator.ShareType) (string, error) {
+	o := c.o
+	switch o.storageClassState() {
+	case operatorv1.UnmanagedStorageClass:
+		return "StorageClasses are not managed (storageClassState Unmanaged)", nil
+	case operatorv1.RemovedStorageClass:
+		return "StorageClasses removed (storageClassState Removed)", c.deleteStorageClasses(ctx)
+	}
+	all, err := o.scInformers.Storage().V1().StorageClasses().Lister().List(labels.Everything())
+	if err != nil {
+		return "", err
+	}
+	existing := map[string]string{}
+	taken := map[string]bool{}
+	byName := map[string]*storagev1.StorageClass{}
+	for _, sc := range all {
+		byName[sc.Name] = sc
+		if sc.Labels[operator.LabelManagedBy] == operator.ManagedByValue && sc.Provisioner == operator.DriverName {
+			existing[sc.Name] = sc.Annotations[operator.AnnotationShareType]
+		} else {
+			taken[sc.Name] = true
+		}
+	}
+	names := make([]string, 0, len(types))
+	byType := map[string]operator.ShareType{}
+	for _, t := range types {
+		names = append(names, t.Name)
+		byType[t.Name] = t
+	}
+	assigned := operator.StorageClassNames(names, existing, taken)
+
+	clients, err := c.machineNetworks()
+	if err != nil {
+		return "", err
+	}
+	shareNetwork, snErr := c.shareNetworkFor(ctx, types)
+	var errs []error
+	var skipped []string
+	for _, t := range types {
+		if t.DHSS && shareNetwork == "" {
+			skipped = append(skipped, t.Name)
+			continue
+		}
+		req := operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: o.cfg.Namespace, ShareClients: clients, ShareNetworkID: shareNetwork})
+		ex := byName[req.Name]
+		if ex != nil && storageClassUpToDate(ex, req) {
+			continue
+		}
+		if ex == nil {
+			o.recorder.Eventf("StorageClassCreated", "Created StorageClass %s for Manila share type %q", req.Name, t.Name)
+		}
+		if _, err := putTyped(ctx, o, req); err != nil {
+			errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
+			continue
+		}
+		if ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
+			if err := o.patchStorageClassAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	// Classes whose share type went away stay (claims may use them); mark them.
+	for name, t := range existing {
+		if _, ok := byType[t]; ok {
+			continue
+		}
+		if byName[name].Annotations[operator.AnnotationShareTypeGone] == "" {
+			now := time.Now().UTC().Format(time.RFC3339)
+			if err := o.patchStorageClassAnnotations(ctx, name, map[string]*string{operator.AnnotationShareTypeGone: &now}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			o.recorder.Warningf("ShareTypeGone", "Manila no longer offers share type %q; StorageClass %s is kept (annotated %s)", t, name, operator.AnnotationShareTypeGone)
+		}
+	}
+	msg := fmt.Sprintf("%d StorageClasses for %d Manila share types", len(types)-len(skipped), len(types))
+	if len(skipped) > 0 {
+		sort.Strings(skipped)
+		why := "no share network on the storage network was found"
+		if snErr != nil {
+			why = snErr.Error()
+		}
+		msg += fmt.Sprintf("; no StorageClass for share types %s that need a share network: %s", strings.Join(skipped, ", "), why)
+	}
+	return msg, errors.Join(errs...)
+}
+
+// storageClassUpToDate compares what the operator sets; other annotations (a user's
+// is-default-class) are not the operator's business.
+func storageClassUpToDate(ex, req *storagev1.StorageClass) bool {
+	return ex.Provisioner == req.Provisioner &&
+		equality.Semantic.DeepEqual(ex.Parameters, req.Parameters) &&
+		ptr.Deref(ex.ReclaimPolicy, "") == ptr.Deref(req.ReclaimPolicy, "") &&
+		ptr.Deref(ex.AllowVolumeExpansion, false) == ptr.Deref(req.AllowVolumeExpansion, false) &&
+		ptr.Deref(ex.VolumeBindingMode, "") == ptr.Deref(req.VolumeBindingMode, "") &&
+		metaContains(ex, req) && ex.Annotations[operator.AnnotationShareTypeGone] == ""
+}
+
+// machineNetworks is the nfs-shareClient value: the CIDRs the nodes' addresses come from.
+func (c *manilaController) machineNetworks() (string, error) {
+	if len(c.o.cfg.MachineNetworks) > 0 {
+		return strings.Join(c.o.cfg.MachineNetworks, ","), nil
+	}
+	cm, err := c.o.sysInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(clusterConfigNS).Get(clusterConfigName)
+	if err != nil {
+		return "", fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", clusterConfigNS, clusterConfigName)
+	}
+	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
+	if err != nil {
+		return "", fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", clusterConfigNS, clusterConfigName, err)
+	}
+	return strings.Join(cidrs, ","), nil
+}
+
+// shareNetworkFor finds the share network for DHSS=true types: the one on the storage network
+// (StorageNetworkID), else the project's only one. Manila is asked only when such types exist.
+func (c *manilaController) shareNetworkFor(ctx context.Context, types []operator.ShareType) (string, error) {
+	need := false
+	for _, t := range types {
+		need = need || t.DHSS
+	}
+	if !need {
+		return "", nil
+	}
+	c.mu.Lock()
+	nets, err := c.lastNets, c.lastNetErr
+	c.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	storage, _, _ := c.storageNetwork()
+	var candidates []ShareNetwork
+	for _, n := range nets {
+		if storage == "" || slices.Contains(n.NeutronNetIDs, storage) {
+			candidates = append(candidates, n)
+		}
+	}
+	if len(candidates) == 1 {
+		return candidates[0].ID, nil
+	}
+	if len(candidates) == 0 {
+		return "", fmt.Errorf("no Manila share network is on the storage network; create one (openstack share network create --neutron-net-id <storage network>)")
+	}
+	return "", fmt.Errorf("%d share networks qualify; start the operator with --storage-network to choose", len(candidates))
+}
+
+// storageNetwork is the Neutron network Manila exports on: --storage-network, else the best
+// candidate of discovery when its evidence is real (exports or a share network on it). how
+// says where it comes from; why, when id is "", why it is not known.
+func (c *manilaController) storageNetwork() (id, how, why string) {
+	if id := c.o.cfg.StorageNetworkID; id != "" {
+		return id, "given by --storage-network", ""
+	}
+	c.mu.Lock()
+	nets, err, ran := c.storageNets, c.discoveryErr, !c.discoveredAt.IsZero()
+	c.mu.Unlock()
+	switch {
+	case !ran:
+		return "", "", "discovery has not run yet"
+	case err != nil:
+		return "", "", "discovery failed: " + err.Error()
+	case len(nets) == 0:
+		return "", "", "discovery found no share export and no share network to find it from"
+	}
+	best := nets[0]
+	if best.Confidence == "low" {
+		return "", "", fmt.Sprintf("discovery has only a guess from its name: %s (%s)", best.Name, best.ID)
+	}
+	name := best.ID
+	if best.Name != "" {
+		name = best.Name + " (" + best.ID + ")"
+	}
+	return best.ID, fmt.Sprintf("found by discovery with %s confidence: %s", best.Confidence, name), ""
+}
+
+// storageNetworkCondition says whether every MachineSet attaches its machines to the storage
+// network, so that nodes can reach the NFS exports. The storage network is --storage-network
+// or what discovery found; without either, the attachments manila-setup recorded on the
+// MachineSets are compared.
+func (c *manilaController) storageNetworkCondition() *applyoperatorv1.OperatorConditionApplyConfiguration {
+	o := c.o
+	if !o.crdExists("machinesets.machine.openshift.io") {
+		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "NoMachineAPI", "the cluster has no MachineSets to check")
+	}
+	lister, synced := o.dynamicLister(machineSetGVR)
+	if !synced {
+		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "Checking", "reading MachineSets")
+	}
+	objs, err := lister.ByNamespace(machineAPINamespace).List(labels.Everything())
+	if err != nil {
+		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "Checking", "reading MachineSets")
+	}
+	if len(objs) == 0 {
+		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in "+machineAPINamespace)
+	}
+	sets := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			sets = append(sets, u)
+		}
+	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].GetName() < sets[j].GetName() })
+
+	id, how, why := c.storageNetwork()
+	status, reason, msg := storageNetworkVerdict(sets, id, how, why)
+	return condition(operator.ConditionStorageNetworkReachable, status, reason, msg)
+}
+
+// storageNetworkVerdict judges the MachineSets (sorted by name) against the storage network id
+// (how: where it comes from), or when id is "" (why: why it is not known) against the
+// attachments manila-setup recorded on them.
+func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why string) (operatorv1.ConditionStatus, string, string) {
+	const fix = "run manila-setup networks attach"
+	if id != "" {
+		var missing []string
+		for _, u := range sets {
+			if !machineSetAttached(u, id) {
+				missing = append(missing, u.GetName())
+			}
+		}
+		if len(missing) > 0 {
+			return operatorv1.ConditionFalse, "MachineSetsNotAttached",
+				fmt.Sprintf("MachineSets %s do not attach their machines to the storage network %s (%s), so their nodes cannot mount Manila shares: %s",
+					strings.Join(missing, ", "), id, how, fix)
+		}
+		return operatorv1.ConditionTrue, "AsExpected",
+			fmt.Sprintf("every MachineSet (%d) attaches its machines to the storage network %s (%s)", len(sets), id, how)
+	}
+
+	// The storage network is not known: rely on what manila-setup recorded when it attached.
+	var with, without []string
+	recorded := map[string]bool{}
+	for _, u := range sets {
+		r := machinesets.RecordOf(&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Annotations: u.GetAnnotations()}})
+		if r == nil || len(r.Networks) == 0 {
+			without = append(without, u.GetName())
+			continue
+		}
+		with = append(with, u.GetName())
+		for _, n := range r.Networks {
+			recorded[n] = true
+		}
+	}
+	nets := slices.Sorted(maps.Keys(recorded))
+	switch {
+	case len(with) == 0:
+		return operatorv1.ConditionUnknown, "StorageNetworkUnknown",
+			fmt.Sprintf("the storage network is not known (%s) and no MachineSet records an attachment by manila-setup: %s", why, fix)
+	case len(without) > 0:
+		return operatorv1.ConditionFalse, "MachineSetsNotAttached",
+			fmt.Sprintf("MachineSets %s have no storage network attachment, unlike %s (networks %s), so their nodes may not mount Manila shares: %s",
+				strings.Join(without, ", "), strings.Join(with, ", "), strings.Join(nets, ", "), fix)
+	}
+	return operatorv1.ConditionTrue, "AttachedByManilaSetup",
+		fmt.Sprintf("every MachineSet (%d) records an attachment by manila-setup to the networks %s (the storage network itself is not known: %s)",
+			len(sets), strings.Join(nets, ", "), why)
+}
+
+// machineSetAttached reports whether the MachineSet's machines get a port on the network: as
+// recorded by `manila-setup machinesets patch`, or written into the providerSpec by anyone.
+func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
+	if r := machinesets.RecordOf(&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Annotations: u.GetAnnotations()}}); r != nil && slices.Contains(r.Networks, networkID) {
+		return true
+	}
+	nets, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "providerSpec", "value", "networks")
+	for _, n := range nets {
+		m, ok := n.(map[string]any)
+		if !ok {
+			continue
+		}
+		if m["uuid"] == networkID {
+			return true
+		}
+		if f, ok := m["filter"].(map[string]any); ok && f["id"] == networkID {
+			return true
+		}
+	}
+	return false
+}
+
+// remove deletes what the Manila controller installed, for managementState Removed.
+func (c *manilaController) remove(ctx context.Context) error {
+	var errs []error
+	errs = append(errs, c.deleteStorageClasses(ctx))
+	errs = append(errs, c.o.deleteIfPresent(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverName}}))
+	return errors.Join(errs...)
+}
+
+func (c *manilaController) deleteStorageClasses(ctx context.Context) error {
+	all, err := c.o.scInformers.Storage().V1().StorageClasses().Lister().List(managedSelector)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, sc := range all {
+		if sc.Provisioner == operator.DriverName {
+			errs = append(errs, c.o.deleteIfPresent(ctx, sc))
+		}
+	}
+	return errors.Join(errs...)
+}

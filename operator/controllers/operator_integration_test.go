@@ -1,0 +1,828 @@
+//go:build integration
+
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"github.com/manila-setup/manila-setup/operator"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/config"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/sharetypes"
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+)
+
+const testNS = operator.DefaultNamespace
+
+// testImages are sentinels: any other image in an operand did not come from the env.
+var testImages = operator.Images{
+	Driver: "example.test/driver:1", NFSDriver: "example.test/nfs:1", Provisioner: "example.test/provisioner:1",
+	Snapshotter: "example.test/snapshotter:1", Resizer: "example.test/resizer:1", LivenessProbe: "example.test/liveness:1",
+	NodeDriverRegistrar: "example.test/registrar:1", KubeRBACProxy: "example.test/kube-rbac-proxy:1",
+}
+
+// requestLog counts the operator's API requests by verb and outcome, as an apiserver audit log
+// would: the measure of conflicts, steady-state writes and direct GETs.
+type requestLog struct {
+	mu       sync.Mutex
+	entries  []reqEntry
+	conflict atomic.Int64
+}
+
+type reqEntry struct {
+	at     time.Time
+	method string
+	path   string
+	query  string
+	code   int
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		if code == http.StatusConflict {
+			l.conflict.Add(1)
+		}
+		l.mu.Lock()
+		l.entries = append(l.entries, reqEntry{time.Now(), r.Method, r.URL.Path, r.URL.RawQuery, code})
+		l.mu.Unlock()
+		return resp, err
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// since returns writes (non-GET) and direct GETs of single objects (not lists, not watches)
+// made after t.
+func (l *requestLog) since(t time.Time) (writes, gets []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.entries {
+		if e.at.Before(t) {
+			continue
+		}
+		switch {
+		case e.method != http.MethodGet:
+			writes = append(writes, e.method+" "+e.path)
+		case !strings.Contains(e.query, "watch=") && !isList(e.path):
+			gets = append(gets, e.method+" "+e.path)
+		}
+	}
+	return
+}
+
+// first reports, for each path suffix, when the first request with that method and suffix
+// was made, relative to the first request of all.
+func (l *requestLog) first(method string, suffixes ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	if len(l.entries) == 0 {
+		return nil
+	}
+	t0 := l.entries[0].at
+	for _, suf := range suffixes {
+		for _, e := range l.entries {
+			if e.method == method && strings.HasSuffix(e.path, suf) {
+				out = append(out, fmt.Sprintf("%s %s at +%.2fs", method, suf, e.at.Sub(t0).Seconds()))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// isList tells a collection path (…/namespaces/x/secrets, …/storageclasses) from an object path.
+func isList(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	// /api/v1/<res> | /api/v1/namespaces/<ns>/<res> | /apis/<g>/<v>/<res> | /apis/<g>/<v>/namespaces/<ns>/<res>
+	n := len(parts)
+	if parts[0] == "api" {
+		return n == 3 || (n == 5 && parts[2] == "namespaces")
+	}
+	return n == 4 || (n == 6 && parts[3] == "namespaces")
+}
+
+// catalogProxy sits in front of Keystone and, when stripping, removes the sharev2 service
+// from every catalog it returns: "Manila removed from the catalog" without touching the cloud.
+type catalogProxy struct {
+	*httptest.Server
+	strip atomic.Bool
+}
+
+func newCatalogProxy(t *testing.T, keystone string) *catalogProxy {
+	u, err := url.Parse(keystone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = ""
+	p := &catalogProxy{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if !p.strip.Load() || !strings.Contains(resp.Request.URL.Path, "/auth/") {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		var doc map[string]any
+		if json.Unmarshal(body, &doc) == nil {
+			stripShare := func(list []any) []any {
+				var out []any
+				for _, e := range list {
+					if m, ok := e.(map[string]any); ok && m["type"] == "sharev2" {
+						continue
+					}
+					out = append(out, e)
+				}
+				return out
+			}
+			if tok, ok := doc["token"].(map[string]any); ok {
+				if c, ok := tok["catalog"].([]any); ok {
+					tok["catalog"] = stripShare(c)
+				}
+			}
+			if c, ok := doc["catalog"].([]any); ok {
+				doc["catalog"] = stripShare(c)
+			}
+			body, _ = json.Marshal(doc)
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+		return nil
+	}
+	p.Server = httptest.NewServer(rp)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// cloudsYAMLFor rewrites one cloud of the loopback clouds.yaml as the only cloud "openstack",
+// its auth_url pointing at authURL.
+func cloudsYAMLFor(t *testing.T, cloud *testenv.Cloud, name, authURL string) []byte {
+	raw, err := os.ReadFile(cloud.CloudsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all map[string]map[string]map[string]any
+	if err := yaml.Unmarshal(raw, &all); err != nil {
+		t.Fatal(err)
+	}
+	c := all["clouds"][name]
+	auth := c["auth"].(map[string]any)
+	auth["auth_url"] = authURL + "/v3"
+	out, err := yaml.Marshal(map[string]any{"clouds": map[string]any{"openstack": c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// secretsOf returns the secret values of the loopback clouds (passwords, application
+// credential secrets): what must never appear in logs, events or status.
+func secretsOf(t *testing.T, cloud *testenv.Cloud) []string {
+	raw, err := os.ReadFile(cloud.CloudsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all map[string]map[string]map[string]any
+	if err := yaml.Unmarshal(raw, &all); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range all["clouds"] {
+		auth, _ := c["auth"].(map[string]any)
+		for _, k := range []string{"password", "application_credential_secret"} {
+			if s, ok := auth[k].(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func adminManila(t *testing.T, ctx context.Context, cloud *testenv.Cloud) *gophercloud.ServiceClient {
+	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(testenv.CloudAdmin), clouds.WithLocations(cloud.CloudsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := config.NewProviderClient(ctx, ao, config.WithTLSConfig(tlsConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := openstack.NewSharedFileSystemV2(pc, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	sim     *testenv.SimCluster
+	kube    kubernetes.Interface
+	dyn     dynamic.Interface
+	resync  time.Duration
+	started time.Time
+	reqs    *requestLog
+	logs    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (h *harness) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
+	u, err := h.dyn.Resource(clusterCSIDriverGVR).Get(h.ctx, operator.DriverName, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var d operatorv1.ClusterCSIDriver
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		h.t.Fatal(err)
+	}
+	return &d
+}
+
+func (h *harness) condition(typ string) *operatorv1.OperatorCondition {
+	for _, c := range h.clusterCSIDriver().Status.Conditions {
+		if c.Type == typ {
+			return &c
+		}
+	}
+	return nil
+}
+
+// eventually polls cond until it holds or timeout passes, and fails with what it last saw.
+func (h *harness) eventually(what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	h.t.Helper()
+	start := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(h.ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, msg := cond()
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		h.t.Fatalf("%s: not within %s: %s\noperator log tail:\n%s", what, timeout, last, tail(h.logs.String(), 40))
+	}
+	return time.Since(start)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (h *harness) condIs(typ string, status operatorv1.ConditionStatus, reason string) func() (bool, string) {
+	return func() (bool, string) {
+		c := h.condition(typ)
+		if c == nil {
+			return false, typ + " not set"
+		}
+		return c.Status == status && (reason == "" || c.Reason == reason), fmt.Sprintf("%s=%s (%s: %s)", typ, c.Status, c.Reason, c.Message)
+	}
+}
+
+func (h *harness) noDegraded() {
+	h.t.Helper()
+	for _, c := range h.clusterCSIDriver().Status.Conditions {
+		if strings.HasSuffix(c.Type, "Degraded") && c.Status == operatorv1.ConditionTrue {
+			h.t.Errorf("%s=True (%s: %s)", c.Type, c.Reason, c.Message)
+		}
+	}
+}
+
+func (h *harness) setManagementState(s operatorv1.ManagementState) {
+	patch := fmt.Sprintf(`{"spec":{"managementState":%q}}`, s)
+	if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(h.ctx, operator.DriverName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) setCredentials(y []byte) {
+	s, err := h.kube.CoreV1().Secrets(testNS).Get(h.ctx, operator.CredentialsSecretName, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	s.Data[operator.CredentialsKey] = y
+	if _, err := h.kube.CoreV1().Secrets(testNS).Update(h.ctx, s, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) operandsExist() (bool, string) {
+	if _, err := h.kube.StorageV1().CSIDrivers().Get(h.ctx, operator.DriverName, metav1.GetOptions{}); err != nil {
+		return false, "CSIDriver: " + err.Error()
+	}
+	if _, err := h.kube.AppsV1().Deployments(testNS).Get(h.ctx, workloadControllerService.name, metav1.GetOptions{}); err != nil {
+		return false, "Deployment: " + err.Error()
+	}
+	for _, k := range []workloadKind{workloadNodeService, workloadNFSNodeService} {
+		if _, err := h.kube.AppsV1().DaemonSets(testNS).Get(h.ctx, k.name, metav1.GetOptions{}); err != nil {
+			return false, "DaemonSet " + k.name + ": " + err.Error()
+		}
+	}
+	return true, ""
+}
+
+// TestOperatorOnSimCluster runs the operator, with exactly the RBAC that `operator render`
+// grants, against a sim cluster (real apiserver, scheduler, controller-manager, kwok nodes) and
+// the loopback OpenStack, and walks through its life: install, share types coming and going,
+// credential rotation, Manila leaving the catalog, Unmanaged, a deleted DaemonSet, Removed.
+func TestOperatorOnSimCluster(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	for _, c := range []*atomic.Int64{&OpenStackCalls.Tokens, &OpenStackCalls.Catalogs, &OpenStackCalls.ShareTypeLists, &OpenStackCalls.ShareNetworkLists} {
+		c.Store(0)
+	}
+	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 3, WorkerNodes: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	resync := 3 * time.Second
+	h := &harness{t: t, ctx: ctx, sim: sim, kube: sim.Client, resync: resync, reqs: &requestLog{}, logs: &syncBuffer{}}
+	var err error
+	if h.dyn, err = dynamic.NewForConfig(sim.Config); err != nil {
+		t.Fatal(err)
+	}
+
+	// The cluster objects an OpenShift cluster has: Infrastructure, Proxy, the install-config.
+	cfgc := configclient.NewForConfigOrDie(sim.Config)
+	infra, err := cfgc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "sim-abcde", ControlPlaneTopology: configv1.HighlyAvailableTopologyMode,
+		InfrastructureTopology: configv1.HighlyAvailableTopologyMode, PlatformStatus: &configv1.PlatformStatus{Type: configv1.OpenStackPlatformType}}
+	if _, err := cfgc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterConfigName},
+		Data:       map[string]string{"install-config": "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\n"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Deploy as documented: `operator render | kubectl apply --server-side -f -`, done here
+	// through the API (what kubectl sends: server-side apply of every document, the CRD
+	// first), then the credentials Secret, through a Keystone proxy that can hide Manila.
+	proxy := newCatalogProxy(t, cloud.Seed.KeystoneURL)
+	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/manila-setup:1", Images: testImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := operator.Install(ctx, sim.Config, rendered, testNS, nil); err != nil {
+		t.Fatalf("server-side apply of the rendered manifests: %v (applied: %v)", err, applied)
+	}
+	demo := cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)
+	if _, err := sim.Client.CoreV1().Secrets(testNS).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.CredentialsSecretName, Namespace: testNS},
+		Data:       map[string][]byte{operator.CredentialsKey: demo},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The most verbose operator log, so that the secret search below has teeth.
+	if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
+		[]byte(`{"spec":{"operatorLogLevel":"TraceAll"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The operator runs as its ServiceAccount: the rendered RBAC must be enough.
+	opCfg, err := sim.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opCfg = rest.CopyConfig(opCfg)
+	opCfg.Wrap(h.reqs.wrap)
+
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("v", "6")
+	klog.SetOutput(h.logs)
+	defer klog.SetOutput(os.Stderr)
+	if path := os.Getenv("OPERATOR_TEST_LOG"); path != "" {
+		defer func() { _ = os.WriteFile(path, []byte(h.logs.String()), 0o600) }()
+	}
+
+	op, err := New(opCfg, nil, Config{
+		Namespace: testNS, Images: testImages, Resync: resync, OpenStackTimeout: 5 * time.Second,
+		StorageNetworkID: cloud.Seed.Networks["storage"], Version: "test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opCtx, stopOperator := context.WithCancel(ctx)
+	done := make(chan struct{})
+	h.started = time.Now()
+	go func() { defer close(done); _ = op.Run(opCtx) }()
+	defer func() { stopOperator(); <-done }()
+
+	t.Run("operands created and available on kwok nodes", func(t *testing.T) {
+		h.t = t
+		created := h.eventually("all operands created", 30*time.Second, h.operandsExist)
+		t.Logf("PERF operands created %.2fs after the operator started", created.Seconds())
+		for _, e := range h.reqs.first("POST", "/csidrivers", "/serviceaccounts", "/secrets", "/deployments", "/daemonsets") {
+			t.Logf("PERF   first %s", e)
+		}
+		for _, p := range []string{"ManilaDriverControllerService", "ManilaDriverNodeService", "NFSDriverNodeService"} {
+			h.eventually(p+" available", 90*time.Second, h.condIs(p+"Available", operatorv1.ConditionTrue, ""))
+			h.eventually(p+" done progressing", 90*time.Second, h.condIs(p+"Progressing", operatorv1.ConditionFalse, ""))
+		}
+		h.eventually("ManilaControllerDisabled=False", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable"))
+		// The rendered operator Deployment itself is scheduled and Ready (on kwok nodes the
+		// process does not run: the operator under test runs in this process, as its
+		// ServiceAccount).
+		h.eventually("the rendered operator Deployment Ready", 60*time.Second, func() (bool, string) {
+			d, err := h.kube.AppsV1().Deployments(testNS).Get(ctx, operator.OperatorName, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return d.Status.ReadyReplicas == 1, fmt.Sprintf("%d ready", d.Status.ReadyReplicas)
+		})
+		t.Logf("PERF all operands Available %.2fs after the operator started", time.Since(h.started).Seconds())
+
+		d, err := h.kube.AppsV1().Deployments(testNS).Get(ctx, workloadControllerService.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *d.Spec.Replicas != 2 || d.Status.ReadyReplicas != 2 || d.Spec.Template.Spec.NodeSelector["node-role.kubernetes.io/master"] != "" {
+			t.Errorf("controller: %d replicas, %d ready, node selector %v", *d.Spec.Replicas, d.Status.ReadyReplicas, d.Spec.Template.Spec.NodeSelector)
+		}
+		if d.Generation != 1 {
+			t.Errorf("controller Deployment generation %d: rolled out more than once", d.Generation)
+		}
+		pods, err := h.kube.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: "app=manila-csi-driver"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready, onMasters := 0, 0
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+			if p.Labels["component"] == "controller" && strings.HasPrefix(p.Spec.NodeName, "master-") {
+				onMasters++
+			}
+		}
+		if ready != 2+5+5 || onMasters != 2 {
+			t.Errorf("%d pods Ready (want 12: 2 controllers, 5+5 node plugins), %d controllers on control-plane nodes", ready, onMasters)
+		}
+		for _, k := range []workloadKind{workloadNodeService, workloadNFSNodeService} {
+			ds, err := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, k.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ds.Status.NumberReady != 5 || ds.Generation != 1 {
+				t.Errorf("%s: %d ready (want 5, every node), generation %d", k.name, ds.Status.NumberReady, ds.Generation)
+			}
+		}
+		sec, err := h.kube.CoreV1().Secrets(testNS).Get(ctx, operator.DriverSecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(sec.Data["os-userName"]) != "demo" || len(sec.Data["os-password"]) == 0 || string(sec.Data["os-authURL"]) != proxy.URL+"/v3" {
+			t.Errorf("driver secret keys %s, user %q, authURL %q", keyList(sec.Data), sec.Data["os-userName"], sec.Data["os-authURL"])
+		}
+		for name := range cloud.Seed.ShareTypes {
+			scName := operator.StorageClassNames([]string{name}, nil, nil)[name]
+			sc, err := h.kube.StorageV1().StorageClasses().Get(ctx, scName, metav1.GetOptions{})
+			if err != nil {
+				c := h.condition(manilaName + "Available")
+				t.Errorf("StorageClass for share type %s: %v (%v)", name, err, c)
+				continue
+			}
+			if sc.Parameters["type"] != name || sc.Parameters["nfs-shareClient"] != "10.196.0.0/16" || sc.Provisioner != operator.DriverName {
+				t.Errorf("StorageClass %s: %v", scName, sc.Parameters)
+			}
+		}
+		st, err := operator.GetStatus(ctx, sim.Config, testNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Healthy || len(st.Operands) != 3 || len(st.StorageClasses) < len(cloud.Seed.ShareTypes) || st.ObservedGen != st.Generation || st.Version != "test" {
+			t.Errorf("operator status: %+v", st)
+		}
+		if c := h.condition(operator.ConditionStorageNetworkReachable); c == nil {
+			t.Errorf("no %s condition", operator.ConditionStorageNetworkReachable)
+		}
+		h.noDegraded()
+		if n := h.reqs.conflict.Load(); n != 0 {
+			t.Errorf("PERF %d HTTP 409 conflicts, want 0", n)
+		}
+	})
+
+	t.Run("steady state: no writes, no direct GETs", func(t *testing.T) {
+		h.t = t
+		// Let every controller settle, then watch three resyncs.
+		time.Sleep(2 * resync)
+		from := time.Now()
+		time.Sleep(3 * resync)
+		writes, gets := h.reqs.since(from)
+		if len(writes) != 0 || len(gets) != 0 {
+			t.Errorf("steady state over %s: %d writes %v, %d direct GETs %v", 3*resync, len(writes), writes, len(gets), gets)
+		}
+		t.Logf("PERF steady state over %s (3 resyncs): %d writes, %d direct GETs; OpenStack so far: %d tokens, %d catalog reads, %d share type lists",
+			3*resync, len(writes), len(gets), OpenStackCalls.Tokens.Load(), OpenStackCalls.Catalogs.Load(), OpenStackCalls.ShareTypeLists.Load())
+		if OpenStackCalls.Tokens.Load() != 1 {
+			t.Errorf("PERF %d Keystone tokens issued, want 1 (one per token lifetime)", OpenStackCalls.Tokens.Load())
+		}
+	})
+
+	t.Run("a new share type gets its StorageClass within one resync", func(t *testing.T) {
+		h.t = t
+		admin := adminManila(t, ctx, cloud)
+		name := fmt.Sprintf("Op_Test.%d", time.Now().UnixNano()%100000)
+		st, err := sharetypes.Create(ctx, admin, shareTypeCreate{"name": name, "os-share-type-access:is_public": true,
+			"extra_specs": map[string]any{"driver_handles_share_servers": false}}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted := false
+		t.Cleanup(func() {
+			if !deleted {
+				_ = sharetypes.Delete(context.Background(), admin, st.ID).ExtractErr()
+			}
+		})
+		scName := operator.StorageClassNames([]string{name}, nil, nil)[name]
+		took := h.eventually("StorageClass "+scName, 2*resync+5*time.Second, func() (bool, string) {
+			_, err := h.kube.StorageV1().StorageClasses().Get(ctx, scName, metav1.GetOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
+		t.Logf("PERF new share type -> StorageClass in %.2fs (resync %s)", took.Seconds(), resync)
+
+		// A user makes it the default class: that survives the operator.
+		if _, err := h.kube.StorageV1().StorageClasses().Patch(ctx, scName, types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"storageclass.kubernetes.io/is-default-class":"true"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The share type goes away: the class stays, annotated.
+		if err := sharetypes.Delete(ctx, admin, st.ID).ExtractErr(); err != nil {
+			t.Fatal(err)
+		}
+		deleted = true
+		h.eventually("StorageClass annotated as gone", 2*resync+5*time.Second, func() (bool, string) {
+			sc, err := h.kube.StorageV1().StorageClasses().Get(ctx, scName, metav1.GetOptions{})
+			if err != nil {
+				return false, "deleted! " + err.Error()
+			}
+			return sc.Annotations[operator.AnnotationShareTypeGone] != "" && sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true", fmt.Sprint(sc.Annotations)
+		})
+	})
+
+	t.Run("rotated credentials reach the driver secret within one resync", func(t *testing.T) {
+		h.t = t
+		h.setCredentials(cloudsYAMLFor(t, cloud, testenv.CloudAppCred, proxy.URL))
+		h.eventually("driver secret uses the application credential", resync+5*time.Second, func() (bool, string) {
+			s, err := h.kube.CoreV1().Secrets(testNS).Get(ctx, operator.DriverSecretName, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			_, hasPassword := s.Data["os-password"]
+			return len(s.Data["os-applicationCredentialID"]) > 0 && len(s.Data["os-applicationCredentialSecret"]) > 0 && !hasPassword, keyList(s.Data)
+		})
+		h.eventually("Manila still available with the new credentials", 2*resync+5*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionFalse, ""))
+		d, _ := h.kube.AppsV1().Deployments(testNS).Get(ctx, workloadControllerService.name, metav1.GetOptions{})
+		if d.Generation != 1 {
+			t.Errorf("rotating credentials rolled the controller out (generation %d)", d.Generation)
+		}
+	})
+
+	t.Run("Manila gone from the catalog: driver stays, Disabled says so, not Degraded", func(t *testing.T) {
+		h.t = t
+		proxy.strip.Store(true)
+		took := h.eventually("ManilaControllerDisabled=True NoManila", 2*resync+5*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonNoManila))
+		t.Logf("PERF Manila outage reflected in the conditions %.2fs after it started (resync %s)", took.Seconds(), resync)
+		c := h.condition(operator.ConditionDisabled)
+		if !strings.Contains(c.Message, "stays installed") {
+			t.Errorf("message does not say the driver stays: %q", c.Message)
+		}
+		h.noDegraded()
+		time.Sleep(2 * resync)
+		if ok, msg := h.operandsExist(); !ok {
+			t.Errorf("an operand was deleted: %s", msg)
+		}
+		scs, _ := h.kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: managedSelector.String()})
+		if len(scs.Items) < len(cloud.Seed.ShareTypes) {
+			t.Errorf("StorageClasses deleted: %d left", len(scs.Items))
+		}
+		proxy.strip.Store(false)
+		took = h.eventually("Manila back", 2*resync+5*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionFalse, ""))
+		t.Logf("PERF Manila recovery reflected %.2fs after it ended", took.Seconds())
+	})
+
+	t.Run("Unmanaged: no more stomping; Managed again: restored", func(t *testing.T) {
+		h.t = t
+		h.setManagementState(operatorv1.Unmanaged)
+		time.Sleep(resync) // let the controllers see it
+		patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"example.test/edited-by":"admin"}}}}}`)
+		if _, err := h.kube.AppsV1().DaemonSets(testNS).Patch(ctx, workloadNodeService.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * resync)
+		ds, _ := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, workloadNodeService.name, metav1.GetOptions{})
+		if ds.Spec.Template.Annotations["example.test/edited-by"] != "admin" {
+			t.Errorf("Unmanaged, yet the operator reverted the admin's change")
+		}
+		h.setManagementState(operatorv1.Managed)
+		h.eventually("change reverted once Managed", 2*resync+5*time.Second, func() (bool, string) {
+			ds, _ := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, workloadNodeService.name, metav1.GetOptions{})
+			return ds.Spec.Template.Annotations["example.test/edited-by"] == "", fmt.Sprint(ds.Spec.Template.Annotations)
+		})
+	})
+
+	t.Run("a deleted DaemonSet is recreated", func(t *testing.T) {
+		h.t = t
+		if err := h.kube.AppsV1().DaemonSets(testNS).Delete(ctx, workloadNFSNodeService.name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := h.eventually("DaemonSet recreated", resync+5*time.Second, func() (bool, string) {
+			ds, err := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, workloadNFSNodeService.name, metav1.GetOptions{})
+			return err == nil && ds.DeletionTimestamp == nil, fmt.Sprint(err)
+		})
+		t.Logf("recreated in %.2fs", took.Seconds())
+		h.eventually("NFS node plugin available again", 60*time.Second, h.condIs("NFSDriverNodeServiceAvailable", operatorv1.ConditionTrue, ""))
+	})
+
+	t.Run("no secret value in logs, events or status", func(t *testing.T) {
+		h.t = t
+		secrets := secretsOf(t, cloud)
+		if len(secrets) < 2 {
+			t.Fatalf("expected the loopback clouds' secrets, got %d", len(secrets))
+		}
+		evs, err := h.kube.CoreV1().Events(testNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evJSON, _ := json.Marshal(evs)
+		stJSON, _ := json.Marshal(h.clusterCSIDriver())
+		logs := h.logs.String()
+		if len(evs.Items) == 0 || len(logs) == 0 {
+			t.Fatalf("nothing to search: %d events, %d bytes of log", len(evs.Items), len(logs))
+		}
+		for _, s := range secrets {
+			for where, text := range map[string]string{"operator log": logs, "events": string(evJSON), "ClusterCSIDriver": string(stJSON)} {
+				if strings.Contains(text, s) {
+					t.Errorf("a secret value (%d characters) appears in the %s", len(s), where)
+				}
+			}
+		}
+		t.Logf("searched %d bytes of operator log (-v=6), %d events and the ClusterCSIDriver for %d secret values", len(logs), len(evs.Items), len(secrets))
+	})
+
+	t.Run("Removed deletes the operands", func(t *testing.T) {
+		h.t = t
+		h.setManagementState(operatorv1.Removed)
+		h.eventually("operands deleted", 30*time.Second, func() (bool, string) {
+			for _, k := range []workloadKind{workloadControllerService, workloadNodeService, workloadNFSNodeService} {
+				if _, err := h.kube.AppsV1().Deployments(testNS).Get(ctx, k.name, metav1.GetOptions{}); err == nil {
+					return false, k.name + " still there"
+				}
+				if _, err := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, k.name, metav1.GetOptions{}); err == nil {
+					return false, k.name + " still there"
+				}
+			}
+			if _, err := h.kube.StorageV1().CSIDrivers().Get(ctx, operator.DriverName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, "CSIDriver still there"
+			}
+			if _, err := h.kube.CoreV1().Secrets(testNS).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false, "driver Secret still there"
+			}
+			return true, ""
+		})
+		scs, _ := h.kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: managedSelector.String()})
+		if len(scs.Items) != 0 {
+			var names []string
+			for _, sc := range scs.Items {
+				names = append(names, sc.Name)
+			}
+			t.Errorf("StorageClasses left after Removed: %v; %v", names, h.condition(manilaName+"Degraded"))
+		}
+		h.noDegraded()
+	})
+}
+
+// A cloud without Manila at all: nothing is installed, the condition says why, not Degraded.
+func TestOperatorWithoutManila(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	api := testenv.NewAPIServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	proxy := newCatalogProxy(t, cloud.Seed.KeystoneURL)
+	proxy.strip.Store(true)
+	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "x", Images: testImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := operator.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(api.Config)
+	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dyn, logs: &syncBuffer{}}
+	op, err := New(api.Config, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = op.Run(opCtx) }()
+	defer func() { stop(); <-done }()
+
+	h.eventually("ManilaControllerDisabled=True NoManila", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonNoManila))
+	h.eventually("ManilaControllerAvailable=True", 10*time.Second, h.condIs(manilaName+"Available", operatorv1.ConditionTrue, ""))
+	time.Sleep(4 * time.Second)
+	h.noDegraded()
+	if _, err := api.Client.StorageV1().CSIDrivers().Get(ctx, operator.DriverName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("CSIDriver installed on a cloud without Manila: %v", err)
+	}
+	if _, err := api.Client.AppsV1().DaemonSets(testNS).Get(ctx, workloadNodeService.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node DaemonSet installed on a cloud without Manila: %v", err)
+	}
+
+	// Bad credentials: AuthFailed, still not Degraded.
+	s, _ := api.Client.CoreV1().Secrets(testNS).Get(ctx, operator.CredentialsSecretName, metav1.GetOptions{})
+	s.Data[operator.CredentialsKey] = bytes.Replace(s.Data[operator.CredentialsKey], []byte("password: "), []byte("password: wrong-"), 1)
+	if _, err := api.Client.CoreV1().Secrets(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("ManilaControllerDisabled=True AuthFailed", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonAuthFailed))
+	h.noDegraded()
+
+	// Keystone unreachable.
+	s, _ = api.Client.CoreV1().Secrets(testNS).Get(ctx, operator.CredentialsSecretName, metav1.GetOptions{})
+	s.Data[operator.CredentialsKey] = cloudsYAMLFor(t, cloud, testenv.CloudDemo, "http://127.0.0.1:1")
+	if _, err := api.Client.CoreV1().Secrets(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("ManilaControllerDisabled=True Unreachable", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonUnreachable))
+	h.noDegraded()
+}
+
+// shareTypeCreate is the body of a share type creation: gophercloud's CreateOpts rejects
+// driver_handles_share_servers=false as a missing value.
+type shareTypeCreate map[string]any
+
+func (s shareTypeCreate) ToShareTypeCreateMap() (map[string]any, error) {
+	return map[string]any{"share_type": map[string]any(s)}, nil
+}

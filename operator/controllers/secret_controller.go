@@ -1,0 +1,147 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"github.com/manila-setup/manila-setup/operator"
+	"sort"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
+	"github.com/openshift/library-go/pkg/controller/factory"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// secretController translates the clouds.yaml of Secret manila-cloud-credentials into the
+// driver's Secret csi-manila-secrets, and keeps it current when the credentials rotate.
+// Neither values nor diffs ever reach logs, events or conditions: only key names.
+type secretController struct{ o *Operator }
+
+const secretName = "DriverSecret"
+
+func newSecretController(o *Operator) factory.Controller {
+	c := &secretController{o: o}
+	return o.newController(secretName+"Controller", c.sync, o.credInformers.Core().V1().Secrets().Informer(),
+		o.nsInformers.Core().V1().Secrets().Informer())
+}
+
+// credentials reads and parses the credentials Secret from the cache.
+func (o *Operator) credentials() (*operator.Credentials, error) {
+	s, err := o.credInformers.Core().V1().Secrets().Lister().Secrets(o.cfg.Namespace).Get(operator.CredentialsSecretName)
+	if apierrors.IsNotFound(err) {
+		return nil, &ManilaError{Reason: ReasonNoCredentials, Message: fmt.Sprintf(
+			"Secret %s/%s (key %s) not found: create it with the cloud's clouds.yaml (manila-setup operator install does)", o.cfg.Namespace, operator.CredentialsSecretName, operator.CredentialsKey)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	y, ok := s.Data[operator.CredentialsKey]
+	if !ok {
+		return nil, &ManilaError{Reason: ReasonNoCredentials, Message: fmt.Sprintf("Secret %s/%s has no key %s", o.cfg.Namespace, operator.CredentialsSecretName, operator.CredentialsKey)}
+	}
+	creds, err := operator.ParseCredentials(y, o.cfg.CloudName, s.Data[operator.CredentialsCAKey])
+	if err != nil {
+		return nil, &ManilaError{Reason: ReasonAuthFailed, Message: fmt.Sprintf("Secret %s/%s: %v", o.cfg.Namespace, operator.CredentialsSecretName, err)}
+	}
+	return creds, nil
+}
+
+func (c *secretController) sync(ctx context.Context, _ factory.SyncContext) error {
+	o := c.o
+	spec, _, err := o.spec()
+	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
+		return err
+	}
+	ns := o.cfg.Namespace
+	if spec.ManagementState == operatorv1.Removed {
+		err := o.deleteIfPresent(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName}})
+		return firstErr(o.applyStatus(ctx, secretName, removedStatus(secretName, err)), err)
+	}
+	if !o.enabled() {
+		return nil
+	}
+	creds, err := o.credentials()
+	if err != nil {
+		// Keep the last good driver secret: mounted volumes keep working.
+		msg := err.Error() + "; the driver keeps its current credentials"
+		return o.applyStatus(ctx, secretName, applyoperatorv1.OperatorStatus().WithConditions(
+			condition(secretName+"Available", operatorv1.ConditionFalse, "InvalidCredentials", msg),
+			condition(secretName+"Degraded", operatorv1.ConditionTrue, "InvalidCredentials", msg),
+		))
+	}
+	data := creds.DriverSecretData()
+	existing, err := o.nsInformers.Core().V1().Secrets().Lister().Secrets(ns).Get(operator.DriverSecretName)
+	switch {
+	case apierrors.IsNotFound(err):
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName, Namespace: ns, Labels: map[string]string{operator.LabelManagedBy: operator.ManagedByValue}},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		}
+		_, err = o.kube.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+		if err == nil {
+			o.recorder.Eventf("DriverSecretCreated", "Created Secret %s/%s for the driver (keys: %s)", ns, operator.DriverSecretName, keyList(data))
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			break
+		}
+		// There, but without the operator's label, so not in its cache: take it over once.
+		if existing, err = o.kube.CoreV1().Secrets(ns).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); err != nil {
+			break
+		}
+		fallthrough
+	case err == nil && (!sameData(existing.Data, data) || existing.Labels[operator.LabelManagedBy] != operator.ManagedByValue):
+		s := existing.DeepCopy()
+		s.Data = data
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[operator.LabelManagedBy] = operator.ManagedByValue
+		if _, err = o.kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err == nil {
+			o.recorder.Eventf("DriverSecretUpdated", "Updated Secret %s/%s from %s (keys: %s)", ns, operator.DriverSecretName, operator.CredentialsSecretName, keyList(data))
+		}
+	}
+	if err != nil {
+		msg := fmt.Sprintf("writing Secret %s/%s failed: %s", ns, operator.DriverSecretName, apiReason(err))
+		return firstErr(o.applyStatus(ctx, secretName, applyoperatorv1.OperatorStatus().WithConditions(
+			condition(secretName+"Available", operatorv1.ConditionFalse, "ApplyFailed", msg),
+			condition(secretName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", msg),
+		)), fmt.Errorf("%s", msg))
+	}
+	return o.applyStatus(ctx, secretName, availabilityStatus(secretName, nil,
+		fmt.Sprintf("Secret %s holds the credentials of cloud %q", operator.DriverSecretName, creds.CloudName)))
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func keyList(d map[string][]byte) string {
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return fmt.Sprint(keys)
+}
+
+// apiReason is an API error's reason and code, without the object it carried.
+func apiReason(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		st := s.Status()
+		return fmt.Sprintf("%s (HTTP %d)", st.Reason, st.Code)
+	}
+	return "request failed"
+}

@@ -1,0 +1,268 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"github.com/manila-setup/manila-setup/operator"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
+	"github.com/openshift/library-go/pkg/controller/factory"
+	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+// workloadKind is one of the driver's three workloads.
+type workloadKind struct {
+	prefix    string // condition prefix and controller name
+	asset     string
+	resource  string // deployments or daemonsets
+	name      string
+	sa        string
+	needsCred bool // waits for csi-manila-secrets
+}
+
+var (
+	workloadControllerService = workloadKind{"ManilaDriverControllerService", "controller.yaml", "deployments", operator.ControllerDeploymentName, "manila-csi-driver-controller-sa", true}
+	workloadNodeService       = workloadKind{"ManilaDriverNodeService", "node.yaml", "daemonsets", operator.NodeDaemonSetName, "manila-csi-driver-node-sa", false}
+	workloadNFSNodeService    = workloadKind{"NFSDriverNodeService", "node_nfs.yaml", "daemonsets", operator.NFSNodeDaemonSetName, "manila-csi-driver-node-sa", false}
+)
+
+// workloadController keeps one Deployment or DaemonSet as the assets say, adjusted to the
+// cluster (replicas and placement, proxy, CA bundle, log level), and reports whether it runs.
+type workloadController struct {
+	o *Operator
+	k workloadKind
+
+	// lastGeneration is the generation of the operator's own last write; the status (and the
+	// cache) may not show it yet at the next sync.
+	lastGeneration int64
+}
+
+func newWorkloadController(o *Operator, k workloadKind) factory.Controller {
+	c := &workloadController{o: o, k: k}
+	ns := o.nsInformers
+	inf := []factory.Informer{
+		ns.Core().V1().ServiceAccounts().Informer(),
+		ns.Core().V1().ConfigMaps().Informer(),
+		o.configInformers.Config().V1().Infrastructures().Informer(),
+		o.configInformers.Config().V1().Proxies().Informer(),
+	}
+	if k.resource == "deployments" {
+		inf = append(inf, ns.Apps().V1().Deployments().Informer(), ns.Core().V1().Secrets().Informer(),
+			o.metaInformers.ForResource(nodeGVR).Informer())
+	} else {
+		inf = append(inf, ns.Apps().V1().DaemonSets().Informer())
+	}
+	return o.newController(k.prefix+"Controller", c.sync, inf...)
+}
+
+func (c *workloadController) sync(ctx context.Context, _ factory.SyncContext) error {
+	o, k := c.o, c.k
+	spec, status, err := o.spec()
+	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
+		return err
+	}
+	if spec.ManagementState == operatorv1.Removed {
+		var obj runtime.Object = &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: k.name}}
+		if k.resource == "deployments" {
+			obj = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: k.name}}
+		}
+		err := o.deleteIfPresent(ctx, obj)
+		return firstErr(o.applyStatus(ctx, k.prefix, removedStatus(k.prefix, err)), err)
+	}
+	if !o.enabled() {
+		return nil
+	}
+	// Wait for what the pods need, so the workload is created once, complete: no rollout
+	// caused by its own dependencies appearing later.
+	if waiting := c.missingDependency(); waiting != "" {
+		return o.applyStatus(ctx, k.prefix, applyoperatorv1.OperatorStatus().WithConditions(
+			condition(k.prefix+"Available", operatorv1.ConditionFalse, "Waiting", waiting),
+			condition(k.prefix+"Progressing", operatorv1.ConditionTrue, "Waiting", waiting),
+			condition(k.prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
+		))
+	}
+	obj, err := operator.ReadAsset(k.asset, o.vars(spec))
+	if err != nil {
+		return err
+	}
+	var generations []operatorv1.GenerationStatus
+	if status != nil {
+		generations = status.Generations
+	}
+	last := int64(-1)
+	if g := resourcemerge.GenerationFor(generations, schema.GroupResource{Group: "apps", Resource: k.resource}, o.cfg.Namespace, k.name); g != nil {
+		last = g.LastGeneration
+	}
+	last = max(last, c.lastGeneration)
+	var st *applyoperatorv1.OperatorStatusApplyConfiguration
+	var applied metav1.Object
+	switch req := obj.(type) {
+	case *appsv1.Deployment:
+		c.placeController(req)
+		c.decoratePodSpec(&req.Spec.Template)
+		d, aerr := o.applyDeployment(ctx, req, last)
+		if aerr != nil {
+			return c.failed(ctx, aerr)
+		}
+		applied = d
+		st = deploymentStatus(k.prefix, d)
+	case *appsv1.DaemonSet:
+		c.decoratePodSpec(&req.Spec.Template)
+		d, aerr := o.applyDaemonSet(ctx, req, last)
+		if aerr != nil {
+			return c.failed(ctx, aerr)
+		}
+		applied = d
+		st = daemonSetStatus(k.prefix, d)
+	default:
+		return fmt.Errorf("%s: unexpected %T", k.asset, obj)
+	}
+	c.lastGeneration = applied.GetGeneration()
+	st.WithGenerations(applyoperatorv1.GenerationStatus().WithGroup("apps").WithResource(k.resource).
+		WithNamespace(o.cfg.Namespace).WithName(k.name).WithLastGeneration(applied.GetGeneration()))
+	return o.applyStatus(ctx, k.prefix, st)
+}
+
+func (c *workloadController) failed(ctx context.Context, err error) error {
+	msg := fmt.Sprintf("applying %s/%s: %s", c.k.resource, c.k.name, apiReason(err))
+	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+		msg = fmt.Sprintf("applying %s/%s: %v", c.k.resource, c.k.name, err)
+	}
+	return firstErr(c.o.applyStatus(ctx, c.k.prefix, applyoperatorv1.OperatorStatus().WithConditions(
+		condition(c.k.prefix+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", msg),
+	)), err)
+}
+
+// missingDependency names what the workload still waits for, or "".
+func (c *workloadController) missingDependency() string {
+	o, ns := c.o, c.o.cfg.Namespace
+	if _, err := o.nsInformers.Core().V1().ServiceAccounts().Lister().ServiceAccounts(ns).Get(c.k.sa); err != nil {
+		return fmt.Sprintf("waiting for ServiceAccount %s/%s", ns, c.k.sa)
+	}
+	if _, err := o.nsInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).Get(trustedCAConfigMap); err != nil {
+		return fmt.Sprintf("waiting for ConfigMap %s/%s", ns, trustedCAConfigMap)
+	}
+	if c.k.needsCred {
+		if _, err := o.nsInformers.Core().V1().Secrets().Lister().Secrets(ns).Get(operator.DriverSecretName); err != nil {
+			return fmt.Sprintf("waiting for Secret %s/%s", ns, operator.DriverSecretName)
+		}
+	}
+	return ""
+}
+
+// placeController sets replicas and node selector from the cluster's topology: one replica on
+// single-node control planes; on dedicated control-plane nodes when the cluster has them.
+func (c *workloadController) placeController(d *appsv1.Deployment) {
+	o := c.o
+	replicas := int32(2)
+	external := false
+	if infra := o.infrastructure(); infra != nil {
+		switch infra.Status.ControlPlaneTopology {
+		case configv1.SingleReplicaTopologyMode:
+			replicas = 1
+		case configv1.ExternalTopologyMode:
+			external = true
+		}
+	}
+	d.Spec.Replicas = ptr.To(replicas)
+	if !external && o.hasControlPlaneNodes() {
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/master": ""}
+	}
+}
+
+func (o *Operator) hasControlPlaneNodes() bool {
+	nodes, err := o.metaInformers.ForResource(nodeGVR).Lister().List(everything)
+	if err != nil {
+		return false
+	}
+	for _, n := range nodes {
+		m, ok := n.(metav1.Object)
+		if !ok {
+			continue
+		}
+		if _, ok := m.GetLabels()["node-role.kubernetes.io/master"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// decoratePodSpec adds the cluster proxy to every container and a hash of the trusted CA
+// bundle to the pod template, so a new bundle restarts the pods (and nothing else does).
+func (c *workloadController) decoratePodSpec(t *corev1.PodTemplateSpec) {
+	o := c.o
+	if p := o.proxy(); p != nil {
+		var env []corev1.EnvVar
+		for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", p.NoProxy}} {
+			if kv[1] != "" {
+				env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+			}
+		}
+		for i := range t.Spec.Containers {
+			t.Spec.Containers[i].Env = append(t.Spec.Containers[i].Env, env...)
+		}
+	}
+	if !mountsConfigMap(&t.Spec, trustedCAConfigMap) {
+		// Pods that do not use the bundle (the NFS node plugin talks to no one) are not
+		// restarted when it changes.
+		return
+	}
+	if cm, err := o.nsInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(o.cfg.Namespace).Get(trustedCAConfigMap); err == nil {
+		if ca := cm.Data[trustedCAKey]; ca != "" {
+			if t.Annotations == nil {
+				t.Annotations = map[string]string{}
+			}
+			t.Annotations[trustedCAHashAnnot] = fmt.Sprintf("%x", sha256.Sum256([]byte(ca)))[:16]
+		}
+	}
+}
+
+func mountsConfigMap(spec *corev1.PodSpec, name string) bool {
+	for _, v := range spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func deploymentStatus(prefix string, d *appsv1.Deployment) *applyoperatorv1.OperatorStatusApplyConfiguration {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	s := d.Status
+	msg := fmt.Sprintf("Deployment %s: %d of %d pods available", d.Name, s.AvailableReplicas, want)
+	avail := condition(prefix+"Available", operatorv1.ConditionTrue, "AsExpected", msg)
+	if s.AvailableReplicas == 0 {
+		avail = condition(prefix+"Available", operatorv1.ConditionFalse, "Deploying", msg+": no controller pod is ready yet (kubectl -n "+d.Namespace+" get pods -l component=controller)")
+	}
+	prog := condition(prefix+"Progressing", operatorv1.ConditionFalse, "AsExpected", msg)
+	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > want {
+		prog = condition(prefix+"Progressing", operatorv1.ConditionTrue, "Deploying", msg)
+	}
+	return applyoperatorv1.OperatorStatus().WithConditions(avail, prog,
+		condition(prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
+}
+
+func daemonSetStatus(prefix string, d *appsv1.DaemonSet) *applyoperatorv1.OperatorStatusApplyConfiguration {
+	s := d.Status
+	msg := fmt.Sprintf("DaemonSet %s: %d of %d pods available", d.Name, s.NumberAvailable, s.DesiredNumberScheduled)
+	avail := condition(prefix+"Available", operatorv1.ConditionTrue, "AsExpected", msg)
+	if s.NumberAvailable == 0 && s.DesiredNumberScheduled > 0 || s.ObservedGeneration == 0 {
+		avail = condition(prefix+"Available", operatorv1.ConditionFalse, "Deploying", msg+": no node plugin pod is ready yet")
+	}
+	prog := condition(prefix+"Progressing", operatorv1.ConditionFalse, "AsExpected", msg)
+	if s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled < s.DesiredNumberScheduled || s.NumberAvailable < s.DesiredNumberScheduled {
+		prog = condition(prefix+"Progressing", operatorv1.ConditionTrue, "Deploying", msg)
+	}
+	return applyoperatorv1.OperatorStatus().WithConditions(avail, prog,
+		condition(prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
+}

@@ -1,0 +1,414 @@
+//go:build integration
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/manila-setup/manila-setup/installconfig"
+	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/internal/tui"
+	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/operator"
+)
+
+// TestWholeJourney walks what an administrator and then an application developer do, against
+// the loopback OpenStack and a sim cluster shaped like a fresh OpenShift-on-OpenStack install:
+//
+//  1. install time: the install-config is checked with the cloud (no compute pool reaches
+//     Manila), patched with the storage network discovery finds and the security group that lets
+//     NFS through, and checked again (clean, comments kept);
+//  2. Day 2: the worker MachineSet is patched and its Machines rolled, one at a time, until every
+//     Machine is on the storage network;
+//  3. the operator (the real binary, `operator install` then `operator start`) deploys the driver,
+//     writes csi-manila-secrets and one StorageClass per Manila share type, and reports healthy;
+//  4. the real driver (manila-csi-plugin and csi-provisioner) provisions a ReadWriteMany claim on
+//     every generated class as a real Manila share, and deleting the claims deletes the shares.
+func TestWholeJourney(t *testing.T) {
+	t0 := time.Now()
+	cloud := testenv.NewCloud(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	storageNet, nfsSG := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
+	machineNetwork := cloud.Seed.Subnets["tenant-subnet"].CIDR
+
+	// 1. Install time.
+	osc, err := openstack.Connect(ctx, openstack.Config{Cloud: testenv.CloudDemo, CloudsFile: cloud.CloudsFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := osc.Discover(ctx, openstack.DiscoverOptions{SecurityGroupIDs: []string{nfsSG}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best := disc.Best(); best == nil || best.Network.ID != storageNet {
+		t.Fatalf("discovery found %+v, want the storage network %s", best, storageNet)
+	}
+	t.Logf("discovered storage network %s (%s): %s", disc.Best().Network.Name, storageNet, strings.Join(disc.Best().Reasons, "; "))
+
+	const icName = "install-config.yaml"
+	original, err := os.ReadFile("testdata/install-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := cloudcheck.Checker{Client: osc, File: icName}
+	before, err := installconfig.CheckWithCloud(ctx, icName, original, checker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Errors() != 0 || !hasRule(before, cloudcheck.RuleNoManilaNetwork) {
+		t.Fatalf("the unpatched install-config: want no errors and a %s warning, got\n%s", cloudcheck.RuleNoManilaNetwork, before.Text(icName))
+	}
+	f, problems := installconfig.Check(icName, original)
+	if problems.Errors() != 0 {
+		t.Fatal(problems.Text(icName))
+	}
+	res, err := installconfig.Patch(f, installconfig.PatchOptions{Networks: []string{storageNet}, SecurityGroups: []string{nfsSG}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := installconfig.CheckWithCloud(ctx, icName, res.Output, checker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Changed || after.Errors() != 0 || after.Warnings() != 0 {
+		t.Fatalf("patched install-config (changed %t):\n%s\n%s", res.Changed, res.Output, after.Text(icName))
+	}
+	if !bytes.Contains(res.Output, []byte("# the tenant subnet")) || !bytes.Contains(res.Output, []byte(storageNet)) || !bytes.Contains(res.Output, []byte(nfsSG)) {
+		t.Errorf("patched install-config lost a comment or lacks the IDs:\n%s", res.Output)
+	}
+	t.Logf("install-config patched:\n%s", installconfig.UnifiedDiff(icName, icName, original, res.Output))
+
+	// 2. Day 2: a cluster installed without the storage network.
+	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 3})
+	cl, err := machinectl.InstallerShaped(ctx, sim, machinectl.ClusterOptions{InfraID: "ostest-e2e01", Workers: 3, InstallConfig: original})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	t.Logf("installer-shaped cluster with 3 workers up at %s", time.Since(t0).Round(time.Millisecond))
+	mc := machineclient.NewForConfigOrDie(sim.Config)
+	results, err := machinesets.Patch(ctx, mc, machinesets.PatchOptions{
+		Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsSG}},
+		Checker:    machinesets.NeutronChecker{Client: osc}, By: "manila-setup e2e",
+	})
+	if err != nil || len(results) != 1 || results[0].Action != machinesets.ActionPatched {
+		t.Fatalf("machinesets.Patch: %v, %+v", err, results)
+	}
+	t2 := time.Now()
+	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.RolloutOptions{
+		MaxSurge: 1, PollInterval: 200 * time.Millisecond, Timeout: 2 * time.Minute,
+		Progress: func(p machinesets.SetProgress) {},
+	})
+	if err != nil || len(progress) != 1 || progress[0].State != machinesets.RolloutDone || progress[0].Replaced != 3 {
+		t.Fatalf("machinesets.Rollout: %v, %+v", err, progress)
+	}
+	machines, err := mc.MachineV1beta1().Machines(machinectl.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + cl.MachineSet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, m := range machines.Items {
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		live++
+		spec, err := machinesets.DecodeProviderSpec(m.Spec.ProviderSpec.Value.Raw)
+		if err != nil || !spec.HasNetwork(storageNet) || !spec.HasSecurityGroup(nfsSG) {
+			t.Errorf("Machine %s after the rollout: not on the storage network with the nfs group (%v)", m.Name, err)
+		}
+	}
+	if live != 3 {
+		t.Errorf("%d live worker Machines after the rollout, want 3", live)
+	}
+	t.Logf("MachineSet %s patched and its 3 Machines replaced in %s", cl.MachineSet, time.Since(t2).Round(time.Millisecond))
+
+	// 3. The operator, as the real binary.
+	t3 := time.Now()
+	cli := buildCLI(t)
+	kubeconfig := sim.Kubeconfig
+	if out, err := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig,
+		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile).CombinedOutput(); err != nil {
+		t.Fatalf("operator install: %v\n%s", err, out)
+	}
+	ns := operator.DefaultNamespace
+	// The operator runs here; the in-cluster Deployment's kwok pod would run nothing.
+	dep, err := sim.Client.AppsV1().Deployments(ns).Get(ctx, operator.OperatorName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Replicas = ptr.To[int32](0)
+	if _, err := sim.Client.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	op := startOperator(t, cli, kubeconfig)
+	classes := waitStorageClasses(t, ctx, sim, op, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
+	for _, sc := range classes {
+		if sc.Parameters["nfs-shareClient"] != machineNetwork || sc.Parameters["csi.storage.k8s.io/provisioner-secret-name"] != operator.DriverSecretName ||
+			sc.Parameters["csi.storage.k8s.io/node-stage-secret-namespace"] != ns {
+			t.Errorf("StorageClass %s parameters %v: want nfs-shareClient %s and the driver Secret %s/%s", sc.Name, sc.Parameters, machineNetwork, ns, operator.DriverSecretName)
+		}
+	}
+	var status []byte
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := op.alive(); err != nil {
+			return false, err
+		}
+		status, err = exec.CommandContext(ctx, cli, "operator", "status", "--kubeconfig", kubeconfig).CombinedOutput()
+		return err == nil && storageNetworkReachable(ctx, t, sim), nil
+	})
+	if err != nil {
+		t.Fatalf("operator never healthy with the storage network reachable: %v\n%s\n%s", err, status, op.tail())
+	}
+	t.Logf("operator healthy in %s:\n$ manila-setup operator status\n%s", time.Since(t3).Round(time.Millisecond), status)
+
+	// 4. The real driver provisions a claim on every generated class.
+	t4 := time.Now()
+	drv := testenv.NewCSIController(t, testenv.CSIControllerOptions{Kubeconfig: kubeconfig, ClusterID: "ostest-e2e01"})
+	manila := manilaClient(t, ctx, testenv.CloudDemo)
+	createNamespace(t, ctx, sim.Client, "app")
+	alive := func() error {
+		if err := op.alive(); err != nil {
+			return err
+		}
+		return drv.Alive()
+	}
+	type claimed struct {
+		pvc   *corev1.PersistentVolumeClaim
+		pv    *corev1.PersistentVolume
+		share string
+	}
+	var claims []claimed
+	for _, sc := range classes {
+		pvc, err := sim.Client.CoreV1().PersistentVolumeClaims("app").Create(ctx, rwxClaim("app", "data-"+strings.TrimPrefix(sc.Name, operator.StorageClassPrefix), sc.Name, "2Gi"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims = append(claims, claimed{pvc: pvc})
+	}
+	for i := range claims {
+		c := &claims[i]
+		c.pv = waitBound(t, ctx, sim.Client, c.pvc, 2*time.Minute, alive)
+		shareType := classes[i].Annotations[operator.AnnotationShareType]
+		c.share = checkShare(t, ctx, manila, c.pv, shareType, machineNetwork, 2).ID
+		checkVolume(t, c.pv, classes[i].Name, ns, operator.DriverSecretName)
+		t.Logf("claim %s on %s: Bound, share %s of type %s", c.pvc.Name, classes[i].Name, c.share, shareType)
+	}
+	t.Logf("%d claims provisioned in %s", len(claims), time.Since(t4).Round(time.Millisecond))
+	t5 := time.Now()
+	for _, c := range claims {
+		if err := sim.Client.CoreV1().PersistentVolumeClaims("app").Delete(ctx, c.pvc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range claims {
+		if err := waitGone(ctx, 2*time.Minute, alive, func(ctx context.Context) error {
+			_, err := sim.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv.Name, metav1.GetOptions{})
+			return err
+		}); err != nil {
+			t.Fatalf("volume %s not deleted: %v", c.pv.Name, err)
+		}
+		if err := shareGone(ctx, manila, c.share, time.Minute, alive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("claims deleted, shares gone in %s", time.Since(t5).Round(time.Millisecond))
+
+	// The wizard's multi-writer check, on the real driver: the volume binds and the writers are
+	// scheduled on two nodes; the nodes are kwok's, so it says that it cannot go further and
+	// cleans up.
+	t6 := time.Now()
+	r := tui.CheckRWX(ctx, sim.Client, tui.RWXOptions{StorageClass: "csi-manila-default", Timeout: 2 * time.Minute, Poll: 500 * time.Millisecond})
+	t.Logf("multi-writer check in %s: %+v", time.Since(t6).Round(time.Millisecond), r)
+	if !r.Simulated || r.OK || r.Nodes[0] == "" || r.Nodes[1] == "" || r.Nodes[0] == r.Nodes[1] || !r.CleanedUp ||
+		!strings.Contains(r.Problem, "was provisioned and bound") {
+		t.Errorf("multi-writer check on the sim cluster: %+v", r)
+	}
+	t.Logf("whole journey %s", time.Since(t0).Round(time.Millisecond))
+}
+
+func hasRule(ps installconfig.Problems, rule string) bool {
+	return slices.ContainsFunc(ps, func(p installconfig.Problem) bool { return p.Rule() == rule })
+}
+
+// buildCLI builds manila-setup and manila-setup-operator as users run them, once per test
+// binary, and returns the CLI's path.
+var buildCLI = func() func(t *testing.T) string {
+	var once sync.Once
+	var path string
+	var err error
+	return func(t *testing.T) string {
+		t.Helper()
+		once.Do(func() {
+			var dir string
+			if dir, err = os.MkdirTemp("", "manila-setup-e2e-"); err != nil {
+				return
+			}
+			cliDir = dir
+			path = filepath.Join(dir, "manila-setup")
+			// The operator is a binary of its own, found next to the CLI (as make build puts it).
+			for _, name := range []string{"manila-setup", "manila-setup-operator"} {
+				out, buildErr := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/manila-setup/manila-setup/cmd/"+name).CombinedOutput()
+				if buildErr != nil {
+					err = fmt.Errorf("go build %s: %v\n%s", name, buildErr, out)
+					return
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+}()
+
+// cliDir holds the binaries buildCLI built; TestMain removes it.
+var cliDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cliDir != "" {
+		_ = os.RemoveAll(cliDir)
+	}
+	os.Exit(code)
+}
+
+// operatorProcess is `manila-setup operator start` running beside the sim cluster.
+type operatorProcess struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func startOperator(t *testing.T, cli, kubeconfig string) *operatorProcess {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "operator.log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cli, "operator", "start", "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--health-address", "", "--resync", "10s")
+	cmd.Env = os.Environ()
+	im := operator.DefaultImages
+	for k, p := range im.ImageEnv() {
+		cmd.Env = append(cmd.Env, k+"="+*p)
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &operatorProcess{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Log("operator log:\n" + p.tail())
+		}
+	})
+	return p
+}
+
+func (p *operatorProcess) alive() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("the operator exited:\n%s", p.tail())
+	default:
+		return nil
+	}
+}
+
+func (p *operatorProcess) tail() string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitStorageClasses waits for the operator's StorageClasses (want, sorted) and the driver
+// Secret, and returns the classes in that order.
+func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimCluster, op *operatorProcess, want []string) []storagev1.StorageClass {
+	t.Helper()
+	var got []storagev1.StorageClass
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := op.alive(); err != nil {
+			return false, err
+		}
+		if _, err := sim.Client.CoreV1().Secrets(operator.DefaultNamespace).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); err != nil {
+			return false, nil
+		}
+		list, err := sim.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: operator.LabelManagedBy + "=" + operator.ManagedByValue})
+		if err != nil {
+			return false, err
+		}
+		got = list.Items
+		slices.SortFunc(got, func(a, b storagev1.StorageClass) int { return strings.Compare(a.Name, b.Name) })
+		var names []string
+		for _, sc := range got {
+			names = append(names, sc.Name)
+		}
+		return slices.Equal(names, want), nil
+	})
+	if err != nil {
+		var names []string
+		for _, sc := range got {
+			names = append(names, sc.Name)
+		}
+		t.Fatalf("StorageClasses %v and Secret %s, want classes %v: %v\n%s", names, operator.DriverSecretName, want, err, op.tail())
+	}
+	return got
+}
+
+// storageNetworkReachable reads the operator's StorageNetworkReachable condition.
+func storageNetworkReachable(ctx context.Context, t *testing.T, sim *testenv.SimCluster) bool {
+	oc, err := operatorclient.NewForConfig(sim.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := oc.OperatorV1().ClusterCSIDrivers().Get(ctx, operator.DriverName, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == operator.ConditionStorageNetworkReachable {
+			return c.Status == operatorv1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `make demo-down`: stops the sandbox cluster (its whole process group), and the loopback
+# OpenStack only if `make demo` started it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+sandbox="$MANILA_SETUP_RUN/sandbox"
+if [[ -f $sandbox/sandbox.pid ]]; then
+  pid=$(cat "$sandbox/sandbox.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    step "stopping the sandbox (pid $pid): driver, operator, Machine API, cluster"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 60); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.5
+    done
+  fi
+  # Whatever is left of its process group (the sandbox ran as its leader, under setsid).
+  if kill -0 -- "-$pid" 2>/dev/null; then
+    step "stopping what is left of process group $pid"
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$sandbox/sandbox.pid" "$sandbox/ready"
+  step "sandbox stopped (logs kept in $sandbox)"
+else
+  step "no sandbox running"
+fi
+
+if [[ -f $sandbox/started-openstack ]]; then
+  step "stopping the loopback OpenStack that make demo started"
+  bash "$here/../openstack/down.sh"
+  rm -f "$sandbox/started-openstack"
+else
+  step "the loopback OpenStack was not started by make demo: left as it is (make env-down stops it)"
+fi

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# `make demo`: brings up (or reuses) the loopback OpenStack and the sandbox cluster, then opens
+# the attach wizard against them (or prints its command when there is no terminal).
+#
+#   - the loopback OpenStack (test/env/openstack/up.sh), unless it is already running;
+#   - meanwhile the kube binaries and the real CSI driver's binaries (cached after the first run);
+#   - the sandbox (test/env/sandbox/main.go) in its own process group: a sim cluster shaped like
+#     a fresh OpenShift-on-OpenStack install, the Machine API stand-in, the operator and the real
+#     driver's controller, until `make demo-down`.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../../.." && pwd)
+. "$here/../lib.sh"
+cd "$top"
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+
+sandbox="$MANILA_SETUP_RUN/sandbox"
+os_dir="$MANILA_SETUP_RUN/openstack"
+cli="$top/bin/manila-setup"
+cloud=${DEMO_CLOUD:-manila-setup}
+mkdir -p "$sandbox"
+
+sandbox_running() {
+  [[ -f $sandbox/sandbox.pid ]] && kill -0 "$(cat "$sandbox/sandbox.pid")" 2>/dev/null
+}
+
+openstack_running() {
+  local f
+  for f in "$os_dir"/*.pgid; do
+    [[ -f $f ]] && kill -0 -- "-$(cat "$f")" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+open_wizard() {
+  local cmd=("$cli" networks attach --kubeconfig "$sandbox/kubeconfig" --os-cloud "$cloud"
+    --os-client-config-file "$os_dir/clouds.yaml")
+  if [[ -t 0 && -t 1 ]]; then
+    step "opening the wizard: ${cmd[*]#"$top/"}"
+    exec "${cmd[@]}"
+  fi
+  echo
+  echo "No terminal here, so the wizard is not opened. Run it in a terminal:"
+  echo "  ${cmd[*]}"
+}
+
+if sandbox_running && [[ -f $sandbox/ready ]]; then
+  step "the sandbox is already running (pid $(cat "$sandbox/sandbox.pid")): reusing it"
+  bash "$here/../demo-info.sh"
+  open_wizard
+  exit 0
+fi
+if sandbox_running; then
+  die "a sandbox is starting or stuck (pid $(cat "$sandbox/sandbox.pid"), log $sandbox/sandbox.log): make demo-down first"
+fi
+
+# The cloud installs and starts (network and disk bound) while the binaries compile (CPU bound).
+openstack_pid=
+if openstack_running; then
+  step "loopback OpenStack already running: reusing it (make demo-down leaves it running)"
+else
+  step "loopback OpenStack: starting in the background (first time 3-5 min; log $sandbox/openstack-up.log)"
+  touch "$sandbox/started-openstack"
+  bash "$here/../openstack/up.sh" >"$sandbox/openstack-up.log" 2>&1 &
+  openstack_pid=$!
+fi
+
+step "kube binaries (first time 20-30 min, then cached)"
+KUBEBUILDER_ASSETS=$(bash "$here/../kube/build.sh")
+export KUBEBUILDER_ASSETS
+step "CSI driver binaries (first time 10-15 min, then cached)"
+MANILA_SETUP_CSI_BIN=$(bash "$here/../csi/build.sh")
+export MANILA_SETUP_CSI_BIN
+step "building the sandbox program (first time a few minutes, then cached)"
+go build -o "$top/bin/manila-setup-sandbox" ./test/env/sandbox
+
+if [[ -n $openstack_pid ]]; then
+  if ! wait "$openstack_pid"; then
+    cat "$sandbox/openstack-up.log" >&2
+    die "the loopback OpenStack did not come up (log above)"
+  fi
+  step "loopback OpenStack ready"
+fi
+
+step "starting the sandbox (log $sandbox/sandbox.log)"
+rm -f "$sandbox/ready"
+# setsid: the sandbox and every server it starts share one new process group, which
+# demo-down stops as a whole.
+MANILA_SETUP_T0=$_env_t0 setsid "$top/bin/manila-setup-sandbox" --dir "$sandbox" --cli "$cli" --cloud "$cloud" \
+  >"$sandbox/sandbox.log" 2>&1 </dev/null &
+pid=$!
+echo "$pid" >"$sandbox/sandbox.pid"
+tail -n +1 -f "$sandbox/sandbox.log" &
+tail_pid=$!
+while [[ ! -f $sandbox/ready ]]; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    sleep 0.5
+    kill "$tail_pid" 2>/dev/null || true
+    die "the sandbox stopped before it was ready (log $sandbox/sandbox.log); make demo-down cleans up"
+  fi
+  sleep 0.5
+done
+sleep 0.3
+kill "$tail_pid" 2>/dev/null || true
+wait "$tail_pid" 2>/dev/null || true
+step "sandbox ready"
+
+bash "$here/../demo-info.sh"
+open_wizard
