@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 func view(d *driver) string { return ansi.Strip(d.m.View()) }
@@ -431,4 +434,34 @@ func TestVerifyShowsWhatNeedsAttention(t *testing.T) {
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
+}
+
+// TestApplyFitsManyMachineSets: with more MachineSets than lines, the set being rolled keeps its
+// phase, the others are counted, and the stop question stays on screen.
+func TestApplyFitsManyMachineSets(t *testing.T) {
+	now := time.Now()
+	a := applyModel{phase: applyRolling, started: now, now: now, confirmStop: true, sets: map[string]machinesets.SetProgress{}}
+	for i := 0; i < 14; i++ {
+		n := fmt.Sprintf("ostest-x7k2p-worker-%d", i)
+		p := machinesets.SetProgress{Name: n, Total: 3, State: machinesets.RolloutPending, Phase: "waiting"}
+		switch {
+		case i < 5:
+			p.State, p.Replaced, p.Phase = machinesets.RolloutDone, 3, "done: 3 of 3 replaced"
+		case i == 5:
+			p.State, p.Replaced, p.Phase = machinesets.RolloutRunning, 1, "waiting for new Machine ostest-x7k2p-worker-5-abcde to become a Ready Node"
+		}
+		a.order = append(a.order, n)
+		a.sets[n] = p
+		a.patched = append(a.patched, machinesets.PatchResult{Name: n, Action: machinesets.ActionPatched, AddedNetworks: []string{fakeStorageNet}})
+	}
+	got := ansi.Strip(strings.Join(a.view(80, 20, "*"), "\n"))
+	if n := len(a.view(80, 20, "*")); n > 20 {
+		t.Errorf("%d lines for a height of 20:\n%s", n, got)
+	}
+	mustContain(t, got, "ostest-x7k2p-worker-5", "waiting for new Machine ostest-x7k2p-worker-5-abcde", "… and 13 more MachineSets: 5 finished, 8 waiting", "Stop the rollout?", "y: stop, n: keep going")
+
+	// Enough room: every set with its phase, and one line for the identical patches.
+	a.confirmStop = false
+	got = ansi.Strip(strings.Join(a.view(120, 60, "*"), "\n"))
+	mustContain(t, got, "ostest-x7k2p-worker-13", "done: 3 of 3 replaced", "patched 14 MachineSets (")
 }

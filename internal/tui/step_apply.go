@@ -241,13 +241,37 @@ func (a applyModel) view(w, h int, spin string) []string {
 		lines = append(lines, wrapStyled(styleErr, "✗ "+a.err, w)...)
 	}
 	lines = append(lines, styleDim.Render(fmt.Sprintf("elapsed %s", elapsed.Truncate(time.Second))), "")
+
+	// The stop question must always be on screen; the sets get what height is left.
+	var confirm []string
+	if a.confirmStop {
+		confirm = append([]string{""}, wrapStyled(styleWarn, "Stop the rollout? The machine being replaced finishes its step; machines already replaced stay. Running the wizard or `manila-setup machinesets rollout` again resumes. y: stop, n: keep going", w)...)
+	}
+	patched := a.patchedLines(w)
+	budget := h - len(lines) - len(confirm)
+	sets := a.setLines(w, budget-len(patched))
+	if len(sets)+len(patched) > budget {
+		patched = nil
+	}
+	lines = append(lines, sets...)
+	lines = append(lines, patched...)
+	return append(lines, confirm...)
+}
+
+// setLines draws a progress bar per MachineSet, with its current phase under it. When they do
+// not fit in height, finished and pending sets lose their phase line, then only the sets being
+// rolled (or failed) are drawn and the others are counted on one line.
+func (a applyModel) setLines(w, height int) []string {
 	nameW := 10
 	for _, n := range a.order {
 		nameW = max(nameW, min(len(n), 34))
 	}
 	barW := max(min(w-nameW-22, 40), 10)
 	bar := progress.New(progress.WithWidth(barW), progress.WithoutPercentage(), progress.WithSolidFill("#5fafff"))
-	for _, n := range a.order {
+	active := func(p machinesets.SetProgress) bool {
+		return p.State == machinesets.RolloutRunning || p.State == machinesets.RolloutFailed
+	}
+	draw := func(n string, withPhase bool) []string {
 		p := a.sets[n]
 		frac := 0.0
 		if p.Total > 0 {
@@ -257,21 +281,74 @@ func (a applyModel) view(w, h int, spin string) []string {
 			frac = 1
 		}
 		counts := fmt.Sprintf("%d/%d", p.Replaced, p.Total)
-		lines = append(lines, cut(fmt.Sprintf("%-*s %s %-7s %s", nameW, cut(n, nameW), bar.ViewAs(frac), counts, p.State), w))
-		st := styleDim
-		if p.State == machinesets.RolloutFailed {
-			st = styleErr
+		out := []string{cut(fmt.Sprintf("%-*s %s %-7s %s", nameW, cut(n, nameW), bar.ViewAs(frac), counts, p.State), w)}
+		if withPhase && p.Phase != "" {
+			st := styleDim
+			if p.State == machinesets.RolloutFailed {
+				st = styleErr
+			}
+			out = append(out, st.Render(cut("  "+p.Phase, w)))
 		}
-		lines = append(lines, st.Render(cut("  "+p.Phase, w)))
+		return out
 	}
+	for _, compact := range []bool{false, true} {
+		var lines []string
+		for _, n := range a.order {
+			lines = append(lines, draw(n, !compact || active(a.sets[n]))...)
+		}
+		if len(lines) <= height {
+			return lines
+		}
+	}
+	var lines []string
+	done, pending := 0, 0
+	for _, n := range a.order {
+		p := a.sets[n]
+		switch {
+		case active(p):
+			lines = append(lines, draw(n, true)...)
+		case p.State == machinesets.RolloutDone || p.State == machinesets.RolloutUpToDate:
+			done++
+		default:
+			pending++
+		}
+	}
+	return append(lines, styleDim.Render(cut(fmt.Sprintf("… and %d more MachineSets: %d finished, %d waiting", done+pending, done, pending), w)))
+}
+
+// patchedLines says what was patched: one line for all when every MachineSet got the same
+// change, else one per MachineSet.
+func (a applyModel) patchedLines(w int) []string {
+	var names []string
+	var first machinesets.PatchResult
+	for _, r := range a.patched {
+		if r.Action == machinesets.ActionPatched {
+			if len(names) == 0 {
+				first = r
+			}
+			names = append(names, r.Name)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		return wrapStyled(styleDim, "patched "+names[0]+": "+describeAdded(first), w)
+	}
+	same := true
+	for _, r := range a.patched {
+		if r.Action == machinesets.ActionPatched && describeAdded(r) != describeAdded(first) {
+			same = false
+		}
+	}
+	if same {
+		return wrapStyled(styleDim, fmt.Sprintf("patched %d MachineSets (%s): %s", len(names), strings.Join(names, ", "), describeAdded(first)), w)
+	}
+	var lines []string
 	for _, r := range a.patched {
 		if r.Action == machinesets.ActionPatched {
 			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+describeAdded(r), w)...)
 		}
-	}
-	if a.confirmStop {
-		lines = append(lines, "")
-		lines = append(lines, wrapStyled(styleWarn, "Stop the rollout? The machine being replaced finishes its step; machines already replaced stay. Running the wizard or `manila-setup machinesets rollout` again resumes. y: stop, n: keep going", w)...)
 	}
 	return lines
 }
