@@ -247,6 +247,17 @@ func TestWholeJourney(t *testing.T) {
 		!strings.Contains(r.Problem, "was provisioned and bound") {
 		t.Errorf("multi-writer check on the sim cluster: %+v", r)
 	}
+	// Its claim went with its namespace; the driver deletes the share before the provisioner
+	// removes the volume, so no volume left means no share left behind in Manila.
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := alive(); err != nil {
+			return false, err
+		}
+		pvs, err := sim.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+		return err == nil && len(pvs.Items) == 0, nil
+	}); err != nil {
+		t.Errorf("the multi-writer check's volume was not deleted: %v", err)
+	}
 	t.Logf("whole journey %s", time.Since(t0).Round(time.Millisecond))
 }
 
