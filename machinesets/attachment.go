@@ -2,7 +2,6 @@ package machinesets
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -17,14 +17,11 @@ import (
 // AttachmentAnnotation on a MachineSet records, as JSON (AttachmentRecord), the storage networks
 // and security groups manila-setup attached to it, so that the wizard and the operator can report
 // them.
-const AttachmentAnnotation = "manila-setup.io/storage-attachment"
+const AttachmentAnnotation = attachment.Annotation
 
 // Attachment is what a MachineSet's machines should be attached to: the Neutron IDs of the
 // storage networks and of the security groups that let the machines reach Manila's exports.
-type Attachment struct {
-	Networks       []string `json:"networks"`
-	SecurityGroups []string `json:"securityGroups,omitempty"`
-}
+type Attachment attachment.IDs
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
@@ -62,15 +59,11 @@ type AttachmentRecord struct {
 
 // RecordOf returns the AttachmentRecord of a MachineSet, nil when it has none or it does not parse.
 func RecordOf(ms *machinev1beta1.MachineSet) *AttachmentRecord {
-	v, ok := ms.Annotations[AttachmentAnnotation]
-	if !ok {
+	r := attachment.Parse(ms.Annotations)
+	if r == nil {
 		return nil
 	}
-	var r AttachmentRecord
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return nil
-	}
-	return &r
+	return &AttachmentRecord{Attachment: Attachment(r.IDs), Time: r.Time, By: r.By}
 }
 
 // merged returns the record after attaching a: the union of the IDs, with time and author now.

@@ -1,9 +1,9 @@
-// Package operator is what the manila-setup CLI needs of the Manila CSI driver operator: the
-// manifests that deploy it (Render, Install), its state (GetStatus), and what the operator and
-// the CLI share: names, operand images, the credentials translation, StorageClass naming and
-// the decoding of the embedded assets. It does not link library-go: the running operator, its
-// controllers on library-go, lives in operator/controllers and in its own binary,
-// manila-setup-operator.
+// Package operator is what the manila-setup CLI and the in-cluster operator share about the
+// Manila CSI driver: the manifests that deploy the operator (Render), names, operand images,
+// the credentials translation, StorageClass naming and the decoding of the embedded assets.
+// Installing into a cluster and reading the status back is operator/deploy; the running
+// operator is operator/controllers, in its own binary, manila-setup-operator. This package
+// links neither client-go's clientset nor library-go, so both binaries stay small.
 package operator
 
 import (
@@ -13,9 +13,15 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/assets"
@@ -81,13 +87,24 @@ func ImagesFromEnv(getenv func(string) string) (Images, error) {
 	return im, nil
 }
 
+// assetDecoder knows the kinds of the operand manifests and no others: client-go's scheme of
+// every API group would cost the operator binary, which links this package, about 10 MiB of
+// resident memory (docs/performance.md).
+var assetDecoder = func() runtime.Decoder {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme} {
+		utilruntime.Must(add(s))
+	}
+	return serializer.NewCodecFactory(s).UniversalDeserializer()
+}()
+
 // ReadAsset renders a manifest of assets/ and decodes it into its typed object.
 func ReadAsset(name string, vars map[string]string) (runtime.Object, error) {
 	b, err := assets.Render(name, vars)
 	if err != nil {
 		return nil, err
 	}
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(b, nil, nil)
+	obj, _, err := assetDecoder.Decode(b, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/deploy"
 )
 
 func newOperatorCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -291,7 +292,7 @@ func (o *OperatorInstallOptions) Run(ctx context.Context, g *GlobalOptions, stre
 	if err != nil {
 		return usageError("%v", err)
 	}
-	applied, err := operator.Install(ctx, o.cfg, rendered, o.Namespace, o.credentials)
+	applied, err := deploy.Install(ctx, o.cfg, rendered, o.Namespace, o.credentials)
 	if err != nil {
 		return environmentError(err)
 	}
@@ -335,7 +336,7 @@ installed operand is not available.`,
 }
 
 func (o *OperatorStatusOptions) Run(ctx context.Context, g *GlobalOptions, streams IOStreams) error {
-	st, err := operator.GetStatus(ctx, o.cfg, o.Namespace)
+	st, err := deploy.GetStatus(ctx, o.cfg, o.Namespace)
 	if err != nil {
 		return environmentError(err)
 	}
@@ -352,7 +353,7 @@ func (o *OperatorStatusOptions) Run(ctx context.Context, g *GlobalOptions, strea
 	return nil
 }
 
-func printStatusText(streams IOStreams, st *operator.Status) {
+func printStatusText(streams IOStreams, st *deploy.Status) {
 	w := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
 	health := "healthy"
 	if !st.Healthy {

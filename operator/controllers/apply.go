@@ -75,14 +75,14 @@ func (o *Operator) applyObject(ctx context.Context, obj runtime.Object) error {
 	switch req := obj.(type) {
 	case *corev1.ServiceAccount:
 		req = withAppliedHash(req, req.ObjectMeta)
-		if ex, err := o.nsInformers.Core().V1().ServiceAccounts().Lister().ServiceAccounts(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) {
+		if ex, err := o.lister.serviceAccounts.ServiceAccounts(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) {
 			return nil
 		}
 		_, err := putTyped(ctx, o, req)
 		return err
 	case *corev1.Service:
 		req = withAppliedHash(req, req.Spec)
-		if ex, err := o.nsInformers.Core().V1().Services().Lister().Services(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) {
+		if ex, err := o.lister.services.Services(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) {
 			return nil
 		}
 		_, err := putTyped(ctx, o, req)
@@ -90,7 +90,7 @@ func (o *Operator) applyObject(ctx context.Context, obj runtime.Object) error {
 	case *corev1.ConfigMap:
 		// The trusted CA ConfigMap: its data belongs to the cluster network operator, which
 		// injects the bundle; only create it and keep its labels.
-		ex, err := o.nsInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(req.Namespace).Get(req.Name)
+		ex, err := o.lister.configMaps.ConfigMaps(req.Namespace).Get(req.Name)
 		if err == nil {
 			if metaContains(ex, req) {
 				return nil
@@ -98,52 +98,52 @@ func (o *Operator) applyObject(ctx context.Context, obj runtime.Object) error {
 			upd := ex.DeepCopy()
 			changed := false
 			resourcemerge.EnsureObjectMeta(&changed, &upd.ObjectMeta, req.ObjectMeta)
-			_, err = c.CoreV1().ConfigMaps(req.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+			_, err = c.configMaps(req.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
 			return err
 		}
-		_, err = c.CoreV1().ConfigMaps(req.Namespace).Create(ctx, req, metav1.CreateOptions{})
+		_, err = c.configMaps(req.Namespace).Create(ctx, req, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// There, but without the operator's label, so not in its cache: label it once.
-			ex, err := c.CoreV1().ConfigMaps(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
+			ex, err := c.configMaps(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			changed := false
 			resourcemerge.EnsureObjectMeta(&changed, &ex.ObjectMeta, req.ObjectMeta)
 			if changed {
-				_, err = c.CoreV1().ConfigMaps(req.Namespace).Update(ctx, ex, metav1.UpdateOptions{})
+				_, err = c.configMaps(req.Namespace).Update(ctx, ex, metav1.UpdateOptions{})
 			}
 			return err
 		}
 		return err
 	case *rbacv1.ClusterRole:
-		if ex, err := o.clusterInformers.Rbac().V1().ClusterRoles().Lister().Get(req.Name); err == nil && metaContains(ex, req) && equality.Semantic.DeepEqual(ex.Rules, req.Rules) {
+		if ex, err := o.lister.clusterRoles.Get(req.Name); err == nil && metaContains(ex, req) && equality.Semantic.DeepEqual(ex.Rules, req.Rules) {
 			return nil
 		}
 		_, err := putTyped(ctx, o, req)
 		return err
 	case *rbacv1.ClusterRoleBinding:
-		if ex, err := o.clusterInformers.Rbac().V1().ClusterRoleBindings().Lister().Get(req.Name); err == nil && metaContains(ex, req) &&
+		if ex, err := o.lister.clusterRoleBindings.Get(req.Name); err == nil && metaContains(ex, req) &&
 			equality.Semantic.DeepEqual(ex.Subjects, req.Subjects) && ex.RoleRef == req.RoleRef {
 			return nil
 		}
 		_, err := putTyped(ctx, o, req)
 		return err
 	case *rbacv1.Role:
-		if ex, err := o.nsInformers.Rbac().V1().Roles().Lister().Roles(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) && equality.Semantic.DeepEqual(ex.Rules, req.Rules) {
+		if ex, err := o.lister.roles.Roles(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) && equality.Semantic.DeepEqual(ex.Rules, req.Rules) {
 			return nil
 		}
 		_, err := putTyped(ctx, o, req)
 		return err
 	case *rbacv1.RoleBinding:
-		if ex, err := o.nsInformers.Rbac().V1().RoleBindings().Lister().RoleBindings(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) &&
+		if ex, err := o.lister.roleBindings.RoleBindings(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) &&
 			equality.Semantic.DeepEqual(ex.Subjects, req.Subjects) && ex.RoleRef == req.RoleRef {
 			return nil
 		}
 		_, err := putTyped(ctx, o, req)
 		return err
 	case *policyv1.PodDisruptionBudget:
-		if ex, err := o.nsInformers.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) &&
+		if ex, err := o.lister.pdbs.PodDisruptionBudgets(req.Namespace).Get(req.Name); err == nil && metaContains(ex, req) &&
 			equality.Semantic.DeepEqual(ex.Spec.MaxUnavailable, req.Spec.MaxUnavailable) && equality.Semantic.DeepEqual(ex.Spec.Selector, req.Spec.Selector) {
 			return nil
 		}
@@ -154,7 +154,7 @@ func (o *Operator) applyObject(ctx context.Context, obj runtime.Object) error {
 		if err := setSpecHash(&probe.ObjectMeta, probe.Spec); err != nil {
 			return err
 		}
-		if ex, err := o.clusterInformers.Storage().V1().CSIDrivers().Lister().Get(req.Name); err == nil && metaContains(ex, probe) {
+		if ex, err := o.lister.csiDrivers.Get(req.Name); err == nil && metaContains(ex, probe) {
 			return nil
 		}
 		_, err := putTyped(ctx, o, probe)
@@ -166,43 +166,19 @@ func (o *Operator) applyObject(ctx context.Context, obj runtime.Object) error {
 // createIfMissing creates obj when the cache has no object of that name. done is false when the
 // object exists (or turned out to exist): the caller then compares and updates.
 func (o *Operator) createIfMissing(ctx context.Context, obj runtime.Object) (done bool, err error) {
-	c, ns := o.kube, o.cfg.Namespace
-	var lerr error
 	switch v := obj.(type) {
 	case *corev1.ServiceAccount:
-		if _, lerr = o.nsInformers.Core().V1().ServiceAccounts().Lister().ServiceAccounts(ns).Get(v.Name); apierrors.IsNotFound(lerr) {
-			_, err = c.CoreV1().ServiceAccounts(ns).Create(ctx, withAppliedHash(v.DeepCopy(), v.ObjectMeta), metav1.CreateOptions{})
-		}
+		obj = withAppliedHash(v.DeepCopy(), v.ObjectMeta)
 	case *corev1.Service:
-		if _, lerr = o.nsInformers.Core().V1().Services().Lister().Services(ns).Get(v.Name); apierrors.IsNotFound(lerr) {
-			_, err = c.CoreV1().Services(ns).Create(ctx, withAppliedHash(v.DeepCopy(), v.Spec), metav1.CreateOptions{})
-		}
-	case *rbacv1.ClusterRole:
-		if _, lerr = o.clusterInformers.Rbac().V1().ClusterRoles().Lister().Get(v.Name); apierrors.IsNotFound(lerr) {
-			_, err = c.RbacV1().ClusterRoles().Create(ctx, v, metav1.CreateOptions{})
-		}
-	case *rbacv1.ClusterRoleBinding:
-		if _, lerr = o.clusterInformers.Rbac().V1().ClusterRoleBindings().Lister().Get(v.Name); apierrors.IsNotFound(lerr) {
-			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, v, metav1.CreateOptions{})
-		}
-	case *rbacv1.Role:
-		if _, lerr = o.nsInformers.Rbac().V1().Roles().Lister().Roles(ns).Get(v.Name); apierrors.IsNotFound(lerr) {
-			_, err = c.RbacV1().Roles(ns).Create(ctx, v, metav1.CreateOptions{})
-		}
-	case *rbacv1.RoleBinding:
-		if _, lerr = o.nsInformers.Rbac().V1().RoleBindings().Lister().RoleBindings(ns).Get(v.Name); apierrors.IsNotFound(lerr) {
-			_, err = c.RbacV1().RoleBindings(ns).Create(ctx, v, metav1.CreateOptions{})
-		}
-	case *policyv1.PodDisruptionBudget:
-		if _, lerr = o.nsInformers.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets(ns).Get(v.Name); apierrors.IsNotFound(lerr) {
-			_, err = c.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, v, metav1.CreateOptions{})
-		}
+		obj = withAppliedHash(v.DeepCopy(), v.Spec)
+	case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding, *policyv1.PodDisruptionBudget:
 	default:
 		return false, nil
 	}
-	if !apierrors.IsNotFound(lerr) {
+	if o.inCache(obj) {
 		return false, nil
 	}
+	err = o.kube.create(ctx, obj, o.cfg.Namespace)
 	if apierrors.IsAlreadyExists(err) {
 		return false, nil // the cache was behind: compare and update as usual
 	}
@@ -211,6 +187,45 @@ func (o *Operator) createIfMissing(ctx context.Context, obj runtime.Object) (don
 		o.recorder.Eventf(kind+"Created", "Created %s %s", kind, obj.(metav1.Object).GetName())
 	}
 	return true, err
+}
+
+// inCache reports whether the informer cache holds an object of obj's kind and name (in the
+// operator namespace for namespaced kinds).
+func (o *Operator) inCache(obj runtime.Object) bool {
+	name := obj.(metav1.Object).GetName()
+	ns := o.cfg.Namespace
+	var err error
+	switch obj.(type) {
+	case *corev1.ServiceAccount:
+		_, err = o.lister.serviceAccounts.ServiceAccounts(ns).Get(name)
+	case *corev1.Service:
+		_, err = o.lister.services.Services(ns).Get(name)
+	case *corev1.ConfigMap:
+		_, err = o.lister.configMaps.ConfigMaps(ns).Get(name)
+	case *corev1.Secret:
+		_, err = o.lister.secrets.Secrets(ns).Get(name)
+	case *rbacv1.ClusterRole:
+		_, err = o.lister.clusterRoles.Get(name)
+	case *rbacv1.ClusterRoleBinding:
+		_, err = o.lister.clusterRoleBindings.Get(name)
+	case *rbacv1.Role:
+		_, err = o.lister.roles.Roles(ns).Get(name)
+	case *rbacv1.RoleBinding:
+		_, err = o.lister.roleBindings.RoleBindings(ns).Get(name)
+	case *policyv1.PodDisruptionBudget:
+		_, err = o.lister.pdbs.PodDisruptionBudgets(ns).Get(name)
+	case *storagev1.CSIDriver:
+		_, err = o.lister.csiDrivers.Get(name)
+	case *storagev1.StorageClass:
+		_, err = o.lister.storageClasses.Get(name)
+	case *appsv1.Deployment:
+		_, err = o.lister.deployments.Deployments(ns).Get(name)
+	case *appsv1.DaemonSet:
+		_, err = o.lister.daemonSets.DaemonSets(ns).Get(name)
+	default:
+		return false
+	}
+	return err == nil
 }
 
 // applyUnstructured applies a ServiceMonitor or VolumeSnapshotClass, skipping it when the
@@ -240,7 +255,7 @@ func (o *Operator) applyDeployment(ctx context.Context, req *appsv1.Deployment, 
 	if err := setSpecHash(&probe.ObjectMeta, probe.Spec); err != nil {
 		return nil, err
 	}
-	ex, err := o.nsInformers.Apps().V1().Deployments().Lister().Deployments(req.Namespace).Get(req.Name)
+	ex, err := o.lister.deployments.Deployments(req.Namespace).Get(req.Name)
 	if err == nil && ex.DeletionTimestamp == nil && ex.Generation == lastGeneration && metaContains(ex, probe) {
 		return ex, nil
 	}
@@ -253,7 +268,7 @@ func (o *Operator) applyDaemonSet(ctx context.Context, req *appsv1.DaemonSet, la
 	if err := setSpecHash(&probe.ObjectMeta, probe.Spec); err != nil {
 		return nil, err
 	}
-	ex, err := o.nsInformers.Apps().V1().DaemonSets().Lister().DaemonSets(req.Namespace).Get(req.Name)
+	ex, err := o.lister.daemonSets.DaemonSets(req.Namespace).Get(req.Name)
 	if err == nil && ex.DeletionTimestamp == nil && ex.Generation == lastGeneration && metaContains(ex, probe) {
 		return ex, nil
 	}
@@ -262,76 +277,20 @@ func (o *Operator) applyDaemonSet(ctx context.Context, req *appsv1.DaemonSet, la
 
 // deleteIfPresent deletes an object the cache still shows, for managementState Removed.
 func (o *Operator) deleteIfPresent(ctx context.Context, obj runtime.Object) error {
-	var err error
-	ns := o.cfg.Namespace
-	c := o.kube
-	opts := metav1.DeleteOptions{}
-	switch v := obj.(type) {
-	case *corev1.ServiceAccount:
-		if _, e := o.nsInformers.Core().V1().ServiceAccounts().Lister().ServiceAccounts(ns).Get(v.Name); e == nil {
-			err = c.CoreV1().ServiceAccounts(ns).Delete(ctx, v.Name, opts)
-		}
-	case *corev1.Service:
-		if _, e := o.nsInformers.Core().V1().Services().Lister().Services(ns).Get(v.Name); e == nil {
-			err = c.CoreV1().Services(ns).Delete(ctx, v.Name, opts)
-		}
-	case *corev1.ConfigMap:
-		if _, e := o.nsInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).Get(v.Name); e == nil {
-			err = c.CoreV1().ConfigMaps(ns).Delete(ctx, v.Name, opts)
-		}
-	case *corev1.Secret:
-		if _, e := o.nsInformers.Core().V1().Secrets().Lister().Secrets(ns).Get(v.Name); e == nil {
-			err = c.CoreV1().Secrets(ns).Delete(ctx, v.Name, opts)
-		}
-	case *rbacv1.ClusterRole:
-		if _, e := o.clusterInformers.Rbac().V1().ClusterRoles().Lister().Get(v.Name); e == nil {
-			err = c.RbacV1().ClusterRoles().Delete(ctx, v.Name, opts)
-		}
-	case *rbacv1.ClusterRoleBinding:
-		if _, e := o.clusterInformers.Rbac().V1().ClusterRoleBindings().Lister().Get(v.Name); e == nil {
-			err = c.RbacV1().ClusterRoleBindings().Delete(ctx, v.Name, opts)
-		}
-	case *rbacv1.Role:
-		if _, e := o.nsInformers.Rbac().V1().Roles().Lister().Roles(ns).Get(v.Name); e == nil {
-			err = c.RbacV1().Roles(ns).Delete(ctx, v.Name, opts)
-		}
-	case *rbacv1.RoleBinding:
-		if _, e := o.nsInformers.Rbac().V1().RoleBindings().Lister().RoleBindings(ns).Get(v.Name); e == nil {
-			err = c.RbacV1().RoleBindings(ns).Delete(ctx, v.Name, opts)
-		}
-	case *policyv1.PodDisruptionBudget:
-		if _, e := o.nsInformers.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets(ns).Get(v.Name); e == nil {
-			err = c.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, v.Name, opts)
-		}
-	case *storagev1.CSIDriver:
-		if _, e := o.clusterInformers.Storage().V1().CSIDrivers().Lister().Get(v.Name); e == nil {
-			err = c.StorageV1().CSIDrivers().Delete(ctx, v.Name, opts)
-		}
-	case *storagev1.StorageClass:
-		err = c.StorageV1().StorageClasses().Delete(ctx, v.Name, opts)
-	case *appsv1.Deployment:
-		if _, e := o.nsInformers.Apps().V1().Deployments().Lister().Deployments(ns).Get(v.Name); e == nil {
-			err = c.AppsV1().Deployments(ns).Delete(ctx, v.Name, opts)
-		}
-	case *appsv1.DaemonSet:
-		if _, e := o.nsInformers.Apps().V1().DaemonSets().Lister().DaemonSets(ns).Get(v.Name); e == nil {
-			err = c.AppsV1().DaemonSets(ns).Delete(ctx, v.Name, opts)
-		}
-	default:
-		return fmt.Errorf("deleteIfPresent: unsupported type %T", obj)
-	}
-	if err == nil || apierrors.IsNotFound(err) {
+	if !o.inCache(obj) {
 		return nil
 	}
-	return err
+	if err := o.kube.delete(ctx, obj, o.cfg.Namespace); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
-// mergePatch applies a JSON merge patch to a cluster-scoped StorageClass.
+// patchStorageClassAnnotations sets or (nil) removes annotations of a StorageClass.
 func (o *Operator) patchStorageClassAnnotations(ctx context.Context, name string, annotations map[string]*string) error {
 	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}
-	_, err = o.kube.StorageV1().StorageClasses().Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
-	return err
+	return o.kube.storage.Patch(types.MergePatchType).Resource("storageclasses").Name(name).Body(b).Do(ctx).Error()
 }

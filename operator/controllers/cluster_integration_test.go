@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/deploy"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -28,7 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/internal/testenv"
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
 
 // forwardProxy is an HTTP forward proxy that serves one made-up host name by passing its
@@ -115,7 +116,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := operator.Install(ctx, api.Config, smCRD, testNS, nil); err != nil {
+	if _, err := deploy.Install(ctx, api.Config, smCRD, testNS, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -152,7 +153,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := cloudsYAMLFor(t, cloud, testenv.CloudDemo, "http://"+net2host(fakeHost, keystone.Port()))
-	if _, err := operator.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: creds}); err != nil {
+	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: creds}); err != nil {
 		t.Fatal(err)
 	}
 	saCfg, err := api.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
@@ -191,9 +192,9 @@ func TestOperatorClusterSettings(t *testing.T) {
 	h.eventually("static resources applied", 30*time.Second, h.condIs(staticName+"Available", operatorv1.ConditionTrue, ""))
 
 	t.Run("only the operator's own objects are cached; unlabelled namesakes are taken over", func(t *testing.T) {
-		secrets, _ := op.nsInformers.Core().V1().Secrets().Lister().List(everything)
-		creds, _ := op.credInformers.Core().V1().Secrets().Lister().List(everything)
-		cms, _ := op.nsInformers.Core().V1().ConfigMaps().Lister().List(everything)
+		secrets, _ := op.lister.secrets.List(everything)
+		creds, _ := op.lister.credentials.List(everything)
+		cms, _ := op.lister.configMaps.List(everything)
 		var names []string
 		for _, o := range secrets {
 			names = append(names, "secret/"+o.Name)
@@ -271,7 +272,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := operator.Install(ctx, api.Config, vscCRD, testNS, nil); err != nil {
+		if _, err := deploy.Install(ctx, api.Config, vscCRD, testNS, nil); err != nil {
 			t.Fatal(err)
 		}
 		took := h.eventually("VolumeSnapshotClass", 20*time.Second, func() (bool, string) {
@@ -399,7 +400,7 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 	}
 	// What `manila-setup machinesets patch` records when it attaches the set.
 	record := fmt.Sprintf(`{"networks":[%q],"time":"2026-11-22T08:00:00Z","by":"manila-setup test"}`, storage)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, machinesets.AttachmentAnnotation, record)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, attachment.Annotation, record)
 	if _, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Patch(ctx, "sim-worker-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

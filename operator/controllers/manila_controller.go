@@ -13,17 +13,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/manila-setup/manila-setup/machinesets"
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
-	"github.com/openshift/library-go/pkg/controller/factory"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
@@ -69,13 +65,13 @@ const discoveryEvery = 10
 
 const manilaName = "ManilaController"
 
-func newManilaController(o *Operator) factory.Controller {
+func newManilaController(o *Operator) *controller {
 	c := &manilaController{o: o}
 	return o.newController(manilaName, c.sync,
-		o.credInformers.Core().V1().Secrets().Informer(),
-		o.scInformers.Storage().V1().StorageClasses().Informer(),
-		o.sysInformers.Core().V1().ConfigMaps().Informer(),
-		o.metaInformers.ForResource(crdGVR).Informer(),
+		o.inf.credentials,
+		o.inf.storageClasses,
+		o.inf.clusterConfig,
+		o.inf.crds,
 	)
 }
 
@@ -97,39 +93,18 @@ func (c *manilaController) sourceFor(creds *operator.Credentials) (ManilaSource,
 	return s, nil
 }
 
-// clusterCSIDriver returns the whole ClusterCSIDriver (for storageClassState) from the cache.
-func (o *Operator) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
-	obj, err := o.opInformers.ForResource(clusterCSIDriverGVR).Lister().Get(operator.DriverName)
-	if err != nil {
-		return nil
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil
-	}
-	var d operatorv1.ClusterCSIDriver
-	if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d) != nil {
-		return nil
-	}
-	return &d
-}
-
-func (c *manilaController) sync(ctx context.Context, syncCtx factory.SyncContext) error {
+func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error {
 	o := c.o
 	spec, _, err := o.spec()
 	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
 		return err
 	}
-	meta, err := o.op.GetObjectMeta()
-	if err != nil {
-		return err
-	}
-	base := applyoperatorv1.OperatorStatus().WithObservedGeneration(meta.Generation).WithVersion(o.cfg.Version)
+	base := newStatus().WithObservedGeneration(o.clusterCSIDriver().Generation).WithVersion(o.cfg.Version)
 
 	if spec.ManagementState == operatorv1.Removed {
 		err := c.remove(ctx)
 		st := removedStatus(manilaName, err)
-		st.WithObservedGeneration(meta.Generation).WithVersion(o.cfg.Version)
+		st.WithObservedGeneration(o.clusterCSIDriver().Generation).WithVersion(o.cfg.Version)
 		st.WithConditions(condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "Removed", "managementState is Removed"))
 		return firstErr(o.applyStatus(ctx, manilaName, st), err)
 	}
@@ -295,7 +270,7 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 	case operatorv1.RemovedStorageClass:
 		return "StorageClasses removed (storageClassState Removed)", c.deleteStorageClasses(ctx)
 	}
-	all, err := o.scInformers.Storage().V1().StorageClasses().Lister().List(labels.Everything())
+	all, err := o.lister.storageClasses.List(labels.Everything())
 	if err != nil {
 		return "", err
 	}
@@ -390,7 +365,7 @@ func (c *manilaController) machineNetworks() (string, error) {
 	if len(c.o.cfg.MachineNetworks) > 0 {
 		return strings.Join(c.o.cfg.MachineNetworks, ","), nil
 	}
-	cm, err := c.o.sysInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(clusterConfigNS).Get(clusterConfigName)
+	cm, err := c.o.lister.clusterConfig.ConfigMaps(clusterConfigNS).Get(clusterConfigName)
 	if err != nil {
 		return "", fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", clusterConfigNS, clusterConfigName)
 	}
@@ -466,7 +441,7 @@ func (c *manilaController) storageNetwork() (id, how, why string) {
 // network, so that nodes can reach the NFS exports. The storage network is --storage-network
 // or what discovery found; without either, the attachments manila-setup recorded on the
 // MachineSets are compared.
-func (c *manilaController) storageNetworkCondition() *applyoperatorv1.OperatorConditionApplyConfiguration {
+func (c *manilaController) storageNetworkCondition() operatorv1.OperatorCondition {
 	o := c.o
 	if !o.crdExists("machinesets.machine.openshift.io") {
 		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "NoMachineAPI", "the cluster has no MachineSets to check")
@@ -520,7 +495,7 @@ func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why strin
 	var with, without []string
 	recorded := map[string]bool{}
 	for _, u := range sets {
-		r := machinesets.RecordOf(&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Annotations: u.GetAnnotations()}})
+		r := attachment.Parse(u.GetAnnotations())
 		if r == nil || len(r.Networks) == 0 {
 			without = append(without, u.GetName())
 			continue
@@ -548,7 +523,7 @@ func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why strin
 // machineSetAttached reports whether the MachineSet's machines get a port on the network: as
 // recorded by `manila-setup machinesets patch`, or written into the providerSpec by anyone.
 func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
-	if r := machinesets.RecordOf(&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Annotations: u.GetAnnotations()}}); r != nil && slices.Contains(r.Networks, networkID) {
+	if r := attachment.Parse(u.GetAnnotations()); r != nil && slices.Contains(r.Networks, networkID) {
 		return true
 	}
 	nets, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "providerSpec", "value", "networks")
@@ -576,7 +551,7 @@ func (c *manilaController) remove(ctx context.Context) error {
 }
 
 func (c *manilaController) deleteStorageClasses(ctx context.Context) error {
-	all, err := c.o.scInformers.Storage().V1().StorageClasses().Lister().List(managedSelector)
+	all, err := c.o.lister.storageClasses.List(managedSelector)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/deploy"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -428,7 +429,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if applied, err := operator.Install(ctx, sim.Config, rendered, testNS, nil); err != nil {
+	if applied, err := deploy.Install(ctx, sim.Config, rendered, testNS, nil); err != nil {
 		t.Fatalf("server-side apply of the rendered manifests: %v (applied: %v)", err, applied)
 	}
 	demo := cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)
@@ -557,7 +558,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 				t.Errorf("StorageClass %s: %v", scName, sc.Parameters)
 			}
 		}
-		st, err := operator.GetStatus(ctx, sim.Config, testNS)
+		st, err := deploy.GetStatus(ctx, sim.Config, testNS)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -775,7 +776,7 @@ func TestOperatorWithoutManila(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := operator.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)}); err != nil {
+	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)}); err != nil {
 		t.Fatal(err)
 	}
 	dyn := dynamic.NewForConfigOrDie(api.Config)

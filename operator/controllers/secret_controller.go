@@ -8,8 +8,6 @@ import (
 	"sort"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
-	"github.com/openshift/library-go/pkg/controller/factory"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,15 +20,15 @@ type secretController struct{ o *Operator }
 
 const secretName = "DriverSecret"
 
-func newSecretController(o *Operator) factory.Controller {
+func newSecretController(o *Operator) *controller {
 	c := &secretController{o: o}
-	return o.newController(secretName+"Controller", c.sync, o.credInformers.Core().V1().Secrets().Informer(),
-		o.nsInformers.Core().V1().Secrets().Informer())
+	return o.newController(secretName+"Controller", c.sync, o.inf.credentials,
+		o.inf.secrets)
 }
 
 // credentials reads and parses the credentials Secret from the cache.
 func (o *Operator) credentials() (*operator.Credentials, error) {
-	s, err := o.credInformers.Core().V1().Secrets().Lister().Secrets(o.cfg.Namespace).Get(operator.CredentialsSecretName)
+	s, err := o.lister.credentials.Secrets(o.cfg.Namespace).Get(operator.CredentialsSecretName)
 	if apierrors.IsNotFound(err) {
 		return nil, &ManilaError{Reason: ReasonNoCredentials, Message: fmt.Sprintf(
 			"Secret %s/%s (key %s) not found: create it with the cloud's clouds.yaml (manila-setup operator install does)", o.cfg.Namespace, operator.CredentialsSecretName, operator.CredentialsKey)}
@@ -49,7 +47,7 @@ func (o *Operator) credentials() (*operator.Credentials, error) {
 	return creds, nil
 }
 
-func (c *secretController) sync(ctx context.Context, _ factory.SyncContext) error {
+func (c *secretController) sync(ctx context.Context, _ *controller) error {
 	o := c.o
 	spec, _, err := o.spec()
 	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
@@ -67,13 +65,13 @@ func (c *secretController) sync(ctx context.Context, _ factory.SyncContext) erro
 	if err != nil {
 		// Keep the last good driver secret: mounted volumes keep working.
 		msg := err.Error() + "; the driver keeps its current credentials"
-		return o.applyStatus(ctx, secretName, applyoperatorv1.OperatorStatus().WithConditions(
+		return o.applyStatus(ctx, secretName, newStatus().WithConditions(
 			condition(secretName+"Available", operatorv1.ConditionFalse, "InvalidCredentials", msg),
 			condition(secretName+"Degraded", operatorv1.ConditionTrue, "InvalidCredentials", msg),
 		))
 	}
 	data := creds.DriverSecretData()
-	existing, err := o.nsInformers.Core().V1().Secrets().Lister().Secrets(ns).Get(operator.DriverSecretName)
+	existing, err := o.lister.secrets.Secrets(ns).Get(operator.DriverSecretName)
 	switch {
 	case apierrors.IsNotFound(err):
 		s := &corev1.Secret{
@@ -81,7 +79,7 @@ func (c *secretController) sync(ctx context.Context, _ factory.SyncContext) erro
 			Type:       corev1.SecretTypeOpaque,
 			Data:       data,
 		}
-		_, err = o.kube.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+		_, err = o.kube.secrets(ns).Create(ctx, s, metav1.CreateOptions{})
 		if err == nil {
 			o.recorder.Eventf("DriverSecretCreated", "Created Secret %s/%s for the driver (keys: %s)", ns, operator.DriverSecretName, keyList(data))
 			break
@@ -90,7 +88,7 @@ func (c *secretController) sync(ctx context.Context, _ factory.SyncContext) erro
 			break
 		}
 		// There, but without the operator's label, so not in its cache: take it over once.
-		if existing, err = o.kube.CoreV1().Secrets(ns).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); err != nil {
+		if existing, err = o.kube.secrets(ns).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); err != nil {
 			break
 		}
 		fallthrough
@@ -101,13 +99,13 @@ func (c *secretController) sync(ctx context.Context, _ factory.SyncContext) erro
 			s.Labels = map[string]string{}
 		}
 		s.Labels[operator.LabelManagedBy] = operator.ManagedByValue
-		if _, err = o.kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err == nil {
+		if _, err = o.kube.secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err == nil {
 			o.recorder.Eventf("DriverSecretUpdated", "Updated Secret %s/%s from %s (keys: %s)", ns, operator.DriverSecretName, operator.CredentialsSecretName, keyList(data))
 		}
 	}
 	if err != nil {
 		msg := fmt.Sprintf("writing Secret %s/%s failed: %s", ns, operator.DriverSecretName, apiReason(err))
-		return firstErr(o.applyStatus(ctx, secretName, applyoperatorv1.OperatorStatus().WithConditions(
+		return firstErr(o.applyStatus(ctx, secretName, newStatus().WithConditions(
 			condition(secretName+"Available", operatorv1.ConditionFalse, "ApplyFailed", msg),
 			condition(secretName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", msg),
 		)), fmt.Errorf("%s", msg))

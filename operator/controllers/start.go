@@ -14,13 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/manila-setup/manila-setup/internal/leaderelection"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
 
@@ -102,33 +99,26 @@ func Start(ctx context.Context, opts StartOptions) error {
 	}
 	leCfg := rest.AddUserAgent(rest.CopyConfig(opts.KubeConfig), operator.OperatorName+"-leader-election")
 	leCfg.Wrap(countRequests("leader-election"))
-	kube, err := kubernetes.NewForConfig(leCfg)
+	kube, err := newKubeClients(leCfg)
 	if err != nil {
 		return err
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metaFor(opts.Config.Namespace, operator.OperatorName+"-lock"),
-		Client:     kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: opts.Identity},
-	}
-	lost := make(chan struct{})
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   opts.LeaseDuration,
-		RenewDeadline:   opts.RenewDeadline,
-		RetryPeriod:     opts.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            operator.OperatorName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: run,
-			OnStoppedLeading: func() { close(lost) },
-		},
+	err = leaderelection.Run(ctx, leaderelection.Config{
+		Client:           kube.leases(opts.Config.Namespace),
+		Namespace:        opts.Config.Namespace,
+		Name:             operator.OperatorName + "-lock",
+		Identity:         opts.Identity,
+		LeaseDuration:    opts.LeaseDuration,
+		RenewDeadline:    opts.RenewDeadline,
+		RetryPeriod:      opts.RetryPeriod,
+		ReleaseOnCancel:  true,
+		OnStartedLeading: run,
+		OnStoppedLeading: func() { klog.Infof("no longer leading") },
 	})
 	if err != nil {
 		return err
 	}
-	le.Run(ctx)
-	<-lost
+	// Run returns when ctx ends or when the lease was lost.
 	if ctx.Err() == nil {
 		return errors.New("lost the leader lease; exiting so that a fresh process can compete for it")
 	}
@@ -206,8 +196,4 @@ func metricsRegistry() *prometheus.Registry {
 		}, func() float64 { return float64(c()) }))
 	}
 	return reg
-}
-
-func metaFor(namespace, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: namespace, Name: name}
 }

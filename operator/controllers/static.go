@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
 	"sync"
+	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
-	"github.com/openshift/library-go/pkg/controller/factory"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -69,25 +68,23 @@ type staticController struct{ o *Operator }
 
 const staticName = "ManilaDriverStaticResources"
 
-func newStaticController(o *Operator) factory.Controller {
+func newStaticController(o *Operator) *controller {
 	c := &staticController{o: o}
-	ns := o.nsInformers
-	cl := o.clusterInformers
 	return o.newController(staticName+"Controller", c.sync,
-		ns.Core().V1().ServiceAccounts().Informer(),
-		ns.Core().V1().Services().Informer(),
-		ns.Core().V1().ConfigMaps().Informer(),
-		ns.Rbac().V1().Roles().Informer(),
-		ns.Rbac().V1().RoleBindings().Informer(),
-		ns.Policy().V1().PodDisruptionBudgets().Informer(),
-		cl.Rbac().V1().ClusterRoles().Informer(),
-		cl.Rbac().V1().ClusterRoleBindings().Informer(),
-		o.metaInformers.ForResource(crdGVR).Informer(),
-		o.configInformers.Config().V1().Infrastructures().Informer(),
+		o.inf.serviceAccounts,
+		o.inf.services,
+		o.inf.configMaps,
+		o.inf.roles,
+		o.inf.roleBindings,
+		o.inf.pdbs,
+		o.inf.clusterRoles,
+		o.inf.clusterRoleBindings,
+		o.inf.crds,
+		o.inf.infrastructures,
 	)
 }
 
-func (c *staticController) sync(ctx context.Context, syncCtx factory.SyncContext) error {
+func (c *staticController) sync(ctx context.Context, syncCtx *controller) error {
 	o := c.o
 	spec, _, err := o.spec()
 	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
@@ -147,35 +144,35 @@ func (c *staticController) sync(ctx context.Context, syncCtx factory.SyncContext
 		waiting = waiting || !ready
 	}
 	if waiting {
-		syncCtx.Queue().AddAfter(factory.DefaultQueueKey, 500_000_000)
+		syncCtx.requeueAfter(500 * time.Millisecond)
 	}
 	err = errors.Join(errs...)
 	return firstErr(o.applyStatus(ctx, staticName, availabilityStatus(staticName, err, "all static resources applied")), err)
 }
 
 // availabilityStatus is Available/Degraded for a controller that only applies objects.
-func availabilityStatus(prefix string, err error, okMsg string) *applyoperatorv1.OperatorStatusApplyConfiguration {
+func availabilityStatus(prefix string, err error, okMsg string) *operatorStatus {
 	if err != nil {
-		return applyoperatorv1.OperatorStatus().WithConditions(
+		return newStatus().WithConditions(
 			condition(prefix+"Available", operatorv1.ConditionFalse, "ApplyFailed", err.Error()),
 			condition(prefix+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", err.Error()),
 		)
 	}
-	return applyoperatorv1.OperatorStatus().WithConditions(
+	return newStatus().WithConditions(
 		condition(prefix+"Available", operatorv1.ConditionTrue, "AsExpected", okMsg),
 		condition(prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
 	)
 }
 
 // removedStatus reports managementState Removed.
-func removedStatus(prefix string, err error) *applyoperatorv1.OperatorStatusApplyConfiguration {
+func removedStatus(prefix string, err error) *operatorStatus {
 	if err != nil {
-		return applyoperatorv1.OperatorStatus().WithConditions(
+		return newStatus().WithConditions(
 			condition(prefix+"Available", operatorv1.ConditionFalse, "Removed", "managementState is Removed"),
 			condition(prefix+"Degraded", operatorv1.ConditionTrue, "RemovalFailed", err.Error()),
 		)
 	}
-	return applyoperatorv1.OperatorStatus().WithConditions(
+	return newStatus().WithConditions(
 		condition(prefix+"Available", operatorv1.ConditionFalse, "Removed", "managementState is Removed: the operands are deleted"),
 		condition(prefix+"Degraded", operatorv1.ConditionFalse, "Removed", ""),
 	)

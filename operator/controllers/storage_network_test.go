@@ -7,7 +7,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
 
 func TestMachineSetAttached(t *testing.T) {
@@ -18,9 +18,9 @@ func TestMachineSetAttached(t *testing.T) {
 		return u
 	}
 	recorded := withNetworks()
-	recorded.SetAnnotations(map[string]string{machinesets.AttachmentAnnotation: `{"networks":["` + storage + `"],"time":"2026-11-22T07:00:00Z"}`})
+	recorded.SetAnnotations(map[string]string{attachment.Annotation: `{"networks":["` + storage + `"],"time":"2026-11-22T07:00:00Z"}`})
 	broken := withNetworks()
-	broken.SetAnnotations(map[string]string{machinesets.AttachmentAnnotation: `{not json`})
+	broken.SetAnnotations(map[string]string{attachment.Annotation: `{not json`})
 
 	tests := []struct {
 		name string
@@ -48,7 +48,7 @@ func TestStorageNetworkVerdict(t *testing.T) {
 		u.SetName(name)
 		_ = unstructured.SetNestedSlice(u.Object, nets, "spec", "template", "spec", "providerSpec", "value", "networks")
 		if record != "" {
-			u.SetAnnotations(map[string]string{machinesets.AttachmentAnnotation: `{"networks":["` + record + `"],"time":"2026-11-22T07:00:00Z"}`})
+			u.SetAnnotations(map[string]string{attachment.Annotation: `{"networks":["` + record + `"],"time":"2026-11-22T07:00:00Z"}`})
 		}
 		return u
 	}

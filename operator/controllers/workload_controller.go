@@ -8,15 +8,12 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
-	"github.com/openshift/library-go/pkg/controller/factory"
-	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -47,25 +44,24 @@ type workloadController struct {
 	lastGeneration int64
 }
 
-func newWorkloadController(o *Operator, k workloadKind) factory.Controller {
+func newWorkloadController(o *Operator, k workloadKind) *controller {
 	c := &workloadController{o: o, k: k}
-	ns := o.nsInformers
-	inf := []factory.Informer{
-		ns.Core().V1().ServiceAccounts().Informer(),
-		ns.Core().V1().ConfigMaps().Informer(),
-		o.configInformers.Config().V1().Infrastructures().Informer(),
-		o.configInformers.Config().V1().Proxies().Informer(),
+	inf := []cache.SharedIndexInformer{
+		o.inf.serviceAccounts,
+		o.inf.configMaps,
+		o.inf.infrastructures,
+		o.inf.proxies,
 	}
 	if k.resource == "deployments" {
-		inf = append(inf, ns.Apps().V1().Deployments().Informer(), ns.Core().V1().Secrets().Informer(),
-			o.metaInformers.ForResource(nodeGVR).Informer())
+		inf = append(inf, o.inf.deployments, o.inf.secrets,
+			o.inf.nodes)
 	} else {
-		inf = append(inf, ns.Apps().V1().DaemonSets().Informer())
+		inf = append(inf, o.inf.daemonSets)
 	}
 	return o.newController(k.prefix+"Controller", c.sync, inf...)
 }
 
-func (c *workloadController) sync(ctx context.Context, _ factory.SyncContext) error {
+func (c *workloadController) sync(ctx context.Context, _ *controller) error {
 	o, k := c.o, c.k
 	spec, status, err := o.spec()
 	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
@@ -85,7 +81,7 @@ func (c *workloadController) sync(ctx context.Context, _ factory.SyncContext) er
 	// Wait for what the pods need, so the workload is created once, complete: no rollout
 	// caused by its own dependencies appearing later.
 	if waiting := c.missingDependency(); waiting != "" {
-		return o.applyStatus(ctx, k.prefix, applyoperatorv1.OperatorStatus().WithConditions(
+		return o.applyStatus(ctx, k.prefix, newStatus().WithConditions(
 			condition(k.prefix+"Available", operatorv1.ConditionFalse, "Waiting", waiting),
 			condition(k.prefix+"Progressing", operatorv1.ConditionTrue, "Waiting", waiting),
 			condition(k.prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
@@ -100,11 +96,11 @@ func (c *workloadController) sync(ctx context.Context, _ factory.SyncContext) er
 		generations = status.Generations
 	}
 	last := int64(-1)
-	if g := resourcemerge.GenerationFor(generations, schema.GroupResource{Group: "apps", Resource: k.resource}, o.cfg.Namespace, k.name); g != nil {
+	if g := generationFor(generations, "apps", k.resource, o.cfg.Namespace, k.name); g != nil {
 		last = g.LastGeneration
 	}
 	last = max(last, c.lastGeneration)
-	var st *applyoperatorv1.OperatorStatusApplyConfiguration
+	var st *operatorStatus
 	var applied metav1.Object
 	switch req := obj.(type) {
 	case *appsv1.Deployment:
@@ -128,8 +124,8 @@ func (c *workloadController) sync(ctx context.Context, _ factory.SyncContext) er
 		return fmt.Errorf("%s: unexpected %T", k.asset, obj)
 	}
 	c.lastGeneration = applied.GetGeneration()
-	st.WithGenerations(applyoperatorv1.GenerationStatus().WithGroup("apps").WithResource(k.resource).
-		WithNamespace(o.cfg.Namespace).WithName(k.name).WithLastGeneration(applied.GetGeneration()))
+	st.WithGenerations(operatorv1.GenerationStatus{Group: "apps", Resource: k.resource, Namespace: o.cfg.Namespace, Name: k.name,
+		LastGeneration: applied.GetGeneration()})
 	return o.applyStatus(ctx, k.prefix, st)
 }
 
@@ -138,7 +134,7 @@ func (c *workloadController) failed(ctx context.Context, err error) error {
 	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
 		msg = fmt.Sprintf("applying %s/%s: %v", c.k.resource, c.k.name, err)
 	}
-	return firstErr(c.o.applyStatus(ctx, c.k.prefix, applyoperatorv1.OperatorStatus().WithConditions(
+	return firstErr(c.o.applyStatus(ctx, c.k.prefix, newStatus().WithConditions(
 		condition(c.k.prefix+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", msg),
 	)), err)
 }
@@ -146,14 +142,14 @@ func (c *workloadController) failed(ctx context.Context, err error) error {
 // missingDependency names what the workload still waits for, or "".
 func (c *workloadController) missingDependency() string {
 	o, ns := c.o, c.o.cfg.Namespace
-	if _, err := o.nsInformers.Core().V1().ServiceAccounts().Lister().ServiceAccounts(ns).Get(c.k.sa); err != nil {
+	if _, err := o.lister.serviceAccounts.ServiceAccounts(ns).Get(c.k.sa); err != nil {
 		return fmt.Sprintf("waiting for ServiceAccount %s/%s", ns, c.k.sa)
 	}
-	if _, err := o.nsInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(ns).Get(trustedCAConfigMap); err != nil {
+	if _, err := o.lister.configMaps.ConfigMaps(ns).Get(trustedCAConfigMap); err != nil {
 		return fmt.Sprintf("waiting for ConfigMap %s/%s", ns, trustedCAConfigMap)
 	}
 	if c.k.needsCred {
-		if _, err := o.nsInformers.Core().V1().Secrets().Lister().Secrets(ns).Get(operator.DriverSecretName); err != nil {
+		if _, err := o.lister.secrets.Secrets(ns).Get(operator.DriverSecretName); err != nil {
 			return fmt.Sprintf("waiting for Secret %s/%s", ns, operator.DriverSecretName)
 		}
 	}
@@ -181,7 +177,7 @@ func (c *workloadController) placeController(d *appsv1.Deployment) {
 }
 
 func (o *Operator) hasControlPlaneNodes() bool {
-	nodes, err := o.metaInformers.ForResource(nodeGVR).Lister().List(everything)
+	nodes, err := o.lister.nodes.List(everything)
 	if err != nil {
 		return false
 	}
@@ -217,7 +213,7 @@ func (c *workloadController) decoratePodSpec(t *corev1.PodTemplateSpec) {
 		// restarted when it changes.
 		return
 	}
-	if cm, err := o.nsInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(o.cfg.Namespace).Get(trustedCAConfigMap); err == nil {
+	if cm, err := o.lister.configMaps.ConfigMaps(o.cfg.Namespace).Get(trustedCAConfigMap); err == nil {
 		if ca := cm.Data[trustedCAKey]; ca != "" {
 			if t.Annotations == nil {
 				t.Annotations = map[string]string{}
@@ -236,7 +232,7 @@ func mountsConfigMap(spec *corev1.PodSpec, name string) bool {
 	return false
 }
 
-func deploymentStatus(prefix string, d *appsv1.Deployment) *applyoperatorv1.OperatorStatusApplyConfiguration {
+func deploymentStatus(prefix string, d *appsv1.Deployment) *operatorStatus {
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status
 	msg := fmt.Sprintf("Deployment %s: %d of %d pods available", d.Name, s.AvailableReplicas, want)
@@ -248,11 +244,11 @@ func deploymentStatus(prefix string, d *appsv1.Deployment) *applyoperatorv1.Oper
 	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas < want || s.AvailableReplicas < want || s.Replicas > want {
 		prog = condition(prefix+"Progressing", operatorv1.ConditionTrue, "Deploying", msg)
 	}
-	return applyoperatorv1.OperatorStatus().WithConditions(avail, prog,
+	return newStatus().WithConditions(avail, prog,
 		condition(prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
 }
 
-func daemonSetStatus(prefix string, d *appsv1.DaemonSet) *applyoperatorv1.OperatorStatusApplyConfiguration {
+func daemonSetStatus(prefix string, d *appsv1.DaemonSet) *operatorStatus {
 	s := d.Status
 	msg := fmt.Sprintf("DaemonSet %s: %d of %d pods available", d.Name, s.NumberAvailable, s.DesiredNumberScheduled)
 	avail := condition(prefix+"Available", operatorv1.ConditionTrue, "AsExpected", msg)
@@ -263,6 +259,6 @@ func daemonSetStatus(prefix string, d *appsv1.DaemonSet) *applyoperatorv1.Operat
 	if s.ObservedGeneration < d.Generation || s.UpdatedNumberScheduled < s.DesiredNumberScheduled || s.NumberAvailable < s.DesiredNumberScheduled {
 		prog = condition(prefix+"Progressing", operatorv1.ConditionTrue, "Deploying", msg)
 	}
-	return applyoperatorv1.OperatorStatus().WithConditions(avail, prog,
+	return newStatus().WithConditions(avail, prog,
 		condition(prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
 }

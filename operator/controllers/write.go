@@ -53,6 +53,8 @@ func gvkOf(obj runtime.Object) (schema.GroupVersionKind, string, error) {
 		return corev1.SchemeGroupVersion.WithKind("Service"), "services", nil
 	case *corev1.ConfigMap:
 		return corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps", nil
+	case *corev1.Secret:
+		return corev1.SchemeGroupVersion.WithKind("Secret"), "secrets", nil
 	case *rbacv1.ClusterRole:
 		return rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), "clusterroles", nil
 	case *rbacv1.ClusterRoleBinding:
@@ -106,9 +108,9 @@ func putTyped[T runtime.Object](ctx context.Context, o *Operator, required T) (T
 // operator's again), and writes only when that changes something. A field that cannot change
 // (a StorageClass's parameters, a binding's roleRef) makes it delete and re-create the object.
 func (o *Operator) put(ctx context.Context, gvr schema.GroupVersionResource, required *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	var ri dynamic.ResourceInterface = o.dynamic.Resource(gvr)
+	var ri dynamic.ResourceInterface = o.kube.dynamic.Resource(gvr)
 	if ns := required.GetNamespace(); ns != "" {
-		ri = o.dynamic.Resource(gvr).Namespace(ns)
+		ri = o.kube.dynamic.Resource(gvr).Namespace(ns)
 	}
 	kind, name := required.GetKind(), required.GetName()
 	live, err := ri.Get(ctx, name, metav1.GetOptions{})

@@ -1,0 +1,38 @@
+// Package attachment is the MachineSet annotation in which manila-setup records the storage
+// networks and security groups it attached, for the wizard and the operator to report. It has
+// no dependencies, so that the operator can read the record without linking the MachineSet
+// clients.
+package attachment
+
+import "encoding/json"
+
+// Annotation on a MachineSet holds a Record as JSON.
+const Annotation = "manila-setup.io/storage-attachment"
+
+// IDs are the Neutron IDs of storage networks and security groups.
+type IDs struct {
+	Networks       []string `json:"networks"`
+	SecurityGroups []string `json:"securityGroups,omitempty"`
+}
+
+// Record is the value of Annotation: every storage network and security group manila-setup has
+// attached to the MachineSet (the union over its runs), when and by what.
+type Record struct {
+	IDs
+	Time string `json:"time"`
+	By   string `json:"by,omitempty"`
+}
+
+// Parse returns the Record in a MachineSet's annotations, nil when there is none or it does
+// not parse.
+func Parse(annotations map[string]string) *Record {
+	v, ok := annotations[Annotation]
+	if !ok {
+		return nil
+	}
+	var r Record
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return nil
+	}
+	return &r
+}

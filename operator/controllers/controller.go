@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// controller runs one sync function, in the style of library-go's controllers: after any
+// change in the informers it watches, every resync period, and again with backoff after an
+// error. There is one queue key: a sync looks at everything it is responsible for.
+type controller struct {
+	name      string
+	sync      func(ctx context.Context, c *controller) error
+	informers []cache.SharedIndexInformer
+	resync    time.Duration
+	queue     workqueue.TypedRateLimitingInterface[string]
+}
+
+const queueKey = "key"
+
+// newController wires a sync function to the informers every controller reacts to (the
+// ClusterCSIDriver, the CSIDriver) and the extra ones given.
+func (o *Operator) newController(name string, sync func(context.Context, *controller) error, extra ...cache.SharedIndexInformer) *controller {
+	return &controller{
+		name:      name,
+		sync:      sync,
+		informers: append([]cache.SharedIndexInformer{o.inf.clusterCSIDriver, o.inf.csiDrivers}, extra...),
+		resync:    o.cfg.Resync,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+	}
+}
+
+// requeueAfter asks for another sync after d (something the sync waits for is not cached yet).
+func (c *controller) requeueAfter(d time.Duration) { c.queue.AddAfter(queueKey, d) }
+
+// Run syncs until ctx ends. The informers must be started by the caller.
+func (c *controller) Run(ctx context.Context) {
+	defer c.queue.ShutDown()
+	enqueue := func(any) { c.queue.Add(queueKey) }
+	synced := make([]cache.InformerSynced, 0, len(c.informers))
+	for _, inf := range c.informers {
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    enqueue,
+			UpdateFunc: func(_, obj any) { enqueue(obj) },
+			DeleteFunc: enqueue,
+		})
+		if err != nil {
+			klog.Errorf("%s: %v", c.name, err)
+			return
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	if !cache.WaitForNamedCacheSync(c.name, ctx.Done(), synced...) {
+		return
+	}
+	go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(queueKey) }, c.resync)
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, c); err != nil {
+		if ctx.Err() == nil {
+			klog.Errorf("%s: %v", c.name, err)
+		}
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}

@@ -1,0 +1,182 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// The operator talks to the API through REST clients over a scheme of the few API groups it
+// reads and writes. client-go's clientset, its informer factories and library-go's controller
+// machinery all register the scheme of every Kubernetes API group; initialising that and
+// keeping its pages resident cost the operator about a fifth of its memory budget
+// (docs/performance.md).
+var (
+	scheme         = runtime.NewScheme()
+	codecs         = serializer.NewCodecFactory(scheme)
+	parameterCodec = runtime.NewParameterCodec(scheme)
+)
+
+func init() {
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme,
+		coordinationv1.AddToScheme, configv1.Install, operatorv1.Install,
+	} {
+		utilruntime.Must(add(scheme))
+	}
+}
+
+// kubeClients holds one REST client per API group, all over one HTTP client and one
+// client-side rate limiter, and the dynamic and metadata clients for kinds the scheme lacks.
+type kubeClients struct {
+	core, apps, rbac, storage, policy, coordination, config, operator rest.Interface
+	dynamic                                                           dynamic.Interface
+	metadata                                                          metadata.Interface
+}
+
+func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	k := &kubeClients{}
+	for _, g := range []struct {
+		gv  schema.GroupVersion
+		out *rest.Interface
+	}{
+		{corev1.SchemeGroupVersion, &k.core}, {appsv1.SchemeGroupVersion, &k.apps}, {rbacv1.SchemeGroupVersion, &k.rbac},
+		{storagev1.SchemeGroupVersion, &k.storage}, {policyv1.SchemeGroupVersion, &k.policy},
+		{coordinationv1.SchemeGroupVersion, &k.coordination}, {configv1.GroupVersion, &k.config}, {operatorv1.GroupVersion, &k.operator},
+	} {
+		c, err := restClientFor(cfg, httpClient, g.gv)
+		if err != nil {
+			return nil, err
+		}
+		*g.out = c
+	}
+	if k.dynamic, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, err
+	}
+	if k.metadata, err = metadata.NewForConfigAndClient(cfg, httpClient); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func restClientFor(cfg *rest.Config, httpClient *http.Client, gv schema.GroupVersion) (rest.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.NegotiatedSerializer = codecs.WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientForConfigAndClient(c, httpClient)
+}
+
+// object is a pointer to an API type of the scheme.
+type object[E any] interface {
+	*E
+	runtime.Object
+	metav1.Object
+}
+
+// typed is a typed client of one resource (namespace "" for cluster-scoped ones).
+func typed[T object[E], E any](c rest.Interface, resource, namespace string) *gentype.Client[T] {
+	return gentype.NewClient[T](resource, c, parameterCodec, namespace, func() T { return T(new(E)) })
+}
+
+func (k *kubeClients) secrets(ns string) *gentype.Client[*corev1.Secret] {
+	return typed[*corev1.Secret](k.core, "secrets", ns)
+}
+
+func (k *kubeClients) configMaps(ns string) *gentype.Client[*corev1.ConfigMap] {
+	return typed[*corev1.ConfigMap](k.core, "configmaps", ns)
+}
+
+func (k *kubeClients) events(ns string) *gentype.Client[*corev1.Event] {
+	return typed[*corev1.Event](k.core, "events", ns)
+}
+
+func (k *kubeClients) leases(ns string) *gentype.Client[*coordinationv1.Lease] {
+	return typed[*coordinationv1.Lease](k.coordination, "leases", ns)
+}
+
+// restFor returns the REST client and resource name of a typed object the operator writes,
+// and whether the resource is namespaced.
+func (k *kubeClients) restFor(obj runtime.Object) (rest.Interface, string, bool, error) {
+	gvk, resource, err := gvkOf(obj)
+	if err != nil {
+		return nil, "", false, err
+	}
+	namespaced := true
+	switch obj.(type) {
+	case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *storagev1.CSIDriver, *storagev1.StorageClass:
+		namespaced = false
+	}
+	switch gvk.GroupVersion() {
+	case corev1.SchemeGroupVersion:
+		return k.core, resource, namespaced, nil
+	case appsv1.SchemeGroupVersion:
+		return k.apps, resource, namespaced, nil
+	case rbacv1.SchemeGroupVersion:
+		return k.rbac, resource, namespaced, nil
+	case storagev1.SchemeGroupVersion:
+		return k.storage, resource, namespaced, nil
+	case policyv1.SchemeGroupVersion:
+		return k.policy, resource, namespaced, nil
+	}
+	return nil, "", false, fmt.Errorf("no client for %s", gvk)
+}
+
+// create creates a typed object (in namespace, when its kind is namespaced).
+func (k *kubeClients) create(ctx context.Context, obj runtime.Object, namespace string) error {
+	c, resource, namespaced, err := k.restFor(obj)
+	if err != nil {
+		return err
+	}
+	r := c.Post().Resource(resource).Body(obj)
+	if namespaced {
+		r = r.Namespace(namespace)
+	}
+	return r.Do(ctx).Error()
+}
+
+// delete deletes the object of obj's kind and name.
+func (k *kubeClients) delete(ctx context.Context, obj runtime.Object, namespace string) error {
+	c, resource, namespaced, err := k.restFor(obj)
+	if err != nil {
+		return err
+	}
+	r := c.Delete().Resource(resource).Name(obj.(metav1.Object).GetName())
+	if namespaced {
+		r = r.Namespace(namespace)
+	}
+	return r.Do(ctx).Error()
+}

@@ -1,0 +1,265 @@
+// Package deploy installs the operator into a cluster (server-side apply of what
+// operator.Render prints, plus the credentials Secret) and reads its status back. It is the
+// CLI's half: the operator binary does not link it, nor client-go's clientset with its scheme of
+// every API group.
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/manila-setup/manila-setup/operator"
+)
+
+// Install applies the rendered objects with server-side apply (field manager manila-setup),
+// the CRD first and established before the rest. credentials, when not nil, becomes Secret
+// manila-cloud-credentials (key clouds.yaml, and cacert when given).
+func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace string, credentials map[string][]byte) ([]string, error) {
+	objs, err := operator.Objects(rendered)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	var applied []string
+	apply := func(u *unstructured.Unstructured) error {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			mapper.Reset()
+			if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
+			}
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "manila-setup", Force: true}); err != nil {
+			return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
+		}
+		applied = append(applied, fmt.Sprintf("%s/%s", strings.ToLower(gvk.Kind), u.GetName()))
+		return nil
+	}
+	// CRDs first, then wait until they serve.
+	for _, u := range objs {
+		if u.GetKind() == "CustomResourceDefinition" {
+			if err := apply(u); err != nil {
+				return applied, err
+			}
+			if err := waitEstablished(ctx, dyn, u.GetName()); err != nil {
+				return applied, err
+			}
+			mapper.Reset()
+		}
+	}
+	for _, u := range objs {
+		if u.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		if u.GetKind() == "Deployment" && credentials != nil {
+			// The operator should find its credentials when it starts.
+			if err := applySecret(ctx, cfg, namespace, credentials); err != nil {
+				return applied, err
+			}
+			applied = append(applied, "secret/"+operator.CredentialsSecretName)
+		}
+		if err := apply(u); err != nil {
+			return applied, err
+		}
+	}
+	return applied, nil
+}
+
+func applySecret(ctx context.Context, cfg *rest.Config, namespace string, data map[string][]byte) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: operator.CredentialsSecretName, Namespace: namespace, Labels: map[string]string{operator.LabelManagedBy: "manila-setup"}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+	if err != nil {
+		return err
+	}
+	body, err := yaml.Marshal(u)
+	if err != nil {
+		return err
+	}
+	_, err = kube.CoreV1().Secrets(namespace).Patch(ctx, operator.CredentialsSecretName, "application/apply-patch+yaml", body,
+		metav1.PatchOptions{FieldManager: "manila-setup", Force: ptrTrue()})
+	if err != nil {
+		return fmt.Errorf("Secret %s/%s: %s", namespace, operator.CredentialsSecretName, apiReason(err))
+	}
+	return nil
+}
+
+// apiReason is an API error's reason and code, without the object it carried.
+func apiReason(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		st := s.Status()
+		return fmt.Sprintf("%s (HTTP %d)", st.Reason, st.Code)
+	}
+	return "request failed"
+}
+
+func ptrTrue() *bool { b := true; return &b }
+
+func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) error {
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		u, err := dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// Status is what `operator status` reports.
+type Status struct {
+	ManagementState string            `json:"managementState"`
+	ObservedGen     int64             `json:"observedGeneration"`
+	Generation      int64             `json:"generation"`
+	Version         string            `json:"version,omitempty"`
+	Conditions      []StatusCondition `json:"conditions"`
+	Operands        []OperandHealth   `json:"operands"`
+	StorageClasses  []string          `json:"storageClasses"`
+	// Healthy: nothing Degraded, and either Manila is disabled or every operand is available.
+	Healthy bool `json:"healthy"`
+}
+
+// StatusCondition is one condition of the ClusterCSIDriver.
+type StatusCondition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// OperandHealth is one workload of the driver.
+type OperandHealth struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Ready     int32  `json:"ready"`
+	Desired   int32  `json:"desired"`
+	Present   bool   `json:"present"`
+	UpToDate  bool   `json:"upToDate"`
+	Available bool   `json:"available"`
+}
+
+// GetStatus reads the ClusterCSIDriver and the operands.
+func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	u, err := dyn.Resource(operatorv1.GroupVersion.WithResource("clustercsidrivers")).Get(ctx, operator.DriverName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("ClusterCSIDriver %s: %w", operator.DriverName, err)
+	}
+	var d operatorv1.ClusterCSIDriver
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		return nil, err
+	}
+	st := &Status{ManagementState: string(d.Spec.ManagementState), ObservedGen: d.Status.ObservedGeneration, Generation: d.Generation, Version: d.Status.Version}
+	degraded, disabled := false, false
+	for _, c := range d.Status.Conditions {
+		st.Conditions = append(st.Conditions, StatusCondition{c.Type, string(c.Status), c.Reason, c.Message})
+		if strings.HasSuffix(c.Type, "Degraded") && c.Status == operatorv1.ConditionTrue {
+			degraded = true
+		}
+		if c.Type == operator.ConditionDisabled && c.Status == operatorv1.ConditionTrue {
+			disabled = true
+		}
+	}
+	sort.Slice(st.Conditions, func(i, j int) bool { return st.Conditions[i].Type < st.Conditions[j].Type })
+	allAvailable := true
+	dep, err := kube.AppsV1().Deployments(namespace).Get(ctx, operator.ControllerDeploymentName, metav1.GetOptions{})
+	st.Operands = append(st.Operands, deploymentHealth(dep, err))
+	for _, name := range []string{operator.NodeDaemonSetName, operator.NFSNodeDaemonSetName} {
+		ds, err := kube.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		st.Operands = append(st.Operands, daemonSetHealth(name, ds, err))
+	}
+	for _, o := range st.Operands {
+		allAvailable = allAvailable && o.Available
+	}
+	scs, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: operator.LabelManagedBy + "=" + operator.ManagedByValue})
+	if err == nil {
+		for _, sc := range scs.Items {
+			st.StorageClasses = append(st.StorageClasses, sc.Name)
+		}
+		sort.Strings(st.StorageClasses)
+	}
+	st.Healthy = !degraded && (allAvailable || (disabled && !st.Operands[0].Present))
+	return st, nil
+}
+
+func deploymentHealth(d *appsv1.Deployment, err error) OperandHealth {
+	h := OperandHealth{Kind: "Deployment", Name: operator.ControllerDeploymentName}
+	if err != nil || d == nil {
+		return h
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	h.Present, h.Ready, h.Desired = true, d.Status.ReadyReplicas, want
+	h.UpToDate = d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want
+	h.Available = d.Status.AvailableReplicas > 0
+	return h
+}
+
+func daemonSetHealth(name string, d *appsv1.DaemonSet, err error) OperandHealth {
+	h := OperandHealth{Kind: "DaemonSet", Name: name}
+	if apierrors.IsNotFound(err) || err != nil || d == nil {
+		return h
+	}
+	h.Present, h.Ready, h.Desired = true, d.Status.NumberReady, d.Status.DesiredNumberScheduled
+	h.UpToDate = d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedNumberScheduled == d.Status.DesiredNumberScheduled
+	h.Available = d.Status.NumberAvailable > 0 || d.Status.DesiredNumberScheduled == 0
+	return h
+}
