@@ -17,6 +17,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -311,7 +312,17 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 			continue
 		}
 		if ex == nil {
-			o.recorder.Eventf("StorageClassCreated", "Created StorageClass %s for Manila share type %q", req.Name, t.Name)
+			// Not in the cache: create it in one request.
+			err := o.kube.create(ctx, req, "")
+			if err == nil {
+				o.recorder.Eventf("StorageClassCreated", "Created StorageClass %s for Manila share type %q", req.Name, t.Name)
+				continue
+			}
+			if !apierrors.IsAlreadyExists(err) {
+				errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
+				continue
+			}
+			// The cache was behind: compare and update below.
 		}
 		if _, err := putTyped(ctx, o, req); err != nil {
 			errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
