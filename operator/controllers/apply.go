@@ -23,7 +23,7 @@ import (
 )
 
 // The apply functions below look at the informer cache first and call the API only when the
-// object is missing or differs from what is required; library-go's resourceapply then does the
+// object is missing or differs from what is required; put (write.go) then does the
 // merge (keeping what others own: extra labels and annotations, a user's default-class
 // annotation, fields the apiserver defaults). In steady state: no GETs, no writes.
 
