@@ -282,34 +282,51 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	secrets := cloudSecrets(t, cloud.CloudsFile)
 	rec := record(t)
 	var printed strings.Builder
-	run := func(wantOK bool, args ...string) {
+	// run runs the CLI; authenticated says whether the run must get a token from Keystone (the
+	// tokens are among what must never be printed).
+	// A failing run that must authenticate first is tried twice: the loopback Keystone, shared
+	// with the other tests, may drop a request under load, and then the run fails too early.
+	run := func(wantOK, authenticated bool, args ...string) {
 		t.Helper()
-		code, out, errOut := runCLI(t, append(args, "-vv")...)
-		printed.WriteString(out + errOut)
-		if (code == exitOK) != wantOK {
-			t.Errorf("%v: exit %d\n%s", args, code, errOut)
+		for attempt := 1; ; attempt++ {
+			rec.mu.Lock()
+			before := len(rec.tokens)
+			rec.mu.Unlock()
+			code, out, errOut := runCLI(t, append(args, "-vv")...)
+			printed.WriteString(out + errOut)
+			if (code == exitOK) != wantOK {
+				t.Errorf("%v: exit %d\n%s", args, code, errOut)
+			}
+			rec.mu.Lock()
+			got := len(rec.tokens) - before
+			rec.mu.Unlock()
+			if !authenticated || got > 0 {
+				return
+			}
+			if wantOK || attempt == 2 {
+				t.Errorf("%v: no token was issued, so the run did not get as far as it should (exit %d)\n%s", args, code, errOut)
+				return
+			}
+			t.Logf("%v: no token was issued (exit %d), trying again:\n%s", args, code, errOut)
 		}
 	}
-	run(true, "networks", "list")
-	run(true, "networks", "discover", "-o", "json")
-	run(true, "networks", "discover", "--os-cloud", testenv.CloudAppCred)
-	run(true, "networks", "list", "--os-cloud", testenv.CloudAdmin, "-o", "yaml")
+	run(true, true, "networks", "list")
+	run(true, true, "networks", "discover", "-o", "json")
+	run(true, true, "networks", "discover", "--os-cloud", testenv.CloudAppCred)
+	run(true, true, "networks", "list", "--os-cloud", testenv.CloudAdmin, "-o", "yaml")
 
 	// Failing runs: wrong password, wrong application-credential secret, a server error midway.
 	bad := filepath.Join(t.TempDir(), "clouds.yaml")
 	writeBadClouds(t, cloud.CloudsFile, bad)
-	run(false, "networks", "list", "--os-client-config-file", bad, "--os-cloud", "wrong-password")
-	run(false, "networks", "discover", "--os-client-config-file", bad, "--os-cloud", "wrong-secret")
+	run(false, false, "networks", "list", "--os-client-config-file", bad, "--os-cloud", "wrong-password")
+	run(false, false, "networks", "discover", "--os-client-config-file", bad, "--os-cloud", "wrong-secret")
 	secrets = append(secrets, "Wr0ng-"+secrets[0], "Wr0ng-secret-but-long-enough")
 	wrapOpenStackTransport = func(next http.RoundTripper) http.RoundTripper {
 		rec.next = failShares{next}
 		return rec
 	}
-	run(false, "networks", "discover")
+	run(false, true, "networks", "discover")
 
-	if len(rec.tokens) != 5 { // five runs got past authentication
-		t.Errorf("only %d tokens recorded", len(rec.tokens))
-	}
 	all := printed.String()
 	if len(all) < 2000 {
 		t.Errorf("only %d bytes captured", len(all))
