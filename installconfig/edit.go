@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"regexp"
 	"sort"
 	"strings"
@@ -261,7 +262,7 @@ func (e *editor) ensureLists(pl *pool, final [2][]string) {
 				have := map[string]bool{}
 				for _, c := range l.step.node.Content {
 					if r := resolve(c); r != nil {
-						have[idKey(r.Value)] = true
+						have[neutronid.Key(r.Value)] = true
 					}
 				}
 				var missing []string

@@ -2,6 +2,7 @@ package installconfig
 
 import (
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -368,3 +369,8 @@ func renderTo(b *strings.Builder, n *yaml.Node, depth int) {
 		b.WriteString("*" + n.Value)
 	}
 }
+
+// CanonicalID returns the canonical form of a UUID v4 given in any form the installer accepts
+// (the rule lives in internal/neutronid; this is its door for modules outside this one, such
+// as the installer oracle).
+func CanonicalID(s string) (string, error) { return neutronid.Normalize(s) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"reflect"
 	"strings"
 
@@ -151,7 +152,7 @@ func normalizeOptionIDs(opts PatchOptions) ([2][]string, error) {
 		}
 		seen := map[string]bool{}
 		for _, s := range list {
-			canonical, err := NormalizeID(s)
+			canonical, err := neutronid.Normalize(s)
 			if err != nil {
 				return ids, &OptionError{field.Invalid(field.NewPath(flag), s, err.Error())}
 			}

@@ -2,6 +2,7 @@ package installconfig
 
 import (
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"regexp"
 	"strconv"
 	"strings"
@@ -489,21 +490,21 @@ func (c *checker) checkList(l *idList) {
 			continue
 		}
 		it := idItem{node: item, value: item.Value, path: path}
-		canonical, verdict, version := CheckID(item.Value)
+		canonical, verdict, version := neutronid.Check(item.Value)
 		switch verdict {
-		case IDNotUUID:
+		case neutronid.NotUUID:
 			c.errorf(RuleUUID, field.ErrorTypeInvalid, path, item.Value, item, "%s", notUUIDDetail(item.Value, l.kind))
-		case IDWrongVersion:
+		case neutronid.WrongVersion:
 			c.errorf(RuleUUIDVersion, field.ErrorTypeInvalid, path, item.Value, item,
 				"must be a UUID v4, not a version %d UUID", version)
-		case IDNonCanonical:
+		case neutronid.NonCanonical:
 			it.canonical = canonical
 			c.errorf(RuleUUIDCanonical, field.ErrorTypeInvalid, path, item.Value, item,
 				"must be written %q: the 36-character lower-case form Neutron uses (installconfig patch rewrites it)", canonical)
 		default:
 			it.canonical = canonical
 		}
-		key := idKey(item.Value)
+		key := neutronid.Key(item.Value)
 		if first, dup := seen[key]; dup {
 			c.errorf(RuleDuplicateID, field.ErrorTypeDuplicate, path, item.Value, item,
 				"the same %s as %s", l.kind.noun(), s.path.Index(first).String())
@@ -538,11 +539,11 @@ func (c *checker) checkOverrides() {
 			}
 			has := map[string]bool{}
 			for _, it := range pl.items {
-				has[idKey(it.value)] = true
+				has[neutronid.Key(it.value)] = true
 			}
 			var missing []string
 			for _, it := range dl.items {
-				if !has[idKey(it.value)] {
+				if !has[neutronid.Key(it.value)] {
 					missing = append(missing, it.value)
 				}
 			}
@@ -764,7 +765,7 @@ var hexAndDashes = regexp.MustCompile(`^[0-9a-fA-F-]+$`)
 func notUUIDDetail(v string, k ListKind) string {
 	switch {
 	case strings.TrimSpace(v) != v && strings.TrimSpace(v) != "":
-		if _, err := NormalizeID(strings.TrimSpace(v)); err == nil {
+		if _, err := neutronid.Normalize(strings.TrimSpace(v)); err == nil {
 			return "must be a UUID v4, without spaces around it"
 		}
 	case v == "":

@@ -217,36 +217,6 @@ func TestProblemJSON(t *testing.T) {
 	}
 }
 
-func TestCheckID(t *testing.T) {
-	tests := []struct {
-		in        string
-		canonical string
-		verdict   IDVerdict
-	}{
-		{"837e03cd-a06c-494f-9f58-88263af211ef", "837e03cd-a06c-494f-9f58-88263af211ef", IDCanonical},
-		{"837E03CD-A06C-494F-9F58-88263AF211EF", "837e03cd-a06c-494f-9f58-88263af211ef", IDNonCanonical},
-		{"{837e03cd-a06c-494f-9f58-88263af211ef}", "837e03cd-a06c-494f-9f58-88263af211ef", IDNonCanonical},
-		{"urn:uuid:837e03cd-a06c-494f-9f58-88263af211ef", "837e03cd-a06c-494f-9f58-88263af211ef", IDNonCanonical},
-		{"URN:UUID:837e03cd-a06c-494f-9f58-88263af211ef", "837e03cd-a06c-494f-9f58-88263af211ef", IDNonCanonical},
-		{"837e03cda06c494f9f5888263af211ef", "837e03cd-a06c-494f-9f58-88263af211ef", IDNonCanonical},
-		// The installer checks the version, not the variant; neither do we.
-		{"837e03cd-a06c-494f-cf58-88263af211ef", "837e03cd-a06c-494f-cf58-88263af211ef", IDCanonical},
-		{"aa1788ba-e63a-11f1-aa6c-02fc00000001", "aa1788ba-e63a-11f1-aa6c-02fc00000001", IDWrongVersion},
-		{"00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000", IDWrongVersion},
-		{"837e03cd-a06c-494f-9f58-88263af211e", "", IDNotUUID},
-		{" 837e03cd-a06c-494f-9f58-88263af211ef", "", IDNotUUID},
-		{"837e03cd_a06c_494f_9f58_88263af211ef", "", IDNotUUID},
-		{"storage-net", "", IDNotUUID},
-		{"", "", IDNotUUID},
-	}
-	for _, tt := range tests {
-		canonical, verdict, _ := CheckID(tt.in)
-		if canonical != tt.canonical || verdict != tt.verdict {
-			t.Errorf("CheckID(%q) = %q, %v; want %q, %v", tt.in, canonical, verdict, tt.canonical, tt.verdict)
-		}
-	}
-}
-
 func TestSummary(t *testing.T) {
 	ps := Problems{
 		newProblem(SeverityError, RuleUUID, "FieldValueInvalid", "a", "x", "d", 1, 1),

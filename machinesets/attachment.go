@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"slices"
 	"strings"
 	"time"
@@ -23,10 +23,9 @@ const AttachmentAnnotation = attachment.Annotation
 // storage networks and of the security groups that let the machines reach Manila's exports.
 type Attachment attachment.IDs
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// Validate checks the IDs: at least one network, every ID a UUID (what Neutron uses), no ID
-// twice. Paths are those of the command's flags: network[1], security-group[0].
+// Validate checks the IDs: at least one network, every ID a UUID v4 (what Neutron makes, in any
+// form the installer accepts; patches write the canonical form), no ID twice. Paths are those of
+// the command's flags: network[1], security-group[0].
 func (a Attachment) Validate() field.ErrorList {
 	var errs field.ErrorList
 	if len(a.Networks) == 0 {
@@ -35,13 +34,14 @@ func (a Attachment) Validate() field.ErrorList {
 	check := func(path *field.Path, ids []string) {
 		seen := map[string]bool{}
 		for i, id := range ids {
+			_, verdict, _ := neutronid.Check(id)
 			switch {
-			case !uuidPattern.MatchString(id):
-				errs = append(errs, field.Invalid(path.Index(i), id, "must be a Neutron ID (a UUID such as 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c)"))
-			case seen[strings.ToLower(id)]:
+			case verdict == neutronid.NotUUID || verdict == neutronid.WrongVersion:
+				errs = append(errs, field.Invalid(path.Index(i), id, neutronid.Expected))
+			case seen[neutronid.Key(id)]:
 				errs = append(errs, field.Duplicate(path.Index(i), id))
 			}
-			seen[strings.ToLower(id)] = true
+			seen[neutronid.Key(id)] = true
 		}
 	}
 	check(field.NewPath("network"), a.Networks)
@@ -74,20 +74,21 @@ func (r *AttachmentRecord) merged(a Attachment, now time.Time, by string) Attach
 		out.SecurityGroups = slices.Clone(r.SecurityGroups)
 	}
 	for _, id := range a.Networks {
-		if !containsFold(out.Networks, id) {
+		if !containsID(out.Networks, id) {
 			out.Networks = append(out.Networks, id)
 		}
 	}
 	for _, id := range a.SecurityGroups {
-		if !containsFold(out.SecurityGroups, id) {
+		if !containsID(out.SecurityGroups, id) {
 			out.SecurityGroups = append(out.SecurityGroups, id)
 		}
 	}
 	return out
 }
 
-func containsFold(list []string, s string) bool {
-	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
+// containsID reports whether list names the object id names (neutronid.Equal).
+func containsID(list []string, id string) bool {
+	return slices.ContainsFunc(list, func(x string) bool { return neutronid.Equal(x, id) })
 }
 
 // IDChecker looks IDs up in Neutron before anything is written (manila-setup --os-cloud).

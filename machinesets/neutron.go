@@ -2,7 +2,7 @@ package machinesets
 
 import (
 	"context"
-	"strings"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )
@@ -43,7 +43,7 @@ func (n NeutronChecker) CheckSecurityGroups(ctx context.Context, ids []string) e
 func (n NeutronChecker) missing(ctx context.Context, what string, ids, found []string) error {
 	var missing []string
 	for _, id := range ids {
-		if !containsFold(found, id) {
+		if !containsID(found, id) {
 			missing = append(missing, id)
 		}
 	}
@@ -53,7 +53,7 @@ func (n NeutronChecker) missing(ctx context.Context, what string, ids, found []s
 	e := &UnknownIDsError{What: what, IDs: missing, Actually: map[string]string{}}
 	if kinds, err := n.Client.Identify(ctx, lower(missing)...); err == nil {
 		for _, id := range missing {
-			if k, ok := kinds[strings.ToLower(id)]; ok {
+			if k, ok := kinds[neutronid.Key(id)]; ok {
 				e.Actually[id] = string(k)
 			}
 		}
@@ -64,7 +64,7 @@ func (n NeutronChecker) missing(ctx context.Context, what string, ids, found []s
 func lower(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = strings.ToLower(id)
+		out[i] = neutronid.Key(id)
 	}
 	return out
 }

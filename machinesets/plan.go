@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"strings"
 	"time"
 
@@ -116,13 +117,13 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by
 		return p
 	}
 	for _, id := range want.Networks {
-		if !spec.HasNetwork(id) && !containsFold(p.AddNetworks, id) {
-			p.AddNetworks = append(p.AddNetworks, id)
+		if !spec.HasNetwork(id) && !containsID(p.AddNetworks, id) {
+			p.AddNetworks = append(p.AddNetworks, neutronid.Key(id))
 		}
 	}
 	for _, id := range want.SecurityGroups {
-		if !spec.HasSecurityGroup(id) && !containsFold(p.AddSecurityGroups, id) {
-			p.AddSecurityGroups = append(p.AddSecurityGroups, id)
+		if !spec.HasSecurityGroup(id) && !containsID(p.AddSecurityGroups, id) {
+			p.AddSecurityGroups = append(p.AddSecurityGroups, neutronid.Key(id))
 		}
 	}
 	if len(p.AddNetworks) == 0 && len(p.AddSecurityGroups) == 0 {

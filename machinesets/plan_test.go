@@ -207,13 +207,13 @@ func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan,
 		t.Fatalf("no parsable %s annotation after patching: %q", AttachmentAnnotation, patched.Annotations[AttachmentAnnotation])
 	}
 	for _, id := range want.Networks {
-		if !containsFold(rec.Networks, id) {
+		if !containsID(rec.Networks, id) {
 			t.Errorf("record %+v lacks network %s", rec, id)
 		}
 	}
 	if prev := RecordOf(ms); prev != nil {
 		for _, id := range prev.Networks {
-			if !containsFold(rec.Networks, id) {
+			if !containsID(rec.Networks, id) {
 				t.Errorf("record lost network %s of the previous run", id)
 			}
 		}
@@ -270,9 +270,11 @@ func TestAttachmentValidate(t *testing.T) {
 	}{
 		{Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nil},
 		{Attachment{}, []string{"network: Required value"}},
-		{Attachment{Networks: []string{"storage"}}, []string{`network[0]: Invalid value: "storage": must be a Neutron ID`}},
+		{Attachment{Networks: []string{"storage"}}, []string{`network[0]: Invalid value: "storage": must be a UUID v4`}},
 		{Attachment{Networks: []string{storageNet, strings.ToUpper(storageNet)}}, []string{"network[1]: Duplicate value"}},
 		{Attachment{Networks: []string{storageNet}, SecurityGroups: []string{"", storageSG}}, []string{`security-group[0]: Invalid value: ""`}},
+		{Attachment{Networks: []string{"aa1788ba-e63a-11f1-aa6c-02fc00000001"}}, []string{`network[0]: Invalid value: "aa1788ba-e63a-11f1-aa6c-02fc00000001": must be a UUID v4`}},
+		{Attachment{Networks: []string{storageNet, "{" + storageNet + "}"}}, []string{"network[1]: Duplicate value"}},
 	}
 	for _, tt := range tests {
 		errs := tt.a.Validate()

@@ -10,6 +10,8 @@ import (
 
 	machinev1alpha1 "github.com/openshift/api/machine/v1alpha1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
 
 // Names of the Machine API objects this package works with.
@@ -53,6 +55,9 @@ var errNoProviderSpec = errors.New("it has no " + providerSpecField)
 type ProviderSpec struct {
 	Spec   machinev1alpha1.OpenstackProviderSpec
 	Fields map[string]json.RawMessage
+	// attached is the attachment rule's view of the same JSON (machinesets/attachment), shared
+	// with the operator.
+	attached attachment.Spec
 }
 
 // DecodeProviderSpec reads raw (the JSON of providerSpec.value). It returns *NotOpenStackError
@@ -80,37 +85,17 @@ func DecodeProviderSpec(raw []byte) (*ProviderSpec, error) {
 		}
 		return nil, fmt.Errorf("%s is not a valid OpenstackProviderSpec: %v", providerSpecField, err)
 	}
+	// The typed decode above accepted the JSON, so the attachment view (a subset) does too.
+	p.attached, _ = attachment.DecodeSpec(raw)
 	return p, nil
 }
 
-// HasNetwork reports whether the machines get a port on network id: a networks[] entry with
-// that uuid or filter.id, or a ports[] entry on that networkID.
-func (p *ProviderSpec) HasNetwork(id string) bool {
-	for _, n := range p.Spec.Networks {
-		if sameID(n.UUID, id) || sameID(n.Filter.ID, id) {
-			return true
-		}
-	}
-	for _, port := range p.Spec.Ports {
-		if sameID(port.NetworkID, id) {
-			return true
-		}
-	}
-	return false
-}
+// HasNetwork reports whether the machines get a port on network id (attachment.Spec.HasNetwork:
+// networks[] by uuid or filter.id, ports[] by networkID, without regard to case).
+func (p *ProviderSpec) HasNetwork(id string) bool { return p.attached.HasNetwork(id) }
 
 // HasSecurityGroup reports whether security group id is in securityGroups[], by uuid or filter.id.
-func (p *ProviderSpec) HasSecurityGroup(id string) bool {
-	for _, sg := range p.Spec.SecurityGroups {
-		if sameID(sg.UUID, id) || sameID(sg.Filter.ID, id) {
-			return true
-		}
-	}
-	return false
-}
-
-// Neutron IDs are UUIDs; compare them the way Neutron does, without regard to case.
-func sameID(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
+func (p *ProviderSpec) HasSecurityGroup(id string) bool { return p.attached.HasSecurityGroup(id) }
 
 // attachments returns a key for every network and security group the machines get, the same for
 // an entry however it names its target: a machine created from a template has all the keys of

@@ -353,8 +353,8 @@ func (o *installConfigPatchOptions) connect(ctx context.Context) error {
 	return err
 }
 
-// discover adds the network Manila exports on to o.Networks: the best candidate of discovery
-// that holds an export location. Two equally good candidates are not guessed between.
+// discover adds the network Manila exports on to o.Networks, chosen by the one rule of
+// openstack.Ranking.StorageNetwork: evidence from Manila, never a guess from a name or a tie.
 func (o *installConfigPatchOptions) discover(ctx context.Context, name string) error {
 	if err := o.connect(ctx); err != nil {
 		return fmt.Errorf("%s not patched: --discover could not ask the cloud: %w", name, err)
@@ -363,30 +363,16 @@ func (o *installConfigPatchOptions) discover(ctx context.Context, name string) e
 	if err != nil {
 		return environmentError(fmt.Errorf("%s not patched: --discover: %w", name, err))
 	}
-	var found []openstack.Candidate
-	for _, c := range d.Candidates {
-		if len(c.Exports) > 0 {
-			found = append(found, c)
-		}
-	}
+	best, err := d.StorageNetwork()
 	switch {
-	case len(found) == 0:
-		return environmentError(fmt.Errorf("%s not patched: --discover: Manila has no available share with an export location in a network project %s can see, so the network it exports on is not known; create a share (or ask the cloud's administrator for the storage network) and give it with --network", name, o.client.Identity()))
-	case len(found) > 1 && found[0].Score == found[1].Score:
-		return environmentError(fmt.Errorf("%s not patched: --discover: Manila exports on %s and %s alike; choose one with --network (see `manila-setup networks discover`)",
-			name, networkLabel(found[0].Network), networkLabel(found[1].Network)))
+	case errors.Is(err, openstack.ErrNoStorageNetwork) && len(d.Candidates) > 0 && d.Candidates[0].HasEvidence():
+		return environmentError(fmt.Errorf("%s not patched: --discover: %v with --network (see `manila-setup networks discover`)", name, err))
+	case err != nil:
+		return environmentError(fmt.Errorf("%s not patched: --discover: %v, so the network it exports on is not known to project %s; create a share (or ask the cloud's administrator for the storage network) and give it with --network", name, err, o.client.Identity()))
 	}
-	best := found[0]
-	fmt.Fprintf(o.streams.ErrOut, "discovered: network %s: %s\n", networkLabel(best.Network), strings.Join(best.Reasons, "; "))
+	fmt.Fprintf(o.streams.ErrOut, "discovered: network %s: %s\n", best.Network.Label(), strings.Join(best.Reasons, "; "))
 	o.Networks = append(o.Networks, best.Network.ID)
 	return nil
-}
-
-func networkLabel(n openstack.Network) string {
-	if n.Name == "" {
-		return n.ID
-	}
-	return fmt.Sprintf("%q (%s)", n.Name, n.ID)
 }
 
 func (o *installConfigPatchOptions) Run(ctx context.Context) error {

@@ -33,7 +33,7 @@ func TestMachineSetsFlagErrors(t *testing.T) {
 		wantErr  string
 	}{
 		{"patch needs a network", []string{"machinesets", "patch"}, exitUsage, "--network is required"},
-		{"patch rejects a name as ID", []string{"machinesets", "patch", "--network", "storage"}, exitInvalid, `--network[0]: Invalid value: "storage": must be a Neutron ID`},
+		{"patch rejects a name as ID", []string{"machinesets", "patch", "--network", "storage"}, exitInvalid, `--network[0]: Invalid value: "storage": must be a UUID v4`},
 		{"patch rejects a bad security group", []string{"machinesets", "patch", "--network", net, "--security-group", net + "x"}, exitInvalid, "--security-group[0]: Invalid value"},
 		{"patch rejects the same network twice", []string{"machinesets", "patch", "--network", net + "," + strings.ToUpper(net)}, exitInvalid, "--network[1]: Duplicate value"},
 		{"patch name and selector", []string{"machinesets", "patch", "--network", net, "--name", "a", "--selector", "b=c"}, exitUsage, "--name and --selector cannot be used together"},

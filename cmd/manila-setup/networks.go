@@ -178,7 +178,7 @@ func listNetworks(ctx context.Context, c *openstack.Client, errOut io.Writer) ([
 	case err == nil:
 		nets = d.Networks
 		for _, cand := range d.Candidates {
-			if cand.Confidence != openstack.ConfidenceLow {
+			if cand.HasEvidence() {
 				marks[cand.Network.ID] = cand
 			}
 		}
@@ -514,16 +514,19 @@ func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) 
 	if region == "" {
 		region = "(any)"
 	}
-	if best := d.Best(); best != nil {
+	best, err := d.StorageNetwork()
+	switch {
+	case err == nil:
 		verb := "exports shares on"
-		switch best.Confidence {
-		case openstack.ConfidenceMedium:
+		if best.Confidence == openstack.ConfidenceMedium {
 			verb = "places share servers on"
-		case openstack.ConfidenceLow:
-			verb = "probably uses (a guess from the name)"
 		}
 		w.printf("Manila (region %s, API %s) %s network %q (%s).\n", region, d.Manila.Microversion, verb, best.Network.Name, best.Network.ID)
-	} else {
+	case len(d.Candidates) > 0:
+		// A guess from a name or a tie: the same rule that keeps installconfig patch --discover
+		// and the operator from choosing.
+		w.printf("Manila (region %s, API %s): %v.\n", region, d.Manila.Microversion, err)
+	default:
 		w.printf("Manila (region %s, API %s) exports on no network that %s can see.\n", region, d.Manila.Microversion, c.Identity())
 	}
 	if len(d.Candidates) > 0 {

@@ -205,11 +205,21 @@ func (c Checker) manilaNetworks(pools []installconfig.PoolRef, d *openstack.Disc
 			Severity: installconfig.SeverityWarning,
 		}}
 	}
-	best := d.Best()
-	for _, cand := range d.Candidates { // the best candidate that holds an export
-		if len(cand.Exports) > 0 {
-			best = &cand
-			break
+	// The network the fix names: the storage network by the one rule of internal/openstack when
+	// it decides, else (a tie) the best one that holds an export, and the message says so.
+	var best *openstack.Candidate
+	var tie string
+	if chosen, err := d.StorageNetwork(); err == nil && len(chosen.Exports) > 0 {
+		best = chosen
+	} else {
+		for i := range d.Candidates {
+			if len(d.Candidates[i].Exports) > 0 {
+				best = &d.Candidates[i]
+				break
+			}
+		}
+		if err != nil {
+			tie = "; " + err.Error() + " (see `manila-setup networks discover`)"
 		}
 	}
 	var ps installconfig.Problems
@@ -222,7 +232,7 @@ func (c Checker) manilaNetworks(pools []installconfig.PoolRef, d *openstack.Disc
 			fix += " --pool " + p.Name
 		}
 		detail := fmt.Sprintf("none of these networks holds a Manila export location: shares are exported at %s on network %s, so pods on these machines cannot mount them; add it with `%s`",
-			best.Exports[0].Address, label(best.Network), fix)
+			best.Exports[0].Address, label(best.Network), fix) + tie
 		if p.Inherited {
 			detail += " (the pool inherits platform.openstack.defaultMachinePlatform's list)"
 		}

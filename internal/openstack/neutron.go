@@ -3,6 +3,7 @@ package openstack
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -426,4 +427,12 @@ func (c *Client) Identify(ctx context.Context, ids ...string) (map[string]Resour
 		rest = slices.DeleteFunc(rest, func(id string) bool { _, ok := out[id]; return ok })
 	}
 	return out, nil
+}
+
+// Label names the network in messages: "name" (ID), or the ID alone when it has no name.
+func (n Network) Label() string {
+	if n.Name == "" {
+		return n.ID
+	}
+	return fmt.Sprintf("%q (%s)", n.Name, n.ID)
 }

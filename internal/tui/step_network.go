@@ -43,6 +43,10 @@ func (n networkModel) withDiscovery(d *openstack.Discovery, errText string) netw
 			n.none += ": " + strings.Join(d.Notes, "; ")
 		}
 		n.none += ". Choose the storage network yourself, or ask the cloud's administrators which one it is."
+	} else if _, err := d.StorageNetwork(); err != nil {
+		// The same rule as installconfig patch --discover and the operator: nothing is chosen
+		// for the admin on a guess or a tie; the first candidate is only where the cursor starts.
+		n.none = upperFirst(err.Error()) + ". Check which network the storage is on before you go on."
 	}
 	seen := map[string]bool{}
 	for i := range d.Candidates {
@@ -231,7 +235,7 @@ func (n networkModel) view(w, h int, spin string) []string {
 			cidrs = append(cidrs, p.String())
 		}
 		mark := " "
-		if r.cand != nil && r.cand.Confidence != openstack.ConfidenceLow {
+		if r.cand != nil && r.cand.HasEvidence() {
 			mark = styleOK.Render("*")
 		}
 		name := r.net.Name
@@ -305,4 +309,12 @@ func orNoneList(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// upperFirst makes a message a sentence: its first letter in upper case.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -323,7 +323,7 @@ func TestInstallerReadsPatchedFiles(t *testing.T) {
 			}
 			if i < len(pb) {
 				for _, id := range append(pb[i].pool.AdditionalNetworkIDs, pb[i].pool.AdditionalSecurityGroupIDs...) {
-					canonical, _ := installconfig.NormalizeID(id)
+					canonical, _ := installconfig.CanonicalID(id)
 					if !slices.Contains(p.pool.AdditionalNetworkIDs, canonical) && !slices.Contains(p.pool.AdditionalSecurityGroupIDs, canonical) {
 						t.Errorf("%s: %s lost %s", name, p.path, id)
 					}
