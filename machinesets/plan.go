@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/textdiff"
 	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	"github.com/pmezard/go-difflib/difflib"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"sigs.k8s.io/yaml"
 )
@@ -70,14 +70,8 @@ func (p *Plan) Diff() string {
 	if err != nil {
 		return fmt.Sprintf("(no preview: the patch does not apply locally: %v)\n", err)
 	}
-	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        difflib.SplitLines(before),
-		B:        difflib.SplitLines(after),
-		FromFile: "MachineSet " + p.Name + " " + providerSpecField,
-		ToFile:   "MachineSet " + p.Name + " " + providerSpecField + " (patched)",
-		Context:  3,
-	})
-	return d
+	return textdiff.Unified("MachineSet "+p.Name+" "+providerSpecField,
+		"MachineSet "+p.Name+" "+providerSpecField+" (patched)", []byte(before), []byte(after))
 }
 
 // jsonPatchOp is one operation of an RFC 6902 JSON patch.

@@ -96,7 +96,7 @@ wait "$test_pid"
 # not depend on openshift/installer. Neither starts servers, so they run in the foreground.
 step "fuzz installconfig (load, validate, patch: 30 s; unified diff: 10 s)"
 go test -run '^$' -fuzz '^FuzzValidatePatch$' -fuzztime 30s -fuzzminimizetime 5s ./installconfig
-go test -run '^$' -fuzz '^FuzzUnifiedDiff$' -fuzztime 10s ./installconfig
+go test -run '^$' -fuzz '^FuzzUnified$' -fuzztime 10s ./internal/textdiff
 
 step "installer oracle: openshift-install's own checks over the installconfig corpus (cold compile: about 10 CPU-minutes, 6 min on 2 idle cores)"
 # -mod=mod: the oracle requires the main module through a replace, so a dependency bump there

@@ -1,4 +1,4 @@
-package installconfig
+package textdiff
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // The expected outputs are what GNU diff -u prints for the same inputs (without its header).
-func TestUnifiedDiff(t *testing.T) {
+func TestUnified(t *testing.T) {
 	tests := []struct {
 		name, a, b, want string
 	}{
@@ -28,7 +28,7 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := UnifiedDiff("a", "b", []byte(tt.a), []byte(tt.b))
+			got := Unified("a", "b", []byte(tt.a), []byte(tt.b))
 			if tt.want != "" {
 				tt.want = "--- a\n+++ b\n" + tt.want
 			}
@@ -44,7 +44,7 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 }
 
-// applyUnified applies a unified diff made by UnifiedDiff to a, checking every context and
+// applyUnified applies a unified diff made by Unified to a, checking every context and
 // removed line, so that tests can prove that a diff really turns a into b.
 func applyUnified(a, diff string) (string, error) {
 	if diff == "" {
@@ -102,15 +102,16 @@ func applyUnified(a, diff string) (string, error) {
 }
 
 // FuzzUnifiedDiff: applying the diff of a and b to a gives b.
-func FuzzUnifiedDiff(f *testing.F) {
+func FuzzUnified(f *testing.F) {
 	f.Add("a\nb\nc\n", "a\nc\nd")
 	f.Add("", "x")
 	f.Add("x\r\ny\n", "x\ny\r\n")
 	f.Fuzz(func(t *testing.T, a, b string) {
-		d := UnifiedDiff("a", "b", []byte(a), []byte(b))
+		d := Unified("a", "b", []byte(a), []byte(b))
 		got, err := applyUnified(a, d)
 		if err != nil || got != b {
 			t.Fatalf("apply(diff) = %q, %v; want %q\n%s", got, err, b, d)
 		}
 	})
 }
+
