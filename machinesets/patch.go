@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"slices"
 	"strings"
 	"sync"
@@ -100,9 +101,9 @@ func Patch(ctx context.Context, client machineclient.Interface, opts PatchOption
 	var (
 		mu     sync.Mutex
 		failed bool
-		wg     sync.WaitGroup
+		g      errgroup.Group // no context: a failure must not cancel the PATCHes in flight
 	)
-	sem := make(chan struct{}, workers)
+	g.SetLimit(workers)
 	for i, s := range sets {
 		mu.Lock()
 		stop := failed
@@ -114,21 +115,19 @@ func Patch(ctx context.Context, client machineclient.Interface, opts PatchOption
 			results[i], done[i] = PatchResult{Name: s.ms.Name, Role: Role(s.ms), Action: ActionSkipped, Reason: s.skip}, true
 			continue
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(i int, ms *machinev1beta1.MachineSet) {
-			defer func() { <-sem; wg.Done() }()
-			res, err := patchOne(ctx, api, ms, opts, now)
+		g.Go(func() error {
+			res, err := patchOne(ctx, api, s.ms, opts, now)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs[i], failed = err, true
-				return
+				return nil
 			}
 			results[i], done[i] = res, true
-		}(i, s.ms)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every error is in errs, by MachineSet
 	finished := make([]PatchResult, 0, len(sets))
 	for i := range sets {
 		if done[i] {
