@@ -8,7 +8,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build test test-unit lint kube csi env-up env-down demo demo-down clean
+.PHONY: all build test test-unit lint kube csi env-up env-down demo demo-down image image-push release clean
 
 all: build
 
@@ -56,6 +56,20 @@ demo: build
 ## demo-down: stop the sandbox, and the loopback OpenStack if make demo started it
 demo-down:
 	@bash test/env/sandbox/down.sh
+
+## image: the operator and CLI images (FROM scratch, non-root), built offline with podman, each
+## saved as an OCI archive in bin/images/; tagged IMAGE_REPO/<binary>:VERSION
+IMAGE_REPO ?= localhost/manila-setup
+image:
+	VERSION=$(VERSION) COMMIT=$(COMMIT) IMAGE_REPO=$(IMAGE_REPO) bash build/image.sh build
+
+## image-push: push what make image built to REGISTRY (make image-push REGISTRY=quay.io/team)
+image-push:
+	VERSION=$(VERSION) COMMIT=$(COMMIT) IMAGE_REPO=$(IMAGE_REPO) REGISTRY=$(REGISTRY) bash build/image.sh push
+
+## release: the CLI for linux and darwin, amd64 and arm64, with SHA256SUMS, in bin/release/
+release:
+	VERSION=$(VERSION) COMMIT=$(COMMIT) bash build/release.sh
 
 clean:
 	rm -rf bin

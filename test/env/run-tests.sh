@@ -77,8 +77,11 @@ fi
 tail -n 3 "$openstack_log" >&2
 step "loopback OpenStack ready"
 
-# tmux drives the real binary in the wizard's smoke test (after the cloud: apt is free again).
+# tmux drives the real binary in the wizard's smoke test, podman builds and runs the operator
+# image in test/e2e (after the cloud: apt is free again).
 bash "$here/tmux.sh"
+. "$top/build/podman.sh"
+podman_install
 
 step "lint (gofmt, go vet)"
 make --no-print-directory lint
