@@ -28,6 +28,10 @@ var openshiftCRDs = []string{
 	"operator/v1/zz_generated.crd-manifests/0000_50_csi-driver_01_clustercsidrivers-Default.crd.yaml",
 	"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
 	"config/v1/zz_generated.crd-manifests/0000_03_config-operator_01_proxies.crd.yaml",
+	// What the cluster-version operator keeps: capabilities, and the storage ClusterOperator of
+	// the platform's cluster-storage-operator (PlatformManila stands in for it).
+	"config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+	"config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml",
 }
 
 var (
