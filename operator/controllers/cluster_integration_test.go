@@ -398,9 +398,11 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 			t.Errorf("message lacks %q: %s", want, c.Message)
 		}
 	}
-	// What `manila-setup machinesets patch` records when it attaches the set.
+	// What `manila-setup machinesets patch` does when it attaches the set: a port on the
+	// storage network in the providerSpec, and its record. Only the providerSpec counts.
 	record := fmt.Sprintf(`{"networks":[%q],"time":"2026-11-22T08:00:00Z","by":"manila-setup test"}`, storage)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, attachment.Annotation, record)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"template":{"spec":{"providerSpec":{"value":{"ports":[{"networkID":%q}]}}}}}}`,
+		attachment.Annotation, record, strings.ToUpper(storage))
 	if _, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Patch(ctx, "sim-worker-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

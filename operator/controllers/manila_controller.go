@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -55,7 +57,7 @@ type manilaController struct {
 	// check with new credentials, then every discoveryEvery.
 	discoveredAt  time.Time
 	discoveredSrc ManilaSource
-	storageNets   []StorageNetwork
+	ranking       *openstack.Ranking
 	discoveryErr  error
 }
 
@@ -222,15 +224,17 @@ func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]opera
 	c.mu.Unlock()
 	if due {
 		dctx, cancel := context.WithTimeout(context.Background(), 3*c.o.cfg.OpenStackTimeout)
-		found, err := src.StorageNetworks(dctx)
+		found, err := src.Discover(dctx)
 		cancel()
 		c.mu.Lock()
-		c.discoveredAt, c.discoveredSrc, c.storageNets, c.discoveryErr = time.Now(), src, found, err
+		c.discoveredAt, c.discoveredSrc, c.ranking, c.discoveryErr = time.Now(), src, found, err
 		c.mu.Unlock()
 		if err != nil {
 			klog.Infof("discovering the storage network: %v", err)
-		} else if len(found) > 0 {
-			klog.V(2).Infof("storage network candidates: %+v", found)
+		} else {
+			for _, cand := range found.Candidates {
+				klog.V(2).Infof("storage network candidate %s: score %d, %s confidence", cand.Network.Label(), cand.Score, cand.Confidence)
+			}
 		}
 	}
 	return types, nil
@@ -406,7 +410,7 @@ func (c *manilaController) shareNetworkFor(ctx context.Context, types []operator
 	storage, _, _ := c.storageNetwork()
 	var candidates []ShareNetwork
 	for _, n := range nets {
-		if storage == "" || slices.Contains(n.NeutronNetIDs, storage) {
+		if storage == "" || slices.ContainsFunc(n.NeutronNetIDs, func(id string) bool { return neutronid.Equal(id, storage) }) {
 			candidates = append(candidates, n)
 		}
 	}
@@ -419,33 +423,38 @@ func (c *manilaController) shareNetworkFor(ctx context.Context, types []operator
 	return "", fmt.Errorf("%d share networks qualify; start the operator with --storage-network to choose", len(candidates))
 }
 
-// storageNetwork is the Neutron network Manila exports on: --storage-network, else the best
-// candidate of discovery when its evidence is real (exports or a share network on it). how
-// says where it comes from; why, when id is "", why it is not known.
+// storageNetwork is the Neutron network Manila exports on: --storage-network, else what
+// discovery's ranking names by the rule every command of manila-setup uses
+// ((*openstack.Ranking).StorageNetwork: real evidence, no tie). how says where it comes from;
+// why, when id is "", why it is not known.
 func (c *manilaController) storageNetwork() (id, how, why string) {
 	if id := c.o.cfg.StorageNetworkID; id != "" {
 		return id, "given by --storage-network", ""
 	}
 	c.mu.Lock()
-	nets, err, ran := c.storageNets, c.discoveryErr, !c.discoveredAt.IsZero()
+	ranking, err, ran := c.ranking, c.discoveryErr, !c.discoveredAt.IsZero()
 	c.mu.Unlock()
+	return storageNetworkFrom(ranking, err, ran)
+}
+
+// storageNetworkFrom applies the storage network rule to the result of a discovery.
+func storageNetworkFrom(ranking *openstack.Ranking, discoveryErr error, ran bool) (id, how, why string) {
 	switch {
 	case !ran:
 		return "", "", "discovery has not run yet"
-	case err != nil:
-		return "", "", "discovery failed: " + err.Error()
-	case len(nets) == 0:
-		return "", "", "discovery found no share export and no share network to find it from"
+	case discoveryErr != nil:
+		return "", "", "discovery failed: " + discoveryErr.Error()
 	}
-	best := nets[0]
-	if best.Confidence == "low" {
-		return "", "", fmt.Sprintf("discovery has only a guess from its name: %s (%s)", best.Name, best.ID)
+	best, err := ranking.StorageNetwork()
+	if err != nil {
+		why = err.Error()
+		var sne *openstack.StorageNetworkError
+		if errors.As(err, &sne) && len(sne.Tied) > 1 {
+			why += " with --storage-network"
+		}
+		return "", "", why
 	}
-	name := best.ID
-	if best.Name != "" {
-		name = best.Name + " (" + best.ID + ")"
-	}
-	return best.ID, fmt.Sprintf("found by discovery with %s confidence: %s", best.Confidence, name), ""
+	return best.Network.ID, fmt.Sprintf("found by discovery with %s confidence: %s", best.Confidence, best.Network.Label()), ""
 }
 
 // storageNetworkCondition says whether every MachineSet attaches its machines to the storage
@@ -531,26 +540,14 @@ func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why strin
 			len(sets), strings.Join(nets, ", "), why)
 }
 
-// machineSetAttached reports whether the MachineSet's machines get a port on the network: as
-// recorded by `manila-setup machinesets patch`, or written into the providerSpec by anyone.
+// machineSetAttached reports whether the MachineSet's machines get a port on the network, by
+// the rule the CLI uses (attachment.Spec: networks[] or ports[] of the providerSpec). What
+// manila-setup recorded in its annotation does not count here: a record says what was once
+// attached, the providerSpec what new machines get.
 func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
-	if r := attachment.Parse(u.GetAnnotations()); r != nil && slices.Contains(r.Networks, networkID) {
-		return true
-	}
-	nets, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "providerSpec", "value", "networks")
-	for _, n := range nets {
-		m, ok := n.(map[string]any)
-		if !ok {
-			continue
-		}
-		if m["uuid"] == networkID {
-			return true
-		}
-		if f, ok := m["filter"].(map[string]any); ok && f["id"] == networkID {
-			return true
-		}
-	}
-	return false
+	value, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec", "providerSpec", "value")
+	m, _ := value.(map[string]any)
+	return attachment.SpecOf(m).HasNetwork(networkID)
 }
 
 // remove deletes what the Manila controller installed, for managementState Removed.

@@ -34,14 +34,6 @@ type ShareNetwork struct {
 	NeutronNetIDs []string
 }
 
-// StorageNetwork is a Neutron network that discovery found Manila exporting on.
-type StorageNetwork struct {
-	ID, Name string
-	// Confidence is discovery's: "high" (exports seen in its subnets), "medium" (a share
-	// network on it), "low" (only its name suggests it).
-	Confidence string
-}
-
 // ManilaSource is what the operator needs from OpenStack.
 type ManilaSource interface {
 	// Detect checks that the Keystone catalog has a sharev2 endpoint. Errors are *ManilaError.
@@ -50,9 +42,10 @@ type ManilaSource interface {
 	ShareTypes(ctx context.Context) ([]operator.ShareType, error)
 	// ShareNetworks lists the project's share networks. Errors are *ManilaError.
 	ShareNetworks(ctx context.Context) ([]ShareNetwork, error)
-	// StorageNetworks runs discovery: the Neutron networks Manila exports on, best first.
-	// Errors are *ManilaError.
-	StorageNetworks(ctx context.Context) ([]StorageNetwork, error)
+	// Discover runs discovery: the Neutron networks Manila may export on, ranked best first.
+	// Which one is the storage network is decided by (*openstack.Ranking).StorageNetwork, the
+	// rule the CLI uses too. Errors are *ManilaError.
+	Discover(ctx context.Context) (*openstack.Ranking, error)
 }
 
 // ManilaError says why Manila cannot be used, in words safe for conditions and events: never
@@ -206,7 +199,7 @@ func (s *clientSource) ShareNetworks(ctx context.Context) ([]ShareNetwork, error
 	return out, nil
 }
 
-func (s *clientSource) StorageNetworks(ctx context.Context) ([]StorageNetwork, error) {
+func (s *clientSource) Discover(ctx context.Context) (*openstack.Ranking, error) {
 	c, err := s.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -216,11 +209,7 @@ func (s *clientSource) StorageNetworks(ctx context.Context) ([]StorageNetwork, e
 	if err != nil {
 		return nil, classify(err)
 	}
-	out := make([]StorageNetwork, 0, len(d.Candidates))
-	for _, cand := range d.Candidates {
-		out = append(out, StorageNetwork{ID: cand.Network.ID, Name: cand.Network.Name, Confidence: string(cand.Confidence)})
-	}
-	return out, nil
+	return &d.Ranking, nil
 }
 
 // classify turns an internal/openstack error into a ManilaError. Its messages say what failed
