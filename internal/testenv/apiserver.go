@@ -71,9 +71,24 @@ type APIServer struct {
 	Config *rest.Config
 	// Client is a typed client built from Config.
 	Client kubernetes.Interface
+	// AuditLog is the API server's audit log (JSON lines): every write, at Metadata level, so
+	// that tests can prove who wrote what (see Writes).
+	AuditLog string
 
-	env *envtest.Environment
+	env      *envtest.Environment
+	auditDir string
 }
+
+// auditPolicy records every write (who, what, when) and nothing else: reads would make the log
+// grow by the informers' watches and say nothing tests look for.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+`
 
 // StartAPIServer starts kube-apiserver and etcd from the cached binaries and installs the CRDs.
 // Call Stop when done; tests use NewAPIServer, which stops it in t.Cleanup.
@@ -86,21 +101,36 @@ func StartAPIServer() (*APIServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	auditDir, err := os.MkdirTemp("", "manila-setup-audit-")
+	if err != nil {
+		return nil, err
+	}
+	policy, auditLog := filepath.Join(auditDir, "policy.yaml"), filepath.Join(auditDir, "audit.log")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true},
 	}
+	env.ControlPlane.GetAPIServer().Configure().
+		Set("audit-policy-file", policy).
+		Set("audit-log-path", auditLog).
+		Set("audit-log-format", "json").
+		Set("audit-log-mode", "blocking") // every write is in the file once its request returns
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(auditDir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(auditDir)
 		return nil, err
 	}
-	return &APIServer{Config: cfg, Client: client, env: env}, nil
+	return &APIServer{Config: cfg, Client: client, AuditLog: auditLog, env: env, auditDir: auditDir}, nil
 }
 
 // NewAPIServer starts an APIServer for one test and stops it when the test ends. A missing
@@ -120,7 +150,11 @@ func NewAPIServer(t testing.TB) *APIServer {
 }
 
 // Stop stops the apiserver and etcd and removes their data.
-func (s *APIServer) Stop() error { return s.env.Stop() }
+func (s *APIServer) Stop() error {
+	err := s.env.Stop()
+	_ = os.RemoveAll(s.auditDir)
+	return err
+}
 
 // KubeconfigFor writes a kubeconfig for a user with the given groups (e.g. "system:masters") to
 // dir and returns its path: what a CLI under test or an extra control-plane component uses.

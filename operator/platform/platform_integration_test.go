@@ -74,6 +74,14 @@ func TestDetectOnAPIServer(t *testing.T) {
 	detect(t, api, platform.ModeCompanion, platform.ReasonPlatformManilaOperator,
 		"Deployment openshift-cluster-csi-drivers/manila-csi-driver-operator (managed by cluster-storage-operator)",
 		"ClusterCSIDriver manila.csi.openstack.org (managed by cluster-storage-operator)")
+	// Detection only reads; the audit log shows the stand-in's one create and nothing else.
+	writes, err := api.Writes(func(w testenv.AuditWrite) bool { return w.Name == platform.PlatformOperatorName })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(writes) != 2 || writes[0].Verb != "create" || writes[0].Code != 201 {
+		t.Errorf("writes to %s: %v, want the stand-in's creates of its ServiceAccount and Deployment", platform.PlatformOperatorName, writes)
+	}
 
 	off := testenv.NewAPIServer(t)
 	infrastructure(t, off, configv1.OpenStackPlatformType)
