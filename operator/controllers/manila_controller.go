@@ -511,8 +511,10 @@ func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why strin
 			fmt.Sprintf("every MachineSet (%d) attaches its machines to the storage network %s (%s)", len(sets), id, how)
 	}
 
-	// The storage network is not known: rely on what manila-setup recorded when it attached.
-	var with, without []string
+	// The storage network is not known: rely on what manila-setup recorded when it attached,
+	// as `manila-setup machinesets list` does: the record names the networks, the providerSpec
+	// must still have them.
+	var with, without, stale []string
 	recorded := map[string]bool{}
 	for _, u := range sets {
 		r := attachment.Parse(u.GetAnnotations())
@@ -520,23 +522,33 @@ func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why strin
 			without = append(without, u.GetName())
 			continue
 		}
-		with = append(with, u.GetName())
+		attached := true
 		for _, n := range r.Networks {
 			recorded[n] = true
+			attached = attached && machineSetAttached(u, n)
+		}
+		if attached {
+			with = append(with, u.GetName())
+		} else {
+			stale = append(stale, u.GetName())
 		}
 	}
 	nets := slices.Sorted(maps.Keys(recorded))
 	switch {
-	case len(with) == 0:
+	case len(with) == 0 && len(stale) == 0:
 		return operatorv1.ConditionUnknown, "StorageNetworkUnknown",
 			fmt.Sprintf("the storage network is not known (%s) and no MachineSet records an attachment by manila-setup: %s", why, fix)
+	case len(stale) > 0:
+		return operatorv1.ConditionFalse, "MachineSetsNotAttached",
+			fmt.Sprintf("MachineSets %s record an attachment by manila-setup to the networks %s that their providerSpec no longer has, so their new nodes may not mount Manila shares: %s",
+				strings.Join(stale, ", "), strings.Join(nets, ", "), fix)
 	case len(without) > 0:
 		return operatorv1.ConditionFalse, "MachineSetsNotAttached",
 			fmt.Sprintf("MachineSets %s have no storage network attachment, unlike %s (networks %s), so their nodes may not mount Manila shares: %s",
 				strings.Join(without, ", "), strings.Join(with, ", "), strings.Join(nets, ", "), fix)
 	}
 	return operatorv1.ConditionTrue, "AttachedByManilaSetup",
-		fmt.Sprintf("every MachineSet (%d) records an attachment by manila-setup to the networks %s (the storage network itself is not known: %s)",
+		fmt.Sprintf("every MachineSet (%d) attaches its machines to the networks %s that manila-setup recorded attaching (the storage network itself is not known: %s)",
 			len(sets), strings.Join(nets, ", "), why)
 }
 

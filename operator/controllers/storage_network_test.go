@@ -115,10 +115,12 @@ func TestStorageNetworkVerdict(t *testing.T) {
 			status: operatorv1.ConditionFalse, reason: "MachineSetsNotAttached", msgHas: []string{"MachineSets b ", "manila-setup networks attach"}, msgHasNot: []string{"a, b"}},
 		{name: "unknown network, nothing recorded", sets: []*unstructured.Unstructured{set("a", "", off)}, why: "discovery found no share export",
 			status: operatorv1.ConditionUnknown, reason: "StorageNetworkUnknown", msgHas: []string{"discovery found no share export", "manila-setup networks attach"}},
-		{name: "unknown network, all recorded", sets: []*unstructured.Unstructured{set("a", storage), set("b", storage)}, why: "discovery failed: timed out",
+		{name: "unknown network, all recorded and attached", sets: []*unstructured.Unstructured{set("a", storage, on), set("b", storage, off, on)}, why: "discovery failed: timed out",
 			status: operatorv1.ConditionTrue, reason: "AttachedByManilaSetup", msgHas: []string{storage, "not known: discovery failed"}},
-		{name: "unknown network, some recorded", sets: []*unstructured.Unstructured{set("a", storage), set("b", "")}, why: "x",
+		{name: "unknown network, some recorded", sets: []*unstructured.Unstructured{set("a", storage, on), set("b", "")}, why: "x",
 			status: operatorv1.ConditionFalse, reason: "MachineSetsNotAttached", msgHas: []string{"MachineSets b have no storage network attachment, unlike a", storage, "manila-setup networks attach"}},
+		{name: "unknown network, recorded but no longer in the providerSpec", sets: []*unstructured.Unstructured{set("a", storage, on), set("b", storage, off)}, why: "x",
+			status: operatorv1.ConditionFalse, reason: "MachineSetsNotAttached", msgHas: []string{"MachineSets b record an attachment", "no longer has", storage}},
 	}
 	for _, tt := range tests {
 		how := ""
