@@ -6,7 +6,9 @@ export GOFLAGS := -buildvcs=false
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# Where make image tags the images, and so the operator image the CLI of this build renders.
+IMAGE_REPO ?= localhost/manila-setup
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.imageRepo=$(IMAGE_REPO)
 
 .PHONY: all build test test-unit lint kube csi env-up env-down demo demo-down image image-push release clean
 
@@ -59,7 +61,6 @@ demo-down:
 
 ## image: the operator and CLI images (FROM scratch, non-root), built offline with podman, each
 ## saved as an OCI archive in bin/images/; tagged IMAGE_REPO/<binary>:VERSION
-IMAGE_REPO ?= localhost/manila-setup
 image:
 	VERSION=$(VERSION) COMMIT=$(COMMIT) IMAGE_REPO=$(IMAGE_REPO) bash build/image.sh build
 

@@ -187,7 +187,7 @@ func TestAssetsRules(t *testing.T) {
 		}
 	}
 	// The operator's own RBAC follows the same rules.
-	out, err := Render(RenderOptions{OperatorImage: "x", Images: testImages})
+	out, err := Render(RenderOptions{OperatorImage: "example.test/op:1", Images: testImages})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,22 +11,10 @@ import (
 	"github.com/manila-setup/manila-setup/assets"
 )
 
-// DefaultImages are the upstream images `operator render` and `operator install` use when the
-// corresponding environment variable (DRIVER_IMAGE, ...) is not set. The operator itself never
-// defaults: it takes its operand images from its environment only.
-var DefaultImages = Images{
-	Driver:              "registry.k8s.io/provider-os/manila-csi-plugin:v1.33.1",
-	NFSDriver:           "registry.k8s.io/sig-storage/nfsplugin:v4.11.0",
-	Provisioner:         "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0",
-	Snapshotter:         "registry.k8s.io/sig-storage/csi-snapshotter:v8.3.0",
-	Resizer:             "registry.k8s.io/sig-storage/csi-resizer:v1.14.0",
-	LivenessProbe:       "registry.k8s.io/sig-storage/livenessprobe:v2.16.0",
-	NodeDriverRegistrar: "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.14.0",
-	KubeRBACProxy:       "quay.io/brancz/kube-rbac-proxy:v0.19.1",
-}
-
-// DefaultOperatorImage is the manila-setup image the operator Deployment runs (OPERATOR_IMAGE).
-const DefaultOperatorImage = "ghcr.io/manila-setup/manila-setup:latest"
+// DefaultOperatorImage is the operator image `render` and `install` point at unless told
+// otherwise: the image of the CLI's own version (set by cmd/manila-setup from its build
+// stamps, see OperatorImage). Empty: no default, OPERATOR_IMAGE or --image is needed.
+var DefaultOperatorImage = ""
 
 // RenderOptions shape the manifests that deploy the operator.
 type RenderOptions struct {
@@ -65,7 +53,10 @@ func Render(opts RenderOptions) ([]byte, error) {
 		vars[k] = *p
 	}
 	if opts.OperatorImage == "" {
-		return nil, fmt.Errorf("image OPERATOR_IMAGE is empty")
+		return nil, fmt.Errorf("no operator image: give --image (or OPERATOR_IMAGE)")
+	}
+	if err := CheckImageReference(opts.OperatorImage); err != nil {
+		return nil, err
 	}
 	names, err := assets.List("operator")
 	if err != nil {

@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"os"
+	"regexp"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,5 +58,68 @@ func TestRenderedOperatorProbes(t *testing.T) {
 	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "probes" || c.Ports[0].ContainerPort != 8444 {
 		t.Errorf("ports %+v, want probes 8444", c.Ports)
+	}
+}
+
+// The rendered driver and provisioner are the versions test/env/csi/build.sh builds and the
+// end-to-end tests run; every default image pins a version.
+func TestOperandsAreTheTestedVersions(t *testing.T) {
+	script, err := os.ReadFile("../test/env/csi/build.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(PLUGIN|PROVISIONER)_(VERSION|MODULE)=(\S+)`).FindAllStringSubmatch(string(script), -1) {
+		built[m[1]+"_"+m[2]] = m[3]
+	}
+	want := map[string][2]string{
+		"DRIVER_IMAGE":      {built["PLUGIN_MODULE"], built["PLUGIN_VERSION"]},
+		"PROVISIONER_IMAGE": {built["PROVISIONER_MODULE"], built["PROVISIONER_VERSION"]},
+	}
+	tested := 0
+	for _, o := range Operands {
+		if err := CheckImageReference(o.Reference()); err != nil {
+			t.Errorf("%s: %v", o.Env, err)
+		}
+		w, ok := want[o.Env]
+		if !ok {
+			continue
+		}
+		tested++
+		if o.Module != w[0] || o.Version != w[1] {
+			t.Errorf("%s renders %s %s (module %s), but test/env/csi/build.sh builds and tests %s %s", o.Env, o.Repository, o.Version, o.Module, w[0], w[1])
+		}
+	}
+	if tested != len(want) || built["PLUGIN_VERSION"] == "" || built["PROVISIONER_VERSION"] == "" {
+		t.Errorf("compared %d operands with build.sh's %v, want %d", tested, built, len(want))
+	}
+	env := DefaultImages.ImageEnv()
+	for _, o := range Operands {
+		if *env[o.Env] != o.Reference() {
+			t.Errorf("DefaultImages %s = %s, want %s", o.Env, *env[o.Env], o.Reference())
+		}
+	}
+}
+
+func TestCheckImageReference(t *testing.T) {
+	for ref, ok := range map[string]bool{
+		"quay.io/team/manila-setup-operator:v1.2.0":   true,
+		"localhost:5000/team/manila-setup-operator:1": true,
+		"quay.io/team/op@sha256:0c4f2f4a8e3b1d6c9e7a5b2f8d1c3e6a9b4d7f0e2c5a8b1d4e7f0a3c6b9d2e5f": true,
+		"quay.io/team/manila-setup-operator:latest":   false,
+		"quay.io/team/manila-setup-operator":          false,
+		"localhost:5000/team/manila-setup-operator":   false,
+	} {
+		if err := CheckImageReference(ref); (err == nil) != ok {
+			t.Errorf("CheckImageReference(%q) = %v, want ok=%v", ref, err, ok)
+		}
+	}
+	if ref, err := OperatorImage("quay.io/team/", "v1.2.0"); err != nil || ref != "quay.io/team/manila-setup-operator:v1.2.0" {
+		t.Errorf("OperatorImage = %q, %v", ref, err)
+	}
+	for _, v := range []string{"", "dev", "latest"} {
+		if _, err := OperatorImage("quay.io/team", v); err == nil {
+			t.Errorf("OperatorImage(version %q) accepted", v)
+		}
 	}
 }

@@ -81,8 +81,10 @@ func TestOperatorImage(t *testing.T) {
 	}
 	t.Cleanup(cl.Stop)
 	cli := buildCLI(t)
-	if out, err := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", sim.Kubeconfig,
-		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile).CombinedOutput(); err != nil {
+	install := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", sim.Kubeconfig,
+		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile)
+	install.Env = append(os.Environ(), "OPERATOR_IMAGE="+first.ref)
+	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("operator install: %v\n%s", err, out)
 	}
 	ns := operator.DefaultNamespace
@@ -116,20 +118,31 @@ func TestOperatorImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, probes := podmanRunArgs(t, dep.Spec.Template.Spec, first.ref, saDir, api)
+	if img := dep.Spec.Template.Spec.Containers[0].Image; img != first.ref {
+		t.Fatalf("the installed Deployment runs image %s, want the one built, %s", img, first.ref)
+	}
+	run, probes := podmanRunArgs(t, dep.Spec.Template.Spec, saDir, api)
 	op := startContainer(t, podmanRoot, run)
 
 	classes := waitStorageClasses(t, ctx, sim, op, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
 	t.Logf("the containerised operator made StorageClasses %s and %s", classes[0].Name, classes[1].Name)
-	for _, name := range []string{operator.ControllerDeploymentName} {
-		if _, err := sim.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			t.Errorf("Deployment %s: %v", name, err)
+	// The workloads: created in the same sync as the classes or soon after.
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := op.alive(); err != nil {
+			return false, err
 		}
-	}
-	for _, name := range []string{operator.NodeDaemonSetName, operator.NFSNodeDaemonSetName} {
-		if _, err := sim.Client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			t.Errorf("DaemonSet %s: %v", name, err)
+		if _, err := sim.Client.AppsV1().Deployments(ns).Get(ctx, operator.ControllerDeploymentName, metav1.GetOptions{}); err != nil {
+			return false, nil
 		}
+		for _, name := range []string{operator.NodeDaemonSetName, operator.NFSNodeDaemonSetName} {
+			if _, err := sim.Client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the driver's Deployment %s and DaemonSets %s, %s: %v", operator.ControllerDeploymentName, operator.NodeDaemonSetName, operator.NFSNodeDaemonSetName, err)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if err := waitHTTP(ctx, "http://"+probes+path, op); err != nil {
@@ -223,7 +236,7 @@ func podmanCleanup(root string) {
 // podmanRunArgs turns the operator Deployment's pod spec into `podman run` arguments, as the
 // kubelet would run it, with the pod's network being the host's (where the API server and the
 // cloud listen). It returns the arguments and the address of the probes.
-func podmanRunArgs(t *testing.T, pod corev1.PodSpec, image, saDir string, api *url.URL) ([]string, string) {
+func podmanRunArgs(t *testing.T, pod corev1.PodSpec, saDir string, api *url.URL) ([]string, string) {
 	t.Helper()
 	if len(pod.Containers) != 1 {
 		t.Fatalf("the operator pod has %d containers, want 1", len(pod.Containers))
@@ -269,7 +282,7 @@ func podmanRunArgs(t *testing.T, pod corev1.PodSpec, image, saDir string, api *u
 		entry, _ := json.Marshal(c.Command)
 		args = append(args, "--entrypoint", string(entry))
 	}
-	args = append(args, image)
+	args = append(args, c.Image)
 	for _, a := range c.Args {
 		switch {
 		case strings.HasPrefix(a, "--health-address="):

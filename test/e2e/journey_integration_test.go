@@ -282,7 +282,8 @@ var buildCLI = func() func(t *testing.T) string {
 			path = filepath.Join(dir, "manila-setup")
 			// The operator is a binary of its own, found next to the CLI (as make build puts it).
 			for _, name := range []string{"manila-setup", "manila-setup-operator"} {
-				out, buildErr := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/manila-setup/manila-setup/cmd/"+name).CombinedOutput()
+				// A version, as make build stamps it: the CLI renders the operator image of its version.
+				out, buildErr := exec.Command("go", "build", "-ldflags", "-X main.version="+e2eVersion, "-o", filepath.Join(dir, name), "github.com/manila-setup/manila-setup/cmd/"+name).CombinedOutput()
 				if buildErr != nil {
 					err = fmt.Errorf("go build %s: %v\n%s", name, buildErr, out)
 					return
@@ -295,6 +296,9 @@ var buildCLI = func() func(t *testing.T) string {
 		return path
 	}
 }()
+
+// e2eVersion is the version buildCLI stamps into the binaries.
+const e2eVersion = "v0.0.0-e2e"
 
 // cliDir holds the binaries buildCLI built; TestMain removes it.
 var cliDir string
