@@ -2,7 +2,8 @@ package attachment
 
 import (
 	"encoding/json"
-	"strings"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 )
 
 // Spec is what an OpenstackProviderSpec says about the networks and security groups of its
@@ -75,6 +76,6 @@ func (s Spec) HasSecurityGroup(id string) bool {
 	return false
 }
 
-// SameID compares two Neutron IDs the way Neutron does: UUIDs without regard to case. An empty
-// ID matches nothing.
-func SameID(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
+// SameID compares two Neutron IDs by the one rule of internal/neutronid: the same UUID in
+// any case or wrapping. An empty ID matches nothing.
+func SameID(a, b string) bool { return neutronid.Equal(a, b) }

@@ -163,8 +163,21 @@ func InstallerShaped(ctx context.Context, c *testenv.SimCluster, opts ClusterOpt
 	return cl, nil
 }
 
-// Stop stops the Machine API stand-in and waits until it has.
+// Stop stops the Machine API stand-in and waits until it has; with Options.Ports it deletes the
+// ports of the servers of every Machine still there, so the cloud keeps nothing of the cluster.
 func (c *Cluster) Stop() {
 	c.cancel()
 	<-c.done
+	if c.opts.Ports == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	machines, err := c.mc.MachineV1beta1().Machines(c.opts.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, m := range machines.Items {
+		_ = c.opts.Ports.DeletePorts(ctx, string(m.UID))
+	}
 }

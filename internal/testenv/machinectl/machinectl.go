@@ -67,6 +67,10 @@ type Options struct {
 	DeleteDelay time.Duration
 	// Interval is the reconcile period; default 100ms.
 	Interval time.Duration
+	// Ports, when set, gives each Machine's server (its ID is the Machine's UID) a real Neutron
+	// port on every network its providerSpec names by ID, and deletes them with the Machine, so
+	// that the cloud sees the attachments the Machine API stand-in makes.
+	Ports PortMaker
 }
 
 // NodeRegistrar registers fake nodes that kwok keeps Ready; *testenv.SimCluster is one.
@@ -400,6 +404,11 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 				return err
 			}
 		}
+		if c.opts.Ports != nil {
+			if err := c.opts.Ports.DeletePorts(ctx, string(m.UID)); err != nil {
+				return err
+			}
+		}
 		if !slices.Contains(m.Finalizers, MachineFinalizer) {
 			return nil
 		}
@@ -441,17 +450,36 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 		return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) { s.Phase = ptr.To(phase) })
 	}
 
+	// The server: its ID is the Machine's UID (a UUID, as Nova's are), its ports are made on
+	// the networks the providerSpec names.
+	serverID := string(m.UID)
+	if c.opts.Ports != nil {
+		if err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m)); err != nil {
+			return err
+		}
+	}
+	providerID := "openstack:///" + serverID
+	if m.Spec.ProviderID == nil {
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"providerID": providerID}})
+		if _, err := c.mc.MachineV1beta1().Machines(m.Namespace).Patch(ctx, m.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return ignoreConflict(err)
+		}
+	}
 	controlPlane := m.Labels[RoleLabel] == "master"
 	if err := c.nodes.AddNode(ctx, m.Name, controlPlane); err != nil {
 		return fmt.Errorf("registering the Node of Machine %s: %w", m.Name, err)
 	}
-	annotate, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{NodeMachineAnnotation: m.Namespace + "/" + m.Name}}})
+	node := map[string]any{"metadata": map[string]any{"annotations": map[string]string{NodeMachineAnnotation: m.Namespace + "/" + m.Name}}}
+	if n, err := c.kc.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{}); err == nil && n.Spec.ProviderID == "" {
+		node["spec"] = map[string]any{"providerID": providerID} // settable once, as the kubelet does
+	}
+	annotate, _ := json.Marshal(node)
 	if _, err := c.kc.CoreV1().Nodes().Patch(ctx, m.Name, types.MergePatchType, annotate, metav1.PatchOptions{}); err != nil {
 		return err
 	}
 	providerStatus, _ := json.Marshal(map[string]any{
 		"apiVersion": "machine.openshift.io/v1alpha1", "kind": "OpenstackMachineProviderStatus",
-		"instanceId": fmt.Sprintf("sim-%x", time.Now().UnixNano()), "instanceState": "ACTIVE",
+		"instanceId": serverID, "instanceState": "ACTIVE",
 	})
 	return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) {
 		s.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: m.Name}
