@@ -104,12 +104,21 @@ func TestWholeJourney(t *testing.T) {
 
 	// 2. Day 2: a cluster installed without the storage network.
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 3})
-	cl, err := machinectl.InstallerShaped(ctx, sim, machinectl.ClusterOptions{InfraID: "ostest-e2e01", Workers: 3, InstallConfig: original})
+	// The servers of the Machines get real Neutron ports, so the cloud sees what the cluster does.
+	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := machinectl.InstallerShaped(ctx, sim, machinectl.ClusterOptions{InfraID: "ostest-e2e01", Workers: 3, InstallConfig: original,
+		Controller: machinectl.Options{Ports: ports}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Stop)
 	t.Logf("installer-shaped cluster with 3 workers up at %s", time.Since(t0).Round(time.Millisecond))
+	if v := readAttachmentViews(t, ctx, buildCLI(t), sim.Kubeconfig, cloud, sim, storageNet); !v.agree(3, false) {
+		t.Errorf("before the attach, networks discover, machinesets list and the operator disagree or see an attachment: %+v", v)
+	}
 	mc := machineclient.NewForConfigOrDie(sim.Config)
 	results, err := machinesets.Patch(ctx, mc, machinesets.PatchOptions{
 		Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsSG}},
@@ -184,6 +193,10 @@ func TestWholeJourney(t *testing.T) {
 		t.Fatalf("operator never healthy with the storage network reachable: %v\n%s\n%s", err, status, op.tail())
 	}
 	t.Logf("operator healthy in %s:\n$ manila-setup operator status\n%s", time.Since(t3).Round(time.Millisecond), status)
+	// The three tools that judge the attachment agree, computed from the same real state.
+	if v := readAttachmentViews(t, ctx, cli, kubeconfig, cloud, sim, storageNet); !v.agree(3, true) {
+		t.Errorf("after the attach, networks discover, machinesets list and the operator disagree: %+v", v)
+	}
 
 	// 4. The real driver provisions a claim on every generated class.
 	t4 := time.Now()
