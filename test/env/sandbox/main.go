@@ -129,9 +129,15 @@ func (s *sandbox) up(ctx context.Context) error {
 
 	step("installer-shaped cluster: Infrastructure, install-config, worker MachineSet (%d Machines) and the Machine API", s.workers)
 	start = time.Now()
+	// The Machines' servers get real Neutron ports, so that networks discover sees what the
+	// cluster and the operator see.
+	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, s.cloud)
+	if err != nil {
+		return err
+	}
 	s.machines, err = machinectl.InstallerShaped(ctx, s.sim, machinectl.ClusterOptions{
 		InfraID: s.infraID, Workers: int32(s.workers),
-		Controller: machinectl.Options{NodeDelay: s.nodeDelay, DeleteDelay: time.Second, Interval: 500 * time.Millisecond},
+		Controller: machinectl.Options{NodeDelay: s.nodeDelay, DeleteDelay: time.Second, Interval: 500 * time.Millisecond, Ports: ports},
 	})
 	if err != nil {
 		return err
