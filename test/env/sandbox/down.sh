@@ -6,6 +6,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 sandbox="$MANILA_SETUP_RUN/sandbox"
+openstack_running() {
+  local f
+  for f in "$MANILA_SETUP_RUN"/openstack/*.pgid; do
+    [[ -f $f ]] && kill -0 -- "-$(cat "$f")" 2>/dev/null && return 0
+  done
+  return 1
+}
+
 if [[ -f $sandbox/sandbox.pid ]]; then
   pid=$(cat "$sandbox/sandbox.pid")
   if kill -0 "$pid" 2>/dev/null; then
@@ -31,6 +39,8 @@ if [[ -f $sandbox/started-openstack ]]; then
   step "stopping the loopback OpenStack that make demo started"
   bash "$here/../openstack/down.sh"
   rm -f "$sandbox/started-openstack"
-else
+elif openstack_running; then
   step "the loopback OpenStack was not started by make demo: left as it is (make env-down stops it)"
+else
+  step "no loopback OpenStack running"
 fi

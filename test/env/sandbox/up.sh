@@ -75,6 +75,16 @@ step "building the sandbox program (first time a few minutes, then cached)"
 go build -o "$top/bin/manila-setup-sandbox" ./test/env/sandbox
 
 if [[ -n $openstack_pid ]]; then
+  # Say what the cloud is doing while it is waited for, rather than stay silent.
+  last=
+  while kill -0 "$openstack_pid" 2>/dev/null; do
+    line=$(grep -a '^\[' "$sandbox/openstack-up.log" 2>/dev/null | tail -n 1 || true)
+    if [[ -n $line && $line != "$last" ]]; then
+      step "waiting for the loopback OpenStack: ${line#*] }"
+      last=$line
+    fi
+    sleep 2
+  done
   if ! wait "$openstack_pid"; then
     cat "$sandbox/openstack-up.log" >&2
     die "the loopback OpenStack did not come up (log above)"
