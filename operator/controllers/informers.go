@@ -19,10 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	policylisters "k8s.io/client-go/listers/policy/v1"
-	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -46,27 +43,20 @@ type informerSet struct {
 	all []cache.SharedIndexInformer
 }
 
-// listerSet reads the caches.
+// listerSet reads the caches the controllers read directly; what the operator writes is
+// compared with its cache through kindTable.
 type listerSet struct {
-	serviceAccounts     corelisters.ServiceAccountLister
-	services            corelisters.ServiceLister
-	configMaps          corelisters.ConfigMapLister
-	secrets             corelisters.SecretLister
-	credentials         corelisters.SecretLister
-	clusterConfig       corelisters.ConfigMapLister
-	roles               rbaclisters.RoleLister
-	roleBindings        rbaclisters.RoleBindingLister
-	clusterRoles        rbaclisters.ClusterRoleLister
-	clusterRoleBindings rbaclisters.ClusterRoleBindingLister
-	pdbs                policylisters.PodDisruptionBudgetLister
-	deployments         appslisters.DeploymentLister
-	daemonSets          appslisters.DaemonSetLister
-	csiDrivers          storagelisters.CSIDriverLister
-	storageClasses      storagelisters.StorageClassLister
-	infrastructures     configlisters.InfrastructureLister
-	proxies             configlisters.ProxyLister
-	clusterCSIDrivers   operatorlisters.ClusterCSIDriverLister
-	nodes, crds         cache.GenericLister
+	serviceAccounts   corelisters.ServiceAccountLister
+	configMaps        corelisters.ConfigMapLister
+	secrets           corelisters.SecretLister
+	credentials       corelisters.SecretLister
+	clusterConfig     corelisters.ConfigMapLister
+	csiDrivers        storagelisters.CSIDriverLister
+	storageClasses    storagelisters.StorageClassLister
+	infrastructures   configlisters.InfrastructureLister
+	proxies           configlisters.ProxyLister
+	clusterCSIDrivers operatorlisters.ClusterCSIDriverLister
+	nodes, crds       cache.GenericLister
 }
 
 func byName(name string) func(*metav1.ListOptions) {
@@ -101,18 +91,10 @@ func (o *Operator) buildInformers() {
 
 	l := &o.lister
 	l.serviceAccounts = corelisters.NewServiceAccountLister(s.serviceAccounts.GetIndexer())
-	l.services = corelisters.NewServiceLister(s.services.GetIndexer())
 	l.configMaps = corelisters.NewConfigMapLister(s.configMaps.GetIndexer())
 	l.secrets = corelisters.NewSecretLister(s.secrets.GetIndexer())
 	l.credentials = corelisters.NewSecretLister(s.credentials.GetIndexer())
 	l.clusterConfig = corelisters.NewConfigMapLister(s.clusterConfig.GetIndexer())
-	l.roles = rbaclisters.NewRoleLister(s.roles.GetIndexer())
-	l.roleBindings = rbaclisters.NewRoleBindingLister(s.roleBindings.GetIndexer())
-	l.clusterRoles = rbaclisters.NewClusterRoleLister(s.clusterRoles.GetIndexer())
-	l.clusterRoleBindings = rbaclisters.NewClusterRoleBindingLister(s.clusterRoleBindings.GetIndexer())
-	l.pdbs = policylisters.NewPodDisruptionBudgetLister(s.pdbs.GetIndexer())
-	l.deployments = appslisters.NewDeploymentLister(s.deployments.GetIndexer())
-	l.daemonSets = appslisters.NewDaemonSetLister(s.daemonSets.GetIndexer())
 	l.csiDrivers = storagelisters.NewCSIDriverLister(s.csiDrivers.GetIndexer())
 	l.storageClasses = storagelisters.NewStorageClassLister(s.storageClasses.GetIndexer())
 	l.infrastructures = configlisters.NewInfrastructureLister(s.infrastructures.GetIndexer())
@@ -173,9 +155,9 @@ func (o *Operator) track(inf cache.SharedIndexInformer) cache.SharedIndexInforme
 	return inf
 }
 
-// dynamicLister returns a lister for a resource whose CRD may appear at run time; the informer
-// is created on first use. synced is false until it has listed once.
-func (o *Operator) dynamicLister(gvr schema.GroupVersionResource) (lister cache.GenericLister, synced bool) {
+// dynamicInformer returns the informer of a resource whose CRD may appear at run time,
+// creating and starting it on first use.
+func (o *Operator) dynamicInformer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
 	o.dynMu.Lock()
 	defer o.dynMu.Unlock()
 	inf, ok := o.dynInformers[gvr]
@@ -189,10 +171,29 @@ func (o *Operator) dynamicLister(gvr schema.GroupVersionResource) (lister cache.
 			ns, tweak = machineAPINamespace, nil
 		}
 		inf = o.newDynamicInformer(gvr, ns, tweak)
+		for _, h := range o.dynHandlers[gvr] {
+			_, _ = inf.AddEventHandler(h)
+		}
 		o.dynInformers[gvr] = inf
 		if o.stopCh != nil {
 			go inf.Run(o.stopCh)
 		}
 	}
+	return inf
+}
+
+// onDynamic registers an event handler on the informer of gvr, now or when it is created.
+func (o *Operator) onDynamic(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) {
+	o.dynMu.Lock()
+	defer o.dynMu.Unlock()
+	o.dynHandlers[gvr] = append(o.dynHandlers[gvr], h)
+	if inf, ok := o.dynInformers[gvr]; ok {
+		_, _ = inf.AddEventHandler(h)
+	}
+}
+
+// dynamicLister returns a lister of dynamicInformer; synced is false until it has listed once.
+func (o *Operator) dynamicLister(gvr schema.GroupVersionResource) (lister cache.GenericLister, synced bool) {
+	inf := o.dynamicInformer(gvr)
 	return cache.NewGenericLister(inf.GetIndexer(), gvr.GroupResource()), inf.HasSynced()
 }

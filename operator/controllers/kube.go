@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -112,71 +110,10 @@ func typed[T object[E], E any](c rest.Interface, resource, namespace string) *ge
 	return gentype.NewClient[T](resource, c, parameterCodec, namespace, func() T { return T(new(E)) })
 }
 
-func (k *kubeClients) secrets(ns string) *gentype.Client[*corev1.Secret] {
-	return typed[*corev1.Secret](k.core, "secrets", ns)
-}
-
-func (k *kubeClients) configMaps(ns string) *gentype.Client[*corev1.ConfigMap] {
-	return typed[*corev1.ConfigMap](k.core, "configmaps", ns)
-}
-
 func (k *kubeClients) events(ns string) *gentype.Client[*corev1.Event] {
 	return typed[*corev1.Event](k.core, "events", ns)
 }
 
 func (k *kubeClients) leases(ns string) *gentype.Client[*coordinationv1.Lease] {
 	return typed[*coordinationv1.Lease](k.coordination, "leases", ns)
-}
-
-// restFor returns the REST client and resource name of a typed object the operator writes,
-// and whether the resource is namespaced.
-func (k *kubeClients) restFor(obj runtime.Object) (rest.Interface, string, bool, error) {
-	gvk, resource, err := gvkOf(obj)
-	if err != nil {
-		return nil, "", false, err
-	}
-	namespaced := true
-	switch obj.(type) {
-	case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *storagev1.CSIDriver, *storagev1.StorageClass:
-		namespaced = false
-	}
-	switch gvk.GroupVersion() {
-	case corev1.SchemeGroupVersion:
-		return k.core, resource, namespaced, nil
-	case appsv1.SchemeGroupVersion:
-		return k.apps, resource, namespaced, nil
-	case rbacv1.SchemeGroupVersion:
-		return k.rbac, resource, namespaced, nil
-	case storagev1.SchemeGroupVersion:
-		return k.storage, resource, namespaced, nil
-	case policyv1.SchemeGroupVersion:
-		return k.policy, resource, namespaced, nil
-	}
-	return nil, "", false, fmt.Errorf("no client for %s", gvk)
-}
-
-// create creates a typed object (in namespace, when its kind is namespaced).
-func (k *kubeClients) create(ctx context.Context, obj runtime.Object, namespace string) error {
-	c, resource, namespaced, err := k.restFor(obj)
-	if err != nil {
-		return err
-	}
-	r := c.Post().Resource(resource).Body(obj)
-	if namespaced {
-		r = r.Namespace(namespace)
-	}
-	return r.Do(ctx).Error()
-}
-
-// delete deletes the object of obj's kind and name.
-func (k *kubeClients) delete(ctx context.Context, obj runtime.Object, namespace string) error {
-	c, resource, namespaced, err := k.restFor(obj)
-	if err != nil {
-		return err
-	}
-	r := c.Delete().Resource(resource).Name(obj.(metav1.Object).GetName())
-	if namespaced {
-		r = r.Namespace(namespace)
-	}
-	return r.Do(ctx).Error()
 }

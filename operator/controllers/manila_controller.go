@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,14 +13,10 @@ import (
 	"time"
 
 	"github.com/manila-setup/manila-setup/internal/neutronid"
-	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -53,12 +48,9 @@ type manilaController struct {
 	lastNets   []ShareNetwork
 	lastNetErr error
 
-	// Discovery of the storage network (when --storage-network is not given): at the first
-	// check with new credentials, then every discoveryEvery.
-	discoveredAt  time.Time
-	discoveredSrc ManilaSource
-	ranking       *openstack.Ranking
-	discoveryErr  error
+	// The storage network, as given or discovered; the Manila controller runs discovery with
+	// its OpenStack client, and the storage network controller reports it.
+	storage *storageNetworks
 }
 
 // discoveryEvery is how many resyncs apart discovery runs: it lists networks, subnets, shares
@@ -68,8 +60,8 @@ const discoveryEvery = 10
 
 const manilaName = "ManilaController"
 
-func newManilaController(o *Operator) *controller {
-	c := &manilaController{o: o}
+func newManilaController(o *Operator, storage *storageNetworks) *controller {
+	c := &manilaController{o: o, storage: storage}
 	return o.newController(manilaName, c.sync,
 		o.inf.credentials,
 		o.inf.storageClasses,
@@ -132,7 +124,6 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 			condition(operator.ConditionDisabled, operatorv1.ConditionTrue, me.Reason, msg),
 			available,
 			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
-			c.storageNetworkCondition(),
 		)
 		return o.applyStatus(ctx, manilaName, base)
 	}
@@ -142,7 +133,7 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 	var errs []error
 	csiDriver, err := operator.ReadAsset("csidriver.yaml", o.vars(spec))
 	if err == nil {
-		err = o.applyObject(ctx, csiDriver)
+		_, err = o.apply(ctx, csiDriver)
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("CSIDriver %s: %w", operator.DriverName, err))
@@ -157,13 +148,11 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 	if err != nil {
 		base.WithConditions(disabled,
 			condition(manilaName+"Available", operatorv1.ConditionFalse, "ApplyFailed", err.Error()),
-			condition(manilaName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", err.Error()),
-			c.storageNetworkCondition())
+			condition(manilaName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", err.Error()))
 	} else {
 		base.WithConditions(disabled,
 			condition(manilaName+"Available", operatorv1.ConditionTrue, "AsExpected", scMsg),
-			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
-			c.storageNetworkCondition())
+			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
 	}
 	return firstErr(o.applyStatus(ctx, manilaName, base), err)
 }
@@ -220,15 +209,12 @@ func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]opera
 	}
 	c.mu.Lock()
 	c.lastNets, c.lastNetErr = nets, netErr
-	due := c.o.cfg.StorageNetworkID == "" && (c.discoveredSrc != src || time.Since(c.discoveredAt) >= discoveryEvery*c.o.cfg.Resync)
 	c.mu.Unlock()
-	if due {
+	if c.storage.due(src, discoveryEvery*c.o.cfg.Resync) {
 		dctx, cancel := context.WithTimeout(context.Background(), 3*c.o.cfg.OpenStackTimeout)
 		found, err := src.Discover(dctx)
 		cancel()
-		c.mu.Lock()
-		c.discoveredAt, c.discoveredSrc, c.ranking, c.discoveryErr = time.Now(), src, found, err
-		c.mu.Unlock()
+		c.storage.discovered(src, found, err)
 		if err != nil {
 			klog.Infof("discovering the storage network: %v", err)
 		} else {
@@ -311,28 +297,11 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 			continue
 		}
 		req := operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: o.cfg.Namespace, ShareClients: clients, ShareNetworkID: shareNetwork})
-		ex := byName[req.Name]
-		if ex != nil && storageClassUpToDate(ex, req) {
-			continue
-		}
-		if ex == nil {
-			// Not in the cache: create it in one request.
-			err := o.kube.create(ctx, req, "")
-			if err == nil {
-				o.recorder.Eventf("StorageClassCreated", "Created StorageClass %s for Manila share type %q", req.Name, t.Name)
-				continue
-			}
-			if !apierrors.IsAlreadyExists(err) {
-				errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
-				continue
-			}
-			// The cache was behind: compare and update below.
-		}
-		if _, err := putTyped(ctx, o, req); err != nil {
+		if _, err := o.apply(ctx, req); err != nil {
 			errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
 			continue
 		}
-		if ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
+		if ex := byName[req.Name]; ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
 			if err := o.patchStorageClassAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
 				errs = append(errs, err)
 			}
@@ -365,14 +334,15 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 }
 
 // storageClassUpToDate compares what the operator sets; other annotations (a user's
-// is-default-class) are not the operator's business.
+// is-default-class) are not the operator's business, and the share-type-gone annotation is
+// patched on its own.
 func storageClassUpToDate(ex, req *storagev1.StorageClass) bool {
 	return ex.Provisioner == req.Provisioner &&
 		equality.Semantic.DeepEqual(ex.Parameters, req.Parameters) &&
 		ptr.Deref(ex.ReclaimPolicy, "") == ptr.Deref(req.ReclaimPolicy, "") &&
 		ptr.Deref(ex.AllowVolumeExpansion, false) == ptr.Deref(req.AllowVolumeExpansion, false) &&
 		ptr.Deref(ex.VolumeBindingMode, "") == ptr.Deref(req.VolumeBindingMode, "") &&
-		metaContains(ex, req) && ex.Annotations[operator.AnnotationShareTypeGone] == ""
+		metaContains(ex, req)
 }
 
 // machineNetworks is the nfs-shareClient value: the CIDRs the nodes' addresses come from.
@@ -407,7 +377,7 @@ func (c *manilaController) shareNetworkFor(ctx context.Context, types []operator
 	if err != nil {
 		return "", err
 	}
-	storage, _, _ := c.storageNetwork()
+	storage, _, _ := c.storage.network()
 	var candidates []ShareNetwork
 	for _, n := range nets {
 		if storage == "" || slices.ContainsFunc(n.NeutronNetIDs, func(id string) bool { return neutronid.Equal(id, storage) }) {
@@ -421,145 +391,6 @@ func (c *manilaController) shareNetworkFor(ctx context.Context, types []operator
 		return "", fmt.Errorf("no Manila share network is on the storage network; create one (openstack share network create --neutron-net-id <storage network>)")
 	}
 	return "", fmt.Errorf("%d share networks qualify; start the operator with --storage-network to choose", len(candidates))
-}
-
-// storageNetwork is the Neutron network Manila exports on: --storage-network, else what
-// discovery's ranking names by the rule every command of manila-setup uses
-// ((*openstack.Ranking).StorageNetwork: real evidence, no tie). how says where it comes from;
-// why, when id is "", why it is not known.
-func (c *manilaController) storageNetwork() (id, how, why string) {
-	if id := c.o.cfg.StorageNetworkID; id != "" {
-		return id, "given by --storage-network", ""
-	}
-	c.mu.Lock()
-	ranking, err, ran := c.ranking, c.discoveryErr, !c.discoveredAt.IsZero()
-	c.mu.Unlock()
-	return storageNetworkFrom(ranking, err, ran)
-}
-
-// storageNetworkFrom applies the storage network rule to the result of a discovery.
-func storageNetworkFrom(ranking *openstack.Ranking, discoveryErr error, ran bool) (id, how, why string) {
-	switch {
-	case !ran:
-		return "", "", "discovery has not run yet"
-	case discoveryErr != nil:
-		return "", "", "discovery failed: " + discoveryErr.Error()
-	}
-	best, err := ranking.StorageNetwork()
-	if err != nil {
-		why = err.Error()
-		var sne *openstack.StorageNetworkError
-		if errors.As(err, &sne) && len(sne.Tied) > 1 {
-			why += " with --storage-network"
-		}
-		return "", "", why
-	}
-	return best.Network.ID, fmt.Sprintf("found by discovery with %s confidence: %s", best.Confidence, best.Network.Label()), ""
-}
-
-// storageNetworkCondition says whether every MachineSet attaches its machines to the storage
-// network, so that nodes can reach the NFS exports. The storage network is --storage-network
-// or what discovery found; without either, the attachments manila-setup recorded on the
-// MachineSets are compared.
-func (c *manilaController) storageNetworkCondition() operatorv1.OperatorCondition {
-	o := c.o
-	if !o.crdExists("machinesets.machine.openshift.io") {
-		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "NoMachineAPI", "the cluster has no MachineSets to check")
-	}
-	lister, synced := o.dynamicLister(machineSetGVR)
-	if !synced {
-		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "Checking", "reading MachineSets")
-	}
-	objs, err := lister.ByNamespace(machineAPINamespace).List(labels.Everything())
-	if err != nil {
-		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "Checking", "reading MachineSets")
-	}
-	if len(objs) == 0 {
-		return condition(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in "+machineAPINamespace)
-	}
-	sets := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, obj := range objs {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			sets = append(sets, u)
-		}
-	}
-	sort.Slice(sets, func(i, j int) bool { return sets[i].GetName() < sets[j].GetName() })
-
-	id, how, why := c.storageNetwork()
-	status, reason, msg := storageNetworkVerdict(sets, id, how, why)
-	return condition(operator.ConditionStorageNetworkReachable, status, reason, msg)
-}
-
-// storageNetworkVerdict judges the MachineSets (sorted by name) against the storage network id
-// (how: where it comes from), or when id is "" (why: why it is not known) against the
-// attachments manila-setup recorded on them.
-func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why string) (operatorv1.ConditionStatus, string, string) {
-	const fix = "run manila-setup networks attach"
-	if id != "" {
-		var missing []string
-		for _, u := range sets {
-			if !machineSetAttached(u, id) {
-				missing = append(missing, u.GetName())
-			}
-		}
-		if len(missing) > 0 {
-			return operatorv1.ConditionFalse, "MachineSetsNotAttached",
-				fmt.Sprintf("MachineSets %s do not attach their machines to the storage network %s (%s), so their nodes cannot mount Manila shares: %s",
-					strings.Join(missing, ", "), id, how, fix)
-		}
-		return operatorv1.ConditionTrue, "AsExpected",
-			fmt.Sprintf("every MachineSet (%d) attaches its machines to the storage network %s (%s)", len(sets), id, how)
-	}
-
-	// The storage network is not known: rely on what manila-setup recorded when it attached,
-	// as `manila-setup machinesets list` does: the record names the networks, the providerSpec
-	// must still have them.
-	var with, without, stale []string
-	recorded := map[string]bool{}
-	for _, u := range sets {
-		r := attachment.Parse(u.GetAnnotations())
-		if r == nil || len(r.Networks) == 0 {
-			without = append(without, u.GetName())
-			continue
-		}
-		attached := true
-		for _, n := range r.Networks {
-			recorded[n] = true
-			attached = attached && machineSetAttached(u, n)
-		}
-		if attached {
-			with = append(with, u.GetName())
-		} else {
-			stale = append(stale, u.GetName())
-		}
-	}
-	nets := slices.Sorted(maps.Keys(recorded))
-	switch {
-	case len(with) == 0 && len(stale) == 0:
-		return operatorv1.ConditionUnknown, "StorageNetworkUnknown",
-			fmt.Sprintf("the storage network is not known (%s) and no MachineSet records an attachment by manila-setup: %s", why, fix)
-	case len(stale) > 0:
-		return operatorv1.ConditionFalse, "MachineSetsNotAttached",
-			fmt.Sprintf("MachineSets %s record an attachment by manila-setup to the networks %s that their providerSpec no longer has, so their new nodes may not mount Manila shares: %s",
-				strings.Join(stale, ", "), strings.Join(nets, ", "), fix)
-	case len(without) > 0:
-		return operatorv1.ConditionFalse, "MachineSetsNotAttached",
-			fmt.Sprintf("MachineSets %s have no storage network attachment, unlike %s (networks %s), so their nodes may not mount Manila shares: %s",
-				strings.Join(without, ", "), strings.Join(with, ", "), strings.Join(nets, ", "), fix)
-	}
-	return operatorv1.ConditionTrue, "AttachedByManilaSetup",
-		fmt.Sprintf("every MachineSet (%d) attaches its machines to the networks %s that manila-setup recorded attaching (the storage network itself is not known: %s)",
-			len(sets), strings.Join(nets, ", "), why)
-}
-
-// machineSetAttached reports whether the MachineSet's machines get a port on the network, by
-// the rule the CLI uses (attachment.Spec: networks[] or ports[] of the providerSpec). What
-// manila-setup recorded in its annotation does not count here: a record says what was once
-// attached, the providerSpec what new machines get.
-func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
-	value, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec", "providerSpec", "value")
-	m, _ := value.(map[string]any)
-	return attachment.SpecOf(m).HasNetwork(networkID)
 }
 
 // remove deletes what the Manila controller installed, for managementState Removed.

@@ -101,6 +101,7 @@ type Operator struct {
 	// Informers of resources whose CRD may appear at run time, created on first use.
 	dynMu        sync.Mutex
 	dynInformers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	dynHandlers  map[schema.GroupVersionResource][]cache.ResourceEventHandler
 	stopCh       <-chan struct{}
 
 	// What each controller (field manager) last wrote to the status.
@@ -131,6 +132,7 @@ func New(kubeConfig *rest.Config, recorder Recorder, cfg Config) (*Operator, err
 	o := &Operator{
 		cfg: cfg, kube: kube, recorder: recorder,
 		dynInformers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		dynHandlers:  map[schema.GroupVersionResource][]cache.ResourceEventHandler{},
 		lastStatus:   map[string]string{},
 	}
 	o.buildInformers()
@@ -171,9 +173,11 @@ func (o *Operator) Run(ctx context.Context) error {
 }
 
 func (o *Operator) buildControllers() {
+	storage := &storageNetworks{given: o.cfg.StorageNetworkID}
 	o.controllers = append(o.controllers,
 		newLogLevelController(o),
-		newManilaController(o),
+		newManilaController(o, storage),
+		newStorageNetworkController(o, storage),
 		newSecretController(o),
 		newStaticController(o),
 		newWorkloadController(o, workloadControllerService),

@@ -70,39 +70,13 @@ func (c *secretController) sync(ctx context.Context, _ *controller) error {
 			condition(secretName+"Degraded", operatorv1.ConditionTrue, "InvalidCredentials", msg),
 		))
 	}
-	data := creds.DriverSecretData()
-	existing, err := o.lister.secrets.Secrets(ns).Get(operator.DriverSecretName)
-	switch {
-	case apierrors.IsNotFound(err):
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName, Namespace: ns, Labels: map[string]string{operator.LabelManagedBy: operator.ManagedByValue}},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       data,
-		}
-		_, err = o.kube.secrets(ns).Create(ctx, s, metav1.CreateOptions{})
-		if err == nil {
-			o.recorder.Eventf("DriverSecretCreated", "Created Secret %s/%s for the driver (keys: %s)", ns, operator.DriverSecretName, keyList(data))
-			break
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			break
-		}
-		// There, but without the operator's label, so not in its cache: take it over once.
-		if existing, err = o.kube.secrets(ns).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); err != nil {
-			break
-		}
-		fallthrough
-	case err == nil && (!sameData(existing.Data, data) || existing.Labels[operator.LabelManagedBy] != operator.ManagedByValue):
-		s := existing.DeepCopy()
-		s.Data = data
-		if s.Labels == nil {
-			s.Labels = map[string]string{}
-		}
-		s.Labels[operator.LabelManagedBy] = operator.ManagedByValue
-		if _, err = o.kube.secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err == nil {
-			o.recorder.Eventf("DriverSecretUpdated", "Updated Secret %s/%s from %s (keys: %s)", ns, operator.DriverSecretName, operator.CredentialsSecretName, keyList(data))
-		}
-	}
+	// The Secret may already be there without the operator's label (made by someone else, so
+	// not in its cache): the apply takes it over.
+	_, err = o.apply(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName, Namespace: ns, Labels: map[string]string{operator.LabelManagedBy: operator.ManagedByValue}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       creds.DriverSecretData(),
+	})
 	if err != nil {
 		msg := fmt.Sprintf("writing Secret %s/%s failed: %s", ns, operator.DriverSecretName, apiReason(err))
 		return firstErr(o.applyStatus(ctx, secretName, newStatus().WithConditions(

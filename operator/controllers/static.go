@@ -9,7 +9,6 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // StaticAssets are applied in this order: RBAC first, then the ServiceAccounts (the workloads
@@ -40,12 +39,9 @@ var StaticAssets = []string{
 const staticRBACCount = 14
 
 // conditionalAssets are applied only when their CRD is installed.
-var conditionalAssets = []struct {
-	file, crd string
-	gvr       schema.GroupVersionResource
-}{
-	{"servicemonitor.yaml", "servicemonitors.monitoring.coreos.com", serviceMonitorGVR},
-	{"volumesnapshotclass.yaml", "volumesnapshotclasses.snapshot.storage.k8s.io", snapshotClassGVR},
+var conditionalAssets = []struct{ file, crd string }{
+	{"servicemonitor.yaml", "servicemonitors.monitoring.coreos.com"},
+	{"volumesnapshotclass.yaml", "volumesnapshotclasses.snapshot.storage.k8s.io"},
 }
 
 // vars are the placeholder values of the driver's manifests.
@@ -116,7 +112,7 @@ func (c *staticController) sync(ctx context.Context, syncCtx *controller) error 
 				defer wg.Done()
 				obj, err := operator.ReadAsset(name, vars)
 				if err == nil {
-					err = o.applyObject(ctx, obj)
+					_, err = o.apply(ctx, obj)
 				}
 				if err != nil {
 					mu.Lock()
@@ -137,11 +133,13 @@ func (c *staticController) sync(ctx context.Context, syncCtx *controller) error 
 			errs = append(errs, err)
 			continue
 		}
-		ready, err := o.applyUnstructured(ctx, ca.gvr, u)
-		if err != nil {
+		_, err = o.apply(ctx, u)
+		switch {
+		case errors.Is(err, errNotCached):
+			waiting = true
+		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", ca.file, err))
 		}
-		waiting = waiting || !ready
 	}
 	if waiting {
 		syncCtx.requeueAfter(500 * time.Millisecond)

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -21,16 +20,16 @@ import (
 type workloadKind struct {
 	prefix    string // condition prefix and controller name
 	asset     string
-	resource  string // deployments or daemonsets
+	kind      *kind // the Deployment or DaemonSet row of kindTable
 	name      string
 	sa        string
 	needsCred bool // waits for csi-manila-secrets
 }
 
 var (
-	workloadControllerService = workloadKind{"ManilaDriverControllerService", "controller.yaml", "deployments", operator.ControllerDeploymentName, "manila-csi-driver-controller-sa", true}
-	workloadNodeService       = workloadKind{"ManilaDriverNodeService", "node.yaml", "daemonsets", operator.NodeDaemonSetName, "manila-csi-driver-node-sa", false}
-	workloadNFSNodeService    = workloadKind{"NFSDriverNodeService", "node_nfs.yaml", "daemonsets", operator.NFSNodeDaemonSetName, "manila-csi-driver-node-sa", false}
+	workloadControllerService = workloadKind{"ManilaDriverControllerService", "controller.yaml", kindsByGVK[appsv1.SchemeGroupVersion.WithKind("Deployment")], operator.ControllerDeploymentName, "manila-csi-driver-controller-sa", true}
+	workloadNodeService       = workloadKind{"ManilaDriverNodeService", "node.yaml", kindsByGVK[appsv1.SchemeGroupVersion.WithKind("DaemonSet")], operator.NodeDaemonSetName, "manila-csi-driver-node-sa", false}
+	workloadNFSNodeService    = workloadKind{"NFSDriverNodeService", "node_nfs.yaml", kindsByGVK[appsv1.SchemeGroupVersion.WithKind("DaemonSet")], operator.NFSNodeDaemonSetName, "manila-csi-driver-node-sa", false}
 )
 
 // workloadController keeps one Deployment or DaemonSet as the assets say, adjusted to the
@@ -51,12 +50,13 @@ func newWorkloadController(o *Operator, k workloadKind) *controller {
 		o.inf.configMaps,
 		o.inf.infrastructures,
 		o.inf.proxies,
+		k.kind.informer(&o.inf),
 	}
-	if k.resource == "deployments" {
-		inf = append(inf, o.inf.deployments, o.inf.secrets,
-			o.inf.nodes)
-	} else {
-		inf = append(inf, o.inf.daemonSets)
+	if k.needsCred {
+		inf = append(inf, o.inf.secrets)
+	}
+	if k == workloadControllerService {
+		inf = append(inf, o.inf.nodes) // placement on control-plane nodes
 	}
 	return o.newController(k.prefix+"Controller", c.sync, inf...)
 }
@@ -68,10 +68,8 @@ func (c *workloadController) sync(ctx context.Context, _ *controller) error {
 		return err
 	}
 	if spec.ManagementState == operatorv1.Removed {
-		var obj runtime.Object = &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: k.name}}
-		if k.resource == "deployments" {
-			obj = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: k.name}}
-		}
+		obj := k.kind.newObject()
+		obj.(metav1.Object).SetName(k.name)
 		err := o.deleteIfPresent(ctx, obj)
 		return firstErr(o.applyStatus(ctx, k.prefix, removedStatus(k.prefix, err)), err)
 	}
@@ -96,43 +94,32 @@ func (c *workloadController) sync(ctx context.Context, _ *controller) error {
 		generations = status.Generations
 	}
 	last := int64(-1)
-	if g := generationFor(generations, "apps", k.resource, o.cfg.Namespace, k.name); g != nil {
+	if g := generationFor(generations, "apps", k.kind.resource, o.cfg.Namespace, k.name); g != nil {
 		last = g.LastGeneration
 	}
 	last = max(last, c.lastGeneration)
-	var st *operatorStatus
-	var applied metav1.Object
-	switch req := obj.(type) {
-	case *appsv1.Deployment:
-		c.placeController(req)
-		c.decoratePodSpec(&req.Spec.Template)
-		d, aerr := o.applyDeployment(ctx, req, last)
-		if aerr != nil {
-			return c.failed(ctx, aerr)
-		}
-		applied = d
-		st = deploymentStatus(k.prefix, d)
-	case *appsv1.DaemonSet:
-		c.decoratePodSpec(&req.Spec.Template)
-		d, aerr := o.applyDaemonSet(ctx, req, last)
-		if aerr != nil {
-			return c.failed(ctx, aerr)
-		}
-		applied = d
-		st = daemonSetStatus(k.prefix, d)
-	default:
-		return fmt.Errorf("%s: unexpected %T", k.asset, obj)
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		c.placeController(d)
 	}
-	c.lastGeneration = applied.GetGeneration()
-	st.WithGenerations(operatorv1.GenerationStatus{Group: "apps", Resource: k.resource, Namespace: o.cfg.Namespace, Name: k.name,
-		LastGeneration: applied.GetGeneration()})
+	c.decoratePodSpec(k.kind.podTemplate(obj))
+	// What apply compares the cached generation with (it is never sent).
+	obj.(metav1.Object).SetGeneration(last)
+	applied, err := o.apply(ctx, obj)
+	if err != nil {
+		return c.failed(ctx, err)
+	}
+	gen := applied.(metav1.Object).GetGeneration()
+	c.lastGeneration = gen
+	st := k.kind.status(k.prefix, applied)
+	st.WithGenerations(operatorv1.GenerationStatus{Group: "apps", Resource: k.kind.resource, Namespace: o.cfg.Namespace, Name: k.name,
+		LastGeneration: gen})
 	return o.applyStatus(ctx, k.prefix, st)
 }
 
 func (c *workloadController) failed(ctx context.Context, err error) error {
-	msg := fmt.Sprintf("applying %s/%s: %s", c.k.resource, c.k.name, apiReason(err))
+	msg := fmt.Sprintf("applying %s/%s: %s", c.k.kind.resource, c.k.name, apiReason(err))
 	if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
-		msg = fmt.Sprintf("applying %s/%s: %v", c.k.resource, c.k.name, err)
+		msg = fmt.Sprintf("applying %s/%s: %v", c.k.kind.resource, c.k.name, err)
 	}
 	return firstErr(c.o.applyStatus(ctx, c.k.prefix, newStatus().WithConditions(
 		condition(c.k.prefix+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", msg),

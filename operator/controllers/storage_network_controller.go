@@ -1,0 +1,254 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
+	"github.com/manila-setup/manila-setup/operator"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+// storageNetworkController reports StorageNetworkReachable: whether every MachineSet attaches
+// its machines to the storage network, so that nodes can reach the NFS exports. The storage
+// network is --storage-network or what discovery found (storageNetworks); without either, the
+// attachments manila-setup recorded on the MachineSets are compared. It syncs when a MachineSet
+// changes (its informer's events), when discovery gives another answer, and every resync.
+type storageNetworkController struct {
+	// spec is the ClusterCSIDriver's spec, nil when there is none.
+	spec func() *operatorv1.OperatorSpec
+	// machineAPI tells whether the cluster has MachineSets at all (their CRD).
+	machineAPI func() bool
+	// machineSets lists the cached MachineSets of openshift-machine-api; synced is false until
+	// their informer has listed once.
+	machineSets func() (sets []runtime.Object, synced bool, err error)
+	// network is the storage network: id, where it comes from (how), or why it is not known.
+	network     func() (id, how, why string)
+	applyStatus func(ctx context.Context, manager string, st *operatorStatus) error
+	// requeueAfter asks for another sync soon (the MachineSets are not cached yet).
+	requeueAfter func(time.Duration)
+}
+
+const storageNetworkName = "StorageNetworkController"
+
+func newStorageNetworkController(o *Operator, storage *storageNetworks) *controller {
+	c := &storageNetworkController{
+		spec: func() *operatorv1.OperatorSpec {
+			spec, _, _ := o.spec()
+			return spec
+		},
+		machineAPI: func() bool { return o.crdExists("machinesets.machine.openshift.io") },
+		machineSets: func() ([]runtime.Object, bool, error) {
+			lister, synced := o.dynamicLister(machineSetGVR)
+			if !synced {
+				return nil, false, nil
+			}
+			sets, err := lister.ByNamespace(machineAPINamespace).List(labels.Everything())
+			return sets, true, err
+		},
+		network:     storage.network,
+		applyStatus: o.applyStatus,
+	}
+	ctrl := o.newController(storageNetworkName, c.sync, o.inf.crds)
+	c.requeueAfter = ctrl.requeueAfter
+	enqueue := func(any) { ctrl.queue.Add(queueKey) }
+	o.onDynamic(machineSetGVR, cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	storage.onChange = func() { ctrl.queue.Add(queueKey) }
+	return ctrl
+}
+
+func (c *storageNetworkController) sync(ctx context.Context, _ *controller) error {
+	spec := c.spec()
+	if spec == nil || spec.ManagementState == operatorv1.Unmanaged {
+		return nil
+	}
+	if spec.ManagementState == operatorv1.Removed {
+		// No condition: the one this controller wrote goes away with its apply.
+		return c.applyStatus(ctx, storageNetworkName, newStatus())
+	}
+	status, reason, msg := c.verdict()
+	return c.applyStatus(ctx, storageNetworkName, newStatus().WithConditions(
+		condition(operator.ConditionStorageNetworkReachable, status, reason, msg)))
+}
+
+func (c *storageNetworkController) verdict() (operatorv1.ConditionStatus, string, string) {
+	if !c.machineAPI() {
+		return operatorv1.ConditionUnknown, "NoMachineAPI", "the cluster has no MachineSets to check"
+	}
+	objs, synced, err := c.machineSets()
+	if !synced || err != nil {
+		c.requeueAfter(time.Second)
+		return operatorv1.ConditionUnknown, "Checking", "reading MachineSets"
+	}
+	if len(objs) == 0 {
+		return operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in " + machineAPINamespace
+	}
+	sets := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			sets = append(sets, u)
+		}
+	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].GetName() < sets[j].GetName() })
+	id, how, why := c.network()
+	return storageNetworkVerdict(sets, id, how, why)
+}
+
+// storageNetworks is the storage network as given (--storage-network) or as the last
+// discovery found it. The Manila controller runs discovery with its OpenStack client;
+// onChange tells the storage network controller.
+type storageNetworks struct {
+	given string
+
+	mu       sync.Mutex
+	at       time.Time
+	src      ManilaSource
+	ranking  *openstack.Ranking
+	err      error
+	onChange func()
+}
+
+// due reports whether discovery should run: never with --storage-network; else at the first
+// check with new credentials (src), then every period.
+func (s *storageNetworks) due(src ManilaSource, period time.Duration) bool {
+	if s.given != "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.src != src || time.Since(s.at) >= period
+}
+
+// discovered records the result of a discovery.
+func (s *storageNetworks) discovered(src ManilaSource, ranking *openstack.Ranking, err error) {
+	before, beforeHow, beforeWhy := s.network()
+	s.mu.Lock()
+	s.at, s.src, s.ranking, s.err = time.Now(), src, ranking, err
+	notify := s.onChange
+	s.mu.Unlock()
+	if id, how, why := s.network(); notify != nil && (id != before || how != beforeHow || why != beforeWhy) {
+		notify()
+	}
+}
+
+// network is the Neutron network Manila exports on: --storage-network, else what discovery's
+// ranking names by the rule every command of manila-setup uses
+// ((*openstack.Ranking).StorageNetwork: real evidence, no tie). how says where it comes from;
+// why, when id is "", why it is not known.
+func (s *storageNetworks) network() (id, how, why string) {
+	if s.given != "" {
+		return s.given, "given by --storage-network", ""
+	}
+	s.mu.Lock()
+	ranking, err, ran := s.ranking, s.err, !s.at.IsZero()
+	s.mu.Unlock()
+	return storageNetworkFrom(ranking, err, ran)
+}
+
+// storageNetworkFrom applies the storage network rule to the result of a discovery.
+func storageNetworkFrom(ranking *openstack.Ranking, discoveryErr error, ran bool) (id, how, why string) {
+	switch {
+	case !ran:
+		return "", "", "discovery has not run yet"
+	case discoveryErr != nil:
+		return "", "", "discovery failed: " + discoveryErr.Error()
+	}
+	best, err := ranking.StorageNetwork()
+	if err != nil {
+		why = err.Error()
+		var sne *openstack.StorageNetworkError
+		if errors.As(err, &sne) && len(sne.Tied) > 1 {
+			why += " with --storage-network"
+		}
+		return "", "", why
+	}
+	return best.Network.ID, fmt.Sprintf("found by discovery with %s confidence: %s", best.Confidence, best.Network.Label()), ""
+}
+
+// storageNetworkVerdict judges the MachineSets (sorted by name) against the storage network id
+// (how: where it comes from), or when id is "" (why: why it is not known) against the
+// attachments manila-setup recorded on them.
+func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why string) (operatorv1.ConditionStatus, string, string) {
+	const fix = "run manila-setup networks attach"
+	if id != "" {
+		var missing []string
+		for _, u := range sets {
+			if !machineSetAttached(u, id) {
+				missing = append(missing, u.GetName())
+			}
+		}
+		if len(missing) > 0 {
+			return operatorv1.ConditionFalse, "MachineSetsNotAttached",
+				fmt.Sprintf("MachineSets %s do not attach their machines to the storage network %s (%s), so their nodes cannot mount Manila shares: %s",
+					strings.Join(missing, ", "), id, how, fix)
+		}
+		return operatorv1.ConditionTrue, "AsExpected",
+			fmt.Sprintf("every MachineSet (%d) attaches its machines to the storage network %s (%s)", len(sets), id, how)
+	}
+
+	// The storage network is not known: rely on what manila-setup recorded when it attached,
+	// as `manila-setup machinesets list` does: the record names the networks, the providerSpec
+	// must still have them.
+	var with, without, stale []string
+	recorded := map[string]bool{}
+	for _, u := range sets {
+		r := attachment.Parse(u.GetAnnotations())
+		if r == nil || len(r.Networks) == 0 {
+			without = append(without, u.GetName())
+			continue
+		}
+		attached := true
+		for _, n := range r.Networks {
+			recorded[n] = true
+			attached = attached && machineSetAttached(u, n)
+		}
+		if attached {
+			with = append(with, u.GetName())
+		} else {
+			stale = append(stale, u.GetName())
+		}
+	}
+	nets := slices.Sorted(maps.Keys(recorded))
+	switch {
+	case len(with) == 0 && len(stale) == 0:
+		return operatorv1.ConditionUnknown, "StorageNetworkUnknown",
+			fmt.Sprintf("the storage network is not known (%s) and no MachineSet records an attachment by manila-setup: %s", why, fix)
+	case len(stale) > 0:
+		return operatorv1.ConditionFalse, "MachineSetsNotAttached",
+			fmt.Sprintf("MachineSets %s record an attachment by manila-setup to the networks %s that their providerSpec no longer has, so their new nodes may not mount Manila shares: %s",
+				strings.Join(stale, ", "), strings.Join(nets, ", "), fix)
+	case len(without) > 0:
+		return operatorv1.ConditionFalse, "MachineSetsNotAttached",
+			fmt.Sprintf("MachineSets %s have no storage network attachment, unlike %s (networks %s), so their nodes may not mount Manila shares: %s",
+				strings.Join(without, ", "), strings.Join(with, ", "), strings.Join(nets, ", "), fix)
+	}
+	return operatorv1.ConditionTrue, "AttachedByManilaSetup",
+		fmt.Sprintf("every MachineSet (%d) attaches its machines to the networks %s that manila-setup recorded attaching (the storage network itself is not known: %s)",
+			len(sets), strings.Join(nets, ", "), why)
+}
+
+// machineSetAttached reports whether the MachineSet's machines get a port on the network, by
+// the rule the CLI uses (attachment.Spec: networks[] or ports[] of the providerSpec). What
+// manila-setup recorded in its annotation does not count here: a record says what was once
+// attached, the providerSpec what new machines get.
+func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
+	value, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec", "providerSpec", "value")
+	m, _ := value.(map[string]any)
+	return attachment.SpecOf(m).HasNetwork(networkID)
+}

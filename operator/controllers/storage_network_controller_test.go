@@ -1,0 +1,135 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/operator"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The storage network controller's sync, on fakes of what it reads and writes.
+func TestStorageNetworkControllerSync(t *testing.T) {
+	const storage, other = "b1181383-3a48-4b5c-815c-1a4c8ec2c1b4", "0dd482e1-3ffd-4730-b40f-0fac550c4626"
+	ms := func(name string, nets ...string) runtime.Object {
+		var entries []any
+		for _, n := range nets {
+			entries = append(entries, map[string]any{"uuid": n})
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetName(name)
+		_ = unstructured.SetNestedSlice(u.Object, entries, "spec", "template", "spec", "providerSpec", "value", "networks")
+		return u
+	}
+	tie := &openstack.Ranking{Candidates: []openstack.Candidate{
+		{Network: openstack.Network{ID: storage, Name: "a"}, Score: 10, Confidence: openstack.ConfidenceHigh},
+		{Network: openstack.Network{ID: other, Name: "b"}, Score: 10, Confidence: openstack.ConfidenceHigh},
+	}}
+	managed := &operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}
+
+	tests := []struct {
+		name       string
+		spec       *operatorv1.OperatorSpec
+		machineAPI bool
+		synced     bool
+		sets       []runtime.Object
+		storage    *storageNetworks
+		// want is "" for no status write, "-" for a write without the condition, else
+		// "<status> <reason>".
+		want    string
+		msgHas  string
+		requeue bool
+	}{
+		{name: "no ClusterCSIDriver", want: ""},
+		{name: "Unmanaged", spec: &operatorv1.OperatorSpec{ManagementState: operatorv1.Unmanaged}, want: ""},
+		{name: "Removed", spec: &operatorv1.OperatorSpec{ManagementState: operatorv1.Removed}, want: "-"},
+		{name: "no Machine API", spec: managed, want: "Unknown NoMachineAPI"},
+		{name: "MachineSets not cached yet", spec: managed, machineAPI: true, want: "Unknown Checking", requeue: true},
+		{name: "no MachineSets", spec: managed, machineAPI: true, synced: true, want: "Unknown NoMachineSets"},
+		{name: "given network, all attached", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("b", other, storage), ms("a", storage)},
+			storage: &storageNetworks{given: storage}, want: "True AsExpected", msgHas: "every MachineSet (2)"},
+		{name: "given network, one not attached", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("b", other), ms("a", storage)},
+			storage: &storageNetworks{given: storage}, want: "False MachineSetsNotAttached", msgHas: "MachineSets b do not attach"},
+		{name: "discovery tie", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: &storageNetworks{at: time.Now(), ranking: tie}, want: "Unknown StorageNetworkUnknown", msgHas: "choose one with --storage-network"},
+		{name: "discovery failed", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: &storageNetworks{at: time.Now(), err: errors.New("Keystone timed out")}, want: "Unknown StorageNetworkUnknown", msgHas: "discovery failed: Keystone timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.storage == nil {
+				tt.storage = &storageNetworks{}
+			}
+			var written *operatorStatus
+			requeued := false
+			c := &storageNetworkController{
+				spec:        func() *operatorv1.OperatorSpec { return tt.spec },
+				machineAPI:  func() bool { return tt.machineAPI },
+				machineSets: func() ([]runtime.Object, bool, error) { return tt.sets, tt.synced, nil },
+				network:     tt.storage.network,
+				applyStatus: func(_ context.Context, manager string, st *operatorStatus) error {
+					if manager != storageNetworkName {
+						t.Errorf("status written as %s", manager)
+					}
+					written = st
+					return nil
+				},
+				requeueAfter: func(time.Duration) { requeued = true },
+			}
+			if err := c.sync(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			switch {
+			case written == nil:
+			case len(written.Conditions) == 0:
+				got = "-"
+			default:
+				cond := written.Conditions[0]
+				if len(written.Conditions) != 1 || cond.Type != operator.ConditionStorageNetworkReachable {
+					t.Errorf("conditions %v", written.Conditions)
+				}
+				got = string(cond.Status) + " " + cond.Reason
+				if !strings.Contains(cond.Message, tt.msgHas) {
+					t.Errorf("message %q lacks %q", cond.Message, tt.msgHas)
+				}
+			}
+			if got != tt.want || requeued != tt.requeue {
+				t.Errorf("wrote %q (requeued %v), want %q (%v)", got, requeued, tt.want, tt.requeue)
+			}
+		})
+	}
+}
+
+// A new discovery tells the controller only when its answer changes.
+func TestStorageNetworksNotify(t *testing.T) {
+	s := &storageNetworks{}
+	n := 0
+	s.onChange = func() { n++ }
+	one := &openstack.Ranking{Candidates: []openstack.Candidate{{Network: openstack.Network{ID: "x"}, Score: 3, Confidence: openstack.ConfidenceHigh}}}
+	var src ManilaSource
+	if !s.due(src, time.Hour) {
+		t.Error("discovery not due before it ever ran")
+	}
+	s.discovered(src, one, nil)
+	s.discovered(src, one, nil)
+	if n != 1 {
+		t.Errorf("%d notifications for one answer, want 1", n)
+	}
+	if s.due(src, time.Hour) {
+		t.Error("discovery due again at once")
+	}
+	s.discovered(src, nil, errors.New("refused"))
+	if n != 2 {
+		t.Errorf("%d notifications after a failure, want 2", n)
+	}
+	if given := (&storageNetworks{given: "x"}); given.due(src, 0) {
+		t.Error("discovery due with --storage-network")
+	}
+}
