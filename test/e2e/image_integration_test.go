@@ -181,6 +181,37 @@ func TestOperatorImage(t *testing.T) {
 		t.Errorf("no %s condition: %+v", operator.ConditionStorageNetworkReachable, d.Status.Conditions)
 	}
 	t.Logf("$ manila-setup operator status\n%s", status)
+
+	// MANILA_SETUP_IMAGE_SOAK=10m keeps the container running that long and reports the
+	// operator's memory inside it, for docs/performance.md (not part of make test).
+	if soak, _ := time.ParseDuration(os.Getenv("MANILA_SETUP_IMAGE_SOAK")); soak > 0 {
+		pid := strings.TrimSpace(podmanInspectContainer(t, podmanRoot, "manila-setup-operator-imagetest", "{{.State.Pid}}"))
+		end := time.Now().Add(soak)
+		for time.Now().Before(end) {
+			time.Sleep(time.Minute)
+			if err := op.alive(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.ReadFile("/proc/" + pid + "/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(string(st), "\n") {
+				if strings.HasPrefix(l, "VmRSS:") || strings.HasPrefix(l, "RssAnon:") || strings.HasPrefix(l, "RssFile:") {
+					t.Logf("soak %s: %s", time.Until(end).Round(time.Second), strings.Join(strings.Fields(l), " "))
+				}
+			}
+		}
+	}
+}
+
+func podmanInspectContainer(t *testing.T, root, name, format string) string {
+	t.Helper()
+	out, err := podman(root, "container", "inspect", "--format", format, name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("podman container inspect %s: %v\n%s", name, err, out)
+	}
+	return string(out)
 }
 
 type builtImage struct{ ref, id, archive string }
@@ -292,8 +323,12 @@ func podmanRunArgs(t *testing.T, pod corev1.PodSpec, saDir string, api *url.URL)
 		}
 		args = append(args, strings.ReplaceAll(a, "$(POD_IP)", podIP))
 	}
-	// A short resync, as the host-process operator of the journey test runs with.
-	return append(args, "--resync=10s"), probes
+	// A short resync, as the host-process operator of the journey test runs with (not while
+	// soaking: the Deployment's own settings are measured then).
+	if os.Getenv("MANILA_SETUP_IMAGE_SOAK") == "" {
+		args = append(args, "--resync=10s")
+	}
+	return args, probes
 }
 
 func freePort(t *testing.T) string {
