@@ -23,7 +23,14 @@ type RenderOptions struct {
 	Images        Images
 	// WithoutClusterCSIDriver leaves out the ClusterCSIDriver (the operator then waits for one).
 	WithoutClusterCSIDriver bool
+	// CredentialsRequest adds a CredentialsRequest for the cloud-credential operator, which then
+	// writes the credentials Secret (OpenShift's way; without it, the Secret comes from
+	// clouds.yaml).
+	CredentialsRequest bool
 }
+
+// CredentialsRequestAsset is the CredentialsRequest Render adds with RenderOptions.CredentialsRequest.
+const CredentialsRequestAsset = "credentials/credentialsrequest.yaml"
 
 // RenderOptionsFromEnv fills images from the environment, else the defaults.
 func RenderOptionsFromEnv(getenv func(string) string) RenderOptions {
@@ -61,6 +68,9 @@ func Render(opts RenderOptions) ([]byte, error) {
 	names, err := assets.List("operator")
 	if err != nil {
 		return nil, err
+	}
+	if opts.CredentialsRequest {
+		names = append(names, CredentialsRequestAsset)
 	}
 	var out bytes.Buffer
 	for _, name := range names {

@@ -3,9 +3,11 @@ package operator
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -103,12 +105,12 @@ func TestOperandsAreTheTestedVersions(t *testing.T) {
 
 func TestCheckImageReference(t *testing.T) {
 	for ref, ok := range map[string]bool{
-		"quay.io/team/manila-setup-operator:v1.2.0":   true,
-		"localhost:5000/team/manila-setup-operator:1": true,
+		"quay.io/team/manila-setup-operator:v1.2.0":                                               true,
+		"localhost:5000/team/manila-setup-operator:1":                                             true,
 		"quay.io/team/op@sha256:0c4f2f4a8e3b1d6c9e7a5b2f8d1c3e6a9b4d7f0e2c5a8b1d4e7f0a3c6b9d2e5f": true,
-		"quay.io/team/manila-setup-operator:latest":   false,
-		"quay.io/team/manila-setup-operator":          false,
-		"localhost:5000/team/manila-setup-operator":   false,
+		"quay.io/team/manila-setup-operator:latest":                                               false,
+		"quay.io/team/manila-setup-operator":                                                      false,
+		"localhost:5000/team/manila-setup-operator":                                               false,
 	} {
 		if err := CheckImageReference(ref); (err == nil) != ok {
 			t.Errorf("CheckImageReference(%q) = %v, want ok=%v", ref, err, ok)
@@ -121,5 +123,40 @@ func TestCheckImageReference(t *testing.T) {
 		if _, err := OperatorImage("quay.io/team", v); err == nil {
 			t.Errorf("OperatorImage(version %q) accepted", v)
 		}
+	}
+}
+
+// With CredentialsRequest, the cloud-credential operator is asked for exactly the Secret the
+// operator reads, in its namespace, as an OpenStack request.
+func TestRenderCredentialsRequest(t *testing.T) {
+	out, err := Render(RenderOptions{Namespace: "ns1", OperatorImage: "example.test/op:1", Images: testImages, CredentialsRequest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found int
+	for _, u := range objs {
+		if u.GetKind() != "CredentialsRequest" {
+			continue
+		}
+		found++
+		ref, _, _ := unstructured.NestedStringMap(u.Object, "spec", "secretRef")
+		kind, _, _ := unstructured.NestedString(u.Object, "spec", "providerSpec", "kind")
+		if ref["name"] != CredentialsSecretName || ref["namespace"] != "ns1" || kind != "OpenStackProviderSpec" || u.GetNamespace() != "openshift-cloud-credential-operator" {
+			t.Errorf("CredentialsRequest %s/%s: secretRef %v, providerSpec kind %q", u.GetNamespace(), u.GetName(), ref, kind)
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d CredentialsRequests rendered, want 1", found)
+	}
+	plain, err := Render(RenderOptions{Namespace: "ns1", OperatorImage: "example.test/op:1", Images: testImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain), "CredentialsRequest") {
+		t.Error("a CredentialsRequest rendered without being asked for")
 	}
 }
