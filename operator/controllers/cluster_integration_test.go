@@ -182,6 +182,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.op = op
 	opCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = op.Run(opCtx) }()
@@ -266,7 +267,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 	})
 
 	t.Run("VolumeSnapshotClass only once the snapshot CRD exists", func(t *testing.T) {
-		time.Sleep(3 * time.Second) // more than a resync without the CRD
+		h.waitSyncs(2, staticName+"Controller") // a whole sync without the CRD
 		h.noDegraded()
 		vscCRD, err := os.ReadFile("testdata/crds/volumesnapshotclasses.yaml")
 		if err != nil {
@@ -313,7 +314,8 @@ func TestOperatorClusterSettings(t *testing.T) {
 			return c != nil && n != nil && c.Annotations[trustedCAHashAnnot] != "" && n.Annotations[trustedCAHashAnnot] != "",
 				fmt.Sprintf("controller %v, node %v", c.Annotations, n.Annotations)
 		})
-		time.Sleep(3 * time.Second)
+		// The NFS plugin's controller watches the ConfigMap too: it has seen the new bundle.
+		h.waitSyncs(2, workloadNFSNodeService.prefix+"Controller")
 		nfs, err := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, workloadNFSNodeService.name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,6 +20,9 @@ type controller struct {
 	informers []cache.SharedIndexInformer
 	resync    time.Duration
 	queue     workqueue.TypedRateLimitingInterface[string]
+	// syncs counts finished syncs, so that a test can wait for the controller to have looked
+	// again rather than for time to pass.
+	syncs atomic.Int64
 }
 
 const queueKey = "key"
@@ -74,7 +78,9 @@ func (c *controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.sync(ctx, c); err != nil {
+	err := c.sync(ctx, c)
+	c.syncs.Add(1)
+	if err != nil {
 		if ctx.Err() == nil {
 			klog.Errorf("%s: %v", c.name, err)
 		}

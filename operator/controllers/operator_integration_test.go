@@ -16,6 +16,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,8 +111,8 @@ func (l *requestLog) since(t time.Time) (writes, gets []string) {
 	return
 }
 
-// first reports, for each path suffix, when the first request with that method and suffix
-// was made, relative to the first request of all.
+// first reports, for each path fragment, when the first request with that method on such a
+// path was made, relative to the first request of all.
 func (l *requestLog) first(method string, suffixes ...string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -122,7 +123,7 @@ func (l *requestLog) first(method string, suffixes ...string) []string {
 	t0 := l.entries[0].at
 	for _, suf := range suffixes {
 		for _, e := range l.entries {
-			if e.method == method && strings.HasSuffix(e.path, suf) {
+			if e.method == method && strings.Contains(e.path, suf) {
 				out = append(out, fmt.Sprintf("%s %s at +%.2fs", method, suf, e.at.Sub(t0).Seconds()))
 				break
 			}
@@ -260,6 +261,7 @@ func adminManila(t *testing.T, ctx context.Context, cloud *testenv.Cloud) *gophe
 
 type harness struct {
 	t       *testing.T
+	op      *Operator
 	ctx     context.Context
 	sim     *testenv.SimCluster
 	kube    kubernetes.Interface
@@ -349,6 +351,30 @@ func (h *harness) noDegraded() {
 			h.t.Errorf("%s=True (%s: %s)", c.Type, c.Reason, c.Message)
 		}
 	}
+}
+
+// waitSyncs waits until every controller named (every controller when none is) has finished
+// n more syncs than it had: a check that nothing changed then follows a fact about the
+// controllers rather than a sleep. With n >= 2, at least one whole sync began after the call.
+func (h *harness) waitSyncs(n int64, names ...string) {
+	h.t.Helper()
+	start := map[*controller]int64{}
+	for _, c := range h.op.controllers {
+		if len(names) == 0 || slices.Contains(names, c.name) {
+			start[c] = c.syncs.Load()
+		}
+	}
+	if len(start) == 0 || len(names) > 0 && len(start) != len(names) {
+		h.t.Fatalf("controllers %v: %d found", names, len(start))
+	}
+	h.eventually(fmt.Sprintf("%d more syncs of %v", n, names), time.Minute, func() (bool, string) {
+		for c, s := range start {
+			if got := c.syncs.Load() - s; got < n {
+				return false, fmt.Sprintf("%s: %d syncs", c.name, got)
+			}
+		}
+		return true, ""
+	})
 }
 
 func (h *harness) setManagementState(s operatorv1.ManagementState) {
@@ -472,6 +498,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.op = op
 	opCtx, stopOperator := context.WithCancel(ctx)
 	done := make(chan struct{})
 	h.started = time.Now()
@@ -482,7 +509,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		h.t = t
 		created := h.eventually("all operands created", 30*time.Second, h.operandsExist)
 		t.Logf("PERF operands created %.2fs after the operator started", created.Seconds())
-		for _, e := range h.reqs.first("POST", "/csidrivers", "/serviceaccounts", "/secrets", "/deployments", "/daemonsets") {
+		for _, e := range h.reqs.first("PATCH", "/csidrivers/", "/serviceaccounts/", "/secrets/", "/deployments/", "/daemonsets/") {
 			t.Logf("PERF   first %s", e)
 		}
 		for _, p := range []string{"ManilaDriverControllerService", "ManilaDriverNodeService", "NFSDriverNodeService"} {
@@ -576,16 +603,18 @@ func TestOperatorOnSimCluster(t *testing.T) {
 
 	t.Run("steady state: no writes, no direct GETs", func(t *testing.T) {
 		h.t = t
-		// Let every controller settle, then watch three resyncs.
-		time.Sleep(2 * resync)
+		// Let every controller settle (two syncs each), then watch until each has synced three
+		// more times (at least two whole resyncs).
+		h.waitSyncs(2)
 		from := time.Now()
-		time.Sleep(3 * resync)
+		h.waitSyncs(3)
+		over := time.Since(from).Round(100 * time.Millisecond)
 		writes, gets := h.reqs.since(from)
 		if len(writes) != 0 || len(gets) != 0 {
-			t.Errorf("steady state over %s: %d writes %v, %d direct GETs %v", 3*resync, len(writes), writes, len(gets), gets)
+			t.Errorf("steady state over %s: %d writes %v, %d direct GETs %v", over, len(writes), writes, len(gets), gets)
 		}
-		t.Logf("PERF steady state over %s (3 resyncs): %d writes, %d direct GETs; OpenStack so far: %d tokens, %d catalog reads, %d share type lists",
-			3*resync, len(writes), len(gets), OpenStackCalls.Tokens.Load(), OpenStackCalls.Catalogs.Load(), OpenStackCalls.ShareTypeLists.Load())
+		t.Logf("PERF steady state over %s (3 syncs of every controller): %d writes, %d direct GETs; OpenStack so far: %d tokens, %d catalog reads, %d share type lists",
+			over, len(writes), len(gets), OpenStackCalls.Tokens.Load(), OpenStackCalls.Catalogs.Load(), OpenStackCalls.ShareTypeLists.Load())
 		if OpenStackCalls.Tokens.Load() != 1 {
 			t.Errorf("PERF %d Keystone tokens issued, want 1 (one per token lifetime)", OpenStackCalls.Tokens.Load())
 		}
@@ -660,7 +689,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 			t.Errorf("message does not say the driver stays: %q", c.Message)
 		}
 		h.noDegraded()
-		time.Sleep(2 * resync)
+		h.waitSyncs(2)
 		if ok, msg := h.operandsExist(); !ok {
 			t.Errorf("an operand was deleted: %s", msg)
 		}
@@ -676,12 +705,16 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	t.Run("Unmanaged: no more stomping; Managed again: restored", func(t *testing.T) {
 		h.t = t
 		h.setManagementState(operatorv1.Unmanaged)
-		time.Sleep(resync) // let the controllers see it
+		h.eventually("Unmanaged in the operator's cache", 10*time.Second, func() (bool, string) {
+			spec, _, _ := h.op.spec()
+			return spec != nil && spec.ManagementState == operatorv1.Unmanaged, "not yet"
+		})
 		patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"example.test/edited-by":"admin"}}}}}`)
 		if _, err := h.kube.AppsV1().DaemonSets(testNS).Patch(ctx, workloadNodeService.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * resync)
+		// The DaemonSet's event makes its controller sync; two syncs: it has looked at the change.
+		h.waitSyncs(2, workloadNodeService.prefix+"Controller")
 		ds, _ := h.kube.AppsV1().DaemonSets(testNS).Get(ctx, workloadNodeService.name, metav1.GetOptions{})
 		if ds.Spec.Template.Annotations["example.test/edited-by"] != "admin" {
 			t.Errorf("Unmanaged, yet the operator reverted the admin's change")
@@ -772,7 +805,7 @@ func TestOperatorWithoutManila(t *testing.T) {
 	defer cancel()
 	proxy := newCatalogProxy(t, cloud.Seed.KeystoneURL)
 	proxy.strip.Store(true)
-	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "x", Images: testImages})
+	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -785,6 +818,7 @@ func TestOperatorWithoutManila(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.op = op
 	opCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = op.Run(opCtx) }()
@@ -792,7 +826,7 @@ func TestOperatorWithoutManila(t *testing.T) {
 
 	h.eventually("ManilaControllerDisabled=True NoManila", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonNoManila))
 	h.eventually("ManilaControllerAvailable=True", 10*time.Second, h.condIs(manilaName+"Available", operatorv1.ConditionTrue, ""))
-	time.Sleep(4 * time.Second)
+	h.waitSyncs(2)
 	h.noDegraded()
 	if _, err := api.Client.StorageV1().CSIDrivers().Get(ctx, operator.DriverName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("CSIDriver installed on a cloud without Manila: %v", err)
