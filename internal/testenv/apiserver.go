@@ -1,10 +1,14 @@
 package testenv
 
 import (
+	"embed"
+
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
+	sigsyaml "sigs.k8s.io/yaml"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +43,31 @@ var (
 	openshiftAPIDir     string
 	openshiftAPIDirErr  error
 )
+
+// crdFiles are CRDs of OpenShift components that github.com/openshift/api does not ship.
+//
+//go:embed crds/*.yaml
+var crdFiles embed.FS
+
+func ownCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	entries, err := crdFiles.ReadDir("crds")
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, e := range entries {
+		b, err := crdFiles.ReadFile("crds/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := sigsyaml.Unmarshal(b, crd); err != nil {
+			return nil, fmt.Errorf("CRD %s: %w", e.Name(), err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
 
 // OpenShiftCRDPaths returns the CRD files of openshiftCRDs inside the module cache, at exactly the
 // openshift/api version go.mod pins, so the CRDs always match the Go types.
@@ -109,9 +138,13 @@ func StartAPIServer() (*APIServer, error) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
+	own, err := ownCRDs()
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true},
+		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: crds, CRDs: own, ErrorIfPathMissing: true},
 	}
 	env.ControlPlane.GetAPIServer().Configure().
 		Set("audit-policy-file", policy).

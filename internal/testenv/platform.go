@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -165,4 +167,49 @@ func resourceOf(kind string) string {
 		return "secrets"
 	}
 	panic("platform stand-in: no resource for kind " + kind)
+}
+
+var credentialsRequestGVR = schema.GroupVersionResource{Group: "cloudcredential.openshift.io", Version: "v1", Resource: "credentialsrequests"}
+
+// FulfilCredentialsRequests plays OpenShift's cloud-credential operator in passthrough mode,
+// once: for every OpenStack CredentialsRequest without its Secret it writes the Secret the
+// request names, with the cluster's clouds.yaml (cloud "openstack") under key clouds.yaml, as
+// that operator does, and marks the request provisioned. It returns the Secrets it wrote, as
+// "namespace/name".
+func FulfilCredentialsRequests(ctx context.Context, cfg *rest.Config, cloudsYAML []byte) ([]string, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	list, err := dyn.Resource(credentialsRequestGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cloud-credential stand-in: listing CredentialsRequests: %w", err)
+	}
+	secrets := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"})
+	var wrote []string
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if kind, _, _ := unstructured.NestedString(cr.Object, "spec", "providerSpec", "kind"); kind != "OpenStackProviderSpec" {
+			continue
+		}
+		ref, _, _ := unstructured.NestedStringMap(cr.Object, "spec", "secretRef")
+		secret := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": ref["name"], "namespace": ref["namespace"],
+				"annotations": map[string]any{"cloudcredential.openshift.io/credentials-request": cr.GetNamespace() + "/" + cr.GetName()}},
+			"data": map[string]any{"clouds.yaml": cloudsYAML},
+		}}
+		if _, err := secrets.Namespace(ref["namespace"]).Create(ctx, secret, metav1.CreateOptions{FieldManager: managerCCO}); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			return wrote, fmt.Errorf("cloud-credential stand-in: Secret %s/%s: %w", ref["namespace"], ref["name"], err)
+		}
+		wrote = append(wrote, ref["namespace"]+"/"+ref["name"])
+		cr.Object["status"] = map[string]any{"provisioned": true, "lastSyncGeneration": cr.GetGeneration()}
+		if _, err := dyn.Resource(credentialsRequestGVR).Namespace(cr.GetNamespace()).UpdateStatus(ctx, cr, metav1.UpdateOptions{FieldManager: managerCCO}); err != nil {
+			return wrote, fmt.Errorf("cloud-credential stand-in: status of %s: %w", cr.GetName(), err)
+		}
+	}
+	return wrote, nil
 }
