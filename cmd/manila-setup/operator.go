@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -293,7 +294,11 @@ func (o *OperatorInstallOptions) Run(ctx context.Context, g *GlobalOptions, stre
 		return usageError("%v", err)
 	}
 	applied, err := deploy.Install(ctx, o.cfg, rendered, o.Namespace, o.credentials)
-	if err != nil {
+	var refused *deploy.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return invalidInput(err) // the cluster is not one to install into: a failed check
+	case err != nil:
 		return environmentError(err)
 	}
 	if g.Output != outputText {

@@ -44,6 +44,10 @@ func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace s
 	if err != nil {
 		return nil, err
 	}
+	// A real cluster is not empty: know who owns the names before writing any of them.
+	if _, err := checkPlatform(ctx, dyn); err != nil {
+		return nil, err
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err

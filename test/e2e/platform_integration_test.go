@@ -1,0 +1,116 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/operator/platform"
+)
+
+// TestInstallKnowsThePlatform runs `manila-setup operator install` against clusters shaped like
+// real ones: where the platform's cluster-storage-operator runs its Manila operator it writes
+// nothing (the audit log says so) and exits 1 naming the platform's objects; where the Storage
+// capability is off it installs; off OpenStack it writes nothing.
+func TestInstallKnowsThePlatform(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	cli := buildCLI(t)
+	ctx := context.Background()
+	cluster := func(t *testing.T, platformType configv1.PlatformType, opts *testenv.PlatformOptions) (*testenv.APIServer, string) {
+		t.Helper()
+		api := testenv.NewAPIServer(t)
+		cc, err := configclient.NewForConfig(api.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infra, err := cc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		infra.Status = configv1.InfrastructureStatus{InfrastructureName: "ostest-plat1", PlatformStatus: &configv1.PlatformStatus{Type: platformType},
+			ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
+		if _, err := cc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if opts != nil {
+			if err := testenv.InstallPlatform(ctx, api.Config, *opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kubeconfig, err := api.KubeconfigFor(t.TempDir(), "admin", "system:masters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return api, kubeconfig
+	}
+	install := func(kubeconfig string) (int, string) {
+		out, err := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig,
+			"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	ourWrites := func(t *testing.T, api *testenv.APIServer) []testenv.AuditWrite {
+		t.Helper()
+		w, err := api.Writes(testenv.ByUserAgent("manila-setup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+
+	t.Run("platform runs Manila", func(t *testing.T) {
+		api, kubeconfig := cluster(t, configv1.OpenStackPlatformType, &testenv.PlatformOptions{})
+		code, out := install(kubeconfig)
+		if code != 1 {
+			t.Errorf("exit %d, want 1:\n%s", code, out)
+		}
+		t.Logf("$ manila-setup operator install ...\n%s", out)
+		for _, want := range []string{"Deployment " + platform.PlatformNamespace + "/" + platform.PlatformOperatorName + " (managed by cluster-storage-operator)",
+			"ClusterCSIDriver " + platform.DriverName, "manila-setup networks attach"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output does not name %q:\n%s", want, out)
+			}
+		}
+		if w := ourWrites(t, api); len(w) != 0 {
+			t.Errorf("manila-setup wrote to the platform's cluster: %v", w)
+		}
+		dep, err := api.Client.AppsV1().Deployments(platform.PlatformNamespace).Get(ctx, platform.PlatformOperatorName, metav1.GetOptions{})
+		if err != nil || !strings.Contains(dep.Spec.Template.Spec.Containers[0].Image, "ocp-v4.0-art-dev") {
+			t.Errorf("the platform's Deployment changed: %v", err)
+		}
+	})
+	t.Run("Storage capability disabled", func(t *testing.T) {
+		api, kubeconfig := cluster(t, configv1.OpenStackPlatformType, &testenv.PlatformOptions{StorageCapabilityDisabled: true})
+		if code, out := install(kubeconfig); code != 0 {
+			t.Fatalf("exit %d, want 0:\n%s", code, out)
+		}
+		if w := ourWrites(t, api); len(w) == 0 {
+			t.Error("install wrote nothing in driver mode")
+		}
+	})
+	t.Run("not OpenStack", func(t *testing.T) {
+		api, kubeconfig := cluster(t, configv1.AWSPlatformType, nil)
+		code, out := install(kubeconfig)
+		if code != 1 || !strings.Contains(out, "AWS, not OpenStack") {
+			t.Errorf("exit %d, want 1 naming the platform:\n%s", code, out)
+		}
+		if w := ourWrites(t, api); len(w) != 0 {
+			t.Errorf("manila-setup wrote to a cluster on AWS: %v", w)
+		}
+	})
+}
