@@ -2,7 +2,7 @@
 # make image: builds the operator and CLI images offline with podman and writes each as an OCI
 # archive; make image-push pushes them where REGISTRY says.
 #   build/image.sh build    VERSION=... COMMIT=... IMAGE_REPO=... IMAGE_DIR=...
-#   build/image.sh push     the same, plus REGISTRY=registry.example.com/team
+#   build/image.sh push     the same; to REGISTRY (default IMAGE_REPO), e.g. quay.io/yourteam
 # Prints one line per image: reference, image ID, archive.
 # Reproducible: binaries built with -trimpath and no build ID, image layers and config stamped
 # with time 0 (--timestamp 0): the same commit, Go version and CA bundle give the same image ID.
@@ -44,7 +44,10 @@ build() {
 }
 
 push() {
-  REGISTRY=${REGISTRY:?REGISTRY is needed: make image-push REGISTRY=registry.example.com/team}
+  # By default the images go where their names say (IMAGE_REPO), which is also where the CLI of
+  # the same build points the operator Deployment.
+  REGISTRY=${REGISTRY:-$IMAGE_REPO}
+  [[ $REGISTRY == localhost/* ]] && { echo "error: REGISTRY $REGISTRY: give your registry: make image-push IMAGE_REPO=quay.io/yourteam (or REGISTRY=...)" >&2; exit 2; }
   local bin archive
   for bin in $BINARIES; do
     archive=$IMAGE_DIR/$bin-$VERSION.oci.tar
