@@ -61,8 +61,9 @@ var (
 	managedByLabel   = "app.kubernetes.io/managed-by"
 	ourLabelValues   = []string{"manila-setup", "manila-setup-operator"}
 	ourInstaller     = "manila-setup"
-	platformManagers = []string{"cluster-storage-operator", "cluster-version-operator", "cloud-credential-operator",
-		"manila-csi-driver-operator", "csi-operator"}
+	// Not "manila-csi-driver-operator": that is also the name our own operator's objects and
+	// clients carry, so it tells nothing.
+	platformManagers = []string{"cluster-storage-operator", "cluster-version-operator", "cloud-credential-operator", "csi-operator"}
 )
 
 var (
