@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
@@ -30,7 +31,7 @@ type StartOptions struct {
 	LeaseDuration  time.Duration
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration
-	// Identity of this replica in the lease (default: hostname).
+	// Identity of this replica in the lease (default: LeaderIdentity).
 	Identity string
 	// HealthAddress serves /healthz, /readyz and /metrics over HTTP; "" disables. The default
 	// binds to the loopback interface only.
@@ -63,7 +64,7 @@ func Start(ctx context.Context, opts StartOptions) error {
 		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 137*time.Second, 107*time.Second, 26*time.Second
 	}
 	if opts.Identity == "" {
-		opts.Identity, _ = os.Hostname()
+		opts.Identity = LeaderIdentity(os.Getenv)
 	}
 	ready := make(chan struct{})
 	for _, ep := range []struct {
@@ -103,6 +104,7 @@ func Start(ctx context.Context, opts StartOptions) error {
 	if err != nil {
 		return err
 	}
+	klog.Infof("leader election on Lease %s/%s as %q", opts.Config.Namespace, operator.OperatorName+"-lock", opts.Identity)
 	err = leaderelection.Run(ctx, leaderelection.Config{
 		Client:           kube.leases(opts.Config.Namespace),
 		Namespace:        opts.Config.Namespace,
@@ -196,4 +198,21 @@ func metricsRegistry() *prometheus.Registry {
 		}, func() float64 { return float64(c()) }))
 	}
 	return reg
+}
+
+// LeaderIdentity names this replica in the Lease: the pod's name (the rendered Deployment passes
+// POD_NAME through the downward API), else the host name with a random suffix, so that two
+// operators on one host (a sandbox and a developer's, or two pods with host networking) never
+// share an identity and both believe they lead.
+func LeaderIdentity(getenv func(string) string) string {
+	if pod := getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "manila-setup-operator"
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s_%x", host, b)
 }

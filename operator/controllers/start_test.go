@@ -3,6 +3,8 @@ package controllers
 import (
 	"io"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +65,17 @@ func TestProbeAndMetricsEndpoints(t *testing.T) {
 	close(ready)
 	if got := get(probe, "/readyz"); got != 200 {
 		t.Errorf("/readyz once leading: HTTP %d, want 200", got)
+	}
+}
+
+func TestLeaderIdentity(t *testing.T) {
+	if got := LeaderIdentity(func(k string) string { return map[string]string{"POD_NAME": "manila-csi-driver-operator-7d9f-x2"}[k] }); got != "manila-csi-driver-operator-7d9f-x2" {
+		t.Errorf("with POD_NAME: %q, want the pod's name", got)
+	}
+	none := func(string) string { return "" }
+	a, b := LeaderIdentity(none), LeaderIdentity(none)
+	host, _ := os.Hostname()
+	if a == b || !strings.HasPrefix(a, host+"_") || !strings.HasPrefix(b, host+"_") {
+		t.Errorf("two processes on one host got %q and %q, want the host name with different suffixes", a, b)
 	}
 }
