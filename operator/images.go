@@ -10,13 +10,13 @@ import (
 // from a registry on the machines that build this project, so none is claimed).
 type Operand struct {
 	// Env is the operator's environment variable (and the render placeholder).
-	Env        string
-	Repository string
-	Version    string
-	Digest     string // "sha256:..." when known
+	Env        string `json:"env"`
+	Repository string `json:"repository"`
+	Version    string `json:"version"`
+	Digest     string `json:"digest,omitempty"` // "sha256:..." when known
 	// Module is the Go module whose binary test/env/csi/build.sh builds at Version and the
 	// end-to-end tests run, when this operand is tested that way.
-	Module string
+	Module string `json:"testedModule,omitempty"`
 }
 
 // Reference is the image reference: repository@digest when the digest is known, else

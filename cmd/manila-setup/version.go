@@ -5,6 +5,8 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
+
+	"github.com/manila-setup/manila-setup/operator"
 )
 
 // Set at build time by the Makefile: -ldflags "-X main.version=... -X main.commit=...".
@@ -19,6 +21,10 @@ type VersionInfo struct {
 	Commit    string `json:"commit"`
 	GoVersion string `json:"goVersion"`
 	Platform  string `json:"platform"`
+	// OperatorImage and Operands are the images `operator render|install` put in the cluster
+	// by default (OperatorImage is empty for a build without a version).
+	OperatorImage string             `json:"operatorImage,omitempty"`
+	Operands      []operator.Operand `json:"operands"`
 }
 
 func currentVersion() VersionInfo {
@@ -27,6 +33,9 @@ func currentVersion() VersionInfo {
 		Commit:    commit,
 		GoVersion: runtime.Version(),
 		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
+
+		OperatorImage: operator.DefaultOperatorImage,
+		Operands:      operator.Operands,
 	}
 }
 
