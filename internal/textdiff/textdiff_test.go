@@ -114,4 +114,3 @@ func FuzzUnified(f *testing.F) {
 		}
 	})
 }
-

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -184,6 +185,34 @@ func (o *Operator) buildControllers() {
 		newWorkloadController(o, workloadNodeService),
 		newWorkloadController(o, workloadNFSNodeService),
 	)
+}
+
+// operands is what a controller's sync needs from the operator besides its own inputs: the
+// ClusterCSIDriver's spec and the operator's writes. *Operator provides them over its caches
+// and clients; a unit test of a sync provides fakes.
+type operands struct {
+	namespace string
+	// spec is the ClusterCSIDriver's spec, nil when there is none.
+	spec func() *operatorv1.OperatorSpec
+	// enabled tells whether the driver is installed (see Operator.enabled).
+	enabled         func() bool
+	apply           func(context.Context, runtime.Object) (runtime.Object, error)
+	deleteIfPresent func(context.Context, runtime.Object) error
+	applyStatus     func(ctx context.Context, manager string, st *operatorStatus) error
+}
+
+func (o *Operator) operands() operands {
+	return operands{
+		namespace: o.cfg.Namespace,
+		spec: func() *operatorv1.OperatorSpec {
+			spec, _, _ := o.spec()
+			return spec
+		},
+		enabled:         o.enabled,
+		apply:           o.apply,
+		deleteIfPresent: o.deleteIfPresent,
+		applyStatus:     o.applyStatus,
+	}
 }
 
 // clusterCSIDriver returns the ClusterCSIDriver from the cache, nil when it does not exist.

@@ -16,12 +16,16 @@ import (
 // secretController translates the clouds.yaml of Secret manila-cloud-credentials into the
 // driver's Secret csi-manila-secrets, and keeps it current when the credentials rotate.
 // Neither values nor diffs ever reach logs, events or conditions: only key names.
-type secretController struct{ o *Operator }
+type secretController struct {
+	operands
+	// credentials reads the credentials Secret; errors are *ManilaError.
+	credentials func() (*operator.Credentials, error)
+}
 
 const secretName = "DriverSecret"
 
 func newSecretController(o *Operator) *controller {
-	c := &secretController{o: o}
+	c := &secretController{operands: o.operands(), credentials: o.credentials}
 	return o.newController(secretName+"Controller", c.sync, o.inf.credentials,
 		o.inf.secrets)
 }
@@ -48,43 +52,42 @@ func (o *Operator) credentials() (*operator.Credentials, error) {
 }
 
 func (c *secretController) sync(ctx context.Context, _ *controller) error {
-	o := c.o
-	spec, _, err := o.spec()
-	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
-		return err
-	}
-	ns := o.cfg.Namespace
-	if spec.ManagementState == operatorv1.Removed {
-		err := o.deleteIfPresent(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName}})
-		return firstErr(o.applyStatus(ctx, secretName, removedStatus(secretName, err)), err)
-	}
-	if !o.enabled() {
+	spec := c.spec()
+	if spec == nil || spec.ManagementState == operatorv1.Unmanaged {
 		return nil
 	}
-	creds, err := o.credentials()
+	ns := c.namespace
+	if spec.ManagementState == operatorv1.Removed {
+		err := c.deleteIfPresent(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName}})
+		return firstErr(c.applyStatus(ctx, secretName, removedStatus(secretName, err)), err)
+	}
+	if !c.enabled() {
+		return nil
+	}
+	creds, err := c.credentials()
 	if err != nil {
 		// Keep the last good driver secret: mounted volumes keep working.
 		msg := err.Error() + "; the driver keeps its current credentials"
-		return o.applyStatus(ctx, secretName, newStatus().WithConditions(
+		return c.applyStatus(ctx, secretName, newStatus().WithConditions(
 			condition(secretName+"Available", operatorv1.ConditionFalse, "InvalidCredentials", msg),
 			condition(secretName+"Degraded", operatorv1.ConditionTrue, "InvalidCredentials", msg),
 		))
 	}
 	// The Secret may already be there without the operator's label (made by someone else, so
 	// not in its cache): the apply takes it over.
-	_, err = o.apply(ctx, &corev1.Secret{
+	_, err = c.apply(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName, Namespace: ns, Labels: map[string]string{operator.LabelManagedBy: operator.ManagedByValue}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       creds.DriverSecretData(),
 	})
 	if err != nil {
 		msg := fmt.Sprintf("writing Secret %s/%s failed: %s", ns, operator.DriverSecretName, apiReason(err))
-		return firstErr(o.applyStatus(ctx, secretName, newStatus().WithConditions(
+		return firstErr(c.applyStatus(ctx, secretName, newStatus().WithConditions(
 			condition(secretName+"Available", operatorv1.ConditionFalse, "ApplyFailed", msg),
 			condition(secretName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", msg),
 		)), fmt.Errorf("%s", msg))
 	}
-	return o.applyStatus(ctx, secretName, availabilityStatus(secretName, nil,
+	return c.applyStatus(ctx, secretName, availabilityStatus(secretName, nil,
 		fmt.Sprintf("Secret %s holds the credentials of cloud %q", operator.DriverSecretName, creds.CloudName)))
 }
 

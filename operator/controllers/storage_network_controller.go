@@ -27,16 +27,14 @@ import (
 // attachments manila-setup recorded on the MachineSets are compared. It syncs when a MachineSet
 // changes (its informer's events), when discovery gives another answer, and every resync.
 type storageNetworkController struct {
-	// spec is the ClusterCSIDriver's spec, nil when there is none.
-	spec func() *operatorv1.OperatorSpec
+	operands
 	// machineAPI tells whether the cluster has MachineSets at all (their CRD).
 	machineAPI func() bool
 	// machineSets lists the cached MachineSets of openshift-machine-api; synced is false until
 	// their informer has listed once.
 	machineSets func() (sets []runtime.Object, synced bool, err error)
 	// network is the storage network: id, where it comes from (how), or why it is not known.
-	network     func() (id, how, why string)
-	applyStatus func(ctx context.Context, manager string, st *operatorStatus) error
+	network func() (id, how, why string)
 	// requeueAfter asks for another sync soon (the MachineSets are not cached yet).
 	requeueAfter func(time.Duration)
 }
@@ -45,10 +43,7 @@ const storageNetworkName = "StorageNetworkController"
 
 func newStorageNetworkController(o *Operator, storage *storageNetworks) *controller {
 	c := &storageNetworkController{
-		spec: func() *operatorv1.OperatorSpec {
-			spec, _, _ := o.spec()
-			return spec
-		},
+		operands:   o.operands(),
 		machineAPI: func() bool { return o.crdExists("machinesets.machine.openshift.io") },
 		machineSets: func() ([]runtime.Object, bool, error) {
 			lister, synced := o.dynamicLister(machineSetGVR)
@@ -58,8 +53,7 @@ func newStorageNetworkController(o *Operator, storage *storageNetworks) *control
 			sets, err := lister.ByNamespace(machineAPINamespace).List(labels.Everything())
 			return sets, true, err
 		},
-		network:     storage.network,
-		applyStatus: o.applyStatus,
+		network: storage.network,
 	}
 	ctrl := o.newController(storageNetworkName, c.sync, o.inf.crds)
 	c.requeueAfter = ctrl.requeueAfter

@@ -69,17 +69,19 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 			var written *operatorStatus
 			requeued := false
 			c := &storageNetworkController{
-				spec:        func() *operatorv1.OperatorSpec { return tt.spec },
-				machineAPI:  func() bool { return tt.machineAPI },
-				machineSets: func() ([]runtime.Object, bool, error) { return tt.sets, tt.synced, nil },
-				network:     tt.storage.network,
-				applyStatus: func(_ context.Context, manager string, st *operatorStatus) error {
-					if manager != storageNetworkName {
-						t.Errorf("status written as %s", manager)
-					}
-					written = st
-					return nil
+				operands: operands{
+					spec: func() *operatorv1.OperatorSpec { return tt.spec },
+					applyStatus: func(_ context.Context, manager string, st *operatorStatus) error {
+						if manager != storageNetworkName {
+							t.Errorf("status written as %s", manager)
+						}
+						written = st
+						return nil
+					},
 				},
+				machineAPI:   func() bool { return tt.machineAPI },
+				machineSets:  func() ([]runtime.Object, bool, error) { return tt.sets, tt.synced, nil },
+				network:      tt.storage.network,
 				requeueAfter: func(time.Duration) { requeued = true },
 			}
 			if err := c.sync(context.Background(), nil); err != nil {

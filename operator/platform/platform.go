@@ -58,9 +58,9 @@ const (
 // no label on the ClusterCSIDriver). The platform's are written by its operators, which record
 // their user agents as field managers, and CSO's operands point at their owners.
 var (
-	managedByLabel   = "app.kubernetes.io/managed-by"
-	ourLabelValues   = []string{"manila-setup", "manila-setup-operator"}
-	ourInstaller     = "manila-setup"
+	managedByLabel = "app.kubernetes.io/managed-by"
+	ourLabelValues = []string{"manila-setup", "manila-setup-operator"}
+	ourInstaller   = "manila-setup"
 	// Not "manila-csi-driver-operator": that is also the name our own operator's objects and
 	// clients carry, so it tells nothing.
 	platformManagers = []string{"cluster-storage-operator", "cluster-version-operator", "cloud-credential-operator", "csi-operator"}
