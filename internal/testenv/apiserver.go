@@ -2,20 +2,21 @@ package testenv
 
 import (
 	"embed"
-
 	"fmt"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
-	sigsyaml "sigs.k8s.io/yaml"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	// The CRDs installed are read from the module that provides these Go types, so the two always
 	// match; the imports also keep that module in go.mod.
@@ -151,6 +152,9 @@ func StartAPIServer() (*APIServer, error) {
 		Set("audit-log-path", auditLog).
 		Set("audit-log-format", "json").
 		Set("audit-log-mode", "blocking") // every write is in the file once its request returns
+	// envtest logs through controller-runtime, which otherwise complains with a stack trace
+	// that nobody set its logger; what it would log is in the returned errors.
+	ctrllog.SetLogger(logr.Discard())
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()

@@ -22,6 +22,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
@@ -93,9 +94,9 @@ func TestOperatorImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// kwok's pod would run nothing: podman runs the pod here instead.
-	scaled := dep.DeepCopy()
-	scaled.Spec.Replicas = ptr.To[int32](0)
-	if _, err := sim.Client.AppsV1().Deployments(ns).Update(ctx, scaled, metav1.UpdateOptions{}); err != nil {
+	// A patch, not an update: the deployment controller writes the object at the same time.
+	if _, err := sim.Client.AppsV1().Deployments(ns).Patch(ctx, operator.OperatorName, types.MergePatchType,
+		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
