@@ -19,7 +19,10 @@ type controller struct {
 	sync      func(ctx context.Context, c *controller) error
 	informers []cache.SharedIndexInformer
 	resync    time.Duration
-	queue     workqueue.TypedRateLimitingInterface[string]
+	// gate, when set, must say yes for a sync to run (see platformGuard); a skipped sync
+	// still counts in syncs.
+	gate  func() bool
+	queue workqueue.TypedRateLimitingInterface[string]
 	// syncs counts finished syncs, so that a test can wait for the controller to have looked
 	// again rather than for time to pass.
 	syncs atomic.Int64
@@ -35,6 +38,7 @@ func (o *Operator) newController(name string, sync func(context.Context, *contro
 		sync:      sync,
 		informers: append([]cache.SharedIndexInformer{o.inf.clusterCSIDriver, o.inf.csiDrivers}, extra...),
 		resync:    o.cfg.Resync,
+		gate:      o.guard.driver,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
 	}
@@ -78,6 +82,11 @@ func (c *controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if c.gate != nil && !c.gate() {
+		c.syncs.Add(1)
+		c.queue.Forget(key)
+		return true
+	}
 	err := c.sync(ctx, c)
 	c.syncs.Add(1)
 	if err != nil {

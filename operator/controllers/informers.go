@@ -147,8 +147,8 @@ func (o *Operator) newDynamicInformer(gvr schema.GroupVersionResource, namespace
 	return inf
 }
 
-// track drops managedFields from what the informer caches (the operator never reads them, and
-// they are often the largest part of an object) and remembers the informer for Run.
+// track drops managedFields but their managers from what the informer caches (see
+// stripManagedFields) and remembers the informer for Run.
 func (o *Operator) track(inf cache.SharedIndexInformer) cache.SharedIndexInformer {
 	_ = inf.SetTransform(stripManagedFields)
 	o.inf.all = append(o.inf.all, inf)
@@ -169,6 +169,10 @@ func (o *Operator) dynamicInformer(gvr schema.GroupVersionResource) cache.Shared
 			ns = o.cfg.Namespace
 		case machineSetGVR:
 			ns, tweak = machineAPINamespace, nil
+		case clusterVersionGVR:
+			tweak = byName("version")
+		case clusterOperatorGVR:
+			tweak = byName("storage")
 		}
 		inf = o.newDynamicInformer(gvr, ns, tweak)
 		for _, h := range o.dynHandlers[gvr] {

@@ -85,6 +85,8 @@ var (
 	snapshotClassGVR     = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
 	machineSetGVR        = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
 	crdGVR               = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	clusterVersionGVR    = configv1.GroupVersion.WithResource("clusterversions")
+	clusterOperatorGVR   = configv1.GroupVersion.WithResource("clusteroperators")
 	nodeGVR              = corev1.SchemeGroupVersion.WithResource("nodes")
 	everything           = labels.Everything()
 	managedSelector      = labels.SelectorFromSet(labels.Set{operator.LabelManagedBy: operator.ManagedByValue})
@@ -108,6 +110,9 @@ type Operator struct {
 	// What each controller (field manager) last wrote to the status.
 	statusMu   sync.Mutex
 	lastStatus map[string]string
+
+	// guard says whether the operator may deploy the driver in this cluster.
+	guard platformGuard
 
 	controllers []*controller
 }
@@ -141,10 +146,23 @@ func New(kubeConfig *rest.Config, recorder Recorder, cfg Config) (*Operator, err
 	return o, nil
 }
 
+// stripManagedFields drops what managedFields record of each field (often the largest part of
+// an object) and keeps only who wrote it: the platform check (operator/platform) tells the
+// platform's objects from ours by their field managers.
 func stripManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
 	}
+	fields := m.GetManagedFields()
+	if len(fields) == 0 {
+		return obj, nil
+	}
+	managers := make([]metav1.ManagedFieldsEntry, 0, len(fields))
+	for _, f := range fields {
+		managers = append(managers, metav1.ManagedFieldsEntry{Manager: f.Manager, Operation: f.Operation, Subresource: f.Subresource})
+	}
+	m.SetManagedFields(managers)
 	return obj, nil
 }
 
@@ -176,6 +194,7 @@ func (o *Operator) Run(ctx context.Context) error {
 func (o *Operator) buildControllers() {
 	storage := &storageNetworks{given: o.cfg.StorageNetworkID}
 	o.controllers = append(o.controllers,
+		newPlatformController(o),
 		newLogLevelController(o),
 		newManilaController(o, storage),
 		newStorageNetworkController(o, storage),

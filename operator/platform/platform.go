@@ -144,6 +144,9 @@ func Detect(ctx context.Context, g Getter) (Detection, error) {
 	}
 	if co != nil && relatesToManila(co) {
 		obj := "ClusterCSIDriver " + DriverName + " (listed by ClusterOperator storage, not created yet)"
+		if csi != nil {
+			obj = "ClusterCSIDriver " + DriverName + " (listed by ClusterOperator storage)"
+		}
 		return Detection{Mode: ModeCompanion, Reason: ReasonPlatformManilaOperator, PlatformObjects: []string{obj},
 			Message: "the platform's cluster-storage-operator is about to run its Manila CSI driver operator (" + obj + "): the operator leaves the driver to the platform"}, nil
 	}
