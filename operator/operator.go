@@ -46,6 +46,10 @@ const (
 
 	// ConditionDisabled is True when the cloud offers no usable Manila (reason says why).
 	ConditionDisabled = "ManilaControllerDisabled"
+	// ConditionManilaReachable says whether Manila answered the last check (reason and message
+	// say why not: which host, which error). Apart from ConditionDisabled: an outage does not
+	// uninstall anything.
+	ConditionManilaReachable = "ManilaReachable"
 	// ConditionStorageNetworkReachable says whether the MachineSets attach their machines to
 	// the network Manila exports on.
 	ConditionStorageNetworkReachable = "StorageNetworkReachable"

@@ -79,6 +79,7 @@ type StartOptions struct {
 	ProbeAddress     string
 	LeaderElect      bool
 	OpenStackTimeout time.Duration
+	ManilaGrace      time.Duration
 	Verbosity        int
 	Profiling        bool
 
@@ -123,6 +124,7 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 	f.StringVar(&o.ProbeAddress, "probe-address", "", `address of /healthz and /readyz only, for the kubelet's probes, e.g. the pod IP ("" disables)`)
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "take a Lease so that only one replica acts")
 	f.DurationVar(&o.OpenStackTimeout, "openstack-timeout", 10*time.Second, "timeout of each OpenStack request")
+	f.DurationVar(&o.ManilaGrace, "manila-grace-period", controllers.DefaultManilaGracePeriod, "how long Manila may not answer before ManilaControllerDegraded (ManilaReachable says it at once)")
 	f.BoolVar(&o.Profiling, "profiling", false, "also serve Go's /debug/pprof/ on --health-address")
 	f.IntVar(&o.Verbosity, "v", 2, "log verbosity until the ClusterCSIDriver's operatorLogLevel takes over")
 	return cmd
@@ -149,6 +151,9 @@ func (o *StartOptions) Validate() error {
 	if o.Resync < time.Second {
 		return fmt.Errorf("--resync: Invalid value: %q: must be at least 1s", o.Resync)
 	}
+	if o.ManilaGrace < 0 {
+		return fmt.Errorf("--manila-grace-period: Invalid value: %q: must not be negative", o.ManilaGrace)
+	}
 	for i, c := range o.MachineNetworks {
 		if _, err := operator.MachineNetworksFromInstallConfig([]byte("networking: {machineNetwork: [{cidr: \"" + c + "\"}]}")); err != nil {
 			return fmt.Errorf("--machine-network[%d]: Invalid value: %q: must be a CIDR", i, c)
@@ -162,7 +167,7 @@ func (o *StartOptions) Run(ctx context.Context) error {
 		Config: controllers.Config{
 			Namespace: o.Namespace, Images: o.images, Resync: o.Resync, CloudName: o.Cloud,
 			MachineNetworks: o.MachineNetworks, StorageNetworkID: o.StorageNetworkID,
-			OpenStackTimeout: o.OpenStackTimeout, Version: version,
+			OpenStackTimeout: o.OpenStackTimeout, ManilaGracePeriod: o.ManilaGrace, Version: version,
 		},
 		KubeConfig:     o.cfg,
 		LeaderElection: o.LeaderElect,

@@ -111,19 +111,37 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 		if !errors.As(detectErr, &me) {
 			me = &ManilaError{Reason: ReasonUnreachable, Message: detectErr.Error()}
 		}
-		msg := me.Message
-		if installed {
-			msg += "; the Manila CSI driver stays installed so that mounted volumes keep working and can be unmounted"
+		c.noteTransition(me.Reason, me.Message)
+		unreachable := condition(operator.ConditionManilaReachable, operatorv1.ConditionFalse, me.Reason, me.Message)
+		if !installed {
+			// A cloud without (usable) Manila is a normal cloud: nothing to install, nothing wrong.
+			base.WithConditions(
+				condition(operator.ConditionDisabled, operatorv1.ConditionTrue, me.Reason, me.Message),
+				condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaNotUsed", "the cluster runs normally without Manila"),
+				condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
+				unreachable,
+			)
+			return o.applyStatus(ctx, manilaName, base)
 		}
-		c.noteTransition(me.Reason, msg)
-		available := condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaNotUsed", "the cluster runs normally without Manila")
-		if installed {
-			available = condition(manilaName+"Available", operatorv1.ConditionFalse, me.Reason, msg)
+		// Installed: what exists keeps working (the driver, the StorageClasses, mounted volumes)
+		// while Manila cannot be asked, so the driver is neither disabled nor unavailable; what
+		// is lost is news from Manila (new share types). Degraded only once that has lasted
+		// longer than the grace period: a Manila restart or a Keystone blip is not an alarm.
+		since := c.unreachableSince()
+		degraded := condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", "")
+		if time.Since(since) >= o.cfg.ManilaGracePeriod {
+			// No running duration in the message: it would change, and be written, every resync.
+			degraded = condition(manilaName+"Degraded", operatorv1.ConditionTrue, me.Reason,
+				fmt.Sprintf("Manila has not answered since %s, longer than the grace period of %s: %s",
+					since.UTC().Format(time.RFC3339), o.cfg.ManilaGracePeriod, me.Message))
 		}
 		base.WithConditions(
-			condition(operator.ConditionDisabled, operatorv1.ConditionTrue, me.Reason, msg),
-			available,
-			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
+			condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "Installed",
+				"the Manila CSI driver is installed; it stays so while Manila cannot be asked, so that volumes keep mounting and unmounting"),
+			condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaUnreachable",
+				"the StorageClasses are in place and keep working; share types added in Manila meanwhile get theirs when Manila answers again"),
+			degraded,
+			unreachable,
 		)
 		return o.applyStatus(ctx, manilaName, base)
 	}
@@ -145,6 +163,8 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 	err = errors.Join(errs...)
 	disabled := condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable",
 		fmt.Sprintf("Manila is in the Keystone catalog with %d share types", len(types)))
+	base.WithConditions(condition(operator.ConditionManilaReachable, operatorv1.ConditionTrue, "AsExpected",
+		fmt.Sprintf("Manila answered with %d share types", len(types))))
 	if err != nil {
 		base.WithConditions(disabled,
 			condition(manilaName+"Available", operatorv1.ConditionFalse, "ApplyFailed", err.Error()),
@@ -155,6 +175,18 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
 	}
 	return firstErr(o.applyStatus(ctx, manilaName, base), err)
+}
+
+// unreachableSince is when Manila stopped answering: the ManilaReachable condition's transition
+// time when it is already False (so that a restarted operator keeps counting), else now.
+func (c *manilaController) unreachableSince() time.Time {
+	if d := c.o.clusterCSIDriver(); d != nil {
+		if ex := findCondition(d.Status.Conditions, operator.ConditionManilaReachable); ex != nil &&
+			ex.Status == operatorv1.ConditionFalse && !ex.LastTransitionTime.IsZero() {
+			return ex.LastTransitionTime.Time
+		}
+	}
+	return time.Now()
 }
 
 // detect asks Manila for its share types; an error is a *ManilaError with a reason.

@@ -55,6 +55,10 @@ type Config struct {
 	// StorageNetworkID is the Neutron network Manila exports on: it picks the share network of
 	// DHSS=true share types and is checked against the MachineSets (StorageNetworkReachable).
 	StorageNetworkID string
+	// ManilaGracePeriod is how long Manila may not answer before ManilaControllerDegraded
+	// (default DefaultManilaGracePeriod). While installed, an outage is reported at once on
+	// ManilaReachable; the driver and the StorageClasses keep working meanwhile.
+	ManilaGracePeriod time.Duration
 	// Version is reported in status.version.
 	Version string
 	// NewManilaSource builds the OpenStack client; nil means NewManilaSource.
@@ -67,6 +71,9 @@ func (c *Config) defaults() {
 	}
 	if c.Resync <= 0 {
 		c.Resync = operator.DefaultResync
+	}
+	if c.ManilaGracePeriod <= 0 {
+		c.ManilaGracePeriod = DefaultManilaGracePeriod
 	}
 	if c.OpenStackTimeout <= 0 {
 		c.OpenStackTimeout = 10 * time.Second
@@ -92,6 +99,11 @@ var (
 	managedSelector      = labels.SelectorFromSet(labels.Set{operator.LabelManagedBy: operator.ManagedByValue})
 	managedSelectorTweak = func(o *metav1.ListOptions) { o.LabelSelector = managedSelector.String() }
 )
+
+// DefaultManilaGracePeriod: ten resyncs. Long enough for a Manila or Keystone restart, a
+// control-plane upgrade of the cloud or a load balancer failover; short enough that an admin
+// hears of a real outage before users do.
+const DefaultManilaGracePeriod = 10 * time.Minute
 
 // Operator holds the clients, the informers and the controllers.
 type Operator struct {

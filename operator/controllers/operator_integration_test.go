@@ -423,6 +423,8 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	resync := 3 * time.Second
+	// Shorter than the default so that the outage below outlasts it without a long wait.
+	const manilaGrace = 12 * time.Second
 	h := &harness{t: t, ctx: ctx, sim: sim, kube: sim.Client, resync: resync, reqs: &requestLog{}, logs: &syncBuffer{}}
 	var err error
 	if h.dyn, err = dynamic.NewForConfig(sim.Config); err != nil {
@@ -492,7 +494,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	}
 
 	op, err := New(opCfg, nil, Config{
-		Namespace: testNS, Images: testImages, Resync: resync, OpenStackTimeout: 5 * time.Second,
+		Namespace: testNS, Images: testImages, Resync: resync, OpenStackTimeout: 5 * time.Second, ManilaGracePeriod: manilaGrace,
 		StorageNetworkID: cloud.Seed.Networks["storage"], Version: "test",
 	})
 	if err != nil {
@@ -679,14 +681,25 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("Manila gone from the catalog: driver stays, Disabled says so, not Degraded", func(t *testing.T) {
+	t.Run("Manila gone from the catalog: driver stays, ManilaReachable says so, Degraded after the grace period", func(t *testing.T) {
 		h.t = t
+		outage := time.Now()
 		proxy.strip.Store(true)
-		took := h.eventually("ManilaControllerDisabled=True NoManila", 2*resync+5*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonNoManila))
+		took := h.eventually("ManilaReachable=False NoManila", 2*resync+5*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionFalse, ReasonNoManila))
 		t.Logf("PERF Manila outage reflected in the conditions %.2fs after it started (resync %s)", took.Seconds(), resync)
-		c := h.condition(operator.ConditionDisabled)
-		if !strings.Contains(c.Message, "stays installed") {
-			t.Errorf("message does not say the driver stays: %q", c.Message)
+		// What still works is said to work: an alert on Available=False or Disabled=True
+		// would call the driver off while volumes still mount.
+		for _, want := range []struct {
+			typ    string
+			status operatorv1.ConditionStatus
+			reason string
+		}{
+			{operator.ConditionDisabled, operatorv1.ConditionFalse, "Installed"},
+			{manilaName + "Available", operatorv1.ConditionTrue, "ManilaUnreachable"},
+		} {
+			if ok, msg := h.condIs(want.typ, want.status, want.reason)(); !ok {
+				t.Errorf("during the outage: %s", msg)
+			}
 		}
 		h.noDegraded()
 		h.waitSyncs(2)
@@ -697,9 +710,16 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		if len(scs.Items) < len(cloud.Seed.ShareTypes) {
 			t.Errorf("StorageClasses deleted: %d left", len(scs.Items))
 		}
+		h.eventually("Degraded once the outage outlasts the grace period", manilaGrace+2*resync+5*time.Second,
+			h.condIs(manilaName+"Degraded", operatorv1.ConditionTrue, ReasonNoManila))
+		if since := time.Since(outage); since < manilaGrace {
+			t.Errorf("Degraded after %s, before the grace period of %s", since, manilaGrace)
+		}
 		proxy.strip.Store(false)
-		took = h.eventually("Manila back", 2*resync+5*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionFalse, ""))
+		took = h.eventually("Manila back", 2*resync+5*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
 		t.Logf("PERF Manila recovery reflected %.2fs after it ended", took.Seconds())
+		h.eventually("not Degraded after recovery", resync+5*time.Second, h.condIs(manilaName+"Degraded", operatorv1.ConditionFalse, ""))
+		h.eventually("Disabled=False ManilaAvailable", resync+5*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable"))
 	})
 
 	t.Run("Unmanaged: no more stomping; Managed again: restored", func(t *testing.T) {
