@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/leaderelection"
 	"io"
 	"os"
 	"os/signal"
@@ -78,10 +79,12 @@ type StartOptions struct {
 	HealthAddress    string
 	ProbeAddress     string
 	LeaderElect      bool
-	OpenStackTimeout time.Duration
-	ManilaGrace      time.Duration
-	Verbosity        int
-	Profiling        bool
+	// The lease timings, as Kubernetes components name their flags; OpenShift's by default.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	OpenStackTimeout                          time.Duration
+	ManilaGrace                               time.Duration
+	Verbosity                                 int
+	Profiling                                 bool
 
 	images operator.Images
 	cfg    *rest.Config
@@ -123,6 +126,9 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 	f.StringVar(&o.HealthAddress, "health-address", controllers.DefaultHealthAddress, `address of /healthz, /readyz and /metrics ("" disables)`)
 	f.StringVar(&o.ProbeAddress, "probe-address", "", `address of /healthz and /readyz only, for the kubelet's probes, e.g. the pod IP ("" disables)`)
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "take a Lease so that only one replica acts")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", controllers.DefaultLeaseDuration, "how long a standby waits after the last renewal before it takes the Lease")
+	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", controllers.DefaultRenewDeadline, "how long the leader keeps trying to renew before it stops leading")
+	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", controllers.DefaultRetryPeriod, "how often the Lease is tried")
 	f.DurationVar(&o.OpenStackTimeout, "openstack-timeout", 10*time.Second, "timeout of each OpenStack request")
 	f.DurationVar(&o.ManilaGrace, "manila-grace-period", controllers.DefaultManilaGracePeriod, "how long Manila may not answer before ManilaControllerDegraded (ManilaReachable says it at once)")
 	f.BoolVar(&o.Profiling, "profiling", false, "also serve Go's /debug/pprof/ on --health-address")
@@ -151,6 +157,16 @@ func (o *StartOptions) Validate() error {
 	if o.Resync < time.Second {
 		return fmt.Errorf("--resync: Invalid value: %q: must be at least 1s", o.Resync)
 	}
+	if o.LeaderElect {
+		switch {
+		case o.RetryPeriod <= 0:
+			return fmt.Errorf("--leader-elect-retry-period: Invalid value: %q: must be positive", o.RetryPeriod)
+		case float64(o.RenewDeadline) <= leaderelection.JitterFactor*float64(o.RetryPeriod):
+			return fmt.Errorf("--leader-elect-renew-deadline: Invalid value: %q: must be longer than %v times --leader-elect-retry-period (%s)", o.RenewDeadline, leaderelection.JitterFactor, o.RetryPeriod)
+		case o.LeaseDuration <= o.RenewDeadline:
+			return fmt.Errorf("--leader-elect-lease-duration: Invalid value: %q: must be longer than --leader-elect-renew-deadline (%s)", o.LeaseDuration, o.RenewDeadline)
+		}
+	}
 	if o.ManilaGrace < 0 {
 		return fmt.Errorf("--manila-grace-period: Invalid value: %q: must not be negative", o.ManilaGrace)
 	}
@@ -171,6 +187,9 @@ func (o *StartOptions) Run(ctx context.Context) error {
 		},
 		KubeConfig:     o.cfg,
 		LeaderElection: o.LeaderElect,
+		LeaseDuration:  o.LeaseDuration,
+		RenewDeadline:  o.RenewDeadline,
+		RetryPeriod:    o.RetryPeriod,
 		HealthAddress:  o.HealthAddress,
 		ProbeAddress:   o.ProbeAddress,
 		Profiling:      o.Profiling,

@@ -47,6 +47,14 @@ type StartOptions struct {
 // DefaultMemoryLimit is the Go soft memory limit of `operator start` unless GOMEMLIMIT is set.
 const DefaultMemoryLimit = 32 << 20
 
+// The lease timings are OpenShift's: they tolerate a 60 s apiserver outage and renew at a low
+// write rate.
+const (
+	DefaultLeaseDuration = 137 * time.Second
+	DefaultRenewDeadline = 107 * time.Second
+	DefaultRetryPeriod   = 26 * time.Second
+)
+
 // DefaultHealthAddress binds to loopback: nothing is exposed unless asked for.
 const DefaultHealthAddress = "127.0.0.1:8443"
 
@@ -60,8 +68,7 @@ func Start(ctx context.Context, opts StartOptions) error {
 		debug.SetMemoryLimit(DefaultMemoryLimit)
 	}
 	if opts.LeaseDuration == 0 {
-		// OpenShift's defaults: tolerate a 60 s apiserver outage, renew at a low write rate.
-		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 137*time.Second, 107*time.Second, 26*time.Second
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = DefaultLeaseDuration, DefaultRenewDeadline, DefaultRetryPeriod
 	}
 	if opts.Identity == "" {
 		opts.Identity = LeaderIdentity(os.Getenv)

@@ -1,0 +1,135 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/operator"
+)
+
+// Two `manila-setup-operator start` processes on one host, with the same flags (a sandbox's and
+// one started beside it): they must not share a leader identity. Exactly one leads (only it
+// starts the controllers); killed without a chance to release the Lease, the other takes over
+// within the lease duration.
+func TestTwoOperatorsOnOneHost(t *testing.T) {
+	api := testenv.NewAPIServer(t)
+	kubeconfig, err := api.KubeconfigFor(t.TempDir(), "admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "manila-setup-operator")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const lease, renew, retry = 6 * time.Second, 4 * time.Second, time.Second
+	type proc struct {
+		cmd      *exec.Cmd
+		log      *lockedBuffer
+		identity string
+	}
+	start := func() *proc {
+		p := &proc{log: &lockedBuffer{}}
+		p.cmd = exec.CommandContext(ctx, bin, "start", "--kubeconfig", kubeconfig, "--namespace", "default",
+			"--health-address", "", "--leader-elect-lease-duration", lease.String(),
+			"--leader-elect-renew-deadline", renew.String(), "--leader-elect-retry-period", retry.String())
+		p.cmd.Env = os.Environ()
+		for k := range (&operator.Images{}).ImageEnv() {
+			p.cmd.Env = append(p.cmd.Env, k+"=example.test/"+strings.ToLower(k)+":1")
+		}
+		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+		return p
+	}
+	a, b := start(), start()
+	identityRE := regexp.MustCompile(`leader election on Lease \S+ as "([^"]+)"`)
+	for _, p := range []*proc{a, b} {
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			m := identityRE.FindStringSubmatch(p.log.String())
+			if m != nil {
+				p.identity = m[1]
+			}
+			return m != nil, nil
+		}); err != nil {
+			t.Fatalf("no identity logged:\n%s", p.log.String())
+		}
+	}
+	if a.identity == b.identity {
+		t.Fatalf("both processes use the identity %q", a.identity)
+	}
+	t.Logf("identities %q and %q", a.identity, b.identity)
+
+	holder := func() string {
+		l, err := api.Client.CoordinationV1().Leases("default").Get(ctx, operator.OperatorName+"-lock", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	var leader, standby *proc
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		switch holder() {
+		case a.identity:
+			leader, standby = a, b
+		case b.identity:
+			leader, standby = b, a
+		}
+		return leader != nil, nil
+	}); err != nil {
+		t.Fatalf("nobody leads (holder %q)", holder())
+	}
+	// Give the standby several retry periods in which it must not start leading too.
+	time.Sleep(3 * retry)
+	started := func(p *proc) bool { return strings.Contains(p.log.String(), "starting ") && strings.Contains(p.log.String(), " controllers (namespace") }
+	if !started(leader) || started(standby) {
+		t.Fatalf("leader started its controllers: %v, standby: %v\nleader log:\n%s\nstandby log:\n%s", started(leader), started(standby), leader.log, standby.log)
+	}
+
+	// SIGKILL: no release of the Lease, the standby must wait for it to expire.
+	killed := time.Now()
+	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, lease+4*retry, true, func(context.Context) (bool, error) {
+		return holder() == standby.identity && started(standby), nil
+	}); err != nil {
+		t.Fatalf("the standby did not take over within %s (holder %q):\n%s", lease+4*retry, holder(), standby.log)
+	}
+	t.Logf("the standby took over %.1fs after the leader was killed (lease %s)", time.Since(killed).Seconds(), lease)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
