@@ -712,8 +712,17 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		}
 		h.eventually("Degraded once the outage outlasts the grace period", manilaGrace+2*resync+5*time.Second,
 			h.condIs(manilaName+"Degraded", operatorv1.ConditionTrue, ReasonNoManila))
-		if since := time.Since(outage); since < manilaGrace {
+		// Condition times have a resolution of one second, and the grace counts from one.
+		if since := time.Since(outage); since < manilaGrace-time.Second {
 			t.Errorf("Degraded after %s, before the grace period of %s", since, manilaGrace)
+		}
+		// Over the whole outage the operator wrote its conditions and Events, nothing else: no
+		// StorageClass, no workload touched.
+		writes, _ := h.reqs.since(outage)
+		for _, w := range writes {
+			if !strings.Contains(w, "/clustercsidrivers/") && !strings.Contains(w, "/events") {
+				t.Errorf("written during the outage: %s", w)
+			}
 		}
 		proxy.strip.Store(false)
 		took = h.eventually("Manila back", 2*resync+5*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
