@@ -105,3 +105,7 @@ step "installer oracle: openshift-install's own checks over the installconfig co
 # -mod=mod: the oracle requires the main module through a replace, so a dependency bump there
 # may need go.mod/go.sum updates here; let go make them rather than fail.
 (cd test/installer-oracle && go test -mod=mod -count=1 ./...)
+
+step "OLM bundle: operator-framework/api's own bundle validation of \`manila-setup operator bundle\`"
+# A module of its own, like the oracle: the main module does not depend on the operator framework.
+(cd test/olm-bundle && go test -mod=mod -count=1 ./...)
