@@ -32,7 +32,7 @@ Deploy it with:
 or in one step (server-side apply, credentials from --os-cloud):
   manila-setup operator install --os-cloud mycloud`)
 	cmd.AddCommand(newOperatorStartCommand(g, streams), newOperatorRenderCommand(g, streams),
-		newOperatorInstallCommand(g, streams), newOperatorStatusCommand(g, streams))
+		newOperatorInstallCommand(g, streams), newOperatorStatusCommand(g, streams), newOperatorBundleCommand(g, streams))
 	return cmd
 }
 

@@ -18,6 +18,7 @@
 package bundle
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -319,11 +320,14 @@ func fromUnstructured(u *unstructured.Unstructured, into any) error {
 	return nil
 }
 
+// ErrNotEmpty: Write never writes over an earlier bundle or anything else.
+var ErrNotEmpty = errors.New("the directory is not empty")
+
 // Write writes the bundle into dir, which must not exist yet or be empty: a half-written bundle
 // never appears under its name (the files go to a sibling directory that is renamed at the end).
 func Write(dir string, files map[string][]byte) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("-o: Invalid value: %q: the directory is not empty; give a new or empty one", dir)
+		return fmt.Errorf("%w: %q holds %d entries; give a new or empty directory", ErrNotEmpty, dir, len(entries))
 	}
 	parent := filepath.Dir(filepath.Clean(dir))
 	tmp, err := os.MkdirTemp(parent, ".bundle-")

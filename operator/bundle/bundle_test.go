@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -181,7 +182,7 @@ func TestWrite(t *testing.T) {
 	}
 	// A second write into the same directory is refused and changes nothing.
 	before, _ := os.ReadFile(filepath.Join(dir, CSVPath))
-	if err := Write(dir, map[string][]byte{CSVPath: []byte("other")}); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if err := Write(dir, map[string][]byte{CSVPath: []byte("other")}); !errors.Is(err, ErrNotEmpty) {
 		t.Errorf("write into a full directory: %v", err)
 	}
 	after, _ := os.ReadFile(filepath.Join(dir, CSVPath))

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/bundle"
+)
+
+// OperatorBundleOptions are the flags of `operator bundle`.
+type OperatorBundleOptions struct {
+	Dir     string
+	Version string
+	Image   string
+
+	opts bundle.Options
+}
+
+func newOperatorBundleCommand(_ *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &OperatorBundleOptions{}
+	cmd := &cobra.Command{
+		Use:   "bundle -o DIR",
+		Short: "Write the operator as an OLM bundle (ClusterServiceVersion, metadata, bundle.Dockerfile)",
+		Long: `Write an OLM bundle (registry+v1) of the operator into DIR, which must be new or empty:
+manifests/ (the ClusterServiceVersion, whose Deployment and permissions are what "operator
+render" prints, and the trusted-CA ConfigMap), metadata/annotations.yaml, and bundle.Dockerfile.
+Build and push the bundle image, then install it with operator-sdk run bundle or a catalog:
+
+  manila-setup operator bundle -o bundle
+  podman build -f bundle/bundle.Dockerfile -t REGISTRY/manila-setup-operator-bundle:vVERSION bundle
+  podman push REGISTRY/manila-setup-operator-bundle:vVERSION
+
+For clusters where the platform runs no Manila operator of its own (see docs/operator.md): the
+bundle owns no CRD (the ClusterCSIDriver CRD is the platform's on OpenShift). The version is
+this build's unless --version; images as for "operator render".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Complete()
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(streams)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Dir, "output-dir", "d", "", "directory to write the bundle into (new or empty)")
+	cmd.Flags().StringVar(&o.Version, "version", strings.TrimPrefix(version, "v"), "the bundle's semantic version")
+	cmd.Flags().StringVar(&o.Image, "image", "", "operator image (default: OPERATOR_IMAGE, else this build's)")
+	return cmd
+}
+
+func (o *OperatorBundleOptions) Complete() {
+	render := operator.RenderOptionsFromEnv(os.Getenv)
+	o.opts = bundle.Options{Version: o.Version, OperatorImage: render.OperatorImage, Images: render.Images}
+	if o.Image != "" {
+		o.opts.OperatorImage = o.Image
+	}
+}
+
+func (o *OperatorBundleOptions) Validate() error {
+	if o.Dir == "" {
+		return usageError("--output-dir is required: the directory to write the bundle into")
+	}
+	if o.opts.OperatorImage == "" {
+		return usageError("--image: no operator image: this build has no version of its own; give --image or OPERATOR_IMAGE")
+	}
+	if err := operator.CheckImageReference(o.opts.OperatorImage); err != nil {
+		return usageError("--image: %v", err)
+	}
+	return nil
+}
+
+func (o *OperatorBundleOptions) Run(streams IOStreams) error {
+	files, err := bundle.Files(o.opts)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "version: ") {
+			return usageError("--%v", err)
+		}
+		return err
+	}
+	if err := bundle.Write(o.Dir, files); err != nil {
+		if errors.Is(err, bundle.ErrNotEmpty) {
+			return usageError("--output-dir: Invalid value: %v", err)
+		}
+		return err
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	fmt.Fprintf(streams.Out, "OLM bundle %s.v%s written to %s:\n", bundle.PackageName, strings.TrimPrefix(o.opts.Version, "v"), o.Dir)
+	for _, p := range paths {
+		fmt.Fprintf(streams.Out, "  %s\n", p)
+	}
+	return nil
+}
