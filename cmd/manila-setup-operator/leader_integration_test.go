@@ -99,7 +99,9 @@ func TestTwoOperatorsOnOneHost(t *testing.T) {
 	}
 	// Give the standby several retry periods in which it must not start leading too.
 	time.Sleep(3 * retry)
-	started := func(p *proc) bool { return strings.Contains(p.log.String(), "starting ") && strings.Contains(p.log.String(), " controllers (namespace") }
+	started := func(p *proc) bool {
+		return strings.Contains(p.log.String(), "starting ") && strings.Contains(p.log.String(), " controllers (namespace")
+	}
 	if !started(leader) || started(standby) {
 		t.Fatalf("leader started its controllers: %v, standby: %v\nleader log:\n%s\nstandby log:\n%s", started(leader), started(standby), leader.log, standby.log)
 	}
