@@ -15,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -96,7 +97,7 @@ func ImagesFromEnv(getenv func(string) string) (Images, error) {
 // resident memory (docs/performance.md).
 var assetDecoder = func() runtime.Decoder {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme, networkingv1.AddToScheme} {
 		utilruntime.Must(add(s))
 	}
 	return serializer.NewCodecFactory(s).UniversalDeserializer()

@@ -126,14 +126,14 @@ func Files(opts Options) (map[string][]byte, error) {
 			if err := fromUnstructured(u, deployment); err != nil {
 				return nil, err
 			}
-		case kind == "ConfigMap":
+		case kind == "ConfigMap", kind == "NetworkPolicy":
 			// Created by OLM in the install namespace.
 			u.SetNamespace("")
 			b, err := yaml.Marshal(u.Object)
 			if err != nil {
 				return nil, err
 			}
-			files["manifests/"+u.GetName()+".configmap.yaml"] = b
+			files["manifests/"+u.GetName()+"."+strings.ToLower(kind)+".yaml"] = b
 		default:
 			return nil, fmt.Errorf("bundle: the rendered manifests hold a %s (%s), which the bundle does not place yet", kind, u.GetName())
 		}

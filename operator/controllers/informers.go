@@ -10,6 +10,7 @@ import (
 	operatorlisters "github.com/openshift/client-go/operator/listers/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -30,7 +31,7 @@ import (
 // bundles), it caches only what it owns (by label) and the one Secret it reads.
 type informerSet struct {
 	// Operator namespace, ours only.
-	serviceAccounts, services, configMaps, secrets, roles, roleBindings, pdbs, deployments, daemonSets cache.SharedIndexInformer
+	serviceAccounts, services, configMaps, secrets, roles, roleBindings, pdbs, networkPolicies, deployments, daemonSets cache.SharedIndexInformer
 	credentials                                                                                        cache.SharedIndexInformer // the credentials Secret, by name
 	clusterConfig                                                                                      cache.SharedIndexInformer // kube-system/cluster-config-v1, by name
 	// Cluster-scoped, ours only.
@@ -75,6 +76,7 @@ func (o *Operator) buildInformers() {
 	s.roles = o.newInformer(k.rbac, "roles", ns, &rbacv1.Role{}, ours)
 	s.roleBindings = o.newInformer(k.rbac, "rolebindings", ns, &rbacv1.RoleBinding{}, ours)
 	s.pdbs = o.newInformer(k.policy, "poddisruptionbudgets", ns, &policyv1.PodDisruptionBudget{}, ours)
+	s.networkPolicies = o.newInformer(k.networking, "networkpolicies", ns, &networkingv1.NetworkPolicy{}, ours)
 	s.deployments = o.newInformer(k.apps, "deployments", ns, &appsv1.Deployment{}, ours)
 	s.daemonSets = o.newInformer(k.apps, "daemonsets", ns, &appsv1.DaemonSet{}, ours)
 	s.credentials = o.newInformer(k.core, "secrets", ns, &corev1.Secret{}, byName(operator.CredentialsSecretName))

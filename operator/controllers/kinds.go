@@ -7,6 +7,7 @@ import (
 	"github.com/manila-setup/manila-setup/operator"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -72,6 +73,7 @@ func appsClient(k *kubeClients) rest.Interface    { return k.apps }
 func rbacClient(k *kubeClients) rest.Interface    { return k.rbac }
 func storageClient(k *kubeClients) rest.Interface { return k.storage }
 func policyClient(k *kubeClients) rest.Interface  { return k.policy }
+func networkingClient(k *kubeClients) rest.Interface { return k.networking }
 
 // kindTable lists every kind the operator writes.
 var kindTable = []*kind{
@@ -128,8 +130,14 @@ var kindTable = []*kind{
 		informer: func(s *informerSet) cache.SharedIndexInformer { return s.pdbs }},
 		func(c, r *policyv1.PodDisruptionBudget) bool {
 			return metaContains(c, r) && equality.Semantic.DeepEqual(c.Spec.MaxUnavailable, r.Spec.MaxUnavailable) &&
-				equality.Semantic.DeepEqual(c.Spec.Selector, r.Spec.Selector)
+				equality.Semantic.DeepEqual(c.Spec.Selector, r.Spec.Selector) &&
+				equality.Semantic.DeepEqual(c.Spec.UnhealthyPodEvictionPolicy, r.Spec.UnhealthyPodEvictionPolicy)
 		}),
+	row(kind{gvk: networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), resource: "networkpolicies", namespaced: true, client: networkingClient,
+		informer:  func(s *informerSet) cache.SharedIndexInformer { return s.networkPolicies },
+		newObject: func() runtime.Object { return &networkingv1.NetworkPolicy{} },
+		stamp:     func(r runtime.Object) error { p := r.(*networkingv1.NetworkPolicy); return setSpecHash(&p.ObjectMeta, p.Spec) }},
+		func(c, r *networkingv1.NetworkPolicy) bool { return metaContains(c, r) }),
 	row(kind{gvk: storagev1.SchemeGroupVersion.WithKind("CSIDriver"), resource: "csidrivers", client: storageClient,
 		informer:  func(s *informerSet) cache.SharedIndexInformer { return s.csiDrivers },
 		newObject: func() runtime.Object { return &storagev1.CSIDriver{} },

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -36,7 +37,7 @@ var (
 
 func init() {
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme, networkingv1.AddToScheme,
 		coordinationv1.AddToScheme, configv1.Install, operatorv1.Install,
 	} {
 		utilruntime.Must(add(scheme))
@@ -46,7 +47,7 @@ func init() {
 // kubeClients holds one REST client per API group, all over one HTTP client and one
 // client-side rate limiter, and the dynamic and metadata clients for kinds the scheme lacks.
 type kubeClients struct {
-	core, apps, rbac, storage, policy, coordination, config, operator rest.Interface
+	core, apps, rbac, storage, policy, networking, coordination, config, operator rest.Interface
 	dynamic                                                           dynamic.Interface
 	metadata                                                          metadata.Interface
 }
@@ -66,7 +67,7 @@ func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
 		out *rest.Interface
 	}{
 		{corev1.SchemeGroupVersion, &k.core}, {appsv1.SchemeGroupVersion, &k.apps}, {rbacv1.SchemeGroupVersion, &k.rbac},
-		{storagev1.SchemeGroupVersion, &k.storage}, {policyv1.SchemeGroupVersion, &k.policy},
+		{storagev1.SchemeGroupVersion, &k.storage}, {policyv1.SchemeGroupVersion, &k.policy}, {networkingv1.SchemeGroupVersion, &k.networking},
 		{coordinationv1.SchemeGroupVersion, &k.coordination}, {configv1.GroupVersion, &k.config}, {operatorv1.GroupVersion, &k.operator},
 	} {
 		c, err := restClientFor(cfg, httpClient, g.gv)

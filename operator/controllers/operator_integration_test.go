@@ -407,6 +407,9 @@ func (h *harness) operandsExist() (bool, string) {
 			return false, "DaemonSet " + k.name + ": " + err.Error()
 		}
 	}
+	if _, err := h.kube.NetworkingV1().NetworkPolicies(testNS).Get(h.ctx, workloadControllerService.name, metav1.GetOptions{}); err != nil {
+		return false, "NetworkPolicy: " + err.Error()
+	}
 	return true, ""
 }
 

@@ -31,6 +31,7 @@ var StaticAssets = []string{
 	"controller_sa.yaml",
 	"node_sa.yaml",
 	"controller_pdb.yaml",
+	"networkpolicy_controller.yaml",
 	"service.yaml",
 	"cabundle_cm.yaml",
 }
@@ -73,6 +74,7 @@ func newStaticController(o *Operator) *controller {
 		o.inf.roles,
 		o.inf.roleBindings,
 		o.inf.pdbs,
+		o.inf.networkPolicies,
 		o.inf.clusterRoles,
 		o.inf.clusterRoleBindings,
 		o.inf.crds,
