@@ -32,8 +32,8 @@ import (
 type informerSet struct {
 	// Operator namespace, ours only.
 	serviceAccounts, services, configMaps, secrets, roles, roleBindings, pdbs, networkPolicies, deployments, daemonSets cache.SharedIndexInformer
-	credentials                                                                                        cache.SharedIndexInformer // the credentials Secret, by name
-	clusterConfig                                                                                      cache.SharedIndexInformer // kube-system/cluster-config-v1, by name
+	credentials                                                                                                         cache.SharedIndexInformer // the credentials Secret, by name
+	clusterConfig                                                                                                       cache.SharedIndexInformer // kube-system/cluster-config-v1, by name
 	// Cluster-scoped, ours only.
 	clusterRoles, clusterRoleBindings, csiDrivers cache.SharedIndexInformer
 	storageClasses                                cache.SharedIndexInformer // all: names users took matter

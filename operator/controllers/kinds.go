@@ -68,11 +68,11 @@ func sameBinding(cs, rs []rbacv1.Subject, cr, rr rbacv1.RoleRef) bool {
 	return equality.Semantic.DeepEqual(cs, rs) && cr == rr
 }
 
-func coreClient(k *kubeClients) rest.Interface    { return k.core }
-func appsClient(k *kubeClients) rest.Interface    { return k.apps }
-func rbacClient(k *kubeClients) rest.Interface    { return k.rbac }
-func storageClient(k *kubeClients) rest.Interface { return k.storage }
-func policyClient(k *kubeClients) rest.Interface  { return k.policy }
+func coreClient(k *kubeClients) rest.Interface       { return k.core }
+func appsClient(k *kubeClients) rest.Interface       { return k.apps }
+func rbacClient(k *kubeClients) rest.Interface       { return k.rbac }
+func storageClient(k *kubeClients) rest.Interface    { return k.storage }
+func policyClient(k *kubeClients) rest.Interface     { return k.policy }
 func networkingClient(k *kubeClients) rest.Interface { return k.networking }
 
 // kindTable lists every kind the operator writes.
@@ -136,7 +136,10 @@ var kindTable = []*kind{
 	row(kind{gvk: networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), resource: "networkpolicies", namespaced: true, client: networkingClient,
 		informer:  func(s *informerSet) cache.SharedIndexInformer { return s.networkPolicies },
 		newObject: func() runtime.Object { return &networkingv1.NetworkPolicy{} },
-		stamp:     func(r runtime.Object) error { p := r.(*networkingv1.NetworkPolicy); return setSpecHash(&p.ObjectMeta, p.Spec) }},
+		stamp: func(r runtime.Object) error {
+			p := r.(*networkingv1.NetworkPolicy)
+			return setSpecHash(&p.ObjectMeta, p.Spec)
+		}},
 		func(c, r *networkingv1.NetworkPolicy) bool { return metaContains(c, r) }),
 	row(kind{gvk: storagev1.SchemeGroupVersion.WithKind("CSIDriver"), resource: "csidrivers", client: storageClient,
 		informer:  func(s *informerSet) cache.SharedIndexInformer { return s.csiDrivers },

@@ -48,8 +48,8 @@ func init() {
 // client-side rate limiter, and the dynamic and metadata clients for kinds the scheme lacks.
 type kubeClients struct {
 	core, apps, rbac, storage, policy, networking, coordination, config, operator rest.Interface
-	dynamic                                                           dynamic.Interface
-	metadata                                                          metadata.Interface
+	dynamic                                                                       dynamic.Interface
+	metadata                                                                      metadata.Interface
 }
 
 func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
