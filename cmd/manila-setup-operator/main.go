@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/leaderelection"
 	"io"
 	"os"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/operator"
@@ -111,13 +111,13 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return o.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: $KUBECONFIG, else the in-cluster configuration)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, else the in-cluster configuration)")
 	f.StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator, its credentials and the driver")
 	f.DurationVar(&o.Resync, "resync", operator.DefaultResync, "how often every controller re-checks, Manila included")
 	f.StringVar(&o.Cloud, "cloud", "", `cloud of the credentials' clouds.yaml (default: "openstack", else the only one)`)
@@ -141,12 +141,10 @@ func (o *StartOptions) Complete() error {
 	if o.images, err = operator.ImagesFromEnv(os.Getenv); err != nil {
 		return err
 	}
-	if o.Kubeconfig != "" {
-		if o.cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
-			return fmt.Errorf("kubeconfig %s: %w", o.Kubeconfig, err)
-		}
-	} else if o.cfg, err = rest.InClusterConfig(); err != nil {
-		return fmt.Errorf("no --kubeconfig and not running in a cluster: %w", err)
+	// Client rate: enough to create every operand in one burst (the operator raises nothing
+	// itself when these are set).
+	if o.cfg, err = kubeconfig.RESTConfig(kubeconfig.Options{Path: o.Kubeconfig, InCluster: true, QPS: 50, Burst: 100}); err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -17,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -47,27 +42,8 @@ type machineSetsClients struct {
 	kube     kubernetes.Interface
 }
 
-// machineSetsRESTConfig reads the kubeconfig (a path list, like $KUBECONFIG, is allowed).
-func machineSetsRESTConfig(g *GlobalOptions) (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{}
-	if paths := filepath.SplitList(g.Kubeconfig); len(paths) > 1 {
-		rules.Precedence = paths
-	} else {
-		rules.ExplicitPath = g.Kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig %s: %v (pass --kubeconfig or set KUBECONFIG)", g.Kubeconfig, err)
-	}
-	// One LIST and a PATCH per MachineSet: client-go's default of 5 requests/s would make
-	// patching 200 sets take 40 s for no reason.
-	cfg.QPS, cfg.Burst = 100, 200
-	cfg.UserAgent = "manila-setup/" + version
-	return cfg, nil
-}
-
 func newMachineSetsClients(g *GlobalOptions) (*machineSetsClients, error) {
-	cfg, err := machineSetsRESTConfig(g)
+	cfg, err := g.restConfig(false)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +56,6 @@ func newMachineSetsClients(g *GlobalOptions) (*machineSetsClients, error) {
 		return nil, err
 	}
 	return &machineSetsClients{machines: mc, kube: kc}, nil
-}
-
-// machineSetsContext ends on Ctrl-C or SIGTERM.
-func machineSetsContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 }
 
 // ---- list ----
@@ -118,7 +89,7 @@ The storage network and security groups looked for are those given with --networ
 			if err := o.Complete(); err != nil {
 				return err
 			}
-			ctx, cancel := machineSetsContext(cmd)
+			ctx, cancel := commandContext(cmd)
 			defer cancel()
 			return o.Run(ctx)
 		},
@@ -240,7 +211,7 @@ replace the running machines.`,
   manila-setup machinesets patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --name mycluster-x7k2p-worker-0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := machineSetsContext(cmd)
+			ctx, cancel := commandContext(cmd)
 			defer cancel()
 			if err := o.Validate(); err != nil {
 				return err
@@ -280,7 +251,7 @@ func (o *machineSetsPatchOptions) Complete(ctx context.Context) error {
 	o.clients = clients
 	if o.g.OSCloud != "" {
 		c, err := openstack.Connect(ctx, openstack.Config{
-			Cloud: o.g.OSCloud, CloudsFile: o.g.OSClientConfigFile, UserAgent: "manila-setup/" + version,
+			Cloud: o.g.OSCloud, CloudsFile: o.g.OSClientConfigFile, UserAgent: userAgent(),
 		})
 		if err != nil {
 			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
@@ -411,7 +382,7 @@ the remaining old Machines as they are.`,
 			if err := o.Complete(); err != nil {
 				return err
 			}
-			ctx, cancel := machineSetsContext(cmd)
+			ctx, cancel := commandContext(cmd)
 			defer cancel()
 			return o.Run(ctx)
 		},

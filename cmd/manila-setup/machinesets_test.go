@@ -37,7 +37,7 @@ func TestMachineSetsFlagErrors(t *testing.T) {
 		{"patch rejects a bad security group", []string{"machinesets", "patch", "--network", net, "--security-group", net + "x"}, exitInvalid, "--security-group[0]: Invalid value"},
 		{"patch rejects the same network twice", []string{"machinesets", "patch", "--network", net + "," + strings.ToUpper(net)}, exitInvalid, "--network[1]: Duplicate value"},
 		{"patch name and selector", []string{"machinesets", "patch", "--network", net, "--name", "a", "--selector", "b=c"}, exitUsage, "--name and --selector cannot be used together"},
-		{"patch without a kubeconfig", []string{"machinesets", "patch", "--network", net}, exitUsage, "reading the kubeconfig /nonexistent/kubeconfig"},
+		{"patch without a kubeconfig", []string{"machinesets", "patch", "--network", net}, exitUsage, "kubeconfig /nonexistent/kubeconfig: stat /nonexistent/kubeconfig: no such file"},
 		{"rollout zero and zero", []string{"machinesets", "rollout", "--max-surge", "0"}, exitUsage, "cannot both be 0"},
 		{"rollout negative", []string{"machinesets", "rollout", "--max-unavailable", "-1"}, exitUsage, "cannot be negative"},
 		{"rollout bad timeout", []string{"machinesets", "rollout", "--timeout", "soon"}, exitUsage, `invalid argument "soon" for "--timeout"`},

@@ -7,21 +7,17 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // wrapOpenStackTransport lets tests count and inspect the CLI's HTTP requests. Nil in production.
@@ -71,7 +67,7 @@ func (o *cloudOptions) connect(ctx context.Context) (*openstack.Client, error) {
 		CloudsFile: o.global.OSClientConfigFile,
 		CABundle:   o.CABundle,
 		Timeout:    o.Timeout,
-		UserAgent:  "manila-setup/" + version,
+		UserAgent:  userAgent(),
 		Warnf:      func(format string, a ...any) { fmt.Fprintf(errOut, "warning: "+format+"\n", a...) },
 	}
 	if o.global.Verbosity >= 1 {
@@ -87,15 +83,6 @@ func (o *cloudOptions) connect(ctx context.Context) (*openstack.Client, error) {
 		fmt.Fprintf(errOut, "openstack: cloud %q, region %q, %s\n", c.Cloud(), c.Region(), c.Identity())
 	}
 	return c, nil
-}
-
-// commandContext ends with the command or on Ctrl-C.
-func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return signal.NotifyContext(ctx, os.Interrupt)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -403,7 +390,7 @@ func (o *NetworksDiscoverOptions) selector(ctx context.Context) (*openstack.Serv
 	if o.kubeconfig == "" {
 		return nil, "", nil
 	}
-	workers, err := clusterWorkers(ctx, o.kubeconfig)
+	workers, err := o.clusterWorkers(ctx)
 	if err != nil {
 		if o.kubeconfigExplicit {
 			return nil, "", environmentError(err)
@@ -411,101 +398,20 @@ func (o *NetworksDiscoverOptions) selector(ctx context.Context) (*openstack.Serv
 		fmt.Fprintf(o.streams.ErrOut, "warning: %v; workers are not checked\n", err)
 		return nil, "", nil
 	}
-	return &workers.selector, workers.note, nil
+	return &workers.Selector, workers.Note, nil
 }
 
-// cluster is what discovery needs from Kubernetes.
-type cluster struct {
-	selector openstack.ServerSelector
-	note     string
-}
-
-var (
-	machinesGVR       = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}
-	infrastructureGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
-	nodesGVR          = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
-)
-
-// clusterWorkers reads the cluster's non-control-plane Machines (else Nodes): their names and
-// the Nova server IDs of their providerID, plus the infra ID as name prefix for servers whose
-// ID is unknown.
-func clusterWorkers(ctx context.Context, kubeconfig string) (*cluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// clusterWorkers reads the workers from the cluster of --kubeconfig.
+func (o *NetworksDiscoverOptions) clusterWorkers(ctx context.Context) (*machinesets.Workers, error) {
+	cfg, err := kubeconfig.RESTConfig(kubeconfig.Options{Path: o.kubeconfig, UserAgent: userAgent(), Timeout: 30 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %v", kubeconfig, err)
+		return nil, err
 	}
-	cfg.Timeout = 30 * time.Second
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %v", kubeconfig, err)
+		return nil, fmt.Errorf("kubeconfig %s: %v", o.kubeconfig, err)
 	}
-	out := &cluster{}
-	infra, err := dyn.Resource(infrastructureGVR).Get(ctx, "cluster", metav1.GetOptions{})
-	infraID := ""
-	switch {
-	case err == nil:
-		infraID, _, _ = unstructured.NestedString(infra.Object, "status", "infrastructureName")
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("reading the cluster's Infrastructure from %s: %v", cfg.Host, err)
-	}
-
-	source := "Machines"
-	list, err := dyn.Resource(machinesGVR).Namespace("openshift-machine-api").List(ctx, metav1.ListOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("listing the cluster's Machines on %s: %v", cfg.Host, err)
-	}
-	var items []unstructured.Unstructured
-	if list != nil {
-		items = list.Items
-	}
-	if len(items) == 0 {
-		source = "Nodes"
-		nodes, err := dyn.Resource(nodesGVR).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing the cluster's Nodes on %s: %v", cfg.Host, err)
-		}
-		items = nodes.Items
-	}
-	for _, it := range items {
-		if isControlPlane(it.GetLabels()) {
-			continue
-		}
-		providerID, _, _ := unstructured.NestedString(it.Object, "spec", "providerID")
-		id := serverIDFromProviderID(providerID)
-		if id == "" {
-			id, _, _ = unstructured.NestedString(it.Object, "status", "providerStatus", "instanceId")
-		}
-		out.selector.Servers = append(out.selector.Servers, openstack.Server{ID: id, Name: it.GetName()})
-	}
-	if len(out.selector.Servers) == 0 && infraID != "" {
-		out.selector.NamePrefix = infraID + "-"
-	}
-	out.note = fmt.Sprintf("workers: %d from the cluster's %s at %s", len(out.selector.Servers), source, cfg.Host)
-	if infraID != "" {
-		out.note += fmt.Sprintf(" (infra ID %s)", infraID)
-	}
-	return out, nil
-}
-
-func isControlPlane(labels map[string]string) bool {
-	if role := labels["machine.openshift.io/cluster-api-machine-role"]; role == "master" || role == "control-plane" {
-		return true
-	}
-	_, master := labels["node-role.kubernetes.io/master"]
-	_, cp := labels["node-role.kubernetes.io/control-plane"]
-	return master || cp
-}
-
-// serverIDFromProviderID takes the Nova ID out of "openstack:///<id>" (or "openstack://<region>/<id>").
-func serverIDFromProviderID(p string) string {
-	rest, ok := strings.CutPrefix(p, "openstack://")
-	if !ok {
-		return ""
-	}
-	if i := strings.LastIndex(rest, "/"); i >= 0 {
-		rest = rest[i+1:]
-	}
-	return rest
+	return machinesets.ClusterWorkers(ctx, dyn, cfg.Host)
 }
 
 func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) error {

@@ -127,7 +127,7 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 	}
 	backend := tui.NewLiveBackend(tui.LiveConfig{
 		Kubeconfig: o.global.Kubeconfig, CloudsFile: o.global.OSClientConfigFile, Cloud: o.global.OSCloud,
-		CABundle: o.CABundle, Timeout: o.Timeout, UserAgent: "manila-setup/" + version, By: "manila-setup " + version,
+		CABundle: o.CABundle, Timeout: o.Timeout, UserAgent: userAgent(), By: "manila-setup " + version,
 		RolloutTimeout: o.MachineWait, PollInterval: o.PollInterval, CheckTimeout: o.CheckTimeout, CheckImage: o.CheckImage,
 	})
 	model := tui.New(tui.Options{Backend: backend, DryRun: o.DryRun, Context: ctx})

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -72,6 +73,11 @@ func record(t *testing.T) *recorder {
 
 // exportsSeedShare matches the MANILA column of the storage network: the seed's share, and any
 // that tests running at the same time (test/e2e provisions real shares) have in the project.
+var (
+	machinesGVR       = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}
+	infrastructureGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "infrastructures"}
+)
+
 var exportsSeedShare = regexp.MustCompile(`\* exports [1-9][0-9]* shares? \(10\.0\.0\.10, 10\.0\.0\.20\)`)
 
 func TestNetworksListMarksTheStorageNetwork(t *testing.T) {

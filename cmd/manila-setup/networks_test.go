@@ -8,38 +8,6 @@ import (
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )
 
-func TestServerIDFromProviderID(t *testing.T) {
-	for in, want := range map[string]string{
-		"openstack:///6f1c9a8e-1111-4000-8000-000000000001":          "6f1c9a8e-1111-4000-8000-000000000001",
-		"openstack://RegionOne/6f1c9a8e-1111-4000-8000-000000000001": "6f1c9a8e-1111-4000-8000-000000000001",
-		"aws:///us-east-1a/i-0123":                                   "",
-		"":                                                           "",
-	} {
-		if got := serverIDFromProviderID(in); got != want {
-			t.Errorf("serverIDFromProviderID(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestIsControlPlane(t *testing.T) {
-	tests := []struct {
-		labels map[string]string
-		want   bool
-	}{
-		{map[string]string{"machine.openshift.io/cluster-api-machine-role": "master"}, true},
-		{map[string]string{"machine.openshift.io/cluster-api-machine-role": "worker"}, false},
-		{map[string]string{"machine.openshift.io/cluster-api-machine-role": "infra"}, false},
-		{map[string]string{"node-role.kubernetes.io/control-plane": ""}, true},
-		{map[string]string{"node-role.kubernetes.io/worker": ""}, false},
-		{nil, false},
-	}
-	for _, tt := range tests {
-		if got := isControlPlane(tt.labels); got != tt.want {
-			t.Errorf("isControlPlane(%v) = %v", tt.labels, got)
-		}
-	}
-}
-
 func TestMarkOf(t *testing.T) {
 	c := openstack.Candidate{Shares: 3, ShareNetworks: []string{"sn1"}, Exports: []openstack.NetworkExport{
 		{Address: netip.MustParseAddr("10.0.0.10")}, {Address: netip.MustParseAddr("10.0.0.20")}, {Address: netip.MustParseAddr("10.0.0.30")}}}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/deploy"
@@ -34,25 +34,6 @@ or in one step (server-side apply, credentials from --os-cloud):
 	cmd.AddCommand(newOperatorStartCommand(g, streams), newOperatorRenderCommand(g, streams),
 		newOperatorInstallCommand(g, streams), newOperatorStatusCommand(g, streams), newOperatorBundleCommand(g, streams))
 	return cmd
-}
-
-// restConfig loads the kubeconfig of --kubeconfig/$KUBECONFIG/~/.kube/config, or the in-cluster
-// configuration when inCluster is allowed and that file does not exist.
-func restConfig(g *GlobalOptions, inCluster bool) (*rest.Config, error) {
-	if g.Kubeconfig != "" {
-		if _, err := os.Stat(g.Kubeconfig); err == nil || !inCluster {
-			cfg, err := clientcmd.BuildConfigFromFlags("", g.Kubeconfig)
-			if err != nil {
-				return nil, environmentError(fmt.Errorf("kubeconfig %s: %w", g.Kubeconfig, err))
-			}
-			return cfg, nil
-		}
-	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, environmentError(fmt.Errorf("no kubeconfig (%s) and not running in a cluster: %w", g.Kubeconfig, err))
-	}
-	return cfg, nil
 }
 
 // ---- start ---------------------------------------------------------------------------------
@@ -223,7 +204,7 @@ func (o *OperatorInstallOptions) Complete(g *GlobalOptions) error {
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
 	o.render.Namespace = o.Namespace
 	var err error
-	if o.cfg, err = restConfig(g, false); err != nil {
+	if o.cfg, err = g.restConfig(false); err != nil {
 		return err
 	}
 	if o.NoCredentials {
@@ -237,54 +218,27 @@ func (o *OperatorInstallOptions) Complete(g *GlobalOptions) error {
 }
 
 // credentialsFromCloudsYAML extracts one cloud as clouds.yaml with a single cloud "openstack",
-// and the CA file it names, for the credentials Secret.
+// and the CA file it names, for the credentials Secret. clouds.yaml is found and read as every
+// other command reads it (internal/openstack: the same search, secure.yaml merged).
 func credentialsFromCloudsYAML(path, cloud string) (map[string][]byte, error) {
-	candidates := []string{path}
-	if path == "" {
-		home, _ := os.UserHomeDir()
-		candidates = []string{"clouds.yaml", filepath.Join(home, ".config", "openstack", "clouds.yaml"), "/etc/openstack/clouds.yaml"}
-	}
-	var raw []byte
-	var err error
-	for _, p := range candidates {
-		if raw, err = os.ReadFile(p); err == nil {
-			path = p
-			break
-		}
-	}
+	c, err := openstack.ReadCloud(openstack.Config{CloudsFile: path, Cloud: cloud})
 	if err != nil {
-		return nil, environmentError(fmt.Errorf("reading clouds.yaml: %w", err))
-	}
-	var all map[string]map[string]any
-	if err := yaml.Unmarshal(raw, &all); err != nil {
-		return nil, invalidInput(fmt.Errorf("%s: not valid YAML", path))
-	}
-	c, ok := all["clouds"][cloud]
-	if !ok {
-		return nil, invalidInput(fmt.Errorf("%s: cloud %q not found", path, cloud))
-	}
-	data := map[string][]byte{}
-	if m, ok := c.(map[string]any); ok {
-		if ca, ok := m["cacert"].(string); ok && ca != "" {
-			if !filepath.IsAbs(ca) {
-				ca = filepath.Join(filepath.Dir(path), ca)
-			}
-			pem, err := os.ReadFile(ca)
-			if err != nil {
-				return nil, environmentError(fmt.Errorf("cacert of cloud %q: %w", cloud, err))
-			}
-			data[operator.CredentialsCAKey] = pem
-			delete(m, "cacert")
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return nil, environmentError(err)
 		}
+		return nil, invalidInput(err)
 	}
-	out, err := yaml.Marshal(map[string]any{"clouds": map[string]any{operator.DefaultCloudName: c}})
+	out, err := c.Marshal(operator.DefaultCloudName)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := operator.ParseCredentials(out, operator.DefaultCloudName, data[operator.CredentialsCAKey]); err != nil {
-		return nil, invalidInput(fmt.Errorf("%s: %v", path, err))
+	data := map[string][]byte{operator.CredentialsKey: out}
+	if len(c.CACert) > 0 {
+		data[operator.CredentialsCAKey] = c.CACert
 	}
-	data[operator.CredentialsKey] = out
+	if _, err := operator.ParseCredentials(out, operator.DefaultCloudName, c.CACert); err != nil {
+		return nil, invalidInput(fmt.Errorf("cloud %q in %s: %v", c.Name, c.Source, err))
+	}
 	return data, nil
 }
 
@@ -330,7 +284,7 @@ installed operand is not available.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if o.cfg, err = restConfig(g, false); err != nil {
+			if o.cfg, err = g.restConfig(false); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context(), g, streams)

@@ -325,9 +325,9 @@ func readCloudsYAML(cfg Config) (data, secure []byte, source string, err error) 
 		return data, secure, path, nil
 	}
 	if len(locations) == 1 {
-		return nil, nil, "", configError(nil, "clouds.yaml %s does not exist: pass the right file with --os-client-config-file or OS_CLIENT_CONFIG_FILE", locations[0])
+		return nil, nil, "", configError(os.ErrNotExist, "clouds.yaml %s does not exist: pass the right file with --os-client-config-file or OS_CLIENT_CONFIG_FILE", locations[0])
 	}
-	return nil, nil, "", configError(nil, "no clouds.yaml found (looked for %s): pass one with --os-client-config-file or OS_CLIENT_CONFIG_FILE", strings.Join(locations, ", "))
+	return nil, nil, "", configError(os.ErrNotExist, "no clouds.yaml found (looked for %s): pass one with --os-client-config-file or OS_CLIENT_CONFIG_FILE", strings.Join(locations, ", "))
 }
 
 func cloudEntries(data []byte, source string) (map[string]cloudEntry, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
@@ -57,14 +56,9 @@ type LiveBackend struct {
 // NewLiveBackend returns a backend for cfg; nothing is contacted before Connect.
 func NewLiveBackend(cfg LiveConfig) *LiveBackend { return &LiveBackend{cfg: cfg} }
 
-func (l *LiveBackend) loadingRules() *clientcmd.ClientConfigLoadingRules {
-	rules := &clientcmd.ClientConfigLoadingRules{}
-	if paths := filepath.SplitList(l.cfg.Kubeconfig); len(paths) > 1 {
-		rules.Precedence = paths
-	} else {
-		rules.ExplicitPath = l.cfg.Kubeconfig
-	}
-	return rules
+// kubeOptions is how the wizard reads the cluster: as every command does (internal/kubeconfig).
+func (l *LiveBackend) kubeOptions(kubeContext string) kubeconfig.Options {
+	return kubeconfig.Options{Path: l.cfg.Kubeconfig, Context: kubeContext, UserAgent: l.cfg.UserAgent, Timeout: 30 * time.Second}
 }
 
 // Targets reads clouds.yaml and the kubeconfig; it authenticates nowhere.
@@ -86,10 +80,10 @@ func (l *LiveBackend) Targets() Targets {
 		t.Cloud = "openstack"
 	}
 
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(l.loadingRules(), &clientcmd.ConfigOverrides{}).RawConfig()
+	raw, err := kubeconfig.Raw(l.kubeOptions(""))
 	switch {
 	case err != nil:
-		t.ContextsErr = fmt.Sprintf("kubeconfig %s cannot be read: %v; pass --kubeconfig or set KUBECONFIG", l.cfg.Kubeconfig, err)
+		t.ContextsErr = err.Error()
 	case len(raw.Contexts) == 0:
 		t.ContextsErr = fmt.Sprintf("kubeconfig %s has no contexts: log in first (oc login), or pass --kubeconfig", orNone(l.cfg.Kubeconfig))
 	}
@@ -126,15 +120,9 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	}()
 	go func() {
 		defer wg.Done()
-		restCfg, clusterErr = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(l.loadingRules(),
-			&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
-		if clusterErr != nil {
-			clusterErr = fmt.Errorf("kubeconfig %s, context %q: %v", l.cfg.Kubeconfig, kubeContext, clusterErr)
+		if restCfg, clusterErr = kubeconfig.RESTConfig(l.kubeOptions(kubeContext)); clusterErr != nil {
 			return
 		}
-		restCfg.QPS, restCfg.Burst = 100, 200
-		restCfg.UserAgent = l.cfg.UserAgent
-		restCfg.Timeout = 30 * time.Second
 		if mc, clusterErr = machineclient.NewForConfig(restCfg); clusterErr != nil {
 			return
 		}

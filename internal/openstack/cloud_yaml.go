@@ -1,0 +1,102 @@
+package openstack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// CloudYAML is one cloud of clouds.yaml, found as Connect finds it (the same search, secure.yaml
+// merged), for handing on to a process that connects later (the operator's credentials Secret).
+type CloudYAML struct {
+	// Name is the cloud's name in clouds.yaml.
+	Name string
+	// Entry is the cloud's entry, secure.yaml's values merged in; "cacert" removed when CACert
+	// holds its content.
+	Entry map[string]any
+	// CACert is the PEM of the cacert file the entry names, if any.
+	CACert []byte
+	// Source is the clouds.yaml read.
+	Source string
+}
+
+// ReadCloud returns the cloud cfg selects, without authenticating. Errors are *Error, and name
+// the file and the cloud.
+func ReadCloud(cfg Config) (*CloudYAML, error) {
+	data, secure, source, err := readCloudsYAML(cfg)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := cloudEntries(data, source)
+	if err != nil {
+		return nil, err
+	}
+	name, err := chooseCloud(cfg.Cloud, entries, source)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := rawCloud(data, name, source)
+	if err != nil {
+		return nil, err
+	}
+	if len(secure) > 0 {
+		// secure.yaml holds the same structure, usually only the secrets; its values win.
+		if sec, err := rawCloud(secure, name, "secure.yaml beside "+source); err == nil {
+			mergeInto(entry, sec)
+		}
+	}
+	out := &CloudYAML{Name: name, Entry: entry, Source: source}
+	if ca, _ := entry["cacert"].(string); ca != "" {
+		if !filepath.IsAbs(ca) && len(cfg.CloudsYAML) == 0 {
+			ca = filepath.Join(filepath.Dir(source), ca)
+		}
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, configError(err, "cloud %q in %s: its CA bundle %s cannot be read: %v", name, source, ca, err)
+		}
+		out.CACert = pem
+		delete(entry, "cacert")
+	}
+	return out, nil
+}
+
+func rawCloud(data []byte, name, source string) (map[string]any, error) {
+	var doc struct {
+		Clouds map[string]map[string]any `json:"clouds"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, configError(err, "%s is not valid YAML: %s", source, firstLine(err.Error()))
+	}
+	entry, ok := doc.Clouds[name]
+	if !ok {
+		return nil, configError(nil, "%s has no cloud %q", source, name)
+	}
+	if entry == nil {
+		entry = map[string]any{}
+	}
+	return entry, nil
+}
+
+// mergeInto copies src into dst, recursing into maps present in both.
+func mergeInto(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeInto(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// Marshal returns the cloud as a clouds.yaml with this one cloud, under the name given.
+func (c *CloudYAML) Marshal(as string) ([]byte, error) {
+	b, err := yaml.Marshal(map[string]any{"clouds": map[string]any{as: c.Entry}})
+	if err != nil {
+		return nil, fmt.Errorf("cloud %q: %w", c.Name, err)
+	}
+	return b, nil
+}
