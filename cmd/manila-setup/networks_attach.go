@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/internal/tui"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
@@ -74,7 +75,7 @@ It needs a terminal. For scripts and CI use the commands it prints on the review
 	f.DurationVar(&o.MachineWait, "machine-timeout", machinesets.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
 	f.DurationVar(&o.PollInterval, "poll-interval", machinesets.DefaultPollInterval, "how often the rollout reads the cluster")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", 3*time.Minute, "how long the multi-writer check waits for its volume and pods")
-	f.StringVar(&o.CheckImage, "check-image", tui.DefaultCheckImage, "image of the multi-writer check's pods")
+	f.StringVar(&o.CheckImage, "check-image", rwxcheck.DefaultImage, "image of the multi-writer check's pods")
 	_ = f.MarkHidden("poll-interval")
 	return cmd
 }

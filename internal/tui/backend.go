@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -69,22 +70,5 @@ type StorageStatus struct {
 	StorageClasses []string
 }
 
-// RWXResult is the outcome of the multi-writer check.
-type RWXResult struct {
-	StorageClass string
-	Namespace    string
-	// Nodes are where the two writers ran (empty when they were never scheduled).
-	Nodes [2]string
-	// Lines are what each writer read back from the shared volume.
-	Lines [2][]string
-	// OK: both writers saw each other's lines.
-	OK bool
-	// Problem says what went wrong, in a sentence with what to do; empty when OK.
-	Problem string
-	// Simulated: the writers were scheduled on simulated nodes (kwok), which run no containers;
-	// the check stopped once the volume was bound and Problem says how far it got.
-	Simulated bool
-	// CleanedUp: everything created was deleted (Cleanup says otherwise what was left).
-	CleanedUp bool
-	Cleanup   string
-}
+// RWXResult is the outcome of the multi-writer check (internal/rwxcheck).
+type RWXResult = rwxcheck.Result

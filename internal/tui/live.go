@@ -19,6 +19,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
@@ -39,7 +40,7 @@ type LiveConfig struct {
 	RolloutTimeout time.Duration // per new Machine; zero: machinesets.DefaultTimeout
 	PollInterval   time.Duration // of the rollout; zero: machinesets.DefaultPollInterval
 	CheckTimeout   time.Duration // of the multi-writer check; zero: 3 minutes
-	CheckImage     string        // of the writer pods; empty: DefaultCheckImage
+	CheckImage     string        // of the writer pods; empty: rwxcheck.DefaultImage
 }
 
 // LiveBackend is the Backend of the command: a real cloud and a real cluster.
@@ -270,5 +271,5 @@ func (l *LiveBackend) CheckRWX(ctx context.Context, storageClass string, report 
 	if timeout == 0 {
 		timeout = 3 * time.Minute
 	}
-	return CheckRWX(ctx, kc, RWXOptions{StorageClass: storageClass, Timeout: timeout, Image: l.cfg.CheckImage, Report: report})
+	return rwxcheck.Run(ctx, kc, rwxcheck.Options{StorageClass: storageClass, Timeout: timeout, Image: l.cfg.CheckImage, Report: report})
 }

@@ -30,7 +30,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/internal/tui"
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/operator"
 )
@@ -254,7 +254,7 @@ func TestWholeJourney(t *testing.T) {
 	// scheduled on two nodes; the nodes are kwok's, so it says that it cannot go further and
 	// cleans up.
 	t6 := time.Now()
-	r := tui.CheckRWX(ctx, sim.Client, tui.RWXOptions{StorageClass: "csi-manila-default", Timeout: 2 * time.Minute, Poll: 500 * time.Millisecond})
+	r := rwxcheck.Run(ctx, sim.Client, rwxcheck.Options{StorageClass: "csi-manila-default", Timeout: 2 * time.Minute, Poll: 500 * time.Millisecond})
 	t.Logf("multi-writer check in %s: %+v", time.Since(t6).Round(time.Millisecond), r)
 	if !r.Simulated || r.OK || r.Nodes[0] == "" || r.Nodes[1] == "" || r.Nodes[0] == r.Nodes[1] || !r.CleanedUp ||
 		!strings.Contains(r.Problem, "was provisioned and bound") {

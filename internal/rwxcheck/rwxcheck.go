@@ -1,4 +1,7 @@
-package tui
+// Package rwxcheck proves that a StorageClass gives ReadWriteMany volumes that really are shared:
+// two pods on two nodes write to one file of one claim and read each other's lines. The attach
+// wizard runs it at the end, and the end-to-end tests run it the same way.
+package rwxcheck
 
 import (
 	"bytes"
@@ -14,16 +17,36 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// DefaultCheckImage runs the writer pods: a small image every OpenShift cluster can pull.
-const DefaultCheckImage = "registry.access.redhat.com/ubi9/ubi-minimal:latest"
+// DefaultImage runs the writer pods: a small image every OpenShift cluster can pull.
+const DefaultImage = "registry.access.redhat.com/ubi9/ubi-minimal:latest"
 
-// RWXOptions tune CheckRWX.
-type RWXOptions struct {
+// Options tune Run.
+type Options struct {
 	StorageClass string
 	Timeout      time.Duration // for the volume to bind and both writers to finish
 	Image        string
 	Report       func(string) // progress lines; may be nil
 	Poll         time.Duration
+}
+
+// Result is what the check saw.
+type Result struct {
+	StorageClass string
+	Namespace    string
+	// Nodes are where the two writers ran (empty when they were never scheduled).
+	Nodes [2]string
+	// Lines are what each writer read back from the shared volume.
+	Lines [2][]string
+	// OK: both writers saw each other's lines.
+	OK bool
+	// Problem says what went wrong, in a sentence with what to do; empty when OK.
+	Problem string
+	// Simulated: the writers were scheduled on simulated nodes (kwok), which run no containers;
+	// the check stopped once the volume was bound and Problem says how far it got.
+	Simulated bool
+	// CleanedUp: everything created was deleted (Cleanup says otherwise what was left).
+	CleanedUp bool
+	Cleanup   string
 }
 
 const rwxLabel = "manila-setup.io/rwx-check"
@@ -35,14 +58,14 @@ for i in 1 2 3; do echo "$WRITER on $NODE line $i" >> /data/rwx-check.log; sleep
 sleep 6
 cat /data/rwx-check.log`
 
-// CheckRWX creates, in a namespace of its own, a ReadWriteMany PVC of opts.StorageClass and two
+// Run creates, in a namespace of its own, a ReadWriteMany PVC of opts.StorageClass and two
 // pods that must run on different nodes, both writing to one file on it; it returns what each
 // read back, then deletes the namespace. It reports plainly when the volume does not bind or the
 // pods produce no output in time (as on a cluster without a container runtime), and never
 // claims more than it saw.
-func CheckRWX(ctx context.Context, kc kubernetes.Interface, opts RWXOptions) (r RWXResult) {
+func Run(ctx context.Context, kc kubernetes.Interface, opts Options) (r Result) {
 	if opts.Image == "" {
-		opts.Image = DefaultCheckImage
+		opts.Image = DefaultImage
 	}
 	if opts.Poll == 0 {
 		opts.Poll = time.Second
@@ -52,7 +75,7 @@ func CheckRWX(ctx context.Context, kc kubernetes.Interface, opts RWXOptions) (r 
 			opts.Report(fmt.Sprintf(format, a...))
 		}
 	}
-	r = RWXResult{StorageClass: opts.StorageClass}
+	r = Result{StorageClass: opts.StorageClass}
 	ns, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "manila-setup-rwx-check-", Labels: map[string]string{rwxLabel: "true"}}}, metav1.CreateOptions{})
 	if err != nil {
