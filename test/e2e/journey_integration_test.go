@@ -28,9 +28,9 @@ import (
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/operator"
 )
