@@ -49,7 +49,8 @@ type Result struct {
 	Cleanup   string
 }
 
-const rwxLabel = "manila-setup.io/rwx-check"
+// Label marks everything the check creates (its namespace), so that what is left behind can be found.
+const Label = "manila-setup.io/rwx-check"
 
 // writerScript appends three lines to the shared file, waits for the other writer, then prints
 // the whole file: both pods' logs show both writers' lines when the volume is really shared.
@@ -77,7 +78,7 @@ func Run(ctx context.Context, kc kubernetes.Interface, opts Options) (r Result) 
 	}
 	r = Result{StorageClass: opts.StorageClass}
 	ns, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "manila-setup-rwx-check-", Labels: map[string]string{rwxLabel: "true"}}}, metav1.CreateOptions{})
+		GenerateName: "manila-setup-rwx-check-", Labels: map[string]string{Label: "true"}}}, metav1.CreateOptions{})
 	if err != nil {
 		r.Problem = fmt.Sprintf("creating a namespace for the check failed: %v; the check needs to create namespaces, PVCs and pods", err)
 		r.CleanedUp = true
@@ -220,12 +221,12 @@ func sawBoth(lines []string) bool {
 func writerPod(i int, image string) *corev1.Pod {
 	name := fmt.Sprintf("writer-%d", i)
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{rwxLabel: "writer"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{Label: "writer"}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{rwxLabel: "writer"}},
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{Label: "writer"}},
 					TopologyKey:   "kubernetes.io/hostname",
 				}},
 			}},

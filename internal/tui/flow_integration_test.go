@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -265,7 +266,7 @@ func TestWizardFullFlow(t *testing.T) {
 	if live != 3 {
 		t.Errorf("%d Machines after the rollout, want 3", live)
 	}
-	nss, _ := c.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: rwxLabel})
+	nss, _ := c.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: rwxcheck.Label})
 	for _, ns := range nss.Items {
 		if ns.DeletionTimestamp == nil {
 			t.Errorf("namespace %s of the multi-writer check was left behind", ns.Name)
