@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/rolloutview"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
@@ -429,7 +430,7 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 		progressOut = o.streams.ErrOut
 	}
 	tty, width := machineSetsTerminal(progressOut)
-	printer := machinesets.NewProgressPrinter(progressOut, tty, width)
+	printer := rolloutview.NewProgressPrinter(progressOut, tty, width)
 	results, err := machinesets.Rollout(ctx, o.clients.machines, o.clients.kube, machinesets.RolloutOptions{
 		Selection:      machinesets.Selection{Names: o.Names, Selector: o.Selector},
 		MaxSurge:       o.MaxSurge,

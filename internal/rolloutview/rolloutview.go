@@ -1,7 +1,10 @@
-package machinesets
+// Package rolloutview draws a MachineSet rollout for people: redrawn lines on a terminal, a
+// short history of changes elsewhere. The rollout itself (machinesets) knows nothing of screens.
+package rolloutview
 
 import (
 	"fmt"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"io"
 	"strings"
 	"sync"
@@ -12,7 +15,7 @@ import (
 // ProgressPrinter shows a rollout as one line per MachineSet. On a terminal it redraws the lines
 // in place; elsewhere (a log, a pipe, CI) it prints a set's line only when its state or phase
 // changes, so the output stays a short history rather than a wall of logs. Safe for concurrent
-// use; pass its Update as RolloutOptions.Progress.
+// use; pass its Update as machinesets.RolloutOptions.Progress.
 type ProgressPrinter struct {
 	out   io.Writer
 	tty   bool
@@ -21,7 +24,7 @@ type ProgressPrinter struct {
 
 	mu      sync.Mutex
 	order   []string
-	sets    map[string]SetProgress
+	sets    map[string]machinesets.SetProgress
 	printed map[string]string // non-terminal: the last line printed per set
 	drawn   int               // terminal: lines currently on screen
 }
@@ -29,11 +32,11 @@ type ProgressPrinter struct {
 // NewProgressPrinter writes to out; tty says whether out is a terminal of width columns (0:
 // unknown).
 func NewProgressPrinter(out io.Writer, tty bool, width int) *ProgressPrinter {
-	return &ProgressPrinter{out: out, tty: tty, width: width, now: time.Now, sets: map[string]SetProgress{}, printed: map[string]string{}}
+	return &ProgressPrinter{out: out, tty: tty, width: width, now: time.Now, sets: map[string]machinesets.SetProgress{}, printed: map[string]string{}}
 }
 
 // Update records the state of one set and shows it.
-func (p *ProgressPrinter) Update(sp SetProgress) {
+func (p *ProgressPrinter) Update(sp machinesets.SetProgress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.sets[sp.Name]; !ok {
@@ -70,19 +73,19 @@ func (p *ProgressPrinter) redraw() {
 
 // line is the text of one set: name, replaced/total, state and phase; on a terminal with the
 // time spent in the current phase.
-func (p *ProgressPrinter) line(sp SetProgress, elapsed bool) string {
+func (p *ProgressPrinter) line(sp machinesets.SetProgress, elapsed bool) string {
 	nameWidth := 0
 	for _, n := range p.order {
 		nameWidth = max(nameWidth, len(n))
 	}
 	phase := sp.Phase
-	if elapsed && sp.State == RolloutRunning && !sp.Since.IsZero() {
+	if elapsed && sp.State == machinesets.RolloutRunning && !sp.Since.IsZero() {
 		if d := p.now().Sub(sp.Since).Truncate(time.Second); d >= time.Second {
 			phase += fmt.Sprintf(" [%s]", d)
 		}
 	}
 	counts := fmt.Sprintf("%d/%d replaced", sp.Replaced, sp.Total)
-	if sp.State == RolloutSkipped {
+	if sp.State == machinesets.RolloutSkipped {
 		counts = "-"
 	}
 	return fmt.Sprintf("%-*s  %-12s  %-10s  %s", nameWidth, sp.Name, counts, sp.State, phase)

@@ -1,7 +1,8 @@
-package machinesets
+package rolloutview
 
 import (
 	"bytes"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"strings"
 	"testing"
 	"time"
@@ -10,12 +11,12 @@ import (
 func TestProgressPrinterPlainPrintsChangesOnly(t *testing.T) {
 	var out bytes.Buffer
 	p := NewProgressPrinter(&out, false, 0)
-	p.Update(SetProgress{Name: "ostest-worker-0", State: RolloutPending, Total: 3, Phase: "waiting for its turn"})
-	p.Update(SetProgress{Name: "ostest-worker-1", State: RolloutPending, Total: 2, Phase: "waiting for its turn"})
+	p.Update(machinesets.SetProgress{Name: "ostest-worker-0", State: machinesets.RolloutPending, Total: 3, Phase: "waiting for its turn"})
+	p.Update(machinesets.SetProgress{Name: "ostest-worker-1", State: machinesets.RolloutPending, Total: 2, Phase: "waiting for its turn"})
 	for i := 0; i < 5; i++ { // polls that change nothing print nothing
-		p.Update(SetProgress{Name: "ostest-worker-0", State: RolloutRunning, Total: 3, Phase: "surging to 4 replicas"})
+		p.Update(machinesets.SetProgress{Name: "ostest-worker-0", State: machinesets.RolloutRunning, Total: 3, Phase: "surging to 4 replicas"})
 	}
-	p.Update(SetProgress{Name: "ostest-worker-0", State: RolloutDone, Replaced: 3, Total: 3, Phase: "done: 3 of 3 replaced"})
+	p.Update(machinesets.SetProgress{Name: "ostest-worker-0", State: machinesets.RolloutDone, Replaced: 3, Total: 3, Phase: "done: 3 of 3 replaced"})
 	got := out.String()
 	want := `ostest-worker-0  0/3 replaced  pending     waiting for its turn
 ostest-worker-1  0/2 replaced  pending     waiting for its turn
@@ -35,10 +36,10 @@ func TestProgressPrinterTerminalRewritesLines(t *testing.T) {
 	p := NewProgressPrinter(&out, true, 60)
 	start := time.Unix(1000, 0)
 	p.now = func() time.Time { return start.Add(75 * time.Second) }
-	p.Update(SetProgress{Name: "a", State: RolloutPending, Total: 3, Phase: "waiting for its turn"})
-	p.Update(SetProgress{Name: "b", State: RolloutPending, Total: 3, Phase: "waiting for its turn"})
+	p.Update(machinesets.SetProgress{Name: "a", State: machinesets.RolloutPending, Total: 3, Phase: "waiting for its turn"})
+	p.Update(machinesets.SetProgress{Name: "b", State: machinesets.RolloutPending, Total: 3, Phase: "waiting for its turn"})
 	out.Reset()
-	p.Update(SetProgress{Name: "a", State: RolloutRunning, Replaced: 1, Total: 3, Since: start,
+	p.Update(machinesets.SetProgress{Name: "a", State: machinesets.RolloutRunning, Replaced: 1, Total: 3, Since: start,
 		Phase: "waiting for new Machine a-x7k2p to become a Ready Node (Provisioned)"})
 	got := out.String()
 	// Cursor up over the two lines drawn, then both lines rewritten, each cleared first.
@@ -57,7 +58,7 @@ func TestProgressPrinterTerminalRewritesLines(t *testing.T) {
 	// On a wide terminal the elapsed time in the phase shows.
 	p.width = 200
 	out.Reset()
-	p.Update(SetProgress{Name: "a", State: RolloutRunning, Replaced: 1, Total: 3, Since: start, Phase: "surging to 4 replicas"})
+	p.Update(machinesets.SetProgress{Name: "a", State: machinesets.RolloutRunning, Replaced: 1, Total: 3, Since: start, Phase: "surging to 4 replicas"})
 	if !strings.Contains(out.String(), "surging to 4 replicas [1m15s]") {
 		t.Errorf("no elapsed time: %q", out.String())
 	}
