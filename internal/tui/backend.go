@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"github.com/manila-setup/manila-setup/operator/health"
 	"context"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 
@@ -58,9 +59,7 @@ type Connection struct {
 }
 
 // Condition is one condition of the ClusterCSIDriver.
-type Condition struct {
-	Type, Status, Reason, Message string
-}
+type Condition = health.Condition
 
 // StorageStatus is what the verify screen shows.
 type StorageStatus struct {

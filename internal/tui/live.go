@@ -21,6 +21,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/operator/health"
 )
 
 // DriverName is the Manila CSI driver, the name of its ClusterCSIDriver and the provisioner of
@@ -252,12 +253,7 @@ func (l *LiveBackend) Storage(ctx context.Context) (StorageStatus, error) {
 	if err != nil {
 		return s, fmt.Errorf("listing StorageClasses: %v", err)
 	}
-	for _, sc := range list.Items {
-		if sc.Provisioner == DriverName || strings.HasPrefix(sc.Name, "csi-manila-") {
-			s.StorageClasses = append(s.StorageClasses, sc.Name)
-		}
-	}
-	slices.Sort(s.StorageClasses)
+	s.StorageClasses = health.StorageClasses(list.Items)
 	return s, nil
 }
 

@@ -3,7 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
+	"github.com/manila-setup/manila-setup/operator/health"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -168,9 +168,6 @@ func (v verifyModel) view(w, h int, spin string) []string {
 	return lines
 }
 
-// informative conditions are always shown with their message: they say what the operator found.
-var informative = map[string]bool{"ManilaControllerDisabled": true, "StorageNetworkReachable": true}
-
 // conditionLines shows what needs attention: the conditions that are not as they should be (not
 // Available, Degraded, Progressing) and the informative ones; the healthy rest is one line, so
 // the screen fits 80x24 with a dozen controllers.
@@ -178,20 +175,23 @@ func (v verifyModel) conditionLines(w int, spin string) []string {
 	var lines []string
 	healthy, bad := 0, 0
 	for _, c := range v.status.Conditions {
-		progressing := strings.HasSuffix(c.Type, "Progressing")
-		good := (c.Status == "True") != strings.HasSuffix(c.Type, "Degraded")
+		// One rule with `operator status` (operator/health): informative conditions are always
+		// shown with their message, marked when they carry a verdict; the rest only when wrong.
 		mark, st := "•", styleDim
+		verdict := health.Judge(c)
 		switch {
-		case informative[c.Type]:
-			if c.Type == "StorageNetworkReachable" {
-				mark, st = "✓", styleOK
-				if c.Status != "True" {
-					mark, st = "✗", styleErr
+		case health.Informative(c.Type):
+			switch verdict {
+			case health.Bad:
+				mark, st = "✗", styleErr
+			case health.Info:
+				if c.Status == "True" && c.Type != "ManilaControllerDisabled" {
+					mark, st = "✓", styleOK
 				}
 			}
-		case progressing && c.Status == "True":
+		case verdict == health.Progressing:
 			mark, st = spin, styleWarn
-		case progressing || good:
+		case verdict == health.Good:
 			healthy++
 			continue
 		default:

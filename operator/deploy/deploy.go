@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/health"
 )
 
 // Install applies the rendered objects with server-side apply (field manager manila-setup),
@@ -173,12 +174,7 @@ type Status struct {
 }
 
 // StatusCondition is one condition of the ClusterCSIDriver.
-type StatusCondition struct {
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-}
+type StatusCondition = health.Condition
 
 // OperandHealth is one workload of the driver.
 type OperandHealth struct {
@@ -210,15 +206,8 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 		return nil, err
 	}
 	st := &Status{ManagementState: string(d.Spec.ManagementState), ObservedGen: d.Status.ObservedGeneration, Generation: d.Generation, Version: d.Status.Version}
-	degraded, disabled := false, false
 	for _, c := range d.Status.Conditions {
-		st.Conditions = append(st.Conditions, StatusCondition{c.Type, string(c.Status), c.Reason, c.Message})
-		if strings.HasSuffix(c.Type, "Degraded") && c.Status == operatorv1.ConditionTrue {
-			degraded = true
-		}
-		if c.Type == operator.ConditionDisabled && c.Status == operatorv1.ConditionTrue {
-			disabled = true
-		}
+		st.Conditions = append(st.Conditions, StatusCondition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
 	sort.Slice(st.Conditions, func(i, j int) bool { return st.Conditions[i].Type < st.Conditions[j].Type })
 	allAvailable := true
@@ -231,14 +220,11 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	for _, o := range st.Operands {
 		allAvailable = allAvailable && o.Available
 	}
-	scs, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: operator.LabelManagedBy + "=" + operator.ManagedByValue})
+	scs, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err == nil {
-		for _, sc := range scs.Items {
-			st.StorageClasses = append(st.StorageClasses, sc.Name)
-		}
-		sort.Strings(st.StorageClasses)
+		st.StorageClasses = health.StorageClasses(scs.Items)
 	}
-	st.Healthy = !degraded && (allAvailable || (disabled && !st.Operands[0].Present))
+	st.Healthy = health.Healthy(st.Conditions, allAvailable, st.Operands[0].Present)
 	return st, nil
 }
 
