@@ -1,9 +1,9 @@
 package tui
 
 import (
-	"github.com/manila-setup/manila-setup/operator/health"
 	"context"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
+	"github.com/manila-setup/manila-setup/operator/health"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
