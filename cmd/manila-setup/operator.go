@@ -278,9 +278,11 @@ func newOperatorStatusCommand(g *GlobalOptions, streams IOStreams) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Summarise the operator's conditions and the driver's health",
-		Long: `Show the conditions of the ClusterCSIDriver manila.csi.openstack.org, the driver's
-Deployment and DaemonSets and the StorageClasses. Exit code 1 when something is Degraded or an
-installed operand is not available.`,
+		Long: `Show which kind of cluster this is (mode driver, companion or none, and why), the
+conditions of the ClusterCSIDriver manila.csi.openstack.org, the driver's Deployment and
+DaemonSets and the StorageClasses of the Manila driver. Where the platform runs its own Manila
+operator (companion), its ClusterCSIDriver is read and its conditions alone say how the driver
+is. Exit code 1 when something is Degraded or an installed operand is not available.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -318,13 +320,16 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 	if !st.Healthy {
 		health = "NOT healthy"
 	}
-	fmt.Fprintf(w, "ClusterCSIDriver %s: %s, managementState %s, generation %d (observed %d), version %s\n\n",
+	fmt.Fprintf(w, "ClusterCSIDriver %s: %s, managementState %s, generation %d (observed %d), version %s\n",
 		operator.DriverName, health, st.ManagementState, st.Generation, st.ObservedGen, st.Version)
+	fmt.Fprintf(w, "mode %s (%s): %s\n\n", st.Mode.Mode, st.Mode.Reason, st.Mode.Message)
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
 	for _, c := range st.Conditions {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
 	}
-	fmt.Fprintln(w, "\nOPERAND\tREADY\tUP-TO-DATE\tAVAILABLE")
+	if len(st.Operands) > 0 {
+		fmt.Fprintln(w, "\nOPERAND\tREADY\tUP-TO-DATE\tAVAILABLE")
+	}
 	for _, op := range st.Operands {
 		if !op.Present {
 			fmt.Fprintf(w, "%s/%s\t-\t-\tnot deployed\n", strings.ToLower(op.Kind), op.Name)

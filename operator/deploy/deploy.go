@@ -31,6 +31,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/health"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 // Install applies the rendered objects with server-side apply (field manager manila-setup),
@@ -162,13 +163,16 @@ func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) er
 
 // Status is what `operator status` reports.
 type Status struct {
-	ManagementState string            `json:"managementState"`
-	ObservedGen     int64             `json:"observedGeneration"`
-	Generation      int64             `json:"generation"`
-	Version         string            `json:"version,omitempty"`
-	Conditions      []StatusCondition `json:"conditions"`
-	Operands        []OperandHealth   `json:"operands"`
-	StorageClasses  []string          `json:"storageClasses"`
+	// Mode is the kind of cluster (operator/platform): in companion mode the ClusterCSIDriver and
+	// the driver are the platform's, and their health is read from the conditions alone.
+	Mode            platform.Detection `json:"mode"`
+	ManagementState string             `json:"managementState"`
+	ObservedGen     int64              `json:"observedGeneration"`
+	Generation      int64              `json:"generation"`
+	Version         string             `json:"version,omitempty"`
+	Conditions      []StatusCondition  `json:"conditions"`
+	Operands        []OperandHealth    `json:"operands"`
+	StorageClasses  []string           `json:"storageClasses"`
 	// Healthy: nothing Degraded, and either Manila is disabled or every operand is available.
 	Healthy bool `json:"healthy"`
 }
@@ -197,6 +201,10 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	if err != nil {
 		return nil, err
 	}
+	mode, err := platform.Detect(ctx, platform.Dynamic(dyn))
+	if err != nil {
+		return nil, err
+	}
 	u, err := dyn.Resource(operatorv1.GroupVersion.WithResource("clustercsidrivers")).Get(ctx, operator.DriverName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("ClusterCSIDriver %s: %w", operator.DriverName, err)
@@ -205,11 +213,21 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
 		return nil, err
 	}
-	st := &Status{ManagementState: string(d.Spec.ManagementState), ObservedGen: d.Status.ObservedGeneration, Generation: d.Generation, Version: d.Status.Version}
+	st := &Status{Mode: mode, ManagementState: string(d.Spec.ManagementState), ObservedGen: d.Status.ObservedGeneration, Generation: d.Generation, Version: d.Status.Version}
 	for _, c := range d.Status.Conditions {
 		st.Conditions = append(st.Conditions, StatusCondition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
 	sort.Slice(st.Conditions, func(i, j int) bool { return st.Conditions[i].Type < st.Conditions[j].Type })
+	scs, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err == nil {
+		st.StorageClasses = health.StorageClasses(scs.Items)
+	}
+	if mode.Mode == platform.ModeCompanion {
+		// The platform's operator runs its driver under names of its own choosing: its
+		// conditions say how it is.
+		st.Healthy = health.ConditionsHealthy(st.Conditions)
+		return st, nil
+	}
 	allAvailable := true
 	dep, err := kube.AppsV1().Deployments(namespace).Get(ctx, operator.ControllerDeploymentName, metav1.GetOptions{})
 	st.Operands = append(st.Operands, deploymentHealth(dep, err))
@@ -219,10 +237,6 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	}
 	for _, o := range st.Operands {
 		allAvailable = allAvailable && o.Available
-	}
-	scs, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
-	if err == nil {
-		st.StorageClasses = health.StorageClasses(scs.Items)
 	}
 	st.Healthy = health.Healthy(st.Conditions, allAvailable, st.Operands[0].Present)
 	return st, nil

@@ -103,6 +103,17 @@ func Healthy(conds []Condition, workloadsAvailable, installed bool) bool {
 	return !Degraded(conds) && (workloadsAvailable || (Disabled(conds) && !installed))
 }
 
+// ConditionsHealthy judges from the conditions alone (a driver whose workloads manila-setup does
+// not know, the platform's): nothing Degraded, nothing unavailable.
+func ConditionsHealthy(conds []Condition) bool {
+	for _, c := range conds {
+		if !Informative(c.Type) && Judge(c) == Bad {
+			return false
+		}
+	}
+	return true
+}
+
 // StorageClasses returns the names of the classes the Manila driver provisions, sorted: the
 // operator's own and any other (the platform's, an admin's).
 func StorageClasses(list []storagev1.StorageClass) []string {

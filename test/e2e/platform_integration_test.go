@@ -64,6 +64,17 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		}
 		return 0, string(out)
 	}
+	status := func(kubeconfig string) (int, string) {
+		out, err := exec.CommandContext(ctx, cli, "operator", "status", "--kubeconfig", kubeconfig).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
 	ourWrites := func(t *testing.T, api *testenv.APIServer) []testenv.AuditWrite {
 		t.Helper()
 		w, err := api.Writes(testenv.ByUserAgent("manila-setup"))
@@ -86,6 +97,12 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 				t.Errorf("output does not name %q:\n%s", want, out)
 			}
 		}
+		// operator status reads the platform's driver, and says whose it is.
+		code, out = status(kubeconfig)
+		t.Logf("$ manila-setup operator status\n%s", out)
+		if code != 0 || !strings.Contains(out, "mode companion (PlatformManilaOperator)") || strings.Contains(out, "OPERAND") {
+			t.Errorf("status on the platform's driver: exit %d:\n%s", code, out)
+		}
 		if w := ourWrites(t, api); len(w) != 0 {
 			t.Errorf("manila-setup wrote to the platform's cluster: %v", w)
 		}
@@ -101,6 +118,10 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		}
 		if w := ourWrites(t, api); len(w) == 0 {
 			t.Error("install wrote nothing in driver mode")
+		}
+		// Nothing runs the operator here: status names the mode, and the driver as not deployed.
+		if code, out := status(kubeconfig); code != 1 || !strings.Contains(out, "mode driver (StorageCapabilityDisabled)") || !strings.Contains(out, "not deployed") {
+			t.Errorf("status after install, operator not running: exit %d:\n%s", code, out)
 		}
 	})
 	t.Run("not OpenStack", func(t *testing.T) {
