@@ -113,17 +113,7 @@ be asked (the offline results are still printed).`,
   manila-setup installconfig validate -o json install-config.yaml
   cat install-config.yaml | manila-setup installconfig validate -`,
 		Args: exactlyOneFile,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			return o.Run(ctx)
-		},
+		RunE: runOptions(o),
 	}
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "fail (exit 1) on warnings too")
 	cmd.Flags().BoolVar(&o.Offline, "offline", false, "only the offline checks, even when a cloud is named")
@@ -259,17 +249,7 @@ Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result
   manila-setup installconfig patch install-config.yaml --network ID --pool worker --control-plane
   manila-setup installconfig patch install-config.yaml --os-cloud mycloud --discover --dry-run`,
 		Args: exactlyOneFile,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			return o.Run(ctx)
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Networks, "network", nil, "ID of a network to add (repeat or separate with commas)")

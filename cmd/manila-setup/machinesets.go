@@ -83,24 +83,18 @@ of their Machines were created from the current template (the others need a roll
 The storage network and security groups looked for are those given with --network and
 --security-group, else those "machinesets patch" recorded on each MachineSet.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			return o.Run(ctx)
-		},
+		RunE: runOptions(o),
 	}
 	cmd.Flags().StringSliceVar(&o.Networks, "network", nil, "storage network ID to look for (repeat or comma-separate)")
 	cmd.Flags().StringSliceVar(&o.SecurityGroups, "security-group", nil, "security group ID to look for (repeat or comma-separate)")
 	return cmd
 }
 
-func (o *machineSetsListOptions) Complete() error {
+// Complete has nothing to fill in: the cluster is contacted in Run.
+func (o *machineSetsListOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// connect makes the cluster clients.
+func (o *machineSetsListOptions) connect() error {
 	clients, err := newMachineSetsClients(o.g)
 	if err != nil {
 		return environmentError(err)
@@ -121,6 +115,9 @@ func (o *machineSetsListOptions) Validate() error {
 }
 
 func (o *machineSetsListOptions) Run(ctx context.Context) error {
+	if err := o.connect(); err != nil {
+		return err
+	}
 	sets, err := machinesets.List(ctx, o.clients.machines, machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 	if err != nil {
 		return environmentError(err)
@@ -211,17 +208,7 @@ replace the running machines.`,
 		Example: `  manila-setup machinesets patch --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --dry-run
   manila-setup machinesets patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --name mycluster-x7k2p-worker-0`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(ctx); err != nil {
-				return err
-			}
-			return o.Run(ctx)
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
@@ -243,17 +230,18 @@ func (o *machineSetsPatchOptions) Validate() error {
 	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 }
 
-// Complete connects to the cluster and, with --os-cloud, to the cloud.
-func (o *machineSetsPatchOptions) Complete(ctx context.Context) error {
+// Complete has nothing to fill in: the cluster and the cloud are contacted in Run.
+func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// connect connects to the cluster and, with --os-cloud, to the cloud.
+func (o *machineSetsPatchOptions) connect(ctx context.Context) error {
 	clients, err := newMachineSetsClients(o.g)
 	if err != nil {
 		return environmentError(err)
 	}
 	o.clients = clients
 	if o.g.OSCloud != "" {
-		c, err := openstack.Connect(ctx, openstack.Config{
-			Cloud: o.g.OSCloud, CloudsFile: o.g.OSClientConfigFile, UserAgent: userAgent(),
-		})
+		c, err := openstack.Connect(ctx, o.g.openstackConfig(o.streams.ErrOut))
 		if err != nil {
 			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
 		}
@@ -263,6 +251,9 @@ func (o *machineSetsPatchOptions) Complete(ctx context.Context) error {
 }
 
 func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
+	if err := o.connect(ctx); err != nil {
+		return err
+	}
 	results, err := machinesets.Patch(ctx, o.clients.machines, machinesets.PatchOptions{
 		Attachment: machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
 		Selection:  machinesets.Selection{Names: o.Names, Selector: o.Selector},
@@ -376,17 +367,7 @@ original replica count is kept in the annotation ` + machinesets.OriginalReplica
 A new Machine that fails, or has no Ready Node within --timeout, stops the rollout and leaves
 the remaining old Machines as they are.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			return o.Run(ctx)
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Names, "name", nil, "roll only these MachineSets (default: every worker MachineSet)")
@@ -415,7 +396,11 @@ func (o *machineSetsRolloutOptions) Validate() error {
 	return nil
 }
 
-func (o *machineSetsRolloutOptions) Complete() error {
+// Complete has nothing to fill in: the cluster is contacted in Run.
+func (o *machineSetsRolloutOptions) Complete(*cobra.Command, []string) error { return nil }
+
+// connect makes the cluster clients.
+func (o *machineSetsRolloutOptions) connect() error {
 	clients, err := newMachineSetsClients(o.g)
 	if err != nil {
 		return environmentError(err)
@@ -425,6 +410,9 @@ func (o *machineSetsRolloutOptions) Complete() error {
 }
 
 func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
+	if err := o.connect(); err != nil {
+		return err
+	}
 	progressOut := o.streams.Out
 	if o.g.Output != outputText {
 		progressOut = o.streams.ErrOut

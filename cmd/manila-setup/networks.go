@@ -62,19 +62,8 @@ func (o *cloudOptions) validate() error {
 // connect authenticates once; every call of the command reuses that token.
 func (o *cloudOptions) connect(ctx context.Context) (*openstack.Client, error) {
 	errOut := o.streams.ErrOut
-	cfg := openstack.Config{
-		Cloud:      o.global.OSCloud,
-		CloudsFile: o.global.OSClientConfigFile,
-		CABundle:   o.CABundle,
-		Timeout:    o.Timeout,
-		UserAgent:  userAgent(),
-		Warnf:      func(format string, a ...any) { fmt.Fprintf(errOut, "warning: "+format+"\n", a...) },
-	}
-	if o.global.Verbosity >= 1 {
-		cfg.Logf = func(format string, a ...any) { fmt.Fprintf(errOut, "openstack: "+format+"\n", a...) }
-		cfg.LogHeaders = o.global.Verbosity >= 2
-	}
-	cfg.WrapTransport = wrapOpenStackTransport
+	cfg := o.global.openstackConfig(errOut)
+	cfg.CABundle, cfg.Timeout = o.CABundle, o.Timeout
 	c, err := openstack.Connect(ctx, cfg)
 	if err != nil {
 		return nil, environmentError(err)
@@ -120,22 +109,12 @@ the project's shares and its share networks).`,
 		Example: `  manila-setup networks list --os-cloud mycloud
   manila-setup networks list -o json | jq -r '.[] | select(.manila) | .id'`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			return o.Run(ctx)
-		},
+		RunE: runOptions(o),
 	}
 }
 
 // Complete has nothing to fill in beyond the global options.
-func (o *NetworksListOptions) Complete() error { return nil }
+func (o *NetworksListOptions) Complete(*cobra.Command, []string) error { return nil }
 
 // Validate checks the flags.
 func (o *NetworksListOptions) Validate() error { return o.validate() }
@@ -296,17 +275,7 @@ Exit codes: 0 a network was found, 1 none was found, 2 usage or environment erro
   manila-setup networks discover --kubeconfig ~/ocp/auth/kubeconfig -o json
   manila-setup networks discover --infra-id mycluster-x7k2p --security-group 5f3c...`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			return o.Run(ctx)
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.SecurityGroups, "security-group", nil, "security group ID to check for NFS and CephFS traffic (repeatable; together, as on one port)")
@@ -318,7 +287,7 @@ Exit codes: 0 a network was found, 1 none was found, 2 usage or environment erro
 
 // Complete decides whether a cluster is at hand: an explicit --kubeconfig or $KUBECONFIG must
 // work; the default ~/.kube/config is used only if it exists.
-func (o *NetworksDiscoverOptions) Complete(cmd *cobra.Command) error {
+func (o *NetworksDiscoverOptions) Complete(cmd *cobra.Command, _ []string) error {
 	o.kubeconfig = o.global.Kubeconfig
 	o.kubeconfigExplicit = cmd.Flags().Changed("kubeconfig") || os.Getenv("KUBECONFIG") != ""
 	if !o.kubeconfigExplicit && o.kubeconfig != "" {

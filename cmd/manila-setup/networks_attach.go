@@ -59,15 +59,7 @@ It needs a terminal. For scripts and CI use the commands it prints on the review
 		Example: `  manila-setup networks attach --os-cloud mycloud --kubeconfig ~/ocp/auth/kubeconfig
   manila-setup networks attach --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "walk every screen and show the diffs, but patch, roll and create nothing")
@@ -88,7 +80,7 @@ func bothTerminals(in io.Reader, out io.Writer) bool {
 }
 
 // Complete applies NO_COLOR.
-func (o *NetworksAttachOptions) Complete() error {
+func (o *NetworksAttachOptions) Complete(*cobra.Command, []string) error {
 	if _, set := os.LookupEnv("NO_COLOR"); set {
 		o.NoColor = true
 	}

@@ -35,7 +35,7 @@ func TestNetworksAttachFlags(t *testing.T) {
 func TestNetworksAttachHonoursNoColor(t *testing.T) {
 	o := &NetworksAttachOptions{}
 	t.Setenv("NO_COLOR", "")
-	if err := o.Complete(); err != nil || !o.NoColor {
+	if err := o.Complete(nil, nil); err != nil || !o.NoColor {
 		t.Errorf("NO_COLOR set (even empty): NoColor %v, %v", o.NoColor, err)
 	}
 }

@@ -116,11 +116,14 @@ func operatorBinary() (string, error) {
 type OperatorRenderOptions struct {
 	Namespace               string
 	WithoutClusterCSIDriver bool
-	render                  operator.RenderOptions
+
+	g       *GlobalOptions
+	streams IOStreams
+	render  operator.RenderOptions
 }
 
 func newOperatorRenderCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
-	o := &OperatorRenderOptions{}
+	o := &OperatorRenderOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Print the manifests that deploy the operator (pipe into kubectl apply -f -)",
@@ -130,23 +133,25 @@ RBAC, the operator Deployment and the ClusterCSIDriver manila.csi.openstack.org.
 Images: OPERATOR_IMAGE and the operand images (DRIVER_IMAGE, NFS_DRIVER_IMAGE, ...) from the
 environment, else upstream defaults. -o yaml (default) or -o json (a v1 List).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Complete()
-			return o.Run(g, streams)
-		},
+		RunE: runOptions(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
 	cmd.Flags().BoolVar(&o.WithoutClusterCSIDriver, "without-cluster-csi-driver", false, "leave out the ClusterCSIDriver object")
 	return cmd
 }
 
-func (o *OperatorRenderOptions) Complete() {
+func (o *OperatorRenderOptions) Complete(*cobra.Command, []string) error {
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
 	o.render.Namespace = o.Namespace
 	o.render.WithoutClusterCSIDriver = o.WithoutClusterCSIDriver
+	return nil
 }
 
-func (o *OperatorRenderOptions) Run(g *GlobalOptions, streams IOStreams) error {
+// Validate: the images are checked by Render itself.
+func (o *OperatorRenderOptions) Validate() error { return nil }
+
+func (o *OperatorRenderOptions) Run(context.Context) error {
+	g, streams := o.g, o.streams
 	out, err := operator.Render(o.render)
 	if err != nil {
 		return usageError("%v", err)
@@ -173,13 +178,16 @@ type OperatorInstallOptions struct {
 	Namespace     string
 	NoCredentials bool
 
+	g       *GlobalOptions
+	streams IOStreams
+
 	render      operator.RenderOptions
 	credentials map[string][]byte
 	cfg         *rest.Config
 }
 
 func newOperatorInstallCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
-	o := &OperatorInstallOptions{}
+	o := &OperatorInstallOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Deploy the operator with server-side apply, with credentials from clouds.yaml",
@@ -188,33 +196,34 @@ and store the cloud selected by --os-cloud (from --os-client-config-file / cloud
 Secret manila-cloud-credentials, renamed "openstack", with its CA certificate when clouds.yaml
 names one. Running it again updates everything in place.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(g); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), g, streams)
-		},
+		RunE: runOptions(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
 	cmd.Flags().BoolVar(&o.NoCredentials, "no-credentials", false, "do not create Secret manila-cloud-credentials")
 	return cmd
 }
 
-func (o *OperatorInstallOptions) Complete(g *GlobalOptions) error {
+// Complete reads the kubeconfig and the cloud's credentials from clouds.yaml.
+func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
+	g := o.g
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
 	o.render.Namespace = o.Namespace
 	var err error
 	if o.cfg, err = g.restConfig(false); err != nil {
 		return err
 	}
-	if o.NoCredentials {
+	if o.NoCredentials || g.OSCloud == "" {
 		return nil
-	}
-	if g.OSCloud == "" {
-		return usageError("--os-cloud (or OS_CLOUD) is required to store the credentials; or pass --no-credentials")
 	}
 	o.credentials, err = credentialsFromCloudsYAML(g.OSClientConfigFile, g.OSCloud)
 	return err
+}
+
+func (o *OperatorInstallOptions) Validate() error {
+	if !o.NoCredentials && o.g.OSCloud == "" {
+		return usageError("--os-cloud (or OS_CLOUD) is required to store the credentials; or pass --no-credentials")
+	}
+	return nil
 }
 
 // credentialsFromCloudsYAML extracts one cloud as clouds.yaml with a single cloud "openstack",
@@ -242,7 +251,8 @@ func credentialsFromCloudsYAML(path, cloud string) (map[string][]byte, error) {
 	return data, nil
 }
 
-func (o *OperatorInstallOptions) Run(ctx context.Context, g *GlobalOptions, streams IOStreams) error {
+func (o *OperatorInstallOptions) Run(ctx context.Context) error {
+	g, streams := o.g, o.streams
 	rendered, err := operator.Render(o.render)
 	if err != nil {
 		return usageError("%v", err)
@@ -270,11 +280,14 @@ func (o *OperatorInstallOptions) Run(ctx context.Context, g *GlobalOptions, stre
 // OperatorStatusOptions are the flags of `operator status`.
 type OperatorStatusOptions struct {
 	Namespace string
-	cfg       *rest.Config
+
+	g       *GlobalOptions
+	streams IOStreams
+	cfg     *rest.Config
 }
 
 func newOperatorStatusCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
-	o := &OperatorStatusOptions{}
+	o := &OperatorStatusOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Summarise the operator's conditions and the driver's health",
@@ -284,19 +297,22 @@ DaemonSets and the StorageClasses of the Manila driver. Where the platform runs 
 operator (companion), its ClusterCSIDriver is read and its conditions alone say how the driver
 is. Exit code 1 when something is Degraded or an installed operand is not available.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if o.cfg, err = g.restConfig(false); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), g, streams)
-		},
+		RunE: runOptions(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the driver")
 	return cmd
 }
 
-func (o *OperatorStatusOptions) Run(ctx context.Context, g *GlobalOptions, streams IOStreams) error {
+func (o *OperatorStatusOptions) Complete(*cobra.Command, []string) error {
+	var err error
+	o.cfg, err = o.g.restConfig(false)
+	return err
+}
+
+func (o *OperatorStatusOptions) Validate() error { return nil }
+
+func (o *OperatorStatusOptions) Run(ctx context.Context) error {
+	g, streams := o.g, o.streams
 	st, err := deploy.GetStatus(ctx, o.cfg, o.Namespace)
 	if err != nil {
 		return environmentError(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -19,11 +20,12 @@ type OperatorBundleOptions struct {
 	Version string
 	Image   string
 
-	opts bundle.Options
+	streams IOStreams
+	opts    bundle.Options
 }
 
 func newOperatorBundleCommand(_ *GlobalOptions, streams IOStreams) *cobra.Command {
-	o := &OperatorBundleOptions{}
+	o := &OperatorBundleOptions{streams: streams}
 	cmd := &cobra.Command{
 		Use:   "bundle -o DIR",
 		Short: "Write the operator as an OLM bundle (ClusterServiceVersion, metadata, bundle.Dockerfile)",
@@ -40,13 +42,7 @@ For clusters where the platform runs no Manila operator of its own (see docs/ope
 bundle owns no CRD (the ClusterCSIDriver CRD is the platform's on OpenShift). The version is
 this build's unless --version; images as for "operator render".`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Complete()
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(streams)
-		},
+		RunE: runOptions(o),
 	}
 	cmd.Flags().StringVarP(&o.Dir, "output-dir", "d", "", "directory to write the bundle into (new or empty)")
 	cmd.Flags().StringVar(&o.Version, "version", strings.TrimPrefix(version, "v"), "the bundle's semantic version")
@@ -54,12 +50,13 @@ this build's unless --version; images as for "operator render".`,
 	return cmd
 }
 
-func (o *OperatorBundleOptions) Complete() {
+func (o *OperatorBundleOptions) Complete(*cobra.Command, []string) error {
 	render := operator.RenderOptionsFromEnv(os.Getenv)
 	o.opts = bundle.Options{Version: o.Version, OperatorImage: render.OperatorImage, Images: render.Images}
 	if o.Image != "" {
 		o.opts.OperatorImage = o.Image
 	}
+	return nil
 }
 
 func (o *OperatorBundleOptions) Validate() error {
@@ -75,7 +72,8 @@ func (o *OperatorBundleOptions) Validate() error {
 	return nil
 }
 
-func (o *OperatorBundleOptions) Run(streams IOStreams) error {
+func (o *OperatorBundleOptions) Run(context.Context) error {
+	streams := o.streams
 	files, err := bundle.Files(o.opts)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "version: ") {
