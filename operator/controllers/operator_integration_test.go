@@ -837,24 +837,7 @@ func TestOperatorWithoutManila(t *testing.T) {
 	defer cancel()
 	proxy := newCatalogProxy(t, cloud.Seed.KeystoneURL)
 	proxy.strip.Store(true)
-	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)}); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(api.Config)
-	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dyn, logs: &syncBuffer{}}
-	op, err := New(api.Config, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/8"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.op = op
-	opCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = op.Run(opCtx) }()
-	defer func() { stop(); <-done }()
+	h := installAndRun(t, ctx, api, cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL))
 
 	h.eventually("ManilaControllerDisabled=True NoManila", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonNoManila))
 	h.eventually("ManilaControllerAvailable=True", 10*time.Second, h.condIs(manilaName+"Available", operatorv1.ConditionTrue, ""))
@@ -884,6 +867,30 @@ func TestOperatorWithoutManila(t *testing.T) {
 	}
 	h.eventually("ManilaControllerDisabled=True Unreachable", 30*time.Second, h.condIs(operator.ConditionDisabled, operatorv1.ConditionTrue, ReasonUnreachable))
 	h.noDegraded()
+}
+
+// installAndRun installs the operator as `operator install` does on a bare API server, with
+// cloudsYAML as its credentials, and runs it in-process (2 s resync) until the test ends.
+func installAndRun(t *testing.T, ctx context.Context, api *testenv.APIServer, cloudsYAML []byte) *harness {
+	t.Helper()
+	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: cloudsYAML}); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &syncBuffer{}}
+	op, err := New(api.Config, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.op = op
+	opCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = op.Run(opCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return h
 }
 
 // shareTypeCreate is the body of a share type creation: gophercloud's CreateOpts rejects

@@ -14,11 +14,9 @@ import (
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/deploy"
 	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
@@ -46,25 +44,8 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 	if err := testenv.InstallPlatform(ctx, api.Config, testenv.PlatformOptions{StorageCapabilityDisabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{
-		operator.CredentialsKey: cloudsYAMLFor(t, cloud, testenv.CloudDemo, strings.TrimSuffix(cloud.Seed.KeystoneURL, "/v3"))}); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(api.Config)
-	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dyn, logs: &syncBuffer{}}
-	op, err := New(api.Config, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/8"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.op = op
-	opCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = op.Run(opCtx) }()
-	defer func() { stop(); <-done }()
+	h := installAndRun(t, ctx, api, cloudsYAMLFor(t, cloud, testenv.CloudDemo, strings.TrimSuffix(cloud.Seed.KeystoneURL, "/v3")))
+	op, dyn := h.op, h.dyn
 
 	h.eventually("DriverMode=True StorageCapabilityDisabled", 30*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionTrue, platform.ReasonStorageCapabilityDisabled))
 	h.eventually("operands deployed", 60*time.Second, h.operandsExist)
