@@ -3,14 +3,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,11 +39,11 @@ func TestTwoOperatorsOnOneHost(t *testing.T) {
 	const lease, renew, retry = 6 * time.Second, 4 * time.Second, time.Second
 	type proc struct {
 		cmd      *exec.Cmd
-		log      *lockedBuffer
+		log      *testenv.SyncBuffer
 		identity string
 	}
 	start := func() *proc {
-		p := &proc{log: &lockedBuffer{}}
+		p := &proc{log: &testenv.SyncBuffer{}}
 		p.cmd = exec.CommandContext(ctx, bin, "start", "--kubeconfig", kubeconfig, "--namespace", "default",
 			"--health-address", "", "--leader-elect-lease-duration", lease.String(),
 			"--leader-elect-renew-deadline", renew.String(), "--leader-elect-retry-period", retry.String())
@@ -117,21 +115,4 @@ func TestTwoOperatorsOnOneHost(t *testing.T) {
 		t.Fatalf("the standby did not take over within %s (holder %q):\n%s", lease+4*retry, holder(), standby.log)
 	}
 	t.Logf("the standby took over %.1fs after the leader was killed (lease %s)", time.Since(killed).Seconds(), lease)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

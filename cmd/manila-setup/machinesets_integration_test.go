@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -158,24 +156,6 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRolloutSurvivesKill9 runs the real binary against a sim cluster and kills it with SIGKILL
 // twice: while it waits for a surge Machine's Node, and right after it removed an old Machine.
 // Each time the set is left at or above its replica count, the original count recorded; the
@@ -227,16 +207,16 @@ func TestRolloutSurvivesKill9(t *testing.T) {
 	}
 
 	mon := machinectl.WatchReady(t, c, machinectl.MachineSetLabel+"="+set)
-	rollout := func() (*exec.Cmd, *syncBuffer) {
+	rollout := func() (*exec.Cmd, *testenv.SyncBuffer) {
 		cmd := run("machinesets", "rollout", "--poll-interval", "200ms", "--timeout", "2m")
-		out := &syncBuffer{}
+		out := &testenv.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		return cmd, out
 	}
-	kill := func(cmd *exec.Cmd, out *syncBuffer, when string) {
+	kill := func(cmd *exec.Cmd, out *testenv.SyncBuffer, when string) {
 		t.Helper()
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatalf("kill %s: %v\n%s", when, err, out)

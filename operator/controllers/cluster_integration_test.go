@@ -109,7 +109,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 	api := testenv.NewAPIServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &syncBuffer{}}
+	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &testenv.SyncBuffer{}}
 
 	// The ServiceMonitor CRD is there from the start; the snapshot CRD comes later.
 	smCRD, err := os.ReadFile("testdata/crds/servicemonitors.yaml")

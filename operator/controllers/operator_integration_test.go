@@ -269,24 +269,7 @@ type harness struct {
 	resync  time.Duration
 	started time.Time
 	reqs    *requestLog
-	logs    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *testenv.SyncBuffer
 }
 
 func (h *harness) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
@@ -428,7 +411,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	resync := 3 * time.Second
 	// Shorter than the default so that the outage below outlasts it without a long wait.
 	const manilaGrace = 12 * time.Second
-	h := &harness{t: t, ctx: ctx, sim: sim, kube: sim.Client, resync: resync, reqs: &requestLog{}, logs: &syncBuffer{}}
+	h := &harness{t: t, ctx: ctx, sim: sim, kube: sim.Client, resync: resync, reqs: &requestLog{}, logs: &testenv.SyncBuffer{}}
 	var err error
 	if h.dyn, err = dynamic.NewForConfig(sim.Config); err != nil {
 		t.Fatal(err)
@@ -880,7 +863,7 @@ func installAndRun(t *testing.T, ctx context.Context, api *testenv.APIServer, cl
 	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: cloudsYAML}); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &syncBuffer{}}
+	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &testenv.SyncBuffer{}}
 	op, err := New(api.Config, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/8"}})
 	if err != nil {
 		t.Fatal(err)
