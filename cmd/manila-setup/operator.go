@@ -115,6 +115,7 @@ func operatorBinary() (string, error) {
 // OperatorRenderOptions are the flags of `operator render`.
 type OperatorRenderOptions struct {
 	Namespace               string
+	Image                   string
 	WithoutClusterCSIDriver bool
 
 	g       *GlobalOptions
@@ -136,6 +137,7 @@ environment, else upstream defaults. -o yaml (default) or -o json (a v1 List).`,
 		RunE: runOptions(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
+	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
 	cmd.Flags().BoolVar(&o.WithoutClusterCSIDriver, "without-cluster-csi-driver", false, "leave out the ClusterCSIDriver object")
 	return cmd
 }
@@ -144,11 +146,25 @@ func (o *OperatorRenderOptions) Complete(*cobra.Command, []string) error {
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
 	o.render.Namespace = o.Namespace
 	o.render.WithoutClusterCSIDriver = o.WithoutClusterCSIDriver
+	if o.Image != "" {
+		o.render.OperatorImage = o.Image
+	}
 	return nil
 }
 
-// Validate: the images are checked by Render itself.
-func (o *OperatorRenderOptions) Validate() error { return nil }
+func (o *OperatorRenderOptions) Validate() error { return checkOperatorImage(o.render.OperatorImage) }
+
+// checkOperatorImage refuses an operator image that names no version (untagged, :latest): the
+// cluster would run whatever that name points at on the day a node pulls it.
+func checkOperatorImage(ref string) error {
+	if ref == "" {
+		return usageError("--image: no operator image: this build has no version of its own; give --image or OPERATOR_IMAGE")
+	}
+	if err := operator.CheckImageReference(ref); err != nil {
+		return usageError("--image: Invalid value: %q: %v", ref, err)
+	}
+	return nil
+}
 
 func (o *OperatorRenderOptions) Run(context.Context) error {
 	g, streams := o.g, o.streams
@@ -176,6 +192,7 @@ func (o *OperatorRenderOptions) Run(context.Context) error {
 // OperatorInstallOptions are the flags of `operator install`.
 type OperatorInstallOptions struct {
 	Namespace     string
+	Image         string
 	NoCredentials bool
 
 	g       *GlobalOptions
@@ -199,6 +216,7 @@ names one. Running it again updates everything in place.`,
 		RunE: runOptions(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
+	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
 	cmd.Flags().BoolVar(&o.NoCredentials, "no-credentials", false, "do not create Secret manila-cloud-credentials")
 	return cmd
 }
@@ -208,6 +226,9 @@ func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 	g := o.g
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
 	o.render.Namespace = o.Namespace
+	if o.Image != "" {
+		o.render.OperatorImage = o.Image
+	}
 	var err error
 	if o.cfg, err = g.restConfig(false); err != nil {
 		return err
@@ -220,6 +241,9 @@ func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 }
 
 func (o *OperatorInstallOptions) Validate() error {
+	if err := checkOperatorImage(o.render.OperatorImage); err != nil {
+		return err
+	}
 	if !o.NoCredentials && o.g.OSCloud == "" {
 		return usageError("--os-cloud (or OS_CLOUD) is required to store the credentials; or pass --no-credentials")
 	}

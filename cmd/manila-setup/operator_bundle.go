@@ -63,13 +63,7 @@ func (o *OperatorBundleOptions) Validate() error {
 	if o.Dir == "" {
 		return usageError("--output-dir is required: the directory to write the bundle into")
 	}
-	if o.opts.OperatorImage == "" {
-		return usageError("--image: no operator image: this build has no version of its own; give --image or OPERATOR_IMAGE")
-	}
-	if err := operator.CheckImageReference(o.opts.OperatorImage); err != nil {
-		return usageError("--image: %v", err)
-	}
-	return nil
+	return checkOperatorImage(o.opts.OperatorImage)
 }
 
 func (o *OperatorBundleOptions) Run(context.Context) error {
