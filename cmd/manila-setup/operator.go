@@ -240,14 +240,35 @@ func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 	return err
 }
 
-func (o *OperatorInstallOptions) Validate() error {
-	if err := checkOperatorImage(o.render.OperatorImage); err != nil {
-		return err
+func (o *OperatorInstallOptions) Validate() error { return checkOperatorImage(o.render.OperatorImage) }
+
+// Where the operator's credentials come from, in this order: --no-credentials, none are written;
+// --os-cloud, that cloud of clouds.yaml becomes the Secret; else, on OpenShift, a
+// CredentialsRequest, which the cloud-credential operator fulfils with the cluster's own
+// credentials (the OpenShift way); else there is no source and install says so.
+type credentialsPlan int
+
+const (
+	credentialsNone credentialsPlan = iota
+	credentialsFromCloudsYAMLFile
+	credentialsFromCCO
+)
+
+func planCredentials(noCredentials bool, osCloud string, hasCCO func() (bool, error)) (credentialsPlan, error) {
+	switch {
+	case noCredentials:
+		return credentialsNone, nil
+	case osCloud != "":
+		return credentialsFromCloudsYAMLFile, nil
 	}
-	if !o.NoCredentials && o.g.OSCloud == "" {
-		return usageError("--os-cloud (or OS_CLOUD) is required to store the credentials; or pass --no-credentials")
+	cco, err := hasCCO()
+	if err != nil {
+		return credentialsNone, environmentError(err)
 	}
-	return nil
+	if !cco {
+		return credentialsNone, usageError("--os-cloud (or OS_CLOUD) is required to store the credentials: the cluster has no cloud-credential operator to provide them; or pass --no-credentials")
+	}
+	return credentialsFromCCO, nil
 }
 
 // credentialsFromCloudsYAML extracts one cloud as clouds.yaml with a single cloud "openstack",
@@ -277,6 +298,11 @@ func credentialsFromCloudsYAML(path, cloud string) (map[string][]byte, error) {
 
 func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	g, streams := o.g, o.streams
+	plan, err := planCredentials(o.NoCredentials, g.OSCloud, func() (bool, error) { return deploy.HasCloudCredentialOperator(o.cfg) })
+	if err != nil {
+		return err
+	}
+	o.render.CredentialsRequest = plan == credentialsFromCCO
 	rendered, err := operator.Render(o.render)
 	if err != nil {
 		return usageError("%v", err)
@@ -294,6 +320,10 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	}
 	for _, a := range applied {
 		fmt.Fprintf(streams.Out, "%s applied\n", a)
+	}
+	if plan == credentialsFromCCO {
+		fmt.Fprintf(streams.Out, "The cloud-credential operator writes Secret %s/%s from the cluster's own credentials (no --os-cloud given).\n",
+			o.Namespace, operator.CredentialsSecretName)
 	}
 	fmt.Fprintf(streams.Out, "Follow the driver with: manila-setup operator status\n")
 	return nil
@@ -362,7 +392,8 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 	}
 	fmt.Fprintf(w, "ClusterCSIDriver %s: %s, managementState %s, generation %d (observed %d), version %s\n",
 		operator.DriverName, health, st.ManagementState, st.Generation, st.ObservedGen, st.Version)
-	fmt.Fprintf(w, "mode %s (%s): %s\n\n", st.Mode.Mode, st.Mode.Reason, st.Mode.Message)
+	fmt.Fprintf(w, "mode %s (%s): %s\n", st.Mode.Mode, st.Mode.Reason, st.Mode.Message)
+	fmt.Fprintf(w, "credentials: %s\n\n", st.Credentials)
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
 	for _, c := range st.Conditions {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))

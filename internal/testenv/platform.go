@@ -72,6 +72,10 @@ spec: {clusterID: 6b8f7c2e-1f0a-4d2b-9c5e-3a7d8e9f0b1c, channel: stable-4.20}`},
 kind: ClusterOperator
 metadata: {name: storage}
 spec: {}`},
+		// Where CredentialsRequests live; the cloud-credential operator's own capability.
+		{managerCVO, "", `apiVersion: v1
+kind: Namespace
+metadata: {name: openshift-cloud-credential-operator}`},
 	}
 	if !opts.StorageCapabilityDisabled && !opts.ManilaPending {
 		steps = append(steps, []struct {
@@ -116,7 +120,10 @@ spec:
         env: [{name: DRIVER_IMAGE, value: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1d5e3f6a9c2b8e1d4f7a0c3e6b9d2f5a8c1e4b7d0f3a6c9e2b5d8f1a4c7e0b3d}]`},
 			{managerCCO, "", `apiVersion: v1
 kind: Secret
-metadata: {name: manila-cloud-credentials, namespace: openshift-cluster-csi-drivers}
+metadata:
+  name: manila-cloud-credentials
+  namespace: openshift-cluster-csi-drivers
+  annotations: {cloudcredential.openshift.io/credentials-request: openshift-cloud-credential-operator/openshift-manila-csi-driver}
 stringData: {clouds.yaml: "clouds: {openstack: {auth: {auth_url: 'https://keystone.invalid:5000'}}}"}`},
 		}...)
 	}

@@ -167,12 +167,14 @@ type Status struct {
 	// the driver are the platform's, and their health is read from the conditions alone.
 	Mode            platform.Detection `json:"mode"`
 	ManagementState string             `json:"managementState"`
-	ObservedGen     int64              `json:"observedGeneration"`
-	Generation      int64              `json:"generation"`
-	Version         string             `json:"version,omitempty"`
-	Conditions      []StatusCondition  `json:"conditions"`
-	Operands        []OperandHealth    `json:"operands"`
-	StorageClasses  []string           `json:"storageClasses"`
+	// Credentials says where the cloud credentials Secret came from (never its content).
+	Credentials    string            `json:"credentials"`
+	ObservedGen    int64             `json:"observedGeneration"`
+	Generation     int64             `json:"generation"`
+	Version        string            `json:"version,omitempty"`
+	Conditions     []StatusCondition `json:"conditions"`
+	Operands       []OperandHealth   `json:"operands"`
+	StorageClasses []string          `json:"storageClasses"`
 	// Healthy: nothing Degraded, and either Manila is disabled or every operand is available.
 	Healthy bool `json:"healthy"`
 }
@@ -213,7 +215,13 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
 		return nil, err
 	}
-	st := &Status{Mode: mode, ManagementState: string(d.Spec.ManagementState), ObservedGen: d.Status.ObservedGeneration, Generation: d.Generation, Version: d.Status.Version}
+	secret, err := getSecret(ctx, func(ctx context.Context, name string) (*corev1.Secret, error) {
+		return kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	}, operator.CredentialsSecretName)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, operator.CredentialsSecretName, err)
+	}
+	st := &Status{Mode: mode, Credentials: CredentialsSource(secret), ManagementState: string(d.Spec.ManagementState), ObservedGen: d.Status.ObservedGeneration, Generation: d.Generation, Version: d.Status.Version}
 	for _, c := range d.Status.Conditions {
 		st.Conditions = append(st.Conditions, StatusCondition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}

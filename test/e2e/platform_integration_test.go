@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
@@ -100,7 +102,8 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		// operator status reads the platform's driver, and says whose it is.
 		code, out = status(kubeconfig)
 		t.Logf("$ manila-setup operator status\n%s", out)
-		if code != 0 || !strings.Contains(out, "mode companion (PlatformManilaOperator)") || strings.Contains(out, "OPERAND") {
+		if code != 0 || !strings.Contains(out, "mode companion (PlatformManilaOperator)") || strings.Contains(out, "OPERAND") ||
+			!strings.Contains(out, "credentials: the cloud-credential operator (CredentialsRequest openshift-cloud-credential-operator/openshift-manila-csi-driver)") {
 			t.Errorf("status on the platform's driver: exit %d:\n%s", code, out)
 		}
 		if w := ourWrites(t, api); len(w) != 0 {
@@ -119,9 +122,31 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		if w := ourWrites(t, api); len(w) == 0 {
 			t.Error("install wrote nothing in driver mode")
 		}
-		// Nothing runs the operator here: status names the mode, and the driver as not deployed.
-		if code, out := status(kubeconfig); code != 1 || !strings.Contains(out, "mode driver (StorageCapabilityDisabled)") || !strings.Contains(out, "not deployed") {
+		// Nothing runs the operator here: status names the mode, the credentials' source, and
+		// the driver as not deployed.
+		if code, out := status(kubeconfig); code != 1 || !strings.Contains(out, "mode driver (StorageCapabilityDisabled)") ||
+			!strings.Contains(out, "credentials: clouds.yaml, stored by `manila-setup operator install --os-cloud`") || !strings.Contains(out, "not deployed") {
 			t.Errorf("status after install, operator not running: exit %d:\n%s", code, out)
+		}
+	})
+	t.Run("credentials the OpenShift way", func(t *testing.T) {
+		api, kubeconfig := cluster(t, configv1.OpenStackPlatformType, &testenv.PlatformOptions{StorageCapabilityDisabled: true})
+		install := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig)
+		install.Env = append(os.Environ(), "OS_CLOUD=", "OS_CLIENT_CONFIG_FILE=") // no cloud named: the OpenShift way
+		out, err := install.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "credentialsrequest/manila-setup-operator applied") {
+			t.Fatalf("install without --os-cloud on a cluster with the cloud-credential operator: %v\n%s", err, out)
+		}
+		t.Logf("$ manila-setup operator install\n%s", out)
+		if code, out := status(kubeconfig); !strings.Contains(out, "credentials: missing") {
+			t.Errorf("before the cloud-credential operator answers: exit %d:\n%s", code, out)
+		}
+		wrote, err := testenv.FulfilCredentialsRequests(ctx, api.Config, []byte("clouds:\n  openstack:\n    auth: {auth_url: 'https://keystone.invalid:5000/v3'}\n"))
+		if err != nil || len(wrote) != 1 || wrote[0] != operator.DefaultNamespace+"/"+operator.CredentialsSecretName {
+			t.Fatalf("the cloud-credential stand-in wrote %v: %v", wrote, err)
+		}
+		if _, out := status(kubeconfig); !strings.Contains(out, "credentials: the cloud-credential operator (CredentialsRequest openshift-cloud-credential-operator/manila-setup-operator)") {
+			t.Errorf("status does not say where the credentials came from:\n%s", out)
 		}
 	})
 	t.Run("not OpenStack", func(t *testing.T) {
