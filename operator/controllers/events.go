@@ -18,21 +18,27 @@ import (
 type Recorder interface {
 	Eventf(reason, messageFmt string, args ...any)
 	Warningf(reason, messageFmt string, args ...any)
+	// WarningOn records a Warning about another object (a StorageClass, say).
+	WarningOn(ref corev1.ObjectReference, reason, messageFmt string, args ...any)
 }
 
 // kubeRecorder writes Events about the operator's Deployment into its namespace.
 type kubeRecorder struct {
 	events *gentype.Client[*corev1.Event]
-	ref    corev1.ObjectReference
-	host   string
+	// clusterEvents writes Events about cluster-scoped objects, which the API server keeps in
+	// namespace "default".
+	clusterEvents *gentype.Client[*corev1.Event]
+	ref           corev1.ObjectReference
+	host          string
 }
 
 func newKubeRecorder(k *kubeClients, namespace string) *kubeRecorder {
 	host, _ := os.Hostname()
 	return &kubeRecorder{
-		events: k.events(namespace),
-		ref:    corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: namespace, Name: operator.OperatorName},
-		host:   host,
+		events:        k.events(namespace),
+		clusterEvents: k.events(metav1.NamespaceDefault),
+		ref:           corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: namespace, Name: operator.OperatorName},
+		host:          host,
 	}
 }
 
@@ -44,12 +50,27 @@ func (r *kubeRecorder) Warningf(reason, messageFmt string, args ...any) {
 	r.record(corev1.EventTypeWarning, reason, fmt.Sprintf(messageFmt, args...))
 }
 
+func (r *kubeRecorder) WarningOn(ref corev1.ObjectReference, reason, messageFmt string, args ...any) {
+	r.recordAbout(ref, corev1.EventTypeWarning, reason, fmt.Sprintf(messageFmt, args...))
+}
+
 func (r *kubeRecorder) record(eventType, reason, message string) {
+	r.recordAbout(r.ref, eventType, reason, message)
+}
+
+// recordAbout writes an Event about ref: in the operator's namespace for its own objects, in
+// "default" for cluster-scoped ones (where the API server wants them, and where `kubectl
+// describe storageclass` finds them).
+func (r *kubeRecorder) recordAbout(ref corev1.ObjectReference, eventType, reason, message string) {
+	client, ns := r.events, r.ref.Namespace
+	if ref.Namespace == "" {
+		client, ns = r.clusterEvents, metav1.NamespaceDefault
+	}
 	klog.V(2).Infof("event %s %s: %s", eventType, reason, message)
 	now := metav1.Now()
 	ev := &corev1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", r.ref.Name, now.UnixNano()), Namespace: r.ref.Namespace},
-		InvolvedObject:      r.ref,
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: ns},
+		InvolvedObject:      ref,
 		Reason:              reason,
 		Message:             message,
 		Type:                eventType,
@@ -62,7 +83,7 @@ func (r *kubeRecorder) record(eventType, reason, message string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := r.events.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	if _, err := client.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		klog.Warningf("recording event %s: %s", reason, apiReason(err))
 	}
 }

@@ -60,8 +60,7 @@ const discoveryEvery = 10
 
 const manilaName = "ManilaController"
 
-func newManilaController(o *Operator, storage *storageNetworks) *controller {
-	c := &manilaController{o: o, storage: storage}
+func newManilaController(o *Operator, c *manilaController) *controller {
 	return o.newController(manilaName, c.sync,
 		o.inf.credentials,
 		o.inf.storageClasses,

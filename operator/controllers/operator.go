@@ -205,10 +205,12 @@ func (o *Operator) Run(ctx context.Context) error {
 
 func (o *Operator) buildControllers() {
 	storage := &storageNetworks{given: o.cfg.StorageNetworkID}
+	manila := &manilaController{o: o, storage: storage}
 	o.controllers = append(o.controllers,
 		newPlatformController(o),
 		newLogLevelController(o),
-		newManilaController(o, storage),
+		newManilaController(o, manila),
+		newStorageClassLintController(o, manila),
 		newStorageNetworkController(o, storage),
 		newSecretController(o),
 		newStaticController(o),

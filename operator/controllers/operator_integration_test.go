@@ -32,6 +32,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -647,6 +648,74 @@ func TestOperatorOnSimCluster(t *testing.T) {
 			}
 			return sc.Annotations[operator.AnnotationShareTypeGone] != "" && sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true", fmt.Sprint(sc.Annotations)
 		})
+	})
+
+	t.Run("StorageClasses of others are checked, never written", func(t *testing.T) {
+		h.t = t
+		// Copies of the operator's own class for share type "default", as a user would write
+		// them, each with one mistake, and one without.
+		ours, err := h.kube.StorageV1().StorageClasses().Get(ctx, "csi-manila-default", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		user := func(name string, edit func(map[string]string)) {
+			sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: ours.Provisioner, Parameters: map[string]string{}}
+			for k, v := range ours.Parameters {
+				sc.Parameters[k] = v
+			}
+			edit(sc.Parameters)
+			if _, err := h.kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = h.kube.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+		}
+		since := time.Now()
+		user("user-miscased", func(p map[string]string) { p["nfs-ShareClient"] = p["nfs-shareClient"]; delete(p, "nfs-shareClient") })
+		user("user-no-secret", func(p map[string]string) { p["csi.storage.k8s.io/provisioner-secret-name"] = "does-not-exist" })
+		user("user-no-type", func(p map[string]string) { p["type"] = "gold" })
+		user("user-fine", func(map[string]string) {})
+		h.eventually("StorageClassesValid=False naming each bad class", resync+10*time.Second, func() (bool, string) {
+			c := h.condition(ConditionStorageClassesValid)
+			if c == nil || c.Status != operatorv1.ConditionFalse {
+				return false, fmt.Sprintf("%+v", c)
+			}
+			for _, want := range []string{"user-miscased nfs-ShareClient: the driver ignores this key: parameter keys are case-sensitive; spell it nfs-shareClient",
+				"user-no-secret csi.storage.k8s.io/provisioner-secret-name: Secret " + testNS + "/does-not-exist does not exist", `user-no-type type: Manila offers no share type "gold"`} {
+				if !strings.Contains(c.Message, want) {
+					return false, "missing " + want + " in: " + c.Message
+				}
+			}
+			if strings.Contains(c.Message, "user-fine") {
+				return false, "a correct class is reported: " + c.Message
+			}
+			return true, ""
+		})
+		t.Logf("StorageClassesValid=False:\n%s", h.condition(ConditionStorageClassesValid).Message)
+		h.eventually("a Warning Event about each bad class", 10*time.Second, func() (bool, string) {
+			evs, err := h.kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=StorageClassInvalid"})
+			if err != nil {
+				return false, err.Error()
+			}
+			about := map[string]bool{}
+			for _, e := range evs.Items {
+				about[e.InvolvedObject.Name] = e.InvolvedObject.Kind == "StorageClass"
+			}
+			return about["user-miscased"] && about["user-no-secret"] && about["user-no-type"] && !about["user-fine"], fmt.Sprint(about)
+		})
+		h.waitSyncs(2, scLintName+"Controller")
+		writes, _ := h.reqs.since(since)
+		for _, w := range writes {
+			if strings.Contains(w, "/storageclasses/user-") {
+				t.Errorf("the operator wrote to a user's StorageClass: %s", w)
+			}
+		}
+		// Fixed by the user: the condition clears.
+		for _, name := range []string{"user-miscased", "user-no-secret", "user-no-type"} {
+			_ = h.kube.StorageV1().StorageClasses().Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		h.eventually("StorageClassesValid=True", resync+10*time.Second, h.condIs(ConditionStorageClassesValid, operatorv1.ConditionTrue, ""))
 	})
 
 	t.Run("rotated credentials reach the driver secret within one resync", func(t *testing.T) {

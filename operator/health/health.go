@@ -45,6 +45,7 @@ var informative = map[string]string{
 	operator.ConditionStorageNetworkReachable: "True",
 	operator.ConditionManilaReachable:         "True",
 	"DriverMode":                              "",
+	"StorageClassesValid":                     "True",
 }
 
 // Informative tells whether a condition type only informs.

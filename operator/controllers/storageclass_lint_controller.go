@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/sclint"
+)
+
+// The StorageClass lint controller checks the Manila StorageClasses the operator did not write
+// (operator/sclint) and says what it finds on StorageClassesValid and in a Warning Event about
+// each class; it never writes to a user's class. It looks again when a StorageClass changes
+// and at every resync, with Manila's share types as the Manila controller last heard them.
+const scLintName = "StorageClassLint"
+
+// ConditionStorageClassesValid is False when a Manila StorageClass of someone else's would
+// fail or be silently misread by the driver.
+const ConditionStorageClassesValid = "StorageClassesValid"
+
+type scLintController struct {
+	o      *Operator
+	manila *manilaController
+
+	mu     sync.Mutex
+	warned map[string]string // class -> the findings last reported in an Event
+}
+
+func newStorageClassLintController(o *Operator, manila *manilaController) *controller {
+	c := &scLintController{o: o, manila: manila, warned: map[string]string{}}
+	return o.newController(scLintName+"Controller", c.sync, o.inf.storageClasses, o.inf.secrets, o.inf.clusterConfig)
+}
+
+func (c *scLintController) sync(ctx context.Context, _ *controller) error {
+	o := c.o
+	spec, _, _ := o.spec()
+	if spec == nil || spec.ManagementState != operatorv1.Managed {
+		return nil
+	}
+	all, err := o.lister.storageClasses.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	facts := sclint.Facts{ShareTypes: c.shareTypes(), SecretExists: func(ns, name string) (bool, bool) { return c.secretExists(ctx, ns, name) }}
+	if nets, err := c.manila.machineNetworks(); err == nil {
+		for _, s := range strings.Split(nets, ",") {
+			if p, err := netip.ParsePrefix(strings.TrimSpace(s)); err == nil {
+				facts.MachineNetworks = append(facts.MachineNetworks, p.Masked())
+			}
+		}
+	}
+	var findings []sclint.Finding
+	checked := 0
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	for _, sc := range all {
+		if sc.Provisioner != operator.DriverName || sc.Labels[operator.LabelManagedBy] == operator.ManagedByValue {
+			continue
+		}
+		checked++
+		f := sclint.Check(sc, facts)
+		findings = append(findings, f...)
+		c.warn(sc, f)
+	}
+	cond := condition(ConditionStorageClassesValid, operatorv1.ConditionTrue, "AsExpected",
+		fmt.Sprintf("%d Manila StorageClasses not written by the operator checked: nothing wrong", checked))
+	if len(findings) > 0 {
+		lines := make([]string, 0, len(findings))
+		for i, f := range findings {
+			if i == 10 {
+				lines = append(lines, fmt.Sprintf("and %d more (manila-setup storageclasses check lists them all)", len(findings)-10))
+				break
+			}
+			lines = append(lines, f.String())
+		}
+		cond = condition(ConditionStorageClassesValid, operatorv1.ConditionFalse, "InvalidParameters", strings.Join(lines, "\n"))
+	}
+	return o.applyStatus(ctx, scLintName, newStatus().WithConditions(cond))
+}
+
+// shareTypes are the names Manila offered at the last check; nil when it was not asked yet or
+// did not answer (the share type check is then skipped, not failed).
+func (c *scLintController) shareTypes() []string {
+	c.manila.mu.Lock()
+	defer c.manila.mu.Unlock()
+	if c.manila.lastErr != nil || c.manila.lastTypes == nil {
+		return nil
+	}
+	names := make([]string, 0, len(c.manila.lastTypes))
+	for _, t := range c.manila.lastTypes {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// secretExists can tell only in the operator's namespace, the one where it may read Secrets:
+// from its cache for its own, else with one GET (made only while a user's class names such a
+// Secret). Elsewhere it cannot tell; `manila-setup storageclasses check` can.
+func (c *scLintController) secretExists(ctx context.Context, namespace, name string) (exists, known bool) {
+	if namespace != c.o.cfg.Namespace {
+		return false, false
+	}
+	if _, err := c.o.lister.secrets.Secrets(namespace).Get(name); err == nil {
+		return true, true
+	}
+	// Metadata only: the Secret's content never reaches the operator.
+	_, err := c.o.kube.metadata.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, true
+	case apierrors.IsNotFound(err):
+		return false, true
+	}
+	return false, false
+}
+
+// warn records a Warning Event about the class when its findings changed since the last one.
+func (c *scLintController) warn(sc *storagev1.StorageClass, findings []sclint.Finding) {
+	text := ""
+	for _, f := range findings {
+		text += f.String() + "\n"
+	}
+	c.mu.Lock()
+	same := c.warned[sc.Name] == text
+	c.warned[sc.Name] = text
+	c.mu.Unlock()
+	if same || text == "" {
+		return
+	}
+	c.o.recorder.WarningOn(corev1.ObjectReference{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: sc.Name, UID: sc.UID},
+		"StorageClassInvalid", "%s", strings.TrimSuffix(text, "\n"))
+}

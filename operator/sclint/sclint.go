@@ -1,0 +1,223 @@
+// Package sclint checks StorageClasses of the Manila CSI driver for the mistakes the driver
+// itself lets pass in silence: its parameter keys are case-sensitive and unknown keys are
+// ignored (so `nfs-ShareClient`, the spelling of an often-copied example, leaves the share open
+// to 0.0.0.0/0), a secret reference that names no Secret fails only when a claim is made, a
+// share type Manila does not offer fails likewise, and an nfs-shareClient that leaves out the
+// machine network gives shares no node can mount. It only reads; the operator (a condition and
+// Events) and `manila-setup storageclasses check` report what it finds.
+package sclint
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/manila-setup/manila-setup/operator"
+)
+
+// driverParameters are the keys the Manila CSI driver reads from a StorageClass (its
+// ControllerVolumeContext, cloud-provider-openstack v1.34.1, pkg/csi/manila/options).
+var driverParameters = []string{
+	"type", "shareNetworkID", "autoTopology", "availability", "appendShareMetadata", "affinity",
+	"antiAffinity", "groupID", "protocol",
+	"cephfs-mounter", "cephfs-clientID", "cephfs-kernelMountOptions", "cephfs-fuseMountOptions",
+	"nfs-shareClient",
+}
+
+// csiPrefix marks the parameters the external-provisioner itself reads; these are its keys.
+const csiPrefix = "csi.storage.k8s.io/"
+
+var csiParameters = []string{
+	"fstype",
+	"provisioner-secret-name", "provisioner-secret-namespace",
+	"controller-publish-secret-name", "controller-publish-secret-namespace",
+	"node-stage-secret-name", "node-stage-secret-namespace",
+	"node-publish-secret-name", "node-publish-secret-namespace",
+	"controller-expand-secret-name", "controller-expand-secret-namespace",
+	"node-expand-secret-name", "node-expand-secret-namespace",
+}
+
+// requiredSecrets: the driver authenticates to Manila with the first and mounts with the second.
+var requiredSecrets = []string{"provisioner", "node-stage"}
+
+// Facts are what the checks compare with; an unknown fact skips its check.
+type Facts struct {
+	// ShareTypes Manila offers; nil when Manila was not asked.
+	ShareTypes []string
+	// SecretExists tells whether a Secret exists; known is false when it cannot be told (no
+	// permission to read that namespace).
+	SecretExists func(namespace, name string) (exists, known bool)
+	// MachineNetworks are the cluster's node networks; nil when unknown.
+	MachineNetworks []netip.Prefix
+}
+
+// Finding is one problem of one StorageClass.
+type Finding struct {
+	StorageClass string `json:"storageClass"`
+	Parameter    string `json:"parameter,omitempty"`
+	Problem      string `json:"problem"`
+	Fix          string `json:"fix"`
+}
+
+func (f Finding) String() string {
+	where := f.StorageClass
+	if f.Parameter != "" {
+		where += " " + f.Parameter
+	}
+	return where + ": " + f.Problem + "; " + f.Fix
+}
+
+// Check returns the findings of one StorageClass; none when it is not the Manila driver's.
+func Check(sc *storagev1.StorageClass, facts Facts) []Finding {
+	if sc.Provisioner != operator.DriverName {
+		return nil
+	}
+	var out []Finding
+	add := func(param, problem, fix string) {
+		out = append(out, Finding{StorageClass: sc.Name, Parameter: param, Problem: problem, Fix: fix})
+	}
+	keys := make([]string, 0, len(sc.Parameters))
+	for k := range sc.Parameters {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		known, suggestion := knownKey(k)
+		switch {
+		case known:
+		case suggestion != "" && strings.EqualFold(k, suggestion):
+			add(k, "the driver ignores this key: parameter keys are case-sensitive", "spell it "+suggestion)
+		case suggestion != "":
+			add(k, "the driver ignores this key: it reads no such parameter", "did you mean "+suggestion+"?")
+		default:
+			add(k, "the driver ignores this key: it reads no such parameter", "remove it, or see the Manila CSI driver's StorageClass parameters")
+		}
+	}
+
+	for _, s := range requiredSecrets {
+		name, ns := sc.Parameters[csiPrefix+s+"-secret-name"], sc.Parameters[csiPrefix+s+"-secret-namespace"]
+		switch {
+		case name == "":
+			add(csiPrefix+s+"-secret-name", "missing: the driver has no credentials for this step", fmt.Sprintf("set it (and -namespace) to the driver's Secret, e.g. %s", operator.DriverSecretName))
+		case ns == "":
+			add(csiPrefix+s+"-secret-namespace", "missing: the Secret "+name+" cannot be found without it", "set the namespace of Secret "+name)
+		case strings.Contains(name+ns, "${"):
+			// Templated per claim: nothing to look up.
+		case facts.SecretExists != nil:
+			if exists, known := facts.SecretExists(ns, name); known && !exists {
+				add(csiPrefix+s+"-secret-name", fmt.Sprintf("Secret %s/%s does not exist: claims of this class will fail", ns, name), "point it at the driver's Secret or create that Secret")
+			}
+		}
+	}
+
+	if facts.ShareTypes != nil {
+		t := sc.Parameters["type"]
+		if t == "" {
+			t = "default" // the driver's default
+		}
+		if !slices.Contains(facts.ShareTypes, t) {
+			add("type", fmt.Sprintf("Manila offers no share type %q to this project: claims of this class will fail", t),
+				"use one of "+strings.Join(facts.ShareTypes, ", "))
+		}
+	}
+
+	if client, ok := sc.Parameters["nfs-shareClient"]; !ok {
+		add("nfs-shareClient", "not set: every share of this class is open to any address (the driver's default 0.0.0.0/0)",
+			"set it to the machine network"+machineNetworkHint(facts.MachineNetworks))
+	} else if strings.Contains(client, ",") {
+		add("nfs-shareClient", fmt.Sprintf("%q is a list: the driver makes one Manila access rule of the whole value, which Manila refuses", client),
+			"give one CIDR that covers the machine network"+machineNetworkHint(facts.MachineNetworks))
+	} else if p, err := netip.ParsePrefix(strings.TrimSpace(client)); err != nil {
+		if a, err := netip.ParseAddr(strings.TrimSpace(client)); err == nil {
+			p = netip.PrefixFrom(a, a.BitLen())
+			out = append(out, excludes(sc.Name, p, facts.MachineNetworks)...)
+		} else {
+			add("nfs-shareClient", fmt.Sprintf("%q is not an address or a CIDR", client), "set it to the machine network"+machineNetworkHint(facts.MachineNetworks))
+		}
+	} else {
+		out = append(out, excludes(sc.Name, p.Masked(), facts.MachineNetworks)...)
+	}
+	return out
+}
+
+// excludes reports the machine networks the share's access rule does not cover.
+func excludes(class string, client netip.Prefix, machine []netip.Prefix) []Finding {
+	var missing []string
+	for _, m := range machine {
+		if !(client.Bits() <= m.Bits() && client.Contains(m.Addr())) {
+			missing = append(missing, m.String())
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return []Finding{{StorageClass: class, Parameter: "nfs-shareClient",
+		Problem: fmt.Sprintf("%s leaves out the machine network %s: nodes there cannot mount the shares", client, strings.Join(missing, ", ")),
+		Fix:     "set it to a CIDR that covers " + strings.Join(missing, ", ")}}
+}
+
+func machineNetworkHint(machine []netip.Prefix) string {
+	if len(machine) == 0 {
+		return ""
+	}
+	s := make([]string, len(machine))
+	for i, m := range machine {
+		s[i] = m.String()
+	}
+	return " (" + strings.Join(s, ", ") + ")"
+}
+
+// knownKey tells whether k is a parameter the driver or the provisioner reads; if not, the
+// closest one, when close enough to be a typo.
+func knownKey(k string) (bool, string) {
+	candidates := driverParameters
+	name := k
+	if rest, ok := strings.CutPrefix(k, csiPrefix); ok {
+		candidates, name = csiParameters, rest
+	}
+	if slices.Contains(candidates, name) {
+		return true, ""
+	}
+	best, bestDist := "", 3 // more than two edits is not a typo
+	for _, c := range candidates {
+		if strings.EqualFold(c, name) {
+			best, bestDist = c, 0
+			break
+		}
+		if d := distance(strings.ToLower(c), strings.ToLower(name)); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" {
+		return false, ""
+	}
+	if name != k {
+		best = csiPrefix + best
+	}
+	return false, best
+}
+
+// distance is the Levenshtein distance of two short strings.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
