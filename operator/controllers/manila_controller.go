@@ -315,7 +315,11 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 	}
 	assigned := operator.StorageClassNames(names, existing, taken)
 
-	clients, err := c.machineNetworks()
+	nets, err := c.machineNetworks()
+	if err != nil {
+		return "", err
+	}
+	clients, err := operator.ShareClient(nets)
 	if err != nil {
 		return "", err
 	}
@@ -376,20 +380,20 @@ func storageClassUpToDate(ex, req *storagev1.StorageClass) bool {
 		metaContains(ex, req)
 }
 
-// machineNetworks is the nfs-shareClient value: the CIDRs the nodes' addresses come from.
-func (c *manilaController) machineNetworks() (string, error) {
+// machineNetworks are the CIDRs the nodes' addresses come from.
+func (c *manilaController) machineNetworks() ([]string, error) {
 	if len(c.o.cfg.MachineNetworks) > 0 {
-		return strings.Join(c.o.cfg.MachineNetworks, ","), nil
+		return c.o.cfg.MachineNetworks, nil
 	}
 	cm, err := c.o.lister.clusterConfig.ConfigMaps(clusterConfigNS).Get(clusterConfigName)
 	if err != nil {
-		return "", fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", clusterConfigNS, clusterConfigName)
+		return nil, fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", clusterConfigNS, clusterConfigName)
 	}
 	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
 	if err != nil {
-		return "", fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", clusterConfigNS, clusterConfigName, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", clusterConfigNS, clusterConfigName, err)
 	}
-	return strings.Join(cidrs, ","), nil
+	return cidrs, nil
 }
 
 // shareNetworkFor finds the share network for DHSS=true types: the one on the storage network

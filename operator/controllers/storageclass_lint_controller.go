@@ -54,7 +54,7 @@ func (c *scLintController) sync(ctx context.Context, _ *controller) error {
 	}
 	facts := sclint.Facts{ShareTypes: c.shareTypes(), SecretExists: func(ns, name string) (bool, bool) { return c.secretExists(ctx, ns, name) }}
 	if nets, err := c.manila.machineNetworks(); err == nil {
-		for _, s := range strings.Split(nets, ",") {
+		for _, s := range nets {
 			if p, err := netip.ParsePrefix(strings.TrimSpace(s)); err == nil {
 				facts.MachineNetworks = append(facts.MachineNetworks, p.Masked())
 			}
