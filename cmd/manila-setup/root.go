@@ -101,6 +101,7 @@ Exit codes: 0 success, 1 invalid input or a failed check, 2 usage or environment
 		newMachineSetsCommand(g, streams),
 		newNetworksCommand(g, streams),
 		newOperatorCommand(g, streams),
+		newStorageClassesCommand(g, streams),
 	} {
 		c.GroupID = "work"
 		root.AddCommand(c)
