@@ -258,7 +258,7 @@ Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result
 	f.BoolVar(&o.ControlPlane, "control-plane", false, "patch the control plane too")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff of the change and write nothing")
 	f.BoolVar(&o.Offline, "offline", false, "do not check the result with the cloud, even when one is named")
-	f.BoolVar(&o.Discover, "discover", false, "add the network Manila exports on, as `networks discover` finds it (needs a cloud)")
+	f.BoolVar(&o.Discover, "discover", false, "add the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
 	o.cloud.addFlags(f)
 	return cmd
 }
