@@ -10,6 +10,9 @@ const (
 	exitOK      = 0 // success
 	exitInvalid = 1 // invalid input, or a check failed
 	exitUsage   = 2 // usage error, or the environment (cloud, cluster, file system) failed us
+	// exitInterrupted: stopped by Ctrl-C or SIGTERM, as shells report a process ended by SIGINT
+	// (128+2); a stop the user chose inside the wizard is a success (0).
+	exitInterrupted = 130
 )
 
 // exitError carries the exit code a failure should end the process with.
@@ -31,6 +34,9 @@ func usageError(format string, a ...any) error {
 
 // environmentError marks err as a failure of what we depend on: cloud, cluster, files (exit 2).
 func environmentError(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// interrupted marks err as the end of a command the user stopped (exit 130).
+func interrupted(err error) error { return &exitError{code: exitInterrupted, err: err} }
 
 // silentFailure ends the process with code without printing anything more: the command has
 // already reported the problem in the requested output format.

@@ -432,13 +432,19 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 			err = perr
 		}
 	}
+	return rolloutExit(err)
+}
+
+// rolloutExit says how a rollout ended, for the exit code: stopped by the user (130), a
+// Machine that failed or a selection that matches nothing (1), or the environment (2).
+func rolloutExit(err error) error {
 	var rolloutErr *machinesets.RolloutError
 	var selection *machinesets.SelectionError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.Canceled):
-		return environmentError(errors.New("interrupted. Nothing is left half-done: run `manila-setup machinesets rollout` again to continue"))
+		return interrupted(errors.New("interrupted. Nothing is left half-done: run `manila-setup machinesets rollout` again to continue"))
 	case errors.As(err, &rolloutErr), errors.As(err, &selection):
 		return invalidInput(err)
 	}

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 func TestMachineSetsHelp(t *testing.T) {
@@ -53,5 +58,23 @@ func TestMachineSetsFlagErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q (stdout %q)", code, errOut, tt.wantCode, tt.wantErr, out)
 			}
 		})
+	}
+}
+
+// A rollout stopped by Ctrl-C or SIGTERM ends with 130 and says how to continue; a failed
+// Machine with 1; anything else with 2.
+func TestRolloutExit(t *testing.T) {
+	stopped := fmt.Errorf("waiting for Machine x: %w", context.Canceled)
+	if err := rolloutExit(stopped); exitCodeOf(err) != exitInterrupted || !strings.Contains(err.Error(), "run `manila-setup machinesets rollout` again to continue") {
+		t.Errorf("interrupted: exit %d, %v", exitCodeOf(err), err)
+	}
+	if err := rolloutExit(&machinesets.RolloutError{}); exitCodeOf(err) != exitInvalid {
+		t.Errorf("a failed Machine: exit %d", exitCodeOf(err))
+	}
+	if err := rolloutExit(errors.New("connection refused")); exitCodeOf(err) != exitUsage {
+		t.Errorf("the cluster: exit %d", exitCodeOf(err))
+	}
+	if rolloutExit(nil) != nil {
+		t.Error("success is not an error")
 	}
 }

@@ -139,7 +139,9 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case out.Interrupted:
-		return silentFailure(exitUsage)
+		// The user answered the stop question: a choice, not a failure; the summary says
+		// how to resume.
+		return nil
 	case out.Err != nil:
 		return silentFailure(exitInvalid)
 	}
