@@ -22,8 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
@@ -164,13 +164,10 @@ func TestWholeJourney(t *testing.T) {
 		t.Fatalf("operator install: %v\n%s", err, out)
 	}
 	ns := operator.DefaultNamespace
-	// The operator runs here; the in-cluster Deployment's kwok pod would run nothing.
-	dep, err := sim.Client.AppsV1().Deployments(ns).Get(ctx, operator.OperatorName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Replicas = ptr.To[int32](0)
-	if _, err := sim.Client.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+	// The operator runs here; the in-cluster Deployment's kwok pod would run nothing. A patch,
+	// not an update: the deployment controller writes the object at the same time.
+	if _, err := sim.Client.AppsV1().Deployments(ns).Patch(ctx, operator.OperatorName, types.MergePatchType,
+		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	op := startOperator(t, cli, kubeconfig)
