@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -108,17 +106,7 @@ func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
 	} else {
 		report.Skipped = append(report.Skipped, "whether nfs-shareClient covers the machine network: unknown machine network (give --machine-network)")
 	}
-	// Metadata only: no Secret's content is read.
-	facts.SecretExists = func(ns, name string) (bool, bool) {
-		_, err := meta.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			return true, true
-		case apierrors.IsNotFound(err):
-			return false, true
-		}
-		return false, false
-	}
+	facts.SecretExists = func(ns, name string) (bool, bool) { return sclint.SecretExists(ctx, meta, ns, name) }
 	if o.g.OSCloud != "" {
 		c, err := o.cloudOpt.connect(ctx)
 		if err != nil {

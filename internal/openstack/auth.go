@@ -89,19 +89,11 @@ type Client struct {
 
 // Connect reads clouds.yaml, authenticates once and returns the client. Errors are *Error.
 func Connect(ctx context.Context, cfg Config) (*Client, error) {
-	data, secure, source, err := readCloudsYAML(cfg)
+	sel, err := selectCloud(cfg)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := cloudEntries(data, source)
-	if err != nil {
-		return nil, err
-	}
-	name, err := chooseCloud(cfg.Cloud, entries, source)
-	if err != nil {
-		return nil, err
-	}
-	entry := entries[name]
+	data, secure, source, name, entry := sel.data, sel.secure, sel.source, sel.name, sel.entries[sel.name]
 
 	opts := []clouds.ParseOption{clouds.WithCloudName(name), clouds.WithCloudsYAML(bytes.NewReader(data))}
 	if len(secure) > 0 {
@@ -285,6 +277,30 @@ func describeIdentity(ao gophercloud.AuthOptions) string {
 // gophercloud's business): enough to choose the cloud and word messages.
 type cloudEntry struct {
 	CACert string `json:"cacert"`
+}
+
+// selectedCloud is clouds.yaml as read for cfg, and the cloud chosen in it.
+type selectedCloud struct {
+	data, secure []byte
+	source, name string
+	entries      map[string]cloudEntry
+}
+
+// selectCloud finds clouds.yaml and chooses the cloud, as Connect and ReadCloud both do.
+func selectCloud(cfg Config) (*selectedCloud, error) {
+	data, secure, source, err := readCloudsYAML(cfg)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := cloudEntries(data, source)
+	if err != nil {
+		return nil, err
+	}
+	name, err := chooseCloud(cfg.Cloud, entries, source)
+	if err != nil {
+		return nil, err
+	}
+	return &selectedCloud{data: data, secure: secure, source: source, name: name, entries: entries}, nil
 }
 
 // readCloudsYAML returns clouds.yaml (and secure.yaml) content and where it came from.

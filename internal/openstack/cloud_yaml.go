@@ -25,18 +25,11 @@ type CloudYAML struct {
 // ReadCloud returns the cloud cfg selects, without authenticating. Errors are *Error, and name
 // the file and the cloud.
 func ReadCloud(cfg Config) (*CloudYAML, error) {
-	data, secure, source, err := readCloudsYAML(cfg)
+	sel, err := selectCloud(cfg)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := cloudEntries(data, source)
-	if err != nil {
-		return nil, err
-	}
-	name, err := chooseCloud(cfg.Cloud, entries, source)
-	if err != nil {
-		return nil, err
-	}
+	data, secure, source, name := sel.data, sel.secure, sel.source, sel.name
 	entry, err := rawCloud(data, name, source)
 	if err != nil {
 		return nil, err

@@ -11,8 +11,6 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/manila-setup/manila-setup/operator"
@@ -113,15 +111,7 @@ func (c *scLintController) secretExists(ctx context.Context, namespace, name str
 	if _, err := c.o.lister.secrets.Secrets(namespace).Get(name); err == nil {
 		return true, true
 	}
-	// Metadata only: the Secret's content never reaches the operator.
-	_, err := c.o.kube.metadata.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		return true, true
-	case apierrors.IsNotFound(err):
-		return false, true
-	}
-	return false, false
+	return sclint.SecretExists(ctx, c.o.kube.metadata, namespace, name)
 }
 
 // warn records a Warning Event about the class when its findings changed since the last one.

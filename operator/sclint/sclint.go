@@ -8,13 +8,18 @@
 package sclint
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
 
 	"github.com/manila-setup/manila-setup/operator"
 )
@@ -53,6 +58,19 @@ type Facts struct {
 	SecretExists func(namespace, name string) (exists, known bool)
 	// MachineNetworks are the cluster's node networks; nil when unknown.
 	MachineNetworks []netip.Prefix
+}
+
+// SecretExists asks the API server whether a Secret exists, by its metadata only (its content is
+// never read); known is false when it cannot tell (no permission, the server failed).
+func SecretExists(ctx context.Context, meta metadata.Interface, namespace, name string) (exists, known bool) {
+	_, err := meta.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, true
+	case apierrors.IsNotFound(err):
+		return false, true
+	}
+	return false, false
 }
 
 // Finding is one problem of one StorageClass.
