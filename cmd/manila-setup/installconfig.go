@@ -158,6 +158,14 @@ func (o *installConfigValidateOptions) Run(ctx context.Context) error {
 		// The offline results are out; the exit code says the check is incomplete.
 		return fmt.Errorf("the cloud checks did not run, only the offline ones: %w", cloudErr)
 	}
+	if checker == nil && o.global.Output == outputText {
+		// "valid" must not read as "these networks exist".
+		why := "no cloud named"
+		if o.Offline {
+			why = "--offline"
+		}
+		fmt.Fprintf(o.streams.ErrOut, "note: offline checks only (%s): the IDs were not looked up in Neutron; give --os-cloud (or set OS_CLOUD) to check that they exist\n", why)
+	}
 	if problems.Errors() > 0 || (o.Strict && problems.Warnings() > 0) {
 		return silentFailure(exitInvalid)
 	}

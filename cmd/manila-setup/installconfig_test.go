@@ -62,8 +62,11 @@ func TestInstallConfigValidate(t *testing.T) {
 		stdout, stderr string // exact; stderr "" means empty
 		stdoutContains string
 		stderrContains string
+		// note is the offline note's reason when one is expected on stderr (then left out of
+		// the comparisons above).
+		note string
 	}{
-		{name: "valid", args: []string{valid}, code: 0, stdout: valid + ": valid\n"},
+		{name: "valid", args: []string{valid}, code: 0, stdout: valid + ": valid\n", note: "no cloud named"},
 		{name: "invalid", args: []string{invalid}, code: 1, stdout: `compute[0].platform.openstack.additionalNetworkIDs[0]: Invalid value: "aa1788ba-e63a-11f1-aa6c-02fc00000001": must be a UUID v4, not a version 1 UUID
 compute[0].platform.openstack.additionalNetworkIDs[1]: Invalid value: "00000000-0000-0000-0000-000000000000": must be a UUID v4, not a version 0 UUID
 ` + invalid + ": invalid, 2 errors\n"},
@@ -84,13 +87,23 @@ compute[0].platform.openstack.additionalNetworkIDs[1]: Invalid value: "00000000-
 			stdoutContains: invalid + ": invalid, 2 errors\n",
 			stderrContains: `error: the cloud checks did not run, only the offline ones: cloud "mycloud" is not in ` + clouds},
 		{name: "offline wins over os-cloud", args: []string{"--offline", "--os-cloud", "mycloud", "--os-client-config-file", clouds, valid}, code: 0,
-			stdout: valid + ": valid\n"},
+			stdout: valid + ": valid\n", note: "--offline"},
 		{name: "bad timeout with a cloud", args: []string{"--os-cloud", "mycloud", "--timeout", "0s", valid}, code: 2,
 			stderrContains: `--timeout: Invalid value: "0s"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := runCLIInput(t, tt.stdin, append([]string{"installconfig", "validate"}, tt.args...)...)
+			// "valid" must not read as "the networks exist": without a cloud, stderr says so.
+			note, rest, _ := strings.Cut(errOut, "\n")
+			if strings.HasPrefix(note, "note: offline checks only") {
+				errOut = rest
+				if tt.note != "" && !strings.Contains(note, "("+tt.note+")") {
+					t.Errorf("note %q, want the reason %q", note, tt.note)
+				}
+			} else if tt.note != "" {
+				t.Errorf("no offline note on stderr: %q", errOut)
+			}
 			if code != tt.code {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
 			}
