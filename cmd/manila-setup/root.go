@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 )
 
 // GlobalOptions are the flags every command understands.
@@ -29,12 +30,7 @@ const (
 // OpenStack clients use: flag, then environment variable, then the default file.
 func (g *GlobalOptions) Complete() {
 	if g.Kubeconfig == "" {
-		g.Kubeconfig = os.Getenv("KUBECONFIG")
-	}
-	if g.Kubeconfig == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			g.Kubeconfig = filepath.Join(home, ".kube", "config")
-		}
+		g.Kubeconfig = kubeconfig.DefaultPath()
 	}
 	if g.OSCloud == "" {
 		g.OSCloud = os.Getenv("OS_CLOUD")

@@ -43,16 +43,23 @@ const (
 	DefaultBurst = 200
 )
 
+// DefaultPath is what an empty Path stands for: $KUBECONFIG (a list allowed), else
+// ~/.kube/config; empty when neither is known.
+func DefaultPath() string {
+	if p := os.Getenv("KUBECONFIG"); p != "" {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".kube", "config")
+	}
+	return ""
+}
+
 // Paths returns the files Path names, with the defaults applied.
 func (o Options) Paths() []string {
 	p := o.Path
 	if p == "" {
-		p = os.Getenv("KUBECONFIG")
-	}
-	if p == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			p = filepath.Join(home, ".kube", "config")
-		}
+		p = DefaultPath()
 	}
 	return filepath.SplitList(p)
 }

@@ -64,3 +64,18 @@ func TestRESTConfig(t *testing.T) {
 		t.Errorf("raw: %v %v", raw.Contexts, err)
 	}
 }
+
+func TestDefaultPath(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/a"+string(os.PathListSeparator)+"/b")
+	t.Setenv("HOME", "/home/admin")
+	if got := DefaultPath(); got != "/a"+string(os.PathListSeparator)+"/b" {
+		t.Errorf("$KUBECONFIG: %q", got)
+	}
+	if got := (Options{}).Paths(); len(got) != 2 || got[1] != "/b" {
+		t.Errorf("paths of $KUBECONFIG: %q", got)
+	}
+	t.Setenv("KUBECONFIG", "")
+	if got := DefaultPath(); got != "/home/admin/.kube/config" {
+		t.Errorf("no $KUBECONFIG: %q", got)
+	}
+}
