@@ -9,19 +9,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/kubeconfig"
-	"github.com/manila-setup/manila-setup/internal/leaderelection"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
+	"github.com/manila-setup/manila-setup/internal/leaderelection"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers"
 )
@@ -104,17 +103,8 @@ Operand images come only from the environment: DRIVER_IMAGE, NFS_DRIVER_IMAGE,
 PROVISIONER_IMAGE, SNAPSHOTTER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE,
 NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return o.Run(ctx)
-		},
+		// SIGTERM ends the context: the operator releases its Lease and stops.
+		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, else the in-cluster configuration)")
@@ -136,7 +126,7 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 	return cmd
 }
 
-func (o *StartOptions) Complete() error {
+func (o *StartOptions) Complete(*cobra.Command, []string) error {
 	var err error
 	if o.images, err = operator.ImagesFromEnv(os.Getenv); err != nil {
 		return err

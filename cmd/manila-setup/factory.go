@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
+	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
@@ -16,78 +17,93 @@ import (
 )
 
 // What every command gets the same way, whatever it does: its user agent, its cluster
-// configuration (internal/kubeconfig), its context. clouds.yaml is read only by
-// internal/openstack.
+// configuration (internal/kubeconfig), its cloud connection (internal/openstack, the only reader
+// of clouds.yaml), and the order and context of its run (internal/cmdrun).
 
 // userAgent names this CLI in the API server's audit log and in the cloud's logs.
 func userAgent() string { return "manila-setup/" + version }
 
-// kubeconfigOptions are the cluster flags as internal/kubeconfig takes them.
-func (g *GlobalOptions) kubeconfigOptions(inCluster bool) kubeconfig.Options {
-	return kubeconfig.Options{Path: g.Kubeconfig, InCluster: inCluster, UserAgent: userAgent()}
-}
-
-// restConfig is the one kubeconfig loader of the commands: --kubeconfig (a path list allowed),
-// else $KUBECONFIG, else ~/.kube/config; with inCluster, the pod's service account when none of
-// those files exists.
-func (g *GlobalOptions) restConfig(inCluster bool) (*rest.Config, error) {
-	cfg, err := kubeconfig.RESTConfig(g.kubeconfigOptions(inCluster))
+// restConfig is the commands' cluster configuration: --kubeconfig (a path list allowed), else
+// $KUBECONFIG, else ~/.kube/config, read by internal/kubeconfig, with this CLI's user agent.
+// Errors are environment errors (exit 2) and name the kubeconfig.
+func (g *GlobalOptions) restConfig() (*rest.Config, error) {
+	cfg, err := kubeconfig.RESTConfig(kubeconfig.Options{Path: g.Kubeconfig, UserAgent: userAgent()})
 	if err != nil {
 		return nil, environmentError(err)
 	}
 	return cfg, nil
 }
 
-// openstackConfig is how every command connects to the cloud (internal/openstack reads
-// clouds.yaml): --os-cloud and --os-client-config-file, this CLI's user agent, warnings on
-// errOut, and with -v the requests (-vv with their headers, secrets never).
-func (g *GlobalOptions) openstackConfig(errOut io.Writer) openstack.Config {
-	cfg := openstack.Config{
-		Cloud:      g.OSCloud,
-		CloudsFile: g.OSClientConfigFile,
-		UserAgent:  userAgent(),
-		Warnf:      func(format string, a ...any) { fmt.Fprintf(errOut, "warning: "+format+"\n", a...) },
+// wrapOpenStackTransport lets tests count and inspect the CLI's HTTP requests. Nil in production.
+var wrapOpenStackTransport func(http.RoundTripper) http.RoundTripper
+
+// cloudOptions are a command's connection to the cloud: the global --os-cloud,
+// --os-client-config-file and -v, and --ca-bundle and --timeout where the command offers them
+// (addFlags).
+type cloudOptions struct {
+	global  *GlobalOptions
+	streams IOStreams
+
+	CABundle string
+	Timeout  time.Duration // zero: openstack.DefaultTimeout
+}
+
+func (o *cloudOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.CABundle, "ca-bundle", "", "PEM file of the CAs to trust for the cloud's endpoints (instead of cacert in clouds.yaml)")
+	fs.DurationVar(&o.Timeout, "timeout", openstack.DefaultTimeout, "longest time one request to the cloud may take")
+}
+
+func (o *cloudOptions) validate() error {
+	if o.Timeout <= 0 {
+		return usageError("--timeout: Invalid value: %q: must be a positive duration such as 30s", o.Timeout)
 	}
+	if o.CABundle != "" {
+		if _, err := os.Stat(o.CABundle); err != nil {
+			return usageError("--ca-bundle: Invalid value: %q: %v", o.CABundle, errors.Unwrap(err))
+		}
+	}
+	return nil
+}
+
+// config is the connection to cloud ("" lets internal/openstack choose): this CLI's user agent,
+// and, with errOut, warnings and with -v the requests on it (-vv with their headers, secrets
+// never). Without errOut nothing is written (the wizard owns the terminal).
+func (o *cloudOptions) config(cloud string, errOut io.Writer) openstack.Config {
+	g := o.global
+	cfg := openstack.Config{
+		Cloud:         cloud,
+		CloudsFile:    g.OSClientConfigFile,
+		CABundle:      o.CABundle,
+		Timeout:       o.Timeout,
+		UserAgent:     userAgent(),
+		WrapTransport: wrapOpenStackTransport,
+	}
+	if errOut == nil {
+		return cfg
+	}
+	cfg.Warnf = func(format string, a ...any) { fmt.Fprintf(errOut, "warning: "+format+"\n", a...) }
 	if g.Verbosity >= 1 {
 		cfg.Logf = func(format string, a ...any) { fmt.Fprintf(errOut, "openstack: "+format+"\n", a...) }
 		cfg.LogHeaders = g.Verbosity >= 2
 	}
-	cfg.WrapTransport = wrapOpenStackTransport
 	return cfg
 }
 
-// commandContext ends with the command, on Ctrl-C or on SIGTERM: every command stops the same
-// way (a rollout then stops between machines, a patch before its next write).
-func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+// connect authenticates to the cloud of --os-cloud once; every call of the command reuses that
+// token.
+func (o *cloudOptions) connect(ctx context.Context) (*openstack.Client, error) {
+	return o.connectTo(ctx, o.global.OSCloud, o.streams.ErrOut)
 }
 
-// commandOptions are every command's options, run by runOptions in kubectl's order: Complete
-// fills in what the flags leave to the environment and reads local files, contacting nothing;
-// Validate rejects bad input before anything is contacted; Run does the work, connecting to the
-// cluster and the cloud as it needs.
-type commandOptions interface {
-	Complete(cmd *cobra.Command, args []string) error
-	Validate() error
-	Run(ctx context.Context) error
-}
-
-// runOptions is the RunE of every command with options: Complete, Validate, then Run with a
-// context that ends on Ctrl-C or SIGTERM.
-func runOptions(o commandOptions) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := o.Complete(cmd, args); err != nil {
-			return err
-		}
-		if err := o.Validate(); err != nil {
-			return err
-		}
-		ctx, cancel := commandContext(cmd)
-		defer cancel()
-		return o.Run(ctx)
+// connectTo is the one way the commands connect to a cloud. Errors are environment errors
+// (exit 2).
+func (o *cloudOptions) connectTo(ctx context.Context, cloud string, errOut io.Writer) (*openstack.Client, error) {
+	c, err := openstack.Connect(ctx, o.config(cloud, errOut))
+	if err != nil {
+		return nil, environmentError(err)
 	}
+	if errOut != nil && o.global.Verbosity >= 1 {
+		fmt.Fprintf(errOut, "openstack: cloud %q, region %q, %s\n", c.Cloud(), c.Region(), c.Identity())
+	}
+	return c, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )
 
@@ -113,7 +114,7 @@ be asked (the offline results are still printed).`,
   manila-setup installconfig validate -o json install-config.yaml
   cat install-config.yaml | manila-setup installconfig validate -`,
 		Args: exactlyOneFile,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().BoolVar(&o.Strict, "strict", false, "fail (exit 1) on warnings too")
 	cmd.Flags().BoolVar(&o.Offline, "offline", false, "only the offline checks, even when a cloud is named")
@@ -257,7 +258,7 @@ Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result
   manila-setup installconfig patch install-config.yaml --network ID --pool worker --control-plane
   manila-setup installconfig patch install-config.yaml --os-cloud mycloud --discover --dry-run`,
 		Args: exactlyOneFile,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Networks, "network", nil, "ID of a network to add (repeat or separate with commas)")

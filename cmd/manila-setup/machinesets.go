@@ -15,7 +15,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/rolloutview"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
@@ -43,18 +43,19 @@ type machineSetsClients struct {
 	kube     kubernetes.Interface
 }
 
+// newMachineSetsClients connects to the cluster of --kubeconfig. Errors are environment errors.
 func newMachineSetsClients(g *GlobalOptions) (*machineSetsClients, error) {
-	cfg, err := g.restConfig(false)
+	cfg, err := g.restConfig()
 	if err != nil {
 		return nil, err
 	}
 	mc, err := machineclient.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, environmentError(err)
 	}
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, environmentError(err)
 	}
 	return &machineSetsClients{machines: mc, kube: kc}, nil
 }
@@ -67,8 +68,6 @@ type machineSetsListOptions struct {
 
 	Networks       []string
 	SecurityGroups []string
-
-	clients *machineSetsClients
 }
 
 func newMachineSetsListCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -83,7 +82,7 @@ of their Machines were created from the current template (the others need a roll
 The storage network and security groups looked for are those given with --network and
 --security-group, else those "machinesets patch" recorded on each MachineSet.`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().StringSliceVar(&o.Networks, "network", nil, "storage network ID to look for (repeat or comma-separate)")
 	cmd.Flags().StringSliceVar(&o.SecurityGroups, "security-group", nil, "security group ID to look for (repeat or comma-separate)")
@@ -92,16 +91,6 @@ The storage network and security groups looked for are those given with --networ
 
 // Complete has nothing to fill in: the cluster is contacted in Run.
 func (o *machineSetsListOptions) Complete(*cobra.Command, []string) error { return nil }
-
-// connect makes the cluster clients.
-func (o *machineSetsListOptions) connect() error {
-	clients, err := newMachineSetsClients(o.g)
-	if err != nil {
-		return environmentError(err)
-	}
-	o.clients = clients
-	return nil
-}
 
 func (o *machineSetsListOptions) Validate() error {
 	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 {
@@ -115,10 +104,11 @@ func (o *machineSetsListOptions) Validate() error {
 }
 
 func (o *machineSetsListOptions) Run(ctx context.Context) error {
-	if err := o.connect(); err != nil {
+	clients, err := newMachineSetsClients(o.g)
+	if err != nil {
 		return err
 	}
-	sets, err := machinesets.List(ctx, o.clients.machines, machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	sets, err := machinesets.List(ctx, clients.machines, machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 	if err != nil {
 		return environmentError(err)
 	}
@@ -208,7 +198,7 @@ replace the running machines.`,
 		Example: `  manila-setup machinesets patch --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --dry-run
   manila-setup machinesets patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --name mycluster-x7k2p-worker-0`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
@@ -237,11 +227,12 @@ func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { ret
 func (o *machineSetsPatchOptions) connect(ctx context.Context) error {
 	clients, err := newMachineSetsClients(o.g)
 	if err != nil {
-		return environmentError(err)
+		return err
 	}
 	o.clients = clients
 	if o.g.OSCloud != "" {
-		c, err := openstack.Connect(ctx, o.g.openstackConfig(o.streams.ErrOut))
+		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
+		c, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
 		if err != nil {
 			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
 		}
@@ -347,8 +338,6 @@ type machineSetsRolloutOptions struct {
 	MaxUnavailable int32
 	Timeout        time.Duration
 	PollInterval   time.Duration
-
-	clients *machineSetsClients
 }
 
 func newMachineSetsRolloutCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -367,7 +356,7 @@ original replica count is kept in the annotation ` + machinesets.OriginalReplica
 A new Machine that fails, or has no Ready Node within --timeout, stops the rollout and leaves
 the remaining old Machines as they are.`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Names, "name", nil, "roll only these MachineSets (default: every worker MachineSet)")
@@ -399,18 +388,9 @@ func (o *machineSetsRolloutOptions) Validate() error {
 // Complete has nothing to fill in: the cluster is contacted in Run.
 func (o *machineSetsRolloutOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// connect makes the cluster clients.
-func (o *machineSetsRolloutOptions) connect() error {
+func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	clients, err := newMachineSetsClients(o.g)
 	if err != nil {
-		return environmentError(err)
-	}
-	o.clients = clients
-	return nil
-}
-
-func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
-	if err := o.connect(); err != nil {
 		return err
 	}
 	progressOut := o.streams.Out
@@ -419,7 +399,7 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	}
 	tty, width := machineSetsTerminal(progressOut)
 	printer := rolloutview.NewProgressPrinter(progressOut, tty, width)
-	results, err := machinesets.Rollout(ctx, o.clients.machines, o.clients.kube, machinesets.RolloutOptions{
+	results, err := machinesets.Rollout(ctx, clients.machines, clients.kube, machinesets.RolloutOptions{
 		Selection:      machinesets.Selection{Names: o.Names, Selector: o.Selector},
 		MaxSurge:       o.MaxSurge,
 		MaxUnavailable: o.MaxUnavailable,

@@ -2,26 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/manila-setup/manila-setup/internal/kubeconfig"
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
-
-// wrapOpenStackTransport lets tests count and inspect the CLI's HTTP requests. Nil in production.
-var wrapOpenStackTransport func(http.RoundTripper) http.RoundTripper
 
 func newNetworksCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	cmd := groupCommand("networks", "Find the network Manila exports on, and attach workers to it",
@@ -31,47 +25,6 @@ which Manila exports its shares and whether the cluster's workers are attached t
 	cloud.addFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newNetworksListCommand(cloud), newNetworksDiscoverCommand(cloud), newNetworksAttachCommand(cloud))
 	return cmd
-}
-
-// cloudOptions are the OpenStack connection flags shared by the networks commands.
-type cloudOptions struct {
-	global  *GlobalOptions
-	streams IOStreams
-
-	CABundle string
-	Timeout  time.Duration
-}
-
-func (o *cloudOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.CABundle, "ca-bundle", "", "PEM file of the CAs to trust for the cloud's endpoints (instead of cacert in clouds.yaml)")
-	fs.DurationVar(&o.Timeout, "timeout", openstack.DefaultTimeout, "longest time one request to the cloud may take")
-}
-
-func (o *cloudOptions) validate() error {
-	if o.Timeout <= 0 {
-		return usageError("--timeout: Invalid value: %q: must be a positive duration such as 30s", o.Timeout)
-	}
-	if o.CABundle != "" {
-		if _, err := os.Stat(o.CABundle); err != nil {
-			return usageError("--ca-bundle: Invalid value: %q: %v", o.CABundle, errors.Unwrap(err))
-		}
-	}
-	return nil
-}
-
-// connect authenticates once; every call of the command reuses that token.
-func (o *cloudOptions) connect(ctx context.Context) (*openstack.Client, error) {
-	errOut := o.streams.ErrOut
-	cfg := o.global.openstackConfig(errOut)
-	cfg.CABundle, cfg.Timeout = o.CABundle, o.Timeout
-	c, err := openstack.Connect(ctx, cfg)
-	if err != nil {
-		return nil, environmentError(err)
-	}
-	if o.global.Verbosity >= 1 {
-		fmt.Fprintf(errOut, "openstack: cloud %q, region %q, %s\n", c.Cloud(), c.Region(), c.Identity())
-	}
-	return c, nil
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -109,7 +62,7 @@ the project's shares and its share networks).`,
 		Example: `  manila-setup networks list --os-cloud mycloud
   manila-setup networks list -o json | jq -r '.[] | select(.manila) | .id'`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 }
 
@@ -275,7 +228,7 @@ Exit codes: 0 a network was found, 1 none was found, 2 usage or environment erro
   manila-setup networks discover --kubeconfig ~/ocp/auth/kubeconfig -o json
   manila-setup networks discover --infra-id mycluster-x7k2p --security-group 5f3c...`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.SecurityGroups, "security-group", nil, "security group ID to check for NFS and CephFS traffic (repeatable; together, as on one port)")
@@ -370,12 +323,17 @@ func (o *NetworksDiscoverOptions) selector(ctx context.Context) (*openstack.Serv
 	return &workers.Selector, workers.Note, nil
 }
 
+// clusterReadTimeout bounds each request of discover to the cluster: the workers only add to
+// the answer, so a cluster that does not answer must not hold it up for long.
+const clusterReadTimeout = 30 * time.Second
+
 // clusterWorkers reads the workers from the cluster of --kubeconfig.
 func (o *NetworksDiscoverOptions) clusterWorkers(ctx context.Context) (*machinesets.Workers, error) {
-	cfg, err := kubeconfig.RESTConfig(kubeconfig.Options{Path: o.kubeconfig, UserAgent: userAgent(), Timeout: 30 * time.Second})
+	cfg, err := o.global.restConfig()
 	if err != nil {
 		return nil, err
 	}
+	cfg.Timeout = clusterReadTimeout
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %v", o.kubeconfig, err)

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/internal/tui"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -59,7 +61,7 @@ It needs a terminal. For scripts and CI use the commands it prints on the review
 		Example: `  manila-setup networks attach --os-cloud mycloud --kubeconfig ~/ocp/auth/kubeconfig
   manila-setup networks attach --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "walk every screen and show the diffs, but patch, roll and create nothing")
@@ -120,8 +122,12 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 	}
 	backend := tui.NewLiveBackend(tui.LiveConfig{
 		Kubeconfig: o.global.Kubeconfig, CloudsFile: o.global.OSClientConfigFile, Cloud: o.global.OSCloud,
-		CABundle: o.CABundle, Timeout: o.Timeout, UserAgent: userAgent(), By: "manila-setup " + version,
+		UserAgent: userAgent(), By: "manila-setup " + version,
 		RolloutTimeout: o.MachineWait, PollInterval: o.PollInterval, CheckTimeout: o.CheckTimeout, CheckImage: o.CheckImage,
+		// Nothing on standard error: the wizard owns the terminal.
+		ConnectCloud: func(ctx context.Context, cloud string) (*openstack.Client, error) {
+			return o.connectTo(ctx, cloud, nil)
+		},
 	})
 	model := tui.New(tui.Options{Backend: backend, DryRun: o.DryRun, Context: ctx})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(o.streams.In), tea.WithOutput(o.streams.Out), tea.WithContext(ctx))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/openstack"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/deploy"
 )
@@ -134,7 +135,7 @@ RBAC, the operator Deployment and the ClusterCSIDriver manila.csi.openstack.org.
 Images: OPERATOR_IMAGE and the operand images (DRIVER_IMAGE, NFS_DRIVER_IMAGE, ...) from the
 environment, else upstream defaults. -o yaml (default) or -o json (a v1 List).`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
@@ -213,7 +214,7 @@ and store the cloud selected by --os-cloud (from --os-client-config-file / cloud
 Secret manila-cloud-credentials, renamed "openstack", with its CA certificate when clouds.yaml
 names one. Running it again updates everything in place.`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
@@ -230,7 +231,7 @@ func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 		o.render.OperatorImage = o.Image
 	}
 	var err error
-	if o.cfg, err = g.restConfig(false); err != nil {
+	if o.cfg, err = g.restConfig(); err != nil {
 		return err
 	}
 	if o.NoCredentials || g.OSCloud == "" {
@@ -351,7 +352,7 @@ DaemonSets and the StorageClasses of the Manila driver. Where the platform runs 
 operator (companion), its ClusterCSIDriver is read and its conditions alone say how the driver
 is. Exit code 1 when something is Degraded or an installed operand is not available.`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the driver")
 	return cmd
@@ -359,7 +360,7 @@ is. Exit code 1 when something is Degraded or an installed operand is not availa
 
 func (o *OperatorStatusOptions) Complete(*cobra.Command, []string) error {
 	var err error
-	o.cfg, err = o.g.restConfig(false)
+	o.cfg, err = o.g.restConfig()
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/bundle"
 )
@@ -42,7 +43,7 @@ For clusters where the platform runs no Manila operator of its own (see docs/ope
 bundle owns no CRD (the ClusterCSIDriver CRD is the platform's on OpenShift). The version is
 this build's unless --version; images as for "operator render".`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.Dir, "output-dir", "d", "", "directory to write the bundle into (new or empty)")
 	cmd.Flags().StringVar(&o.Version, "version", strings.TrimPrefix(version, "v"), "the bundle's semantic version")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/sclint"
 )
@@ -48,7 +49,7 @@ kube-system/cluster-config-v1). Nothing is written. Exit 1 when anything is foun
 		Example: `  manila-setup storageclasses check
   manila-setup storageclasses check --os-cloud mycloud -o json`,
 		Args: cobra.NoArgs,
-		RunE: runOptions(o),
+		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().StringSliceVar(&o.MachineNetworks, "machine-network", nil, "the nodes' network CIDRs (default: the install-config's machineNetwork)")
 	o.cloudOpt.addFlags(cmd.Flags())
@@ -80,7 +81,7 @@ type storageClassesReport struct {
 }
 
 func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
-	cfg, err := o.g.restConfig(false)
+	cfg, err := o.g.restConfig()
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,11 @@ type LiveConfig struct {
 	PollInterval   time.Duration // of the rollout; zero: machinesets.DefaultPollInterval
 	CheckTimeout   time.Duration // of the multi-writer check; zero: 3 minutes
 	CheckImage     string        // of the writer pods; empty: rwxcheck.DefaultImage
+
+	// ConnectCloud, when set, is how the command connects to a cloud (its flags, user agent
+	// and transport), so that the wizard reaches the cloud as the command's other subcommands
+	// do; nil: openstack.Connect with CloudsFile, CABundle, Timeout and UserAgent.
+	ConnectCloud func(ctx context.Context, cloud string) (*openstack.Client, error)
 }
 
 // LiveBackend is the Backend of the command: a real cloud and a real cluster.
@@ -61,6 +66,15 @@ func NewLiveBackend(cfg LiveConfig) *LiveBackend { return &LiveBackend{cfg: cfg}
 // kubeOptions is how the wizard reads the cluster: as every command does (internal/kubeconfig).
 func (l *LiveBackend) kubeOptions(kubeContext string) kubeconfig.Options {
 	return kubeconfig.Options{Path: l.cfg.Kubeconfig, Context: kubeContext, UserAgent: l.cfg.UserAgent, Timeout: 30 * time.Second}
+}
+
+// connectCloud authenticates to cloud, as the command does when it says how.
+func (l *LiveBackend) connectCloud(ctx context.Context, cloud string) (*openstack.Client, error) {
+	if l.cfg.ConnectCloud != nil {
+		return l.cfg.ConnectCloud(ctx, cloud)
+	}
+	return openstack.Connect(ctx, openstack.Config{Cloud: cloud, CloudsFile: l.cfg.CloudsFile, CABundle: l.cfg.CABundle,
+		Timeout: l.cfg.Timeout, UserAgent: l.cfg.UserAgent})
 }
 
 // Targets reads clouds.yaml and the kubeconfig; it authenticates nowhere.
@@ -114,8 +128,7 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		client, cloudErr = openstack.Connect(ctx, openstack.Config{Cloud: cloud, CloudsFile: l.cfg.CloudsFile, CABundle: l.cfg.CABundle,
-			Timeout: l.cfg.Timeout, UserAgent: l.cfg.UserAgent})
+		client, cloudErr = l.connectCloud(ctx, cloud)
 		if cloudErr != nil {
 			cloudErr = fmt.Errorf("cloud %q: %w", cloud, cloudErr)
 		}

@@ -1,0 +1,82 @@
+package cmdrun
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+type recorder struct {
+	calls         []string
+	completeErr   error
+	validateErr   error
+	runCtxStopped func(context.Context)
+}
+
+func (r *recorder) Complete(*cobra.Command, []string) error {
+	r.calls = append(r.calls, "complete")
+	return r.completeErr
+}
+
+func (r *recorder) Validate() error {
+	r.calls = append(r.calls, "validate")
+	return r.validateErr
+}
+
+func (r *recorder) Run(ctx context.Context) error {
+	r.calls = append(r.calls, "run")
+	if r.runCtxStopped != nil {
+		r.runCtxStopped(ctx)
+	}
+	return nil
+}
+
+func TestRunEOrder(t *testing.T) {
+	bad := errors.New("bad")
+	for _, tt := range []struct {
+		name     string
+		complete error
+		validate error
+		want     string
+	}{
+		{"all steps", nil, nil, "complete validate run"},
+		{"Complete fails: nothing validated or run", bad, nil, "complete"},
+		{"Validate fails: nothing run", nil, bad, "complete validate"},
+	} {
+		r := &recorder{completeErr: tt.complete, validateErr: tt.validate}
+		err := RunE(r)(&cobra.Command{}, nil)
+		if got := strings.Join(r.calls, " "); got != tt.want {
+			t.Errorf("%s: calls %q, want %q", tt.name, got, tt.want)
+		}
+		if (tt.complete != nil || tt.validate != nil) != (err != nil) {
+			t.Errorf("%s: error %v", tt.name, err)
+		}
+	}
+}
+
+// SIGTERM (what Kubernetes and systemd send) ends the context as Ctrl-C does.
+func TestContextEndsOnSIGTERM(t *testing.T) {
+	r := &recorder{runCtxStopped: func(ctx context.Context) {
+		if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("the context did not end on SIGTERM")
+		}
+	}}
+	if err := RunE(r)(&cobra.Command{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := Context(nil)
+	defer cancel()
+	if ctx.Err() != nil {
+		t.Errorf("a new context has ended: %v", ctx.Err())
+	}
+}
