@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"os"
 	"sort"
@@ -208,7 +209,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 		}
 		sort.Strings(names)
 		got := strings.Join(names, " ")
-		want := "configmap/" + trustedCAConfigMap + " secret/" + operator.DriverSecretName + " secret/" + operator.CredentialsSecretName
+		want := "configmap/manila-csi-driver-runtime-config configmap/" + trustedCAConfigMap + " secret/" + operator.DriverSecretName + " secret/" + operator.CredentialsSecretName
 		if got != want {
 			t.Errorf("cached %q, want %q", got, want)
 		}
@@ -409,6 +410,28 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 		t.Fatal(err)
 	}
 	h.eventually("StorageNetworkReachable=True once attached", 30*time.Second, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionTrue, "AsExpected"))
+
+	// The driver's runtime configuration names the subnet the shares are exported in, so that
+	// mounts use the export location the attached nodes can reach.
+	var want string
+	for _, sn := range cloud.Seed.Subnets {
+		for _, sh := range cloud.Seed.Shares {
+			for _, loc := range sh.ExportLocations {
+				host, _, _ := strings.Cut(loc, ":/")
+				if p, err := netip.ParsePrefix(sn.CIDR); err == nil && p.Contains(netip.MustParseAddr(host)) {
+					want = p.Masked().String()
+				}
+			}
+		}
+	}
+	h.eventually("runtime config with the export subnet "+want, 30*time.Second, func() (bool, string) {
+		cm, err := h.kube.CoreV1().ConfigMaps(testNS).Get(ctx, "manila-csi-driver-runtime-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := cm.Data["runtimeconfig.json"]
+		return want != "" && got == `{"nfs":{"matchExportLocationAddress":"`+want+`"}}`, got
+	})
 	t.Logf("%s: %s", operator.ConditionStorageNetworkReachable, h.condition(operator.ConditionStorageNetworkReachable).Message)
 	if n := OpenStackCalls.Discoveries.Load(); n == 0 || n > 3 {
 		t.Errorf("%d discoveries, want 1 (new credentials) or a few", n)

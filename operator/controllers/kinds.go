@@ -93,7 +93,11 @@ var kindTable = []*kind{
 	// the bundle; the operator applies its metadata only, so it never owns the data.
 	row(kind{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), resource: "configmaps", namespaced: true, client: coreClient,
 		informer: func(s *informerSet) cache.SharedIndexInformer { return s.configMaps }},
-		func(c, r *corev1.ConfigMap) bool { return metaContains(c, r) }),
+		// Data counts only where the operator sets it (not in the CA bundle, which the cluster
+		// network operator fills).
+		func(c, r *corev1.ConfigMap) bool {
+			return metaContains(c, r) && (r.Data == nil || equality.Semantic.DeepEqual(c.Data, r.Data))
+		}),
 	func() *kind {
 		k := row(kind{gvk: corev1.SchemeGroupVersion.WithKind("Secret"), resource: "secrets", namespaced: true, client: coreClient,
 			informer: func(s *informerSet) cache.SharedIndexInformer { return s.secrets },

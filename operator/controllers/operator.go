@@ -125,6 +125,8 @@ type Operator struct {
 
 	// guard says whether the operator may deploy the driver in this cluster.
 	guard platformGuard
+	// storage is the storage network, as given or discovered (the Manila controller discovers).
+	storage *storageNetworks
 
 	controllers []*controller
 }
@@ -205,6 +207,7 @@ func (o *Operator) Run(ctx context.Context) error {
 
 func (o *Operator) buildControllers() {
 	storage := &storageNetworks{given: o.cfg.StorageNetworkID}
+	o.storage = storage
 	manila := &manilaController{o: o, storage: storage}
 	o.controllers = append(o.controllers,
 		newPlatformController(o),

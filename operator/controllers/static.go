@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
@@ -34,6 +35,7 @@ var StaticAssets = []string{
 	"networkpolicy_controller.yaml",
 	"service.yaml",
 	"cabundle_cm.yaml",
+	"runtime_config_cm.yaml",
 }
 
 // staticRBACCount is how many of StaticAssets are RBAC (applied before the rest).
@@ -58,7 +60,23 @@ func (o *Operator) vars(spec *operatorv1.OperatorSpec) map[string]string {
 	for k, p := range im.ImageEnv() {
 		v[k] = *p
 	}
+	v["RUNTIME_CONFIG"] = runtimeConfig(o.storage)
 	return v
+}
+
+// runtimeConfig is the driver's runtime configuration: with the subnet Manila exports on known
+// from discovery, NFS mounts use the export location inside it. Empty ("{}") otherwise: the
+// driver then picks as it always does.
+func runtimeConfig(storage *storageNetworks) string {
+	cidr := ""
+	if storage != nil {
+		cidr = storage.exportSubnet()
+	}
+	if cidr == "" {
+		return "{}"
+	}
+	b, _ := json.Marshal(map[string]any{"nfs": map[string]string{"matchExportLocationAddress": cidr}})
+	return string(b)
 }
 
 type staticController struct{ o *Operator }
@@ -67,7 +85,7 @@ const staticName = "ManilaDriverStaticResources"
 
 func newStaticController(o *Operator) *controller {
 	c := &staticController{o: o}
-	return o.newController(staticName+"Controller", c.sync,
+	ctrl := o.newController(staticName+"Controller", c.sync,
 		o.inf.serviceAccounts,
 		o.inf.services,
 		o.inf.configMaps,
@@ -80,6 +98,11 @@ func newStaticController(o *Operator) *controller {
 		o.inf.crds,
 		o.inf.infrastructures,
 	)
+	// The runtime configuration follows the storage network discovery finds.
+	if o.storage != nil {
+		o.storage.listen(func() { ctrl.queue.Add(queueKey) })
+	}
+	return ctrl
 }
 
 func (c *staticController) sync(ctx context.Context, syncCtx *controller) error {

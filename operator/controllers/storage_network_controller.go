@@ -63,7 +63,7 @@ func newStorageNetworkController(o *Operator, storage *storageNetworks) *control
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
 	})
-	storage.onChange = func() { ctrl.queue.Add(queueKey) }
+	storage.listen(func() { ctrl.queue.Add(queueKey) })
 	return ctrl
 }
 
@@ -115,7 +115,14 @@ type storageNetworks struct {
 	src      ManilaSource
 	ranking  *openstack.Ranking
 	err      error
-	onChange func()
+	onChange []func()
+}
+
+// listen adds f to what is called when discovery gives another answer.
+func (s *storageNetworks) listen(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onChange = append(s.onChange, f)
 }
 
 // due reports whether discovery should run: never with --storage-network; else at the first
@@ -136,8 +143,10 @@ func (s *storageNetworks) discovered(src ManilaSource, ranking *openstack.Rankin
 	s.at, s.src, s.ranking, s.err = time.Now(), src, ranking, err
 	notify := s.onChange
 	s.mu.Unlock()
-	if id, how, why := s.network(); notify != nil && (id != before || how != beforeHow || why != beforeWhy) {
-		notify()
+	if id, how, why := s.network(); id != before || how != beforeHow || why != beforeWhy {
+		for _, f := range notify {
+			f()
+		}
 	}
 }
 
@@ -153,6 +162,35 @@ func (s *storageNetworks) network() (id, how, why string) {
 	ranking, err, ran := s.ranking, s.err, !s.at.IsZero()
 	s.mu.Unlock()
 	return storageNetworkFrom(ranking, err, ran)
+}
+
+// exportSubnet is the CIDR of the subnet the storage network's shares are exported in (the
+// preferred export's, else the one with the most shares); "" when discovery did not name the
+// storage network (or it was given by --storage-network, which says nothing of its subnets).
+func (s *storageNetworks) exportSubnet() string {
+	if s.given != "" {
+		return ""
+	}
+	s.mu.Lock()
+	ranking, err := s.ranking, s.err
+	s.mu.Unlock()
+	if err != nil || ranking == nil {
+		return ""
+	}
+	best, err := ranking.StorageNetwork()
+	if err != nil || len(best.Exports) == 0 {
+		return ""
+	}
+	pick := best.Exports[0]
+	for _, e := range best.Exports[1:] {
+		if e.Preferred && !pick.Preferred || e.Preferred == pick.Preferred && e.Shares > pick.Shares {
+			pick = e
+		}
+	}
+	if !pick.CIDR.IsValid() {
+		return ""
+	}
+	return pick.CIDR.Masked().String()
 }
 
 // storageNetworkFrom applies the storage network rule to the result of a discovery.

@@ -113,7 +113,7 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 func TestStorageNetworksNotify(t *testing.T) {
 	s := &storageNetworks{}
 	n := 0
-	s.onChange = func() { n++ }
+	s.listen(func() { n++ })
 	one := &openstack.Ranking{Candidates: []openstack.Candidate{{Network: openstack.Network{ID: "x"}, Score: 3, Confidence: openstack.ConfidenceHigh}}}
 	var src ManilaSource
 	if !s.due(src, time.Hour) {
