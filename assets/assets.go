@@ -16,7 +16,7 @@ import (
 	"strings"
 )
 
-//go:embed *.yaml rbac/*.yaml operator/*.yaml credentials/*.yaml
+//go:embed *.yaml rbac/*.yaml operator/*.yaml companion/*.yaml credentials/*.yaml
 var files embed.FS
 
 // ReadFile returns the raw manifest at name (e.g. "controller.yaml", "rbac/provisioner_role.yaml").

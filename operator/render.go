@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/assets"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 // DefaultOperatorImage is the operator image `render` and `install` point at unless told
@@ -18,6 +19,10 @@ var DefaultOperatorImage = ""
 
 // RenderOptions shape the manifests that deploy the operator.
 type RenderOptions struct {
+	// Mode is driver (the default: the operator deploys the driver under the platform's names)
+	// or companion (beside the platform's own Manila operator: names and a namespace of its own,
+	// no driver, see companion.go).
+	Mode          platform.Mode
 	Namespace     string
 	OperatorImage string
 	Images        Images
@@ -47,17 +52,24 @@ func RenderOptionsFromEnv(getenv func(string) string) RenderOptions {
 }
 
 // Render returns the multi-document YAML that deploys the operator: CRD, namespace, RBAC,
-// Deployment and (unless left out) the ClusterCSIDriver.
+// Deployment and (unless left out) the ClusterCSIDriver; in companion mode the ManilaCompanion
+// CRD and object instead of the ClusterCSIDriver's, and no operand image.
 func Render(opts RenderOptions) ([]byte, error) {
-	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
+	names := NamesFor(opts.Mode)
+	if opts.Mode != "" && opts.Mode != platform.ModeDriver && opts.Mode != platform.ModeCompanion {
+		return nil, fmt.Errorf("mode %q: expected driver or companion", opts.Mode)
 	}
-	vars := map[string]string{"NAMESPACE": opts.Namespace, "OPERATOR_IMAGE": opts.OperatorImage}
-	for k, p := range opts.Images.ImageEnv() {
-		if *p == "" {
-			return nil, fmt.Errorf("image %s is empty", k)
+	if opts.Namespace == "" {
+		opts.Namespace = names.Namespace
+	}
+	vars := map[string]string{"NAMESPACE": opts.Namespace, "OPERATOR_IMAGE": opts.OperatorImage, "OPERATOR_NAME": names.Operator}
+	if names.Mode == platform.ModeDriver {
+		for k, p := range opts.Images.ImageEnv() {
+			if *p == "" {
+				return nil, fmt.Errorf("image %s is empty", k)
+			}
+			vars[k] = *p
 		}
-		vars[k] = *p
 	}
 	if opts.OperatorImage == "" {
 		return nil, fmt.Errorf("no operator image: give --image (or OPERATOR_IMAGE)")
@@ -65,15 +77,15 @@ func Render(opts RenderOptions) ([]byte, error) {
 	if err := CheckImageReference(opts.OperatorImage); err != nil {
 		return nil, err
 	}
-	names, err := assets.List("operator")
+	files, err := assets.List(names.AssetDir)
 	if err != nil {
 		return nil, err
 	}
 	if opts.CredentialsRequest {
-		names = append(names, CredentialsRequestAsset)
+		files = append(files, CredentialsRequestAsset)
 	}
 	var out bytes.Buffer
-	for _, name := range names {
+	for _, name := range files {
 		if opts.WithoutClusterCSIDriver && strings.HasSuffix(name, "_clustercsidriver.yaml") {
 			continue
 		}

@@ -60,22 +60,22 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:hashSuffixLen]
 }
 
-// baseStorageClassName is csi-manila-<sanitized type>, cut to the length limit.
-func baseStorageClassName(shareType string) string {
+// baseStorageClassName is <prefix><sanitized type>, cut to the length limit.
+func baseStorageClassName(prefix, shareType string) string {
 	s := sanitizeDNS1123(shareType)
 	if s == "" {
-		return hashedStorageClassName(shareType)
+		return hashedStorageClassName(prefix, shareType)
 	}
-	return trimName(StorageClassPrefix + s)
+	return trimName(prefix + s)
 }
 
 // hashedStorageClassName is the base name with a stable short hash of the type name appended,
 // what a type gets when its base name is taken.
-func hashedStorageClassName(shareType string) string {
+func hashedStorageClassName(prefix, shareType string) string {
 	s := sanitizeDNS1123(shareType)
-	head := StorageClassPrefix + s
+	head := prefix + s
 	if s == "" {
-		head = strings.TrimSuffix(StorageClassPrefix, "-")
+		head = strings.TrimSuffix(prefix, "-")
 	}
 	return trimName(head[:min(len(head), maxStorageClassName-hashSuffixLen-1)]) + "-" + shortHash(shareType)
 }
@@ -94,11 +94,17 @@ func trimName(s string) string {
 // needed no sanitizing keeps it and the others get a stable hash suffix; taken is the set of
 // names used by classes the operator does not own.
 func StorageClassNames(types []string, existing map[string]string, taken map[string]bool) map[string]string {
+	return StorageClassNamesWithPrefix(StorageClassPrefix, types, existing, taken)
+}
+
+// StorageClassNamesWithPrefix is StorageClassNames for names that start with prefix (the
+// companion's, CompanionStorageClassPrefix).
+func StorageClassNamesWithPrefix(prefix string, types []string, existing map[string]string, taken map[string]bool) map[string]string {
 	sorted := append([]string(nil), types...)
 	sort.Strings(sorted)
 	byBase := map[string][]string{}
 	for _, t := range sorted {
-		b := baseStorageClassName(t)
+		b := baseStorageClassName(prefix, t)
 		byBase[b] = append(byBase[b], t)
 	}
 	owner := map[string]string{} // name -> type, for names handed out
@@ -108,7 +114,7 @@ func StorageClassNames(types []string, existing map[string]string, taken map[str
 	result := map[string]string{}
 	// Keep names that already belong to a type.
 	for name, t := range existing {
-		if _, offered := byBase[baseStorageClassName(t)]; offered && (name == baseStorageClassName(t) || name == hashedStorageClassName(t)) {
+		if _, offered := byBase[baseStorageClassName(prefix, t)]; offered && (name == baseStorageClassName(prefix, t) || name == hashedStorageClassName(prefix, t)) {
 			if _, done := result[t]; !done {
 				result[t] = name
 			}
@@ -128,7 +134,7 @@ func StorageClassNames(types []string, existing map[string]string, taken map[str
 			winner = t
 		} else if !taken[base] {
 			for _, t := range group {
-				if StorageClassPrefix+t == base {
+				if prefix+t == base {
 					winner = t
 				}
 			}
@@ -143,7 +149,7 @@ func StorageClassNames(types []string, existing map[string]string, taken map[str
 			if t == winner {
 				result[t] = base
 			} else {
-				result[t] = hashedStorageClassName(t)
+				result[t] = hashedStorageClassName(prefix, t)
 			}
 			owner[result[t]] = t
 		}

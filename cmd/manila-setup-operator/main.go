@@ -23,6 +23,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/leaderelection"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 // Set at build time by the Makefile: -ldflags "-X main.version=... -X main.commit=...".
@@ -70,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // StartOptions are the flags of `start`.
 type StartOptions struct {
 	Kubeconfig       string
+	Mode             string
 	Namespace        string
 	Resync           time.Duration
 	Cloud            string
@@ -99,8 +101,13 @@ func newStartCommand() *cobra.Command {
 --probe-address (off by default; the rendered Deployment binds it to the pod IP for the
 kubelet's probes), graceful shutdown on SIGTERM.
 
-Operand images come only from the environment: DRIVER_IMAGE, NFS_DRIVER_IMAGE,
-PROVISIONER_IMAGE, SNAPSHOTTER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE,
+--mode driver (the default) deploys and manages the driver; --mode companion runs beside the
+platform's own Manila CSI driver operator (OpenShift's), deploys nothing of the driver, keeps
+StorageClasses manila-setup-<share type> restricted to the machine network and reports on
+ManilaCompanion "cluster"; its namespace defaults to manila-setup.
+
+In driver mode, operand images come only from the environment: DRIVER_IMAGE,
+NFS_DRIVER_IMAGE, PROVISIONER_IMAGE, SNAPSHOTTER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE,
 NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 		Args: cobra.NoArgs,
 		// SIGTERM ends the context: the operator releases its Lease and stops.
@@ -108,7 +115,8 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, else the in-cluster configuration)")
-	f.StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator, its credentials and the driver")
+	f.StringVar(&o.Mode, "mode", string(platform.ModeDriver), "driver or companion (beside the platform's own Manila operator)")
+	f.StringVar(&o.Namespace, "namespace", "", "namespace of the operator, its credentials and (driver mode) the driver (default: "+operator.DefaultNamespace+" in driver mode, "+operator.CompanionNamespace+" in companion mode)")
 	f.DurationVar(&o.Resync, "resync", operator.DefaultResync, "how often every controller re-checks, Manila included")
 	f.StringVar(&o.Cloud, "cloud", "", `cloud of the credentials' clouds.yaml (default: "openstack", else the only one)`)
 	f.StringSliceVar(&o.MachineNetworks, "machine-network", nil, "CIDR allowed to mount the shares (nfs-shareClient); default: install-config's machineNetwork")
@@ -127,9 +135,17 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 }
 
 func (o *StartOptions) Complete(*cobra.Command, []string) error {
+	if o.Mode != string(platform.ModeDriver) && o.Mode != string(platform.ModeCompanion) {
+		return fmt.Errorf("--mode: Invalid value: %q: expected driver or companion", o.Mode)
+	}
+	if o.Namespace == "" {
+		o.Namespace = operator.NamesFor(platform.Mode(o.Mode)).Namespace
+	}
 	var err error
-	if o.images, err = operator.ImagesFromEnv(os.Getenv); err != nil {
-		return err
+	if o.Mode == string(platform.ModeDriver) {
+		if o.images, err = operator.ImagesFromEnv(os.Getenv); err != nil {
+			return err
+		}
 	}
 	// Client rate: enough to create every operand in one burst (the operator raises nothing
 	// itself when these are set).
@@ -169,7 +185,7 @@ func (o *StartOptions) Validate() error {
 func (o *StartOptions) Run(ctx context.Context) error {
 	err := controllers.Start(ctx, controllers.StartOptions{
 		Config: controllers.Config{
-			Namespace: o.Namespace, Images: o.images, Resync: o.Resync, CloudName: o.Cloud,
+			Mode: platform.Mode(o.Mode), Namespace: o.Namespace, Images: o.images, Resync: o.Resync, CloudName: o.Cloud,
 			MachineNetworks: o.MachineNetworks, StorageNetworkID: o.StorageNetworkID,
 			OpenStackTimeout: o.OpenStackTimeout, ManilaGracePeriod: o.ManilaGrace, Version: version,
 		},

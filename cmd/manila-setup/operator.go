@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -19,6 +20,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/deploy"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 func newOperatorCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -115,6 +117,7 @@ func operatorBinary() (string, error) {
 
 // OperatorRenderOptions are the flags of `operator render`.
 type OperatorRenderOptions struct {
+	Mode                    string
 	Namespace               string
 	Image                   string
 	WithoutClusterCSIDriver bool
@@ -132,20 +135,31 @@ func newOperatorRenderCommand(g *GlobalOptions, streams IOStreams) *cobra.Comman
 		Long: `Print everything needed to deploy the operator: the ClusterCSIDriver CRD, the namespace,
 RBAC, the operator Deployment and the ClusterCSIDriver manila.csi.openstack.org.
 
+--mode companion prints the companion instead, for clusters where the platform runs its own
+Manila CSI driver operator: namespace manila-setup, names of its own, the ManilaCompanion CRD
+and object, no driver. Without --mode, the mode is what the cluster says when one answers
+(--kubeconfig, $KUBECONFIG or ~/.kube/config), else driver; stderr says which.
+
 Images: OPERATOR_IMAGE and the operand images (DRIVER_IMAGE, NFS_DRIVER_IMAGE, ...) from the
 environment, else upstream defaults. -o yaml (default) or -o json (a v1 List).`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
-	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
+	addModeFlag(cmd, &o.Mode)
+	cmd.Flags().StringVar(&o.Namespace, "namespace", "", "namespace of the operator and the driver (default: "+operator.DefaultNamespace+"; companion: "+operator.CompanionNamespace+")")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
 	cmd.Flags().BoolVar(&o.WithoutClusterCSIDriver, "without-cluster-csi-driver", false, "leave out the ClusterCSIDriver object")
 	return cmd
 }
 
 func (o *OperatorRenderOptions) Complete(*cobra.Command, []string) error {
+	mode, err := resolveMode(o.Mode, func() (*rest.Config, error) { return o.g.restConfig() }, o.streams)
+	if err != nil {
+		return err
+	}
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
-	o.render.Namespace = o.Namespace
+	o.render.Mode = mode
+	o.render.Namespace = namespaceFor(o.Namespace, mode)
 	o.render.WithoutClusterCSIDriver = o.WithoutClusterCSIDriver
 	if o.Image != "" {
 		o.render.OperatorImage = o.Image
@@ -192,6 +206,7 @@ func (o *OperatorRenderOptions) Run(context.Context) error {
 
 // OperatorInstallOptions are the flags of `operator install`.
 type OperatorInstallOptions struct {
+	Mode          string
 	Namespace     string
 	Image         string
 	NoCredentials bool
@@ -212,11 +227,19 @@ func newOperatorInstallCommand(g *GlobalOptions, streams IOStreams) *cobra.Comma
 		Long: `Apply what "operator render" prints with server-side apply (field manager manila-setup),
 and store the cloud selected by --os-cloud (from --os-client-config-file / clouds.yaml) as
 Secret manila-cloud-credentials, renamed "openstack", with its CA certificate when clouds.yaml
-names one. Running it again updates everything in place.`,
+names one. Running it again updates everything in place.
+
+The cluster is read before anything is written. Where the platform runs its own Manila CSI
+driver operator (OpenShift with the Storage capability), the companion is installed (mode
+companion: namespace manila-setup, its own names, no driver; StorageClasses
+manila-setup-<share type> restricted to the machine network; status on ManilaCompanion
+"cluster"); elsewhere the driver (mode driver). --mode asks for one: a mode the cluster is not
+of writes nothing and exits 1, naming the objects that decide.`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
-	cmd.Flags().StringVar(&o.Namespace, "namespace", operator.DefaultNamespace, "namespace of the operator and the driver")
+	addModeFlag(cmd, &o.Mode)
+	cmd.Flags().StringVar(&o.Namespace, "namespace", "", "namespace of the operator and the driver (default: "+operator.DefaultNamespace+"; companion: "+operator.CompanionNamespace+")")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
 	cmd.Flags().BoolVar(&o.NoCredentials, "no-credentials", false, "do not create Secret manila-cloud-credentials")
 	return cmd
@@ -225,8 +248,10 @@ names one. Running it again updates everything in place.`,
 // Complete reads the kubeconfig and the cloud's credentials from clouds.yaml.
 func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 	g := o.g
+	if err := checkModeFlag(o.Mode); err != nil {
+		return err
+	}
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
-	o.render.Namespace = o.Namespace
 	if o.Image != "" {
 		o.render.OperatorImage = o.Image
 	}
@@ -304,6 +329,22 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 		return err
 	}
 	o.render.CredentialsRequest = plan == credentialsFromCCO
+	// The mode: asked for, else what the cluster is (Install checks again before it writes).
+	mode := platform.Mode(o.Mode)
+	if mode == "" {
+		d, err := deploy.Detect(ctx, o.cfg)
+		if err != nil {
+			return environmentError(err)
+		}
+		mode = platform.ModeDriver
+		if d.Mode == platform.ModeCompanion {
+			mode = platform.ModeCompanion
+			fmt.Fprintf(streams.ErrOut, "mode companion: %s\n", d.Message)
+		}
+	}
+	o.render.Mode = mode
+	o.render.Namespace = namespaceFor(o.Namespace, mode)
+	o.Namespace = o.render.Namespace
 	rendered, err := operator.Render(o.render)
 	if err != nil {
 		return usageError("%v", err)
@@ -325,6 +366,9 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	if plan == credentialsFromCCO {
 		fmt.Fprintf(streams.Out, "The cloud-credential operator writes Secret %s/%s from the cluster's own credentials (no --os-cloud given).\n",
 			o.Namespace, operator.CredentialsSecretName)
+	}
+	if mode == platform.ModeCompanion {
+		fmt.Fprintf(streams.Out, "The companion runs beside the platform's Manila CSI driver operator and writes nothing of the platform's.\n")
 	}
 	fmt.Fprintf(streams.Out, "Follow the driver with: manila-setup operator status\n")
 	return nil
@@ -410,7 +454,81 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 		fmt.Fprintf(w, "%s/%s\t%d/%d\t%t\t%t\n", strings.ToLower(op.Kind), op.Name, op.Ready, op.Desired, op.UpToDate, op.Available)
 	}
 	fmt.Fprintf(w, "\nStorageClasses: %s\n", strings.Join(append([]string{}, st.StorageClasses...), ", "))
+	if c := st.Companion; c != nil {
+		fmt.Fprintf(w, "\n%s %s (manila-setup's companion, namespace %s), version %s\n", operator.CompanionKind, operator.CompanionName, c.Namespace, c.Version)
+		fmt.Fprintf(w, "credentials: %s\n\n", c.Credentials)
+		if len(c.Conditions) == 0 {
+			fmt.Fprintf(w, "The companion has reported nothing yet: is it running? kubectl -n %s get pods\n", c.Namespace)
+		} else {
+			fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
+		}
+		for _, cond := range c.Conditions {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, oneLine(cond.Message))
+		}
+		scs := strings.Join(c.StorageClasses, ", ")
+		if scs == "" {
+			scs = "none yet"
+		}
+		fmt.Fprintf(w, "\nStorageClasses restricted to the machine network: %s\n", scs)
+	} else if st.Mode.Mode == platform.ModeCompanion {
+		fmt.Fprintf(w, "\nmanila-setup's companion is not installed (StorageClasses restricted to the machine network, storage network status): manila-setup operator install\n")
+	}
 	w.Flush()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// ---- modes ---------------------------------------------------------------------------------
+
+func addModeFlag(cmd *cobra.Command, mode *string) {
+	cmd.Flags().StringVar(mode, "mode", "", "driver or companion (beside the platform's own Manila operator); default: what the cluster is")
+}
+
+func checkModeFlag(mode string) error {
+	if mode != "" && mode != string(platform.ModeDriver) && mode != string(platform.ModeCompanion) {
+		return usageError("--mode: Invalid value: %q: expected driver or companion", mode)
+	}
+	return nil
+}
+
+// namespaceFor is the namespace given, else the mode's.
+func namespaceFor(given string, mode platform.Mode) string {
+	if given != "" {
+		return given
+	}
+	return operator.NamesFor(mode).Namespace
+}
+
+// modeProbeTimeout bounds how long render waits for a cluster to say its mode.
+const modeProbeTimeout = 5 * time.Second
+
+// resolveMode is --mode when given, else what the cluster says when one answers, else driver;
+// stderr says which and why, since render's output depends on it.
+func resolveMode(flag string, restConfig func() (*rest.Config, error), streams IOStreams) (platform.Mode, error) {
+	if err := checkModeFlag(flag); err != nil {
+		return "", err
+	}
+	if flag != "" {
+		return platform.Mode(flag), nil
+	}
+	cfg, err := restConfig()
+	if err != nil {
+		fmt.Fprintf(streams.ErrOut, "mode driver: no cluster to ask (%v); give --mode companion for a cluster whose platform runs its own Manila operator\n", oneLine(err.Error()))
+		return platform.ModeDriver, nil
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = modeProbeTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), modeProbeTimeout)
+	defer cancel()
+	d, err := deploy.Detect(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(streams.ErrOut, "mode driver: the cluster did not say its mode (%v); give --mode to choose\n", oneLine(err.Error()))
+		return platform.ModeDriver, nil
+	}
+	if d.Mode == platform.ModeCompanion {
+		fmt.Fprintf(streams.ErrOut, "mode companion (from the cluster): %s\n", d.Message)
+		return platform.ModeCompanion, nil
+	}
+	fmt.Fprintf(streams.ErrOut, "mode driver (from the cluster): %s\n", d.Message)
+	return platform.ModeDriver, nil
+}

@@ -11,8 +11,9 @@ import (
 func TestOperatorRender(t *testing.T) {
 	t.Setenv("OPERATOR_IMAGE", "example.test/manila-setup:7")
 	t.Setenv("DRIVER_IMAGE", "example.test/driver:7")
+	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
 	code, out, errOut := runCLI(t, "operator", "render")
-	if code != exitOK || errOut != "" {
+	if code != exitOK || !strings.HasPrefix(errOut, "mode driver: no cluster to ask") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if strings.Count(out, "\n---\n")+1 < 10 || strings.Contains(out, "${") {
@@ -33,6 +34,55 @@ func TestOperatorRender(t *testing.T) {
 	}
 	if !strings.Contains(out, `"namespace": "other-ns"`) {
 		t.Errorf("--namespace not applied")
+	}
+}
+
+// TestOperatorRenderCompanion: the companion's manifests share no object with driver mode's
+// (whose names are the platform's), run nothing privileged, and live in their own namespace.
+func TestOperatorRenderCompanion(t *testing.T) {
+	t.Setenv("OPERATOR_IMAGE", "example.test/manila-setup:7")
+	objects := func(args ...string) map[string]map[string]any {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"operator", "render", "-o", "json"}, args...)...)
+		var list struct {
+			Items []map[string]any `json:"items"`
+		}
+		if code != exitOK || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("render %v: exit %d: %s", args, code, errOut)
+		}
+		byKey := map[string]map[string]any{}
+		for _, it := range list.Items {
+			md := it["metadata"].(map[string]any)
+			ns, _ := md["namespace"].(string)
+			byKey[it["kind"].(string)+" "+ns+"/"+md["name"].(string)] = it
+		}
+		return byKey
+	}
+	driver, companion := objects("--mode", "driver"), objects("--mode", "companion")
+	for key, obj := range companion {
+		if _, shared := driver[key]; shared {
+			t.Errorf("companion and driver mode both write %s", key)
+		}
+		md := obj["metadata"].(map[string]any)
+		if ns, ok := md["namespace"].(string); ok && ns != "manila-setup" && ns != "kube-system" {
+			t.Errorf("%s: namespace %s, want manila-setup", key, ns)
+		}
+		if strings.Contains(key, "ClusterCSIDriver") || strings.Contains(key, "openshift-cluster-csi-drivers") {
+			t.Errorf("the companion writes %s, the platform's", key)
+		}
+	}
+	for _, want := range []string{"CustomResourceDefinition /manilacompanions.manila-setup.io", "ManilaCompanion /cluster",
+		"Deployment manila-setup/manila-setup-operator", "ClusterRole /manila-setup-operator"} {
+		if companion[want] == nil {
+			t.Errorf("companion render lacks %s", want)
+		}
+	}
+	dep, _ := json.Marshal(companion["Deployment manila-setup/manila-setup-operator"])
+	if !strings.Contains(string(dep), `"--mode=companion"`) || strings.Contains(string(dep), "DRIVER_IMAGE") || strings.Contains(string(dep), "privileged") {
+		t.Errorf("companion Deployment: %s", dep)
+	}
+	if code, _, errOut := runCLI(t, "operator", "render", "--mode", "both"); code != exitUsage || !strings.Contains(errOut, `--mode: Invalid value: "both"`) {
+		t.Errorf("--mode both: exit %d: %s", code, errOut)
 	}
 }
 

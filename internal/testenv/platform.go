@@ -32,6 +32,8 @@ const (
 	managerCVO = "cluster-version-operator"
 	managerCSO = "cluster-storage-operator"
 	managerCCO = "cloud-credential-operator"
+	// The platform's Manila CSI driver operator (run by CSO), writing its operands.
+	managerPlatformManila = "csi-operator"
 )
 
 // InstallPlatform makes the cluster look like OpenShift on OpenStack with its Storage capability:
@@ -39,8 +41,10 @@ const (
 // cluster-storage-operator creates them, the platform's Manila CSI driver operator: namespace
 // openshift-cluster-csi-drivers, its Deployment manila-csi-driver-operator (and ServiceAccount),
 // the ClusterCSIDriver manila.csi.openstack.org, and the cloud-credential operator's Secret
-// manila-cloud-credentials. Every object is written with the field manager of the component
-// that writes it on a real cluster, so that who-owns-what reads as it would there. The
+// manila-cloud-credentials, and what that operator deploys (namespace
+// openshift-manila-csi-driver, Secret csi-manila-secrets, the CSIDriver, StorageClass
+// csi-manila-default). Every object is written with the field manager of the component that
+// writes it on a real cluster, so that who-owns-what reads as it would there. The
 // platform's operator itself does not run: its Deployment keeps 0 replicas.
 func InstallPlatform(ctx context.Context, cfg *rest.Config, opts PlatformOptions) error {
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -88,12 +92,42 @@ metadata:
   name: openshift-cluster-csi-drivers
   annotations: {workload.openshift.io/allowed: management}
   labels: {openshift.io/cluster-monitoring: "true"}`},
-			{managerCSO, "", `apiVersion: operator.openshift.io/v1
+			{managerCSO, `{"conditions": [
+			    {"type": "ManilaDriverControllerServiceControllerAvailable", "status": "True", "reason": "AsExpected", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+			    {"type": "ManilaDriverControllerServiceControllerDegraded", "status": "False", "reason": "AsExpected", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+			    {"type": "ManilaDriverNodeServiceControllerAvailable", "status": "True", "reason": "AsExpected", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}`,
+				`apiVersion: operator.openshift.io/v1
 kind: ClusterCSIDriver
 metadata:
   name: manila.csi.openstack.org
   annotations: {release.openshift.io/create-only: "true"}
 spec: {managementState: Managed, logLevel: Normal, operatorLogLevel: Normal}`},
+			// What the platform's Manila operator deploys: its driver's namespace, the secret
+			// its StorageClasses name, the CSIDriver and one unrestricted StorageClass per share
+			// type (csi-manila-<type>, no nfs-shareClient).
+			{managerPlatformManila, "", `apiVersion: v1
+kind: Namespace
+metadata: {name: openshift-manila-csi-driver}`},
+			{managerPlatformManila, "", `apiVersion: v1
+kind: Secret
+metadata: {name: csi-manila-secrets, namespace: openshift-manila-csi-driver}
+stringData: {os-authURL: "https://keystone.invalid:5000/v3"}`},
+			{managerPlatformManila, "", `apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: manila.csi.openstack.org}
+spec: {attachRequired: false, podInfoOnMount: false, fsGroupPolicy: None}`},
+			{managerPlatformManila, "", `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: csi-manila-default}
+provisioner: manila.csi.openstack.org
+parameters:
+  type: default
+  csi.storage.k8s.io/provisioner-secret-name: csi-manila-secrets
+  csi.storage.k8s.io/provisioner-secret-namespace: openshift-manila-csi-driver
+  csi.storage.k8s.io/node-stage-secret-name: csi-manila-secrets
+  csi.storage.k8s.io/node-stage-secret-namespace: openshift-manila-csi-driver
+  csi.storage.k8s.io/node-publish-secret-name: csi-manila-secrets
+  csi.storage.k8s.io/node-publish-secret-namespace: openshift-manila-csi-driver`},
 			{managerCSO, "", `apiVersion: v1
 kind: ServiceAccount
 metadata: {name: manila-csi-driver-operator, namespace: openshift-cluster-csi-drivers}`},
@@ -172,6 +206,10 @@ func resourceOf(kind string) string {
 		return "deployments"
 	case "Secret":
 		return "secrets"
+	case "StorageClass":
+		return "storageclasses"
+	case "CSIDriver":
+		return "csidrivers"
 	}
 	panic("platform stand-in: no resource for kind " + kind)
 }

@@ -36,12 +36,21 @@ func (o *Operator) newController(name string, sync func(context.Context, *contro
 	return &controller{
 		name:      name,
 		sync:      sync,
-		informers: append([]cache.SharedIndexInformer{o.inf.clusterCSIDriver, o.inf.csiDrivers}, extra...),
+		informers: append(o.commonInformers(), extra...),
 		resync:    o.cfg.Resync,
-		gate:      o.guard.driver,
+		gate:      o.guard.allows(o.cfg.Mode),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
 	}
+}
+
+// commonInformers are the informers every controller reacts to: the operator's own object and,
+// in companion mode, the platform's ClusterCSIDriver too; the CSIDriver.
+func (o *Operator) commonInformers() []cache.SharedIndexInformer {
+	if o.inf.self == o.inf.clusterCSIDriver {
+		return []cache.SharedIndexInformer{o.inf.self, o.inf.csiDrivers}
+	}
+	return []cache.SharedIndexInformer{o.inf.self, o.inf.clusterCSIDriver, o.inf.csiDrivers}
 }
 
 // requeueAfter asks for another sync after d (something the sync waits for is not cached yet).

@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/manila-setup/manila-setup/operator"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/gentype"
@@ -32,12 +31,12 @@ type kubeRecorder struct {
 	host          string
 }
 
-func newKubeRecorder(k *kubeClients, namespace string) *kubeRecorder {
+func newKubeRecorder(k *kubeClients, namespace, operatorName string) *kubeRecorder {
 	host, _ := os.Hostname()
 	return &kubeRecorder{
 		events:        k.events(namespace),
 		clusterEvents: k.events(metav1.NamespaceDefault),
-		ref:           corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: namespace, Name: operator.OperatorName},
+		ref:           corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: namespace, Name: operatorName},
 		host:          host,
 	}
 }
@@ -74,11 +73,11 @@ func (r *kubeRecorder) recordAbout(ref corev1.ObjectReference, eventType, reason
 		Reason:              reason,
 		Message:             message,
 		Type:                eventType,
-		Source:              corev1.EventSource{Component: operator.OperatorName, Host: r.host},
+		Source:              corev1.EventSource{Component: r.ref.Name, Host: r.host},
 		FirstTimestamp:      now,
 		LastTimestamp:       now,
 		Count:               1,
-		ReportingController: operator.OperatorName,
+		ReportingController: r.ref.Name,
 		ReportingInstance:   r.host,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

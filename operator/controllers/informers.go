@@ -39,7 +39,10 @@ type informerSet struct {
 	storageClasses                                cache.SharedIndexInformer // all: names users took matter
 	infrastructures, proxies                      cache.SharedIndexInformer
 	clusterCSIDriver                              cache.SharedIndexInformer // manila.csi.openstack.org, by name
-	nodes, crds                                   cache.SharedIndexInformer // metadata only
+	// self is the operator's own object: clusterCSIDriver in driver mode, the ManilaCompanion
+	// "cluster" in companion mode.
+	self        cache.SharedIndexInformer
+	nodes, crds cache.SharedIndexInformer // metadata only
 
 	all []cache.SharedIndexInformer
 }
@@ -88,6 +91,10 @@ func (o *Operator) buildInformers() {
 	s.infrastructures = o.newInformer(k.config, "infrastructures", "", &configv1.Infrastructure{}, nil)
 	s.proxies = o.newInformer(k.config, "proxies", "", &configv1.Proxy{}, nil)
 	s.clusterCSIDriver = o.newInformer(k.operator, "clustercsidrivers", "", &operatorv1.ClusterCSIDriver{}, byName(operator.DriverName))
+	s.self = s.clusterCSIDriver
+	if o.companion() {
+		s.self = o.track(o.newDynamicInformer(companionGVR, "", byName(operator.CompanionName)))
+	}
 	s.nodes = o.newMetadataInformer(nodeGVR)
 	s.crds = o.newMetadataInformer(crdGVR)
 

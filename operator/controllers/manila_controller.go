@@ -104,7 +104,8 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 	}
 
 	types, detectErr := c.detect(ctx)
-	installed := o.enabled()
+	// In companion mode the driver is the platform's, installed by it.
+	installed := o.companion() || o.enabled()
 	if detectErr != nil {
 		var me *ManilaError
 		if !errors.As(detectErr, &me) {
@@ -148,12 +149,14 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 	// Manila is there with share types: install the driver (once) and the StorageClasses.
 	c.noteTransition("", fmt.Sprintf("Manila found with %d share types", len(types)))
 	var errs []error
-	csiDriver, err := operator.ReadAsset("csidriver.yaml", o.vars(spec))
-	if err == nil {
-		_, err = o.apply(ctx, csiDriver)
-	}
-	if err != nil {
-		errs = append(errs, fmt.Errorf("CSIDriver %s: %w", operator.DriverName, err))
+	if !o.companion() {
+		csiDriver, err := operator.ReadAsset("csidriver.yaml", o.vars(spec))
+		if err == nil {
+			_, err = o.apply(ctx, csiDriver)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CSIDriver %s: %w", operator.DriverName, err))
+		}
 	}
 	scMsg, scErr := c.syncStorageClasses(ctx, types)
 	if scErr != nil {
@@ -296,24 +299,29 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 	if err != nil {
 		return "", err
 	}
+	names := operator.NamesFor(o.cfg.Mode)
 	existing := map[string]string{}
 	taken := map[string]bool{}
 	byName := map[string]*storagev1.StorageClass{}
 	for _, sc := range all {
 		byName[sc.Name] = sc
-		if sc.Labels[operator.LabelManagedBy] == operator.ManagedByValue && sc.Provisioner == operator.DriverName {
+		if ours(sc, names.StorageClassPrefix) {
 			existing[sc.Name] = sc.Annotations[operator.AnnotationShareType]
 		} else {
 			taken[sc.Name] = true
 		}
 	}
-	names := make([]string, 0, len(types))
+	typeNames := make([]string, 0, len(types))
 	byType := map[string]operator.ShareType{}
 	for _, t := range types {
-		names = append(names, t.Name)
+		typeNames = append(typeNames, t.Name)
 		byType[t.Name] = t
 	}
-	assigned := operator.StorageClassNames(names, existing, taken)
+	assigned := operator.StorageClassNamesWithPrefix(names.StorageClassPrefix, typeNames, existing, taken)
+	secretNamespace := names.SecretNamespace
+	if secretNamespace == "" {
+		secretNamespace = o.cfg.Namespace
+	}
 
 	nets, err := c.machineNetworks()
 	if err != nil {
@@ -331,7 +339,7 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 			skipped = append(skipped, t.Name)
 			continue
 		}
-		req := operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: o.cfg.Namespace, ShareClients: clients, ShareNetworkID: shareNetwork})
+		req := operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: secretNamespace, ShareClients: clients, ShareNetworkID: shareNetwork})
 		if _, err := o.apply(ctx, req); err != nil {
 			errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
 			continue
@@ -366,6 +374,14 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 		msg += fmt.Sprintf("; no StorageClass for share types %s that need a share network: %s", strings.Join(skipped, ", "), why)
 	}
 	return msg, errors.Join(errs...)
+}
+
+// ours tells whether the operator keeps this StorageClass: its label, its driver, and a name of
+// its mode (a companion leaves alone the classes an earlier driver-mode install made, which the
+// platform's operator now keeps under the same names).
+func ours(sc *storagev1.StorageClass, prefix string) bool {
+	return sc.Labels[operator.LabelManagedBy] == operator.ManagedByValue && sc.Provisioner == operator.DriverName &&
+		strings.HasPrefix(sc.Name, prefix)
 }
 
 // storageClassUpToDate compares what the operator sets; other annotations (a user's
@@ -432,7 +448,9 @@ func (c *manilaController) shareNetworkFor(ctx context.Context, types []operator
 func (c *manilaController) remove(ctx context.Context) error {
 	var errs []error
 	errs = append(errs, c.deleteStorageClasses(ctx))
-	errs = append(errs, c.o.deleteIfPresent(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverName}}))
+	if !c.o.companion() {
+		errs = append(errs, c.o.deleteIfPresent(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverName}}))
+	}
 	return errors.Join(errs...)
 }
 
@@ -442,8 +460,9 @@ func (c *manilaController) deleteStorageClasses(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	prefix := operator.NamesFor(c.o.cfg.Mode).StorageClassPrefix
 	for _, sc := range all {
-		if sc.Provisioner == operator.DriverName {
+		if ours(sc, prefix) {
 			errs = append(errs, c.o.deleteIfPresent(ctx, sc))
 		}
 	}

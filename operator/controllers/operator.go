@@ -12,6 +12,7 @@ package controllers
 import (
 	"context"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/platform"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"golang.org/x/net/http/httpproxy"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,6 +43,10 @@ const (
 
 // Config configures the operator.
 type Config struct {
+	// Mode is driver (default: deploy and manage the driver) or companion (beside the
+	// platform's own Manila operator: its own names, namespace and status object, StorageClasses
+	// restricted to the machine network, no driver; see operator/companion.go).
+	Mode      platform.Mode
 	Namespace string
 	Images    operator.Images
 	// Resync is the period of every controller, and of the Manila check (default 1 minute).
@@ -66,8 +72,11 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.Mode == "" {
+		c.Mode = platform.ModeDriver
+	}
 	if c.Namespace == "" {
-		c.Namespace = operator.DefaultNamespace
+		c.Namespace = operator.NamesFor(c.Mode).Namespace
 	}
 	if c.Resync <= 0 {
 		c.Resync = operator.DefaultResync
@@ -92,6 +101,7 @@ var (
 	snapshotClassGVR     = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
 	machineSetGVR        = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
 	crdGVR               = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	companionGVR         = schema.GroupVersionResource{Group: operator.CompanionGroup, Version: operator.CompanionVersion, Resource: operator.CompanionResource}
 	clusterVersionGVR    = configv1.GroupVersion.WithResource("clusterversions")
 	clusterOperatorGVR   = configv1.GroupVersion.WithResource("clusteroperators")
 	nodeGVR              = corev1.SchemeGroupVersion.WithResource("nodes")
@@ -140,14 +150,14 @@ func New(kubeConfig *rest.Config, recorder Recorder, cfg Config) (*Operator, err
 	if kc.QPS == 0 {
 		kc.QPS, kc.Burst = 50, 100
 	}
-	kc = rest.AddUserAgent(kc, operator.OperatorName)
+	kc = rest.AddUserAgent(kc, operator.NamesFor(cfg.Mode).Operator)
 	kc.Wrap(countRequests("operator"))
 	kube, err := newKubeClients(kc)
 	if err != nil {
 		return nil, err
 	}
 	if recorder == nil {
-		recorder = newKubeRecorder(kube, cfg.Namespace)
+		recorder = newKubeRecorder(kube, cfg.Namespace, operator.NamesFor(cfg.Mode).Operator)
 	}
 	o := &Operator{
 		cfg: cfg, kube: kube, recorder: recorder,
@@ -157,6 +167,13 @@ func New(kubeConfig *rest.Config, recorder Recorder, cfg Config) (*Operator, err
 	}
 	o.buildInformers()
 	o.buildControllers()
+	if o.companion() {
+		// Only what the companion's controllers read: its RBAC allows no more (nothing of the
+		// driver's, which is the platform's).
+		i := &o.inf
+		o.inf.all = []cache.SharedIndexInformer{i.self, i.clusterCSIDriver, i.csiDrivers, i.credentials, i.storageClasses,
+			i.clusterConfig, i.crds, i.infrastructures, i.proxies, i.nodes, i.deployments}
+	}
 	return o, nil
 }
 
@@ -209,6 +226,16 @@ func (o *Operator) buildControllers() {
 	storage := &storageNetworks{given: o.cfg.StorageNetworkID}
 	o.storage = storage
 	manila := &manilaController{o: o, storage: storage}
+	if o.companion() {
+		// Beside the platform's driver: what the platform lacks, and nothing it has.
+		o.controllers = append(o.controllers,
+			newPlatformController(o),
+			newLogLevelController(o),
+			newManilaController(o, manila),
+			newStorageNetworkController(o, storage),
+		)
+		return
+	}
 	o.controllers = append(o.controllers,
 		newPlatformController(o),
 		newLogLevelController(o),
@@ -251,13 +278,45 @@ func (o *Operator) operands() operands {
 	}
 }
 
-// clusterCSIDriver returns the ClusterCSIDriver from the cache, nil when it does not exist.
+// companion tells whether the operator runs in companion mode.
+func (o *Operator) companion() bool { return o.cfg.Mode == platform.ModeCompanion }
+
+// clusterCSIDriver returns the operator's own object from the cache, nil when it does not
+// exist: the ClusterCSIDriver in driver mode, the ManilaCompanion (which has the same spec and
+// status shapes) in companion mode.
 func (o *Operator) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
+	if o.companion() {
+		return o.companionObject()
+	}
+	return o.platformClusterCSIDriver()
+}
+
+// platformClusterCSIDriver returns the ClusterCSIDriver manila.csi.openstack.org from the
+// cache: the operator's own in driver mode, the platform's in companion mode.
+func (o *Operator) platformClusterCSIDriver() *operatorv1.ClusterCSIDriver {
 	d, err := o.lister.clusterCSIDrivers.Get(operator.DriverName)
 	if err != nil {
 		return nil
 	}
 	return d
+}
+
+// companionObject reads the ManilaCompanion "cluster" into the ClusterCSIDriver type.
+func (o *Operator) companionObject() *operatorv1.ClusterCSIDriver {
+	item, exists, err := o.inf.self.GetIndexer().GetByKey(operator.CompanionName)
+	if err != nil || !exists {
+		return nil
+	}
+	u, ok := item.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	var d operatorv1.ClusterCSIDriver
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		klog.Errorf("%s %s: %v", operator.CompanionKind, operator.CompanionName, err)
+		return nil
+	}
+	return &d
 }
 
 // spec returns the ClusterCSIDriver's spec and status from the cache, nil when it does not exist.

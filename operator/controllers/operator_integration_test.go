@@ -273,8 +273,14 @@ type harness struct {
 	logs    *testenv.SyncBuffer
 }
 
+// clusterCSIDriver reads the operator's own object: the ClusterCSIDriver, or in companion mode
+// the ManilaCompanion (same shapes).
 func (h *harness) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
-	u, err := h.dyn.Resource(clusterCSIDriverGVR).Get(h.ctx, operator.DriverName, metav1.GetOptions{})
+	gvr, name := clusterCSIDriverGVR, operator.DriverName
+	if h.op != nil && h.op.companion() {
+		gvr, name = companionGVR, operator.CompanionName
+	}
+	u, err := h.dyn.Resource(gvr).Get(h.ctx, name, metav1.GetOptions{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

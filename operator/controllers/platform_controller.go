@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/health"
 	"github.com/manila-setup/manila-setup/operator/platform"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,12 +40,15 @@ type platformGuard struct {
 	current *platform.Detection
 }
 
-// driver tells whether the operator may write: the cluster was checked and nobody else runs
-// a Manila CSI driver.
-func (g *platformGuard) driver() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.current != nil && g.current.Mode == platform.ModeDriver
+// allows returns the gate of an operator configured for mode: it may write when the cluster was
+// checked and is of that kind (driver: nobody else runs a Manila CSI driver; companion: the
+// platform does).
+func (g *platformGuard) allows(mode platform.Mode) func() bool {
+	return func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.current != nil && g.current.Mode == mode
+	}
 }
 
 // set records d and returns the previous answer.
@@ -91,6 +98,9 @@ func (o *Operator) syncPlatform(ctx context.Context, c *controller) error {
 		return err
 	}
 	prev := o.guard.set(d)
+	if o.companion() {
+		return o.syncCompanionMode(ctx, c, prev, d)
+	}
 	if prev == nil || prev.Mode != d.Mode {
 		klog.Infof("mode %s (%s): %s", d.Mode, d.Reason, d.Message)
 		switch {
@@ -123,6 +133,76 @@ func (o *Operator) syncPlatform(ctx context.Context, c *controller) error {
 	}
 	// Companion: the ClusterCSIDriver is the platform's; not one write to it.
 	return nil
+}
+
+// syncCompanionMode reports, on the ManilaCompanion, whether the cluster is still one where the
+// platform runs the driver, and how the platform's driver is as its ClusterCSIDriver says. A
+// companion never becomes the driver by itself: when the platform's operator goes away it says
+// so and what to do, and keeps its StorageClasses.
+func (o *Operator) syncCompanionMode(ctx context.Context, c *controller, prev *platform.Detection, d platform.Detection) error {
+	if prev == nil || prev.Mode != d.Mode {
+		klog.Infof("mode %s (%s): %s", d.Mode, d.Reason, d.Message)
+		switch {
+		case d.Mode == platform.ModeCompanion && prev != nil:
+			o.recorder.Eventf("PlatformDriverBack", "%s", d.Message)
+		case d.Mode != platform.ModeCompanion:
+			o.recorder.Warningf("NoPlatformDriver", "mode %s, this operator runs as a companion: %s. It changes nothing by itself; to have manila-setup deploy the driver, run manila-setup operator install --mode driver", d.Mode, d.Message)
+		}
+		if d.Mode == platform.ModeCompanion {
+			for _, other := range o.controllers {
+				if other != c {
+					other.queue.Add(queueKey)
+				}
+			}
+		}
+	}
+	if d.Mode != platform.ModeCompanion {
+		return o.applyStatus(ctx, platformName, newStatus().WithConditions(
+			condition(ConditionDriverMode, operatorv1.ConditionFalse, ReasonNoPlatformDriver,
+				fmt.Sprintf("the cluster is of mode %s (%s): the platform runs no Manila CSI driver operator to accompany. "+
+					"This operator runs as a companion and deploys no driver; its StorageClasses stay. To have manila-setup deploy "+
+					"the driver, run manila-setup operator install --mode driver", d.Mode, d.Reason)),
+			condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, ReasonNoPlatformDriver,
+				"the platform runs no Manila CSI driver operator")))
+	}
+	return o.applyStatus(ctx, platformName, newStatus().WithConditions(
+		condition(ConditionDriverMode, operatorv1.ConditionFalse, d.Reason,
+			"companion: "+d.Message+". This operator keeps StorageClasses "+operator.CompanionStorageClassPrefix+"<share type> restricted to the machine network and reports the storage network"),
+		o.platformDriverCondition()))
+}
+
+// ReasonNoPlatformDriver: a companion whose platform runs no Manila CSI driver operator (any more).
+const ReasonNoPlatformDriver = "NoPlatformDriver"
+
+// platformDriverCondition is the platform's driver as its ClusterCSIDriver reports it, judged
+// the way `manila-setup operator status` judges it (operator/health). The message names what is
+// wrong and nothing that changes by itself (no times), so that it is written on changes only.
+func (o *Operator) platformDriverCondition() operatorv1.OperatorCondition {
+	d := o.platformClusterCSIDriver()
+	if d == nil {
+		return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "NotFound",
+			"the platform's ClusterCSIDriver "+operator.DriverName+" does not exist (yet)")
+	}
+	var conds []health.Condition
+	var bad []string
+	for _, c := range d.Status.Conditions {
+		hc := health.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+		conds = append(conds, hc)
+		if !health.Informative(c.Type) && health.Judge(hc) == health.Bad {
+			bad = append(bad, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason))
+		}
+	}
+	switch {
+	case len(conds) == 0:
+		return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionUnknown, "NoConditions",
+			"the platform's ClusterCSIDriver "+operator.DriverName+" reports no conditions yet")
+	case len(bad) > 0:
+		sort.Strings(bad)
+		return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "PlatformDriverUnhealthy",
+			"the platform's ClusterCSIDriver "+operator.DriverName+" reports "+strings.Join(bad, ", "))
+	}
+	return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected",
+		fmt.Sprintf("the platform's ClusterCSIDriver %s reports its driver available and nothing degraded (%d conditions)", operator.DriverName, len(conds)))
 }
 
 // cacheGetter answers operator/platform from the operator's informer caches, so that the check

@@ -105,17 +105,18 @@ func Start(ctx context.Context, opts StartOptions) error {
 		run(ctx)
 		return nil
 	}
-	leCfg := rest.AddUserAgent(rest.CopyConfig(opts.KubeConfig), operator.OperatorName+"-leader-election")
+	lock := operator.NamesFor(opts.Config.Mode).Operator + "-lock"
+	leCfg := rest.AddUserAgent(rest.CopyConfig(opts.KubeConfig), operator.NamesFor(opts.Config.Mode).Operator+"-leader-election")
 	leCfg.Wrap(countRequests("leader-election"))
 	kube, err := newKubeClients(leCfg)
 	if err != nil {
 		return err
 	}
-	klog.Infof("leader election on Lease %s/%s as %q", opts.Config.Namespace, operator.OperatorName+"-lock", opts.Identity)
+	klog.Infof("leader election on Lease %s/%s as %q", opts.Config.Namespace, lock, opts.Identity)
 	err = leaderelection.Run(ctx, leaderelection.Config{
 		Client:           kube.leases(opts.Config.Namespace),
 		Namespace:        opts.Config.Namespace,
-		Name:             operator.OperatorName + "-lock",
+		Name:             lock,
 		Identity:         opts.Identity,
 		LeaseDuration:    opts.LeaseDuration,
 		RenewDeadline:    opts.RenewDeadline,

@@ -73,9 +73,12 @@ func (o *Operator) applyStatus(ctx context.Context, manager string, st *operator
 			c.LastTransitionTime = now
 		}
 	}
+	apiVersion, kind, name := operatorv1.GroupVersion.String(), "ClusterCSIDriver", operator.DriverName
+	if o.companion() {
+		apiVersion, kind, name = companionGVR.GroupVersion().String(), operator.CompanionKind, operator.CompanionName
+	}
 	body, err := json.Marshal(map[string]any{
-		"apiVersion": operatorv1.GroupVersion.String(), "kind": "ClusterCSIDriver",
-		"metadata": map[string]any{"name": operator.DriverName}, "status": st,
+		"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}, "status": st,
 	})
 	if err != nil {
 		return err
@@ -86,8 +89,13 @@ func (o *Operator) applyStatus(ctx context.Context, manager string, st *operator
 	if last == string(body) && statusHas(&d.Status.OperatorStatus, st) {
 		return nil
 	}
-	err = o.kube.operator.Patch(types.ApplyPatchType).Resource("clustercsidrivers").Name(operator.DriverName).SubResource("status").
-		Param("fieldManager", manager).Param("force", "true").Body(body).Do(ctx).Error()
+	if o.companion() {
+		_, err = o.kube.dynamic.Resource(companionGVR).Patch(ctx, name, types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: manager, Force: ptrTrue()}, "status")
+	} else {
+		err = o.kube.operator.Patch(types.ApplyPatchType).Resource("clustercsidrivers").Name(operator.DriverName).SubResource("status").
+			Param("fieldManager", manager).Param("force", "true").Body(body).Do(ctx).Error()
+	}
 	if err == nil {
 		o.statusMu.Lock()
 		o.lastStatus[manager] = string(body)

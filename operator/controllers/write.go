@@ -29,6 +29,9 @@ import (
 // (status.go).
 const fieldManager = operator.OperatorName
 
+// companionFieldManager owns what the companion writes (its StorageClasses).
+const companionFieldManager = operator.CompanionOperatorName
+
 const (
 	specHashAnnotation    = "operator.openshift.io/spec-hash"
 	appliedHashAnnotation = "manila.csi.openstack.org/applied-hash"
@@ -195,12 +198,12 @@ func (o *Operator) serverSideApply(ctx context.Context, k *kind, body *unstructu
 		ri := o.kube.dynamic.Resource(k.gvr())
 		if k.namespaced {
 			return ri.Namespace(body.GetNamespace()).Patch(ctx, body.GetName(), types.ApplyPatchType, b,
-				metav1.PatchOptions{FieldManager: fieldManager, Force: ptrTrue()})
+				metav1.PatchOptions{FieldManager: o.fieldManager(), Force: ptrTrue()})
 		}
-		return ri.Patch(ctx, body.GetName(), types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: fieldManager, Force: ptrTrue()})
+		return ri.Patch(ctx, body.GetName(), types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: o.fieldManager(), Force: ptrTrue()})
 	}
 	r := k.client(o.kube).Patch(types.ApplyPatchType).Resource(k.resource).Name(body.GetName()).
-		Param("fieldManager", fieldManager).Param("force", "true").Body(b)
+		Param("fieldManager", o.fieldManager()).Param("force", "true").Body(b)
 	if k.namespaced {
 		r = r.Namespace(body.GetNamespace())
 	}
@@ -211,15 +214,15 @@ func (o *Operator) create(ctx context.Context, k *kind, body *unstructured.Unstr
 	if k.client == nil {
 		ri := o.kube.dynamic.Resource(k.gvr())
 		if k.namespaced {
-			return ri.Namespace(body.GetNamespace()).Create(ctx, body, metav1.CreateOptions{FieldManager: fieldManager})
+			return ri.Namespace(body.GetNamespace()).Create(ctx, body, metav1.CreateOptions{FieldManager: o.fieldManager()})
 		}
-		return ri.Create(ctx, body, metav1.CreateOptions{FieldManager: fieldManager})
+		return ri.Create(ctx, body, metav1.CreateOptions{FieldManager: o.fieldManager()})
 	}
 	b, err := json.Marshal(body.Object)
 	if err != nil {
 		return nil, err
 	}
-	r := k.client(o.kube).Post().Resource(k.resource).Param("fieldManager", fieldManager).Body(b)
+	r := k.client(o.kube).Post().Resource(k.resource).Param("fieldManager", o.fieldManager()).Body(b)
 	if k.namespaced {
 		r = r.Namespace(body.GetNamespace())
 	}
@@ -311,7 +314,7 @@ func (o *Operator) replaceContent(ctx context.Context, k *kind, body *unstructur
 	}
 	live.SetLabels(union(live.GetLabels(), body.GetLabels()))
 	live.SetAnnotations(union(live.GetAnnotations(), body.GetAnnotations()))
-	_, err = ri.Update(ctx, live, metav1.UpdateOptions{FieldManager: fieldManager})
+	_, err = ri.Update(ctx, live, metav1.UpdateOptions{FieldManager: o.fieldManager()})
 	return err
 }
 
@@ -410,4 +413,12 @@ func (o *Operator) patchStorageClassAnnotations(ctx context.Context, name string
 		return err
 	}
 	return o.kube.storage.Patch(types.MergePatchType).Resource("storageclasses").Name(name).Body(b).Do(ctx).Error()
+}
+
+// fieldManager is the field manager of the operator's writes in its mode.
+func (o *Operator) fieldManager() string {
+	if o.companion() {
+		return companionFieldManager
+	}
+	return fieldManager
 }

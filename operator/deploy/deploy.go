@@ -47,7 +47,7 @@ func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace s
 		return nil, err
 	}
 	// A real cluster is not empty: know who owns the names before writing any of them.
-	if _, err := checkPlatform(ctx, dyn); err != nil {
+	if _, err := checkPlatform(ctx, dyn, RenderedMode(objs)); err != nil {
 		return nil, err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -175,8 +175,65 @@ type Status struct {
 	Conditions     []StatusCondition `json:"conditions"`
 	Operands       []OperandHealth   `json:"operands"`
 	StorageClasses []string          `json:"storageClasses"`
+	// Companion is manila-setup's companion operator, where the platform runs the driver and
+	// the companion is installed (ManilaCompanion "cluster").
+	Companion *CompanionStatus `json:"companion,omitempty"`
 	// Healthy: nothing Degraded, and either Manila is disabled or every operand is available.
 	Healthy bool `json:"healthy"`
+}
+
+// CompanionStatus is what the companion operator reports on its ManilaCompanion.
+type CompanionStatus struct {
+	Namespace   string            `json:"namespace"`
+	Credentials string            `json:"credentials"`
+	Version     string            `json:"version,omitempty"`
+	Conditions  []StatusCondition `json:"conditions"`
+	// StorageClasses are the companion's own (restricted to the machine network).
+	StorageClasses []string `json:"storageClasses"`
+}
+
+// Detect tells which kind of cluster this is (operator/platform).
+func Detect(ctx context.Context, cfg *rest.Config) (platform.Detection, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return platform.Detection{}, err
+	}
+	return platform.Detect(ctx, platform.Dynamic(dyn))
+}
+
+var companionGVR = schema.GroupVersionResource{Group: operator.CompanionGroup, Version: operator.CompanionVersion, Resource: operator.CompanionResource}
+
+// getCompanion reads the ManilaCompanion "cluster", nil when the companion is not installed.
+func getCompanion(ctx context.Context, dyn dynamic.Interface, kube kubernetes.Interface, scs []string) (*CompanionStatus, error) {
+	u, err := dyn.Resource(companionGVR).Get(ctx, operator.CompanionName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", operator.CompanionKind, operator.CompanionName, err)
+	}
+	var d operatorv1.ClusterCSIDriver // the same status shape
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		return nil, err
+	}
+	c := &CompanionStatus{Namespace: operator.CompanionNamespace, Version: d.Status.Version, Conditions: []StatusCondition{}, StorageClasses: []string{}}
+	for _, cond := range d.Status.Conditions {
+		c.Conditions = append(c.Conditions, StatusCondition{Type: cond.Type, Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message})
+	}
+	sort.Slice(c.Conditions, func(i, j int) bool { return c.Conditions[i].Type < c.Conditions[j].Type })
+	secret, err := getSecret(ctx, func(ctx context.Context, name string) (*corev1.Secret, error) {
+		return kube.CoreV1().Secrets(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	}, operator.CredentialsSecretName)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", c.Namespace, operator.CredentialsSecretName, err)
+	}
+	c.Credentials = CredentialsSource(secret)
+	for _, name := range scs {
+		if strings.HasPrefix(name, operator.CompanionStorageClassPrefix) {
+			c.StorageClasses = append(c.StorageClasses, name)
+		}
+	}
+	return c, nil
 }
 
 // StatusCondition is one condition of the ClusterCSIDriver.
@@ -232,8 +289,11 @@ func GetStatus(ctx context.Context, cfg *rest.Config, namespace string) (*Status
 	}
 	if mode.Mode == platform.ModeCompanion {
 		// The platform's operator runs its driver under names of its own choosing: its
-		// conditions say how it is.
-		st.Healthy = health.ConditionsHealthy(st.Conditions)
+		// conditions say how it is; the companion's, when installed, say the rest.
+		if st.Companion, err = getCompanion(ctx, dyn, kube, st.StorageClasses); err != nil {
+			return nil, err
+		}
+		st.Healthy = health.ConditionsHealthy(st.Conditions) && (st.Companion == nil || health.ConditionsHealthy(st.Companion.Conditions))
 		return st, nil
 	}
 	allAvailable := true

@@ -20,9 +20,10 @@ import (
 )
 
 // TestInstallKnowsThePlatform runs `manila-setup operator install` against clusters shaped like
-// real ones: where the platform's cluster-storage-operator runs its Manila operator it writes
-// nothing (the audit log says so) and exits 1 naming the platform's objects; where the Storage
-// capability is off it installs; off OpenStack it writes nothing.
+// real ones: where the platform's cluster-storage-operator runs its Manila operator, driver mode
+// writes nothing (the audit log says so) and exits 1 naming the platform's objects, and the
+// default installs the companion, writing none of them; where the Storage capability is off it
+// installs the driver and refuses the companion; off OpenStack it writes nothing.
 func TestInstallKnowsThePlatform(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	cli := buildCLI(t)
@@ -54,9 +55,9 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		}
 		return api, kubeconfig
 	}
-	install := func(kubeconfig string) (int, string) {
-		out, err := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig,
-			"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile).CombinedOutput()
+	install := func(kubeconfig string, extra ...string) (int, string) {
+		out, err := exec.CommandContext(ctx, cli, append([]string{"operator", "install", "--kubeconfig", kubeconfig,
+			"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile}, extra...)...).CombinedOutput()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return ee.ExitCode(), string(out)
@@ -88,11 +89,12 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 
 	t.Run("platform runs Manila", func(t *testing.T) {
 		api, kubeconfig := cluster(t, configv1.OpenStackPlatformType, &testenv.PlatformOptions{})
-		code, out := install(kubeconfig)
+		// Asked for driver mode, whose names are the platform's: nothing written, exit 1.
+		code, out := install(kubeconfig, "--mode", "driver")
 		if code != 1 {
 			t.Errorf("exit %d, want 1:\n%s", code, out)
 		}
-		t.Logf("$ manila-setup operator install ...\n%s", out)
+		t.Logf("$ manila-setup operator install --mode driver ...\n%s", out)
 		for _, want := range []string{"Deployment " + platform.PlatformNamespace + "/" + platform.PlatformOperatorName + " (managed by cluster-storage-operator)",
 			"ClusterCSIDriver " + platform.DriverName, "manila-setup networks attach"} {
 			if !strings.Contains(out, want) {
@@ -109,6 +111,31 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		if w := ourWrites(t, api); len(w) != 0 {
 			t.Errorf("manila-setup wrote to the platform's cluster: %v", w)
 		}
+		// By default the companion: its own namespace and names, nothing of the platform's.
+		code, out = install(kubeconfig)
+		t.Logf("$ manila-setup operator install ...\n%s", out)
+		if code != 0 || !strings.Contains(out, "mode companion:") || !strings.Contains(out, "deployment/"+operator.CompanionOperatorName+" applied") ||
+			!strings.Contains(out, "manilacompanion/cluster applied") {
+			t.Errorf("companion install: exit %d:\n%s", code, out)
+		}
+		for _, w := range ourWrites(t, api) {
+			if w.Namespace != "" && w.Namespace != operator.CompanionNamespace && w.Namespace != "kube-system" {
+				t.Errorf("the companion install wrote outside its namespace: %s", w)
+			}
+			if strings.HasPrefix(w.Resource, "clustercsidrivers") || strings.HasPrefix(w.Resource, "csidrivers") || strings.HasPrefix(w.Name, "openshift-") ||
+				(w.Resource == "storageclasses" && strings.HasPrefix(w.Name, operator.StorageClassPrefix)) {
+				t.Errorf("the companion install wrote an object of the platform's: %s", w)
+			}
+		}
+		if code, out := install(kubeconfig, "--mode", "companion"); code != 0 {
+			t.Errorf("companion install again: exit %d:\n%s", code, out)
+		}
+		code, out = status(kubeconfig)
+		t.Logf("$ manila-setup operator status (companion installed, not running)\n%s", out)
+		if code != 0 || !strings.Contains(out, "ManilaCompanion cluster (manila-setup's companion, namespace manila-setup)") ||
+			!strings.Contains(out, "credentials: clouds.yaml, stored by `manila-setup operator install --os-cloud`") {
+			t.Errorf("status with the companion: exit %d:\n%s", code, out)
+		}
 		dep, err := api.Client.AppsV1().Deployments(platform.PlatformNamespace).Get(ctx, platform.PlatformOperatorName, metav1.GetOptions{})
 		if err != nil || !strings.Contains(dep.Spec.Template.Spec.Containers[0].Image, "ocp-v4.0-art-dev") {
 			t.Errorf("the platform's Deployment changed: %v", err)
@@ -116,6 +143,13 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 	})
 	t.Run("Storage capability disabled", func(t *testing.T) {
 		api, kubeconfig := cluster(t, configv1.OpenStackPlatformType, &testenv.PlatformOptions{StorageCapabilityDisabled: true})
+		// No platform operator to accompany.
+		if code, out := install(kubeconfig, "--mode", "companion"); code != 1 || !strings.Contains(out, "this cluster has none") {
+			t.Errorf("--mode companion without the platform's operator: exit %d, want 1:\n%s", code, out)
+		}
+		if w := ourWrites(t, api); len(w) != 0 {
+			t.Errorf("a refused companion install wrote: %v", w)
+		}
 		if code, out := install(kubeconfig); code != 0 {
 			t.Fatalf("exit %d, want 0:\n%s", code, out)
 		}

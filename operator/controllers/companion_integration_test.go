@@ -1,0 +1,281 @@
+//go:build integration
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/sharetypes"
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/deploy"
+	"github.com/manila-setup/manila-setup/operator/platform"
+)
+
+// companionWindow is how long the companion runs beside the platform under watch. Five minutes
+// (150 resyncs) by default; MANILA_SETUP_COMPANION_WINDOW shortens it while developing.
+func companionWindow(t *testing.T) time.Duration {
+	if v := os.Getenv("MANILA_SETUP_COMPANION_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("MANILA_SETUP_COMPANION_WINDOW: %v", err)
+		}
+		return d
+	}
+	return 5 * time.Minute
+}
+
+// TestCompanionBesideThePlatform: on OpenShift on OpenStack whose cluster-storage-operator runs
+// the platform's Manila CSI driver operator (the stand-in writes its objects with the platform's
+// field managers), `operator install` puts the companion in its own namespace, and the companion,
+// running as its ServiceAccount (so the rendered RBAC is what is tested), adds StorageClasses
+// restricted to the machine network beside the platform's and reports on its ManilaCompanion.
+// Over the window, with a share type added and removed, a Manila blip and the platform changing
+// its own objects, the audit log shows no write of the companion's but to its StorageClasses,
+// its status and Events, and none at all to an object of the platform's. Then the platform's
+// operator goes away: the companion says so and deletes nothing.
+func TestCompanionBesideThePlatform(t *testing.T) {
+	window := companionWindow(t)
+	cloud := testenv.NewCloud(t)
+	api := testenv.NewAPIServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), window+4*time.Minute)
+	defer cancel()
+	cc := configclient.NewForConfigOrDie(api.Config)
+	infra, err := cc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "ostest-comp1", PlatformStatus: &configv1.PlatformStatus{Type: configv1.OpenStackPlatformType},
+		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
+	if _, err := cc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.InstallPlatform(ctx, api.Config, testenv.PlatformOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterConfigName},
+		Data:       map[string]string{"install-config": "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\n"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	platformSC, err := api.Client.StorageV1().StorageClasses().Get(ctx, "csi-manila-default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	proxy := newCatalogProxy(t, cloud.Seed.KeystoneURL)
+	rendered, err := operator.Render(operator.RenderOptions{Mode: platform.ModeCompanion, OperatorImage: "example.test/manila-setup:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)
+	applied, err := deploy.Install(ctx, api.Config, rendered, operator.CompanionNamespace, map[string][]byte{operator.CredentialsKey: creds})
+	if err != nil {
+		t.Fatalf("installing the companion beside the platform: %v (applied %v)", err, applied)
+	}
+	t.Logf("installed: %s", strings.Join(applied, ", "))
+
+	sa := "system:serviceaccount:" + operator.CompanionNamespace + ":" + operator.CompanionOperatorName
+	opCfg, err := api.UserConfig(sa, "system:serviceaccounts", "system:serviceaccounts:"+operator.CompanionNamespace, "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const resync = 2 * time.Second
+	op, err := New(opCfg, nil, Config{Mode: platform.ModeCompanion, Resync: resync, ManilaGracePeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), op: op, logs: &testenv.SyncBuffer{}}
+	opCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = op.Run(opCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	// What the platform lacks, beside what it has.
+	ours := operator.CompanionStorageClassPrefix + "default"
+	h.eventually("StorageClass "+ours, 60*time.Second, func() (bool, string) {
+		sc, err := api.Client.StorageV1().StorageClasses().Get(ctx, ours, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		p := sc.Parameters
+		return p["nfs-shareClient"] == "10.196.0.0/16" && p["csi.storage.k8s.io/provisioner-secret-namespace"] == operator.PlatformDriverNamespace &&
+			p["csi.storage.k8s.io/node-stage-secret-name"] == operator.DriverSecretName && sc.Provisioner == operator.DriverName, fmt.Sprint(p)
+	})
+	h.eventually("DriverMode=False PlatformManilaOperator", 30*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, platform.ReasonPlatformManilaOperator))
+	h.eventually("PlatformDriverAvailable=True", 30*time.Second, h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected"))
+	h.eventually("ManilaReachable=True", 30*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
+	h.eventually("StorageNetworkReachable reported", 30*time.Second, func() (bool, string) {
+		c := h.condition(operator.ConditionStorageNetworkReachable)
+		if c == nil {
+			return false, "not set"
+		}
+		return c.Reason != "Checking", c.Reason + ": " + c.Message
+	})
+	for _, typ := range []string{ConditionDriverMode, operator.ConditionPlatformDriverAvailable, operator.ConditionStorageNetworkReachable, operator.ConditionManilaReachable} {
+		c := h.condition(typ)
+		t.Logf("ManilaCompanion %s=%s (%s): %s", typ, c.Status, c.Reason, c.Message)
+	}
+
+	// The window.
+	start := time.Now()
+	at := func(frac float64) {
+		if d := time.Until(start.Add(time.Duration(frac * float64(window)))); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	admin := adminManila(t, ctx, cloud)
+	at(0.1)
+	name := fmt.Sprintf("Companion_%d", time.Now().UnixNano()%100000)
+	st, err := sharetypes.Create(ctx, admin, shareTypeCreate{"name": name, "os-share-type-access:is_public": true,
+		"extra_specs": map[string]any{"driver_handles_share_servers": false}}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	t.Cleanup(func() {
+		if !deleted {
+			_ = sharetypes.Delete(context.Background(), admin, st.ID).ExtractErr()
+		}
+	})
+	newSC := operator.CompanionStorageClassPrefix + strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+	took := h.eventually("a StorageClass for the new share type", 3*resync+10*time.Second, func() (bool, string) {
+		_, err := api.Client.StorageV1().StorageClasses().Get(ctx, newSC, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	t.Logf("new share type %s to StorageClass %s in %.1fs", name, newSC, took.Seconds())
+
+	at(0.25)
+	proxy.strip.Store(true)
+	h.eventually("ManilaReachable=False during the blip", 3*resync+10*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionFalse, ""))
+	at(0.35)
+	proxy.strip.Store(false)
+	h.eventually("ManilaReachable=True after the blip", 3*resync+10*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
+
+	// The platform goes on with its own objects: its operator changes the ClusterCSIDriver's spec
+	// and reports its controller degraded, then recovered.
+	at(0.45)
+	platformPatch := func(body string, subresource ...string) {
+		t.Helper()
+		if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType, []byte(body),
+			metav1.PatchOptions{FieldManager: "csi-operator"}, subresource...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	platformPatch(`{"spec":{"logLevel":"Debug"}}`)
+	degraded := func(status string) string {
+		return `{"status":{"conditions":[
+			{"type":"ManilaDriverControllerServiceControllerAvailable","status":"True","reason":"AsExpected","lastTransitionTime":"2026-01-01T00:00:00Z"},
+			{"type":"ManilaDriverControllerServiceControllerDegraded","status":"` + status + `","reason":"SyncError","lastTransitionTime":"2026-01-01T00:00:00Z"},
+			{"type":"ManilaDriverNodeServiceControllerAvailable","status":"True","reason":"AsExpected","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	}
+	platformPatch(degraded("True"), "status")
+	h.eventually("PlatformDriverAvailable=False while the platform reports Degraded", 3*resync+10*time.Second,
+		h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "PlatformDriverUnhealthy"))
+	t.Logf("PlatformDriverAvailable: %s", h.condition(operator.ConditionPlatformDriverAvailable).Message)
+	at(0.55)
+	platformPatch(degraded("False"), "status")
+	h.eventually("PlatformDriverAvailable=True again", 3*resync+10*time.Second, h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected"))
+
+	at(0.7)
+	if err := sharetypes.Delete(ctx, admin, st.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	deleted = true
+	h.eventually("the gone share type's StorageClass kept and marked", 3*resync+10*time.Second, func() (bool, string) {
+		sc, err := api.Client.StorageV1().StorageClasses().Get(ctx, newSC, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return sc.Annotations[operator.AnnotationShareTypeGone] != "", fmt.Sprint(sc.Annotations)
+	})
+	at(1)
+	h.waitSyncs(2)
+
+	// The audit log of the whole run: the companion's writes, and anything written to the
+	// platform's objects by the companion or by its installer.
+	writes, err := api.Writes(func(w testenv.AuditWrite) bool {
+		return w.User == sa || testenv.ByUserAgent("manila-setup")(w)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, w := range writes {
+		if platformObject(w) {
+			t.Errorf("written to an object of the platform's: %s", w)
+		}
+		if w.User != sa {
+			continue
+		}
+		switch {
+		case w.Resource == "storageclasses" && strings.HasPrefix(w.Name, operator.CompanionStorageClassPrefix),
+			w.Resource == operator.CompanionResource+"/status" && w.Name == operator.CompanionName,
+			w.Resource == "events":
+			count[w.Resource]++
+		default:
+			t.Errorf("the companion wrote outside its own objects: %s", w)
+		}
+	}
+	t.Logf("companion writes over %s (%d resyncs): %v", time.Since(start).Round(time.Second), int(time.Since(start)/resync), count)
+	if count["storageclasses"] == 0 || count[operator.CompanionResource+"/status"] == 0 {
+		t.Errorf("the audit filter sees none of the companion's own writes: %v", count)
+	}
+	after, err := api.Client.StorageV1().StorageClasses().Get(ctx, platformSC.Name, metav1.GetOptions{})
+	if err != nil || after.ResourceVersion != platformSC.ResourceVersion {
+		t.Errorf("the platform's StorageClass changed: %v", err)
+	}
+
+	// The platform's Manila operator goes away (the Storage capability cannot be disabled once
+	// enabled, but CSO can stop running a driver): the companion says so, deletes nothing.
+	if err := h.dyn.Resource(clusterCSIDriverGVR).Delete(ctx, operator.DriverName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.dyn.Resource(configv1.GroupVersion.WithResource("clusteroperators")).Patch(ctx, "storage", types.MergePatchType,
+		[]byte(`{"status":{"relatedObjects":[{"group":"","resource":"namespaces","name":"openshift-cluster-storage-operator"}]}}`),
+		metav1.PatchOptions{FieldManager: "cluster-version-operator"}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Client.AppsV1().Deployments(platform.PlatformNamespace).Delete(ctx, platform.PlatformOperatorName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("DriverMode=False NoPlatformDriver", 3*resync+10*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, ReasonNoPlatformDriver))
+	t.Logf("after the platform left: %s", h.condition(ConditionDriverMode).Message)
+	if _, err := api.Client.StorageV1().StorageClasses().Get(ctx, ours, metav1.GetOptions{}); err != nil {
+		t.Errorf("the companion's StorageClass went with the platform: %v", err)
+	}
+	evs, err := api.Client.CoreV1().Events(operator.CompanionNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=NoPlatformDriver"})
+	if err != nil || len(evs.Items) != 1 || !strings.Contains(evs.Items[0].Message, "operator install --mode driver") {
+		t.Errorf("Event NoPlatformDriver: %v %v", evs, err)
+	}
+}
+
+// platformObject tells whether an audited write touched an object of the platform's: its
+// ClusterCSIDriver, anything in its namespaces, its CSIDriver, its StorageClasses.
+func platformObject(w testenv.AuditWrite) bool {
+	switch {
+	case strings.HasPrefix(w.Resource, "clustercsidrivers"), strings.HasPrefix(w.Resource, "csidrivers"):
+		return true
+	case w.Namespace == platform.PlatformNamespace || w.Namespace == operator.PlatformDriverNamespace:
+		return w.Resource != "events"
+	case w.Resource == "namespaces":
+		return strings.HasPrefix(w.Name, "openshift-")
+	case w.Resource == "storageclasses":
+		return strings.HasPrefix(w.Name, operator.StorageClassPrefix)
+	}
+	return false
+}
