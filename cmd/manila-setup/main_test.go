@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,4 +124,22 @@ func TestGlobalOptionsComplete(t *testing.T) {
 func TestMain(m *testing.M) {
 	os.Unsetenv("OS_CLOUD")
 	os.Exit(m.Run())
+}
+
+func TestRepeatedGlobalFlags(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/env/kubeconfig")
+	env := func(k string) string { return map[string]string{"OS_CLIENT_CONFIG_FILE": "/env/clouds.yaml"}[k] }
+	for _, c := range []struct {
+		kube, clouds string
+		want         []string
+	}{
+		{"/env/kubeconfig", "/env/clouds.yaml", nil},
+		{"/sandbox/kubeconfig", "", []string{"--kubeconfig", "/sandbox/kubeconfig"}},
+		{"/env/kubeconfig", "/sandbox/clouds.yaml", []string{"--os-client-config-file", "/sandbox/clouds.yaml"}},
+	} {
+		got := repeatedGlobalFlags(&GlobalOptions{Kubeconfig: c.kube, OSClientConfigFile: c.clouds}, env)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: %v, want %v", c.kube, c.clouds, got, c.want)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/internal/tui"
@@ -128,6 +129,7 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 		ConnectCloud: func(ctx context.Context, cloud string) (*openstack.Client, error) {
 			return o.connectTo(ctx, cloud, nil)
 		},
+		CommandFlags: repeatedGlobalFlags(o.global, os.Getenv),
 	})
 	model := tui.New(tui.Options{Backend: backend, DryRun: o.DryRun, Context: ctx})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(o.streams.In), tea.WithOutput(o.streams.Out), tea.WithContext(ctx))
@@ -152,4 +154,18 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 		return silentFailure(exitInvalid)
 	}
 	return nil
+}
+
+// repeatedGlobalFlags are the global flags a command printed for the user to run must carry to
+// act on what this one acts on: --kubeconfig and --os-client-config-file when they differ from
+// what the environment gives a new command anyway.
+func repeatedGlobalFlags(g *GlobalOptions, getenv func(string) string) []string {
+	var flags []string
+	if g.Kubeconfig != "" && g.Kubeconfig != kubeconfig.DefaultPath() {
+		flags = append(flags, "--kubeconfig", g.Kubeconfig)
+	}
+	if g.OSClientConfigFile != "" && g.OSClientConfigFile != getenv("OS_CLIENT_CONFIG_FILE") {
+		flags = append(flags, "--os-client-config-file", g.OSClientConfigFile)
+	}
+	return flags
 }

@@ -125,7 +125,19 @@ func TestNetworksAttachInTmux(t *testing.T) {
 	screen := term.waitFor(30*time.Second, "5/7 Review", "+- noAllowedAddressPairs: true")
 	t.Logf("review screen:\n%s", screen)
 	term.keys("G")
-	term.waitFor(5*time.Second, "machinesets rollout --name "+infraID+"-worker-0")
+	// The equivalent commands repeat the flags the wizard was started with (clouds.yaml only
+	// where the environment would not name it anyway), and run as printed: the patch, copied
+	// from the screen with --dry-run added, exits 0 with a new shell's environment.
+	want := []string{"machinesets rollout", "--name " + infraID + "-worker-0", "--kubeconfig " + c.Kubeconfig}
+	if os.Getenv("OS_CLIENT_CONFIG_FILE") != cloud.CloudsFile {
+		want = append(want, "--os-client-config-file "+cloud.CloudsFile)
+	}
+	screen = term.waitFor(5*time.Second, want...)
+	patch := copiedCommand(screen, "machinesets patch")
+	run := exec.CommandContext(ctx, "sh", "-c", strings.Replace(patch, "manila-setup", bin, 1)+" --dry-run")
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Errorf("the printed command failed as copied: %s\n%v\n%s", patch, err, out)
+	}
 	term.keys("Enter")
 	term.waitFor(30*time.Second, "6/7 Apply and roll")
 	screen = term.waitFor(3*time.Minute, "every chosen MachineSet was patched and its machines replaced")
@@ -169,4 +181,24 @@ func TestNetworksAttachInTmux(t *testing.T) {
 			t.Errorf("namespace %s of the multi-writer check was left behind", ns.Name)
 		}
 	}
+}
+
+// copiedCommand is the command line on the screen that contains what, with its shell
+// continuations joined, as a user copies it.
+func copiedCommand(screen, what string) string {
+	var cmd []string
+	for _, l := range strings.Split(screen, "\n") {
+		l = strings.TrimSpace(l)
+		if len(cmd) == 0 && !strings.HasPrefix(l, "manila-setup ") {
+			continue
+		}
+		cmd = append(cmd, strings.TrimSuffix(l, "\\"))
+		if !strings.HasSuffix(l, "\\") {
+			if joined := strings.Join(cmd, " "); strings.Contains(joined, what) {
+				return strings.Join(strings.Fields(joined), " ")
+			}
+			cmd = nil
+		}
+	}
+	return ""
 }

@@ -56,6 +56,8 @@ type Connection struct {
 	Context  string
 	// MachineSets counts those in openshift-machine-api.
 	MachineSets int
+	// Flags are the global flags the equivalent commands repeat (LiveConfig.CommandFlags).
+	Flags []string
 }
 
 // Condition is one condition of the ClusterCSIDriver.

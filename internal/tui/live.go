@@ -47,6 +47,11 @@ type LiveConfig struct {
 	// and transport), so that the wizard reaches the cloud as the command's other subcommands
 	// do; nil: openstack.Connect with CloudsFile, CABundle, Timeout and UserAgent.
 	ConnectCloud func(ctx context.Context, cloud string) (*openstack.Client, error)
+
+	// CommandFlags are the global flags the wizard was started with that its equivalent
+	// commands must repeat to act on the same cluster and clouds.yaml (--kubeconfig,
+	// --os-client-config-file), as arguments.
+	CommandFlags []string
 }
 
 // LiveBackend is the Backend of the command: a real cloud and a real cluster.
@@ -113,7 +118,7 @@ func (l *LiveBackend) Targets() Targets {
 
 // Connect authenticates to the cloud and lists the cluster's MachineSets, both at once.
 func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (Connection, error) {
-	conn := Connection{Cloud: cloud, Context: kubeContext}
+	conn := Connection{Cloud: cloud, Context: kubeContext, Flags: l.cfg.CommandFlags}
 	var (
 		wg          sync.WaitGroup
 		client      *openstack.Client

@@ -465,3 +465,20 @@ func TestApplyFitsManyMachineSets(t *testing.T) {
 	got = ansi.Strip(strings.Join(a.view(120, 60, "*"), "\n"))
 	mustContain(t, got, "ostest-x7k2p-worker-13", "done: 3 of 3 replaced", "patched 14 MachineSets (")
 }
+
+// TestCommandsCarryTheWizardsFlags: the equivalent commands act on the cluster and clouds.yaml
+// the wizard was started with, quoted so that they run as copied.
+func TestCommandsCarryTheWizardsFlags(t *testing.T) {
+	conn := &Connection{Cloud: "my cloud", Flags: []string{"--kubeconfig", "/tmp/a b/kubeconfig", "--os-client-config-file", "/etc/openstack/clouds.yaml"}}
+	lines := commandLines(conn, machinesets.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"})
+	want := []string{
+		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml --os-cloud 'my cloud' machinesets patch --network " + fakeStorageNet + " --name w-0",
+		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml machinesets rollout --name w-0",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if got := shellQuote("it's"); got != `'it'\''s'` {
+		t.Errorf("shellQuote: %s", got)
+	}
+}

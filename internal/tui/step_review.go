@@ -168,8 +168,14 @@ func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
 // commandLines are the flag-driven commands that do what the wizard is about to do.
 func commandLines(conn *Connection, a machinesets.Attachment, names []string) []string {
 	prefix := "manila-setup"
+	if conn != nil {
+		for _, f := range conn.Flags {
+			prefix += " " + shellQuote(f)
+		}
+	}
+	roll := prefix + " machinesets rollout"
 	if conn != nil && conn.Cloud != "" {
-		prefix += " --os-cloud " + conn.Cloud
+		prefix += " --os-cloud " + shellQuote(conn.Cloud)
 	}
 	patch := prefix + " machinesets patch"
 	for _, n := range a.Networks {
@@ -178,7 +184,6 @@ func commandLines(conn *Connection, a machinesets.Attachment, names []string) []
 	for _, g := range a.SecurityGroups {
 		patch += " --security-group " + g
 	}
-	roll := "manila-setup machinesets rollout"
 	for _, n := range names {
 		patch += " --name " + n
 		roll += " --name " + n
@@ -188,6 +193,16 @@ func commandLines(conn *Connection, a machinesets.Attachment, names []string) []
 		lines = append(lines, styleDim.Render("  (both act on the kubeconfig's current context: oc config use-context "+conn.Context+")"))
 	}
 	return lines
+}
+
+// shellQuote quotes a word for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@%+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // shellLines breaks a command line before its flags, with shell continuations, so that what is

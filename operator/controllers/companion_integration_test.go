@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/sharetypes"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
@@ -82,7 +81,10 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds := cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)
+	// A project of the test's own: the share type it adds is private to it, unseen by the tests
+	// that share the cloud meanwhile.
+	own := newOwnProject(t, ctx, cloud, proxy.URL+"/v3")
+	creds := own.CloudsYAML
 	applied, err := deploy.Install(ctx, api.Config, rendered, operator.CompanionNamespace, map[string][]byte{operator.CredentialsKey: creds})
 	if err != nil {
 		t.Fatalf("installing the companion beside the platform: %v (applied %v)", err, applied)
@@ -138,20 +140,9 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 			time.Sleep(d)
 		}
 	}
-	admin := adminManila(t, ctx, cloud)
 	at(0.1)
 	name := fmt.Sprintf("Companion_%d", time.Now().UnixNano()%100000)
-	st, err := sharetypes.Create(ctx, admin, shareTypeCreate{"name": name, "os-share-type-access:is_public": true,
-		"extra_specs": map[string]any{"driver_handles_share_servers": false}}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleted := false
-	t.Cleanup(func() {
-		if !deleted {
-			_ = sharetypes.Delete(context.Background(), admin, st.ID).ExtractErr()
-		}
-	})
+	_, removeType := own.privateShareType(t, ctx, name)
 	newSC := operator.CompanionStorageClassPrefix + strings.ToLower(strings.ReplaceAll(name, "_", "-"))
 	took := h.eventually("a StorageClass for the new share type", 3*resync+10*time.Second, func() (bool, string) {
 		_, err := api.Client.StorageV1().StorageClasses().Get(ctx, newSC, metav1.GetOptions{})
@@ -192,10 +183,9 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	h.eventually("PlatformDriverAvailable=True again", 3*resync+10*time.Second, h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected"))
 
 	at(0.7)
-	if err := sharetypes.Delete(ctx, admin, st.ID).ExtractErr(); err != nil {
+	if err := removeType(); err != nil {
 		t.Fatal(err)
 	}
-	deleted = true
 	h.eventually("the gone share type's StorageClass kept and marked", 3*resync+10*time.Second, func() (bool, string) {
 		sc, err := api.Client.StorageV1().StorageClasses().Get(ctx, newSC, metav1.GetOptions{})
 		if err != nil {

@@ -29,13 +29,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/config"
-	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
-	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/sharetypes"
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -45,12 +38,6 @@ import (
 
 	"github.com/manila-setup/manila-setup/internal/testenv"
 )
-
-type shareTypeBody map[string]any
-
-func (s shareTypeBody) ToShareTypeCreateMap() (map[string]any, error) {
-	return map[string]any{"share_type": map[string]any(s)}, nil
-}
 
 func scrape(t *testing.T, addr string) map[string]float64 {
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -118,57 +105,10 @@ func TestPerformance(t *testing.T) {
 	defer cancel()
 
 	// A project and user of its own, with 198 private share types on top of the 2 public ones.
-	ao, eo, tlsc, err := clouds.Parse(clouds.WithCloudName(testenv.CloudAdmin), clouds.WithLocations(cloud.CloudsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := config.NewProviderClient(ctx, ao, config.WithTLSConfig(tlsc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	identity, err := openstack.NewIdentityV3(pc, eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manila, err := openstack.NewSharedFileSystemV2(pc, eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manila.Microversion = "2.7"
+	own := newOwnProject(t, ctx, cloud, cloud.Seed.KeystoneURL)
 	run := fmt.Sprintf("perf-%d", time.Now().Unix())
-	project, err := projects.Create(ctx, identity, projects.CreateOpts{Name: "manila-setup-" + run, DomainID: "default"}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = projects.Delete(context.Background(), identity, project.ID).ExtractErr() })
-	password := "perf-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	user, err := users.Create(ctx, identity, users.CreateOpts{Name: "manila-setup-" + run, DomainID: "default", Password: password, DefaultProjectID: project.ID}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = users.Delete(context.Background(), identity, user.ID).ExtractErr() })
-	pages, err := roles.List(identity, roles.ListOpts{Name: "member"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl, _ := roles.ExtractRoles(pages)
-	if len(rl) == 0 {
-		t.Fatal("no member role")
-	}
-	if err := roles.Assign(ctx, identity, rl[0].ID, roles.AssignOpts{UserID: user.ID, ProjectID: project.ID}).ExtractErr(); err != nil {
-		t.Fatal(err)
-	}
 	createType := func(name string) string {
-		st, err := sharetypes.Create(ctx, manila, shareTypeBody{"name": name, "share_type_access:is_public": false,
-			"extra_specs": map[string]any{"driver_handles_share_servers": false}}).Extract()
-		if err != nil {
-			t.Fatalf("creating share type %s: %v", name, err)
-		}
-		if err := sharetypes.AddAccess(ctx, manila, st.ID, sharetypes.AccessOpts{Project: project.ID}).ExtractErr(); err != nil {
-			t.Fatalf("granting share type %s: %v", name, err)
-		}
-		id := st.ID
-		t.Cleanup(func() { _ = sharetypes.Delete(context.Background(), manila, id).ExtractErr() })
+		id, _ := own.privateShareType(t, ctx, name)
 		return id
 	}
 	start := time.Now()
@@ -191,10 +131,7 @@ func TestPerformance(t *testing.T) {
 		Data: map[string]string{"install-config": "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\n"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	credsYAML, _ := yaml.Marshal(map[string]any{"clouds": map[string]any{"openstack": map[string]any{
-		"auth": map[string]any{"auth_url": cloud.Seed.KeystoneURL, "username": user.Name, "password": password, "project_id": project.ID,
-			"user_domain_id": "default"},
-		"region_name": "RegionOne"}}})
+	credsYAML := own.CloudsYAML
 	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/manila-setup:1", Images: testImages, WithoutClusterCSIDriver: true})
 	if err != nil {
 		t.Fatal(err)

@@ -18,12 +18,14 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
-	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
@@ -33,6 +35,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 // TestWholeJourney walks what an administrator and then an application developer do, against
@@ -47,8 +50,18 @@ import (
 //     writes csi-manila-secrets and one StorageClass per Manila share type, and reports healthy;
 //  4. the real driver (manila-csi-plugin and csi-provisioner) provisions a ReadWriteMany claim on
 //     every generated class as a real Manila share, and deleting the claims deletes the shares.
-func TestWholeJourney(t *testing.T) {
+func TestWholeJourney(t *testing.T) { wholeJourney(t, platform.ModeDriver) }
+
+// TestWholeJourneyBesideThePlatform is the same journey on a cluster whose platform runs its own
+// Manila CSI driver operator (the stand-in of testenv.InstallPlatform, which here also writes the
+// driver Secret with real credentials, as the platform's operator does): `operator install`
+// installs the companion, whose StorageClasses restricted to the machine network the platform's
+// driver (the real binaries again) provisions from.
+func TestWholeJourneyBesideThePlatform(t *testing.T) { wholeJourney(t, platform.ModeCompanion) }
+
+func wholeJourney(t *testing.T, mode platform.Mode) {
 	t0 := time.Now()
+	companion := mode == platform.ModeCompanion
 	cloud := testenv.NewCloud(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -116,6 +129,16 @@ func TestWholeJourney(t *testing.T) {
 	}
 	t.Cleanup(cl.Stop)
 	t.Logf("installer-shaped cluster with 3 workers up at %s", time.Since(t0).Round(time.Millisecond))
+	// Where the driver's Secret lives and who writes it: our operator in driver mode; in
+	// companion mode the platform's operator, played here.
+	secretNS := operator.DefaultNamespace
+	if companion {
+		secretNS = operator.PlatformDriverNamespace
+		if err := testenv.InstallPlatform(ctx, sim.Config, testenv.PlatformOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		writePlatformDriverSecret(t, ctx, sim, cloud)
+	}
 	if v := readAttachmentViews(t, ctx, buildCLI(t), sim.Kubeconfig, cloud, sim, storageNet); !v.agree(3, false) {
 		t.Errorf("before the attach, networks discover, machinesets list and the operator disagree or see an attachment: %+v", v)
 	}
@@ -159,23 +182,27 @@ func TestWholeJourney(t *testing.T) {
 	t3 := time.Now()
 	cli := buildCLI(t)
 	kubeconfig := sim.Kubeconfig
-	if out, err := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig,
-		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile).CombinedOutput(); err != nil {
+	out, err := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig,
+		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile).CombinedOutput()
+	if err != nil {
 		t.Fatalf("operator install: %v\n%s", err, out)
 	}
-	ns := operator.DefaultNamespace
+	names := operator.NamesFor(mode)
+	if companion != strings.Contains(string(out), "mode companion:") {
+		t.Errorf("operator install chose the wrong mode, want %s:\n%s", mode, out)
+	}
 	// The operator runs here; the in-cluster Deployment's kwok pod would run nothing. A patch,
 	// not an update: the deployment controller writes the object at the same time.
-	if _, err := sim.Client.AppsV1().Deployments(ns).Patch(ctx, operator.OperatorName, types.MergePatchType,
+	if _, err := sim.Client.AppsV1().Deployments(names.Namespace).Patch(ctx, names.Operator, types.MergePatchType,
 		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	op := startOperator(t, cli, kubeconfig)
-	classes := waitStorageClasses(t, ctx, sim, op, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
+	op := startOperator(t, cli, kubeconfig, "--mode", string(mode))
+	classes := waitStorageClasses(t, ctx, sim, op, secretNS, []string{names.StorageClassPrefix + "cephfs-fast", names.StorageClassPrefix + "default"})
 	for _, sc := range classes {
 		if sc.Parameters["nfs-shareClient"] != machineNetwork || sc.Parameters["csi.storage.k8s.io/provisioner-secret-name"] != operator.DriverSecretName ||
-			sc.Parameters["csi.storage.k8s.io/node-stage-secret-namespace"] != ns {
-			t.Errorf("StorageClass %s parameters %v: want nfs-shareClient %s and the driver Secret %s/%s", sc.Name, sc.Parameters, machineNetwork, ns, operator.DriverSecretName)
+			sc.Parameters["csi.storage.k8s.io/node-stage-secret-namespace"] != secretNS {
+			t.Errorf("StorageClass %s parameters %v: want nfs-shareClient %s and the driver Secret %s/%s", sc.Name, sc.Parameters, machineNetwork, secretNS, operator.DriverSecretName)
 		}
 	}
 	var status []byte
@@ -213,7 +240,7 @@ func TestWholeJourney(t *testing.T) {
 	}
 	var claims []claimed
 	for _, sc := range classes {
-		pvc, err := sim.Client.CoreV1().PersistentVolumeClaims("app").Create(ctx, rwxClaim("app", "data-"+strings.TrimPrefix(sc.Name, operator.StorageClassPrefix), sc.Name, "2Gi"), metav1.CreateOptions{})
+		pvc, err := sim.Client.CoreV1().PersistentVolumeClaims("app").Create(ctx, rwxClaim("app", "data-"+strings.TrimPrefix(sc.Name, names.StorageClassPrefix), sc.Name, "2Gi"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +251,7 @@ func TestWholeJourney(t *testing.T) {
 		c.pv = waitBound(t, ctx, sim.Client, c.pvc, 2*time.Minute, alive)
 		shareType := classes[i].Annotations[operator.AnnotationShareType]
 		c.share = checkShare(t, ctx, manila, c.pv, shareType, machineNetwork, 2).ID
-		checkVolume(t, c.pv, classes[i].Name, ns, operator.DriverSecretName)
+		checkVolume(t, c.pv, classes[i].Name, secretNS, operator.DriverSecretName)
 		t.Logf("claim %s on %s: Bound, share %s of type %s", c.pvc.Name, classes[i].Name, c.share, shareType)
 	}
 	t.Logf("%d claims provisioned in %s", len(claims), time.Since(t4).Round(time.Millisecond))
@@ -251,7 +278,7 @@ func TestWholeJourney(t *testing.T) {
 	// scheduled on two nodes; the nodes are kwok's, so it says that it cannot go further and
 	// cleans up.
 	t6 := time.Now()
-	r := rwxcheck.Run(ctx, sim.Client, rwxcheck.Options{StorageClass: "csi-manila-default", Timeout: 2 * time.Minute, Poll: 500 * time.Millisecond})
+	r := rwxcheck.Run(ctx, sim.Client, rwxcheck.Options{StorageClass: names.StorageClassPrefix + "default", Timeout: 2 * time.Minute, Poll: 500 * time.Millisecond})
 	t.Logf("multi-writer check in %s: %+v", time.Since(t6).Round(time.Millisecond), r)
 	if !r.Simulated || r.OK || r.Nodes[0] == "" || r.Nodes[1] == "" || r.Nodes[0] == r.Nodes[1] || !r.CleanedUp ||
 		!strings.Contains(r.Problem, "was provisioned and bound") {
@@ -328,15 +355,15 @@ type operatorProcess struct {
 	done chan struct{}
 }
 
-func startOperator(t *testing.T, cli, kubeconfig string) *operatorProcess {
+func startOperator(t *testing.T, cli, kubeconfig string, extra ...string) *operatorProcess {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "operator.log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(cli, "operator", "start", "--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--health-address", "", "--resync", "10s")
+	cmd := exec.Command(cli, append([]string{"operator", "start", "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--health-address", "", "--resync", "10s"}, extra...)...)
 	cmd.Env = os.Environ()
 	im := operator.DefaultImages
 	for k, p := range im.ImageEnv() {
@@ -388,14 +415,14 @@ func (p *operatorProcess) tail() string {
 
 // waitStorageClasses waits for the operator's StorageClasses (want, sorted) and the driver
 // Secret, and returns the classes in that order.
-func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimCluster, op *operatorProcess, want []string) []storagev1.StorageClass {
+func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimCluster, op *operatorProcess, secretNS string, want []string) []storagev1.StorageClass {
 	t.Helper()
 	var got []storagev1.StorageClass
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := op.alive(); err != nil {
 			return false, err
 		}
-		if _, err := sim.Client.CoreV1().Secrets(operator.DefaultNamespace).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); err != nil {
+		if _, err := sim.Client.CoreV1().Secrets(secretNS).Get(ctx, operator.DriverSecretName, metav1.GetOptions{}); err != nil {
 			return false, nil
 		}
 		list, err := sim.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: operator.LabelManagedBy + "=" + operator.ManagedByValue})
@@ -420,15 +447,24 @@ func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimClust
 	return got
 }
 
-// storageNetworkReachable reads the operator's StorageNetworkReachable condition.
+// storageNetworkReachable reads the operator's StorageNetworkReachable condition: on the
+// companion's ManilaCompanion when there is one, else on the ClusterCSIDriver.
 func storageNetworkReachable(ctx context.Context, t *testing.T, sim *testenv.SimCluster) bool {
-	oc, err := operatorclient.NewForConfig(sim.Config)
+	dyn, err := dynamic.NewForConfig(sim.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := oc.OperatorV1().ClusterCSIDrivers().Get(ctx, operator.DriverName, metav1.GetOptions{})
+	u, err := dyn.Resource(schema.GroupVersionResource{Group: operator.CompanionGroup, Version: operator.CompanionVersion, Resource: operator.CompanionResource}).
+		Get(ctx, operator.CompanionName, metav1.GetOptions{})
+	if err != nil {
+		u, err = dyn.Resource(operatorv1.GroupVersion.WithResource("clustercsidrivers")).Get(ctx, operator.DriverName, metav1.GetOptions{})
+	}
 	if err != nil {
 		return false
+	}
+	var d operatorv1.ClusterCSIDriver // the ManilaCompanion has its status shape
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == operator.ConditionStorageNetworkReachable {
@@ -436,4 +472,27 @@ func storageNetworkReachable(ctx context.Context, t *testing.T, sim *testenv.Sim
 		}
 	}
 	return false
+}
+
+// writePlatformDriverSecret plays the platform's Manila operator, which turns the cluster's
+// cloud credentials into the driver's Secret csi-manila-secrets in its driver's namespace: the
+// Secret the platform's StorageClasses, and the companion's, name.
+func writePlatformDriverSecret(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloud *testenv.Cloud) {
+	t.Helper()
+	raw, err := os.ReadFile(cloud.CloudsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := operator.ParseCredentials(raw, testenv.CloudDemo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.Client.CoreV1().Secrets(operator.PlatformDriverNamespace).Get(ctx, operator.DriverSecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data, s.StringData = creds.DriverSecretData(), nil
+	if _, err := sim.Client.CoreV1().Secrets(operator.PlatformDriverNamespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: "csi-operator"}); err != nil {
+		t.Fatal(err)
+	}
 }
