@@ -78,7 +78,10 @@ func (s *APIServer) Writes(keep func(AuditWrite) bool) ([]AuditWrite, error) {
 }
 
 // ByUserAgent keeps the writes whose user agent starts with prefix (client-go sends
-// "<binary>/<version> ..."), e.g. "manila-setup".
+// "<binary>/<version> ...", e.g. "manila-setup") or ends with "/"+prefix (rest.AddUserAgent
+// appends a component's name, as the operator's clients do when it runs inside a test binary).
 func ByUserAgent(prefix string) func(AuditWrite) bool {
-	return func(w AuditWrite) bool { return strings.HasPrefix(w.UserAgent, prefix) }
+	return func(w AuditWrite) bool {
+		return strings.HasPrefix(w.UserAgent, prefix) || strings.HasSuffix(w.UserAgent, "/"+prefix)
+	}
 }

@@ -12,8 +12,11 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/operator"
@@ -88,6 +91,12 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 	if len(writes) != 0 {
 		t.Errorf("the operator wrote after the platform took over:\n%v", writes)
 	}
+	// The filter sees the operator's writes at all: those before the switch.
+	if before, err := api.Writes(func(w testenv.AuditWrite) bool {
+		return testenv.ByUserAgent(operator.OperatorName)(w) && w.Resource == "deployments"
+	}); err != nil || len(before) == 0 {
+		t.Errorf("the audit filter sees no Deployment written by the operator before the switch (%v): it could not see one after", err)
+	}
 	if ok, msg := h.operandsExist(); !ok {
 		t.Errorf("an operand was deleted on the mode change: %s", msg)
 	}
@@ -105,5 +114,59 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 	t.Logf("Event PlatformTookOver: %s", evs.Items[0].Message)
 	if !strings.Contains(evs.Items[0].Message, "deleted nothing") {
 		t.Errorf("the Event does not say that nothing was deleted: %s", evs.Items[0].Message)
+	}
+}
+
+// TestOperatorOffOpenStackDoesNothing: on a cluster whose Infrastructure says another platform,
+// the running operator writes nothing but DriverMode=False (NotOpenStack) on its own
+// ClusterCSIDriver, and Events.
+func TestOperatorOffOpenStackDoesNothing(t *testing.T) {
+	api := testenv.NewAPIServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cc := configclient.NewForConfigOrDie(api.Config)
+	infra, err := cc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "ostest-aws1", PlatformStatus: &configv1.PlatformStatus{Type: configv1.AWSPlatformType},
+		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
+	if _, err := cc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What `operator render | kubectl apply` leaves: the ClusterCSIDriver, ours by its label.
+	dyn := dynamic.NewForConfigOrDie(api.Config)
+	csi := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+		"metadata": map[string]any{"name": operator.DriverName, "labels": map[string]any{operator.LabelManagedBy: "manila-setup"}},
+		"spec":     map[string]any{"managementState": "Managed"}}}
+	if _, err := dyn.Resource(clusterCSIDriverGVR).Create(ctx, csi, metav1.CreateOptions{FieldManager: "manila-setup"}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := New(api.Config, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dyn, op: op, logs: &testenv.SyncBuffer{}}
+	opCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = op.Run(opCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	h.eventually("DriverMode=False NotOpenStack", 30*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, platform.ReasonNotOpenStack))
+	t.Logf("DriverMode: %s", h.condition(ConditionDriverMode).Message)
+	h.waitSyncs(3)
+	writes, err := api.Writes(testenv.ByUserAgent(operator.OperatorName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writes {
+		if w.Resource != "clustercsidrivers/status" && w.Resource != "events" {
+			t.Errorf("the operator wrote off OpenStack: %s", w)
+		}
+	}
+	if len(writes) == 0 {
+		t.Error("the audit log shows not even the condition's write")
 	}
 }
