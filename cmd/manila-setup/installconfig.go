@@ -352,16 +352,27 @@ func (o *installConfigPatchOptions) discover(ctx context.Context, name string) e
 	if err != nil {
 		return environmentError(fmt.Errorf("%s not patched: --discover: %w", name, err))
 	}
+	id, err := discoveredStorageNetwork(d, o.client, name+" not patched", o.streams)
+	if err != nil {
+		return err
+	}
+	o.Networks = append(o.Networks, id)
+	return nil
+}
+
+// discoveredStorageNetwork is the network --discover adds, chosen by the one rule of
+// openstack.Ranking.StorageNetwork (evidence from Manila, never a guess from a name or a tie),
+// and said on stderr; what says why there is none starts with subject.
+func discoveredStorageNetwork(d *openstack.Discovery, client *openstack.Client, subject string, streams IOStreams) (string, error) {
 	best, err := d.StorageNetwork()
 	switch {
 	case errors.Is(err, openstack.ErrNoStorageNetwork) && len(d.Candidates) > 0 && d.Candidates[0].HasEvidence():
-		return environmentError(fmt.Errorf("%s not patched: --discover: %v with --network (see `manila-setup networks discover`)", name, err))
+		return "", environmentError(fmt.Errorf("%s: --discover: %v with --network (see `manila-setup networks discover`)", subject, err))
 	case err != nil:
-		return environmentError(fmt.Errorf("%s not patched: --discover: %v, so the network it exports on is not known to project %s; create a share (or ask the cloud's administrator for the storage network) and give it with --network", name, err, o.client.Identity()))
+		return "", environmentError(fmt.Errorf("%s: --discover: %v, so the network it exports on is not known to project %s; create a share (or ask the cloud's administrator for the storage network) and give it with --network", subject, err, client.Identity()))
 	}
-	fmt.Fprintf(o.streams.ErrOut, "discovered: network %s: %s\n", best.Network.Label(), strings.Join(best.Reasons, "; "))
-	o.Networks = append(o.Networks, best.Network.ID)
-	return nil
+	fmt.Fprintf(streams.ErrOut, "discovered: network %s: %s\n", best.Network.Label(), strings.Join(best.Reasons, "; "))
+	return best.Network.ID, nil
 }
 
 func (o *installConfigPatchOptions) Run(ctx context.Context) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rolloutview"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
@@ -174,8 +177,11 @@ type machineSetsPatchOptions struct {
 	Names          []string
 	Selector       string
 	DryRun         bool
+	Discover       bool
+	Force          bool
 
 	clients *machineSetsClients
+	cloud   *openstack.Client
 	checker machinesets.IDChecker
 }
 
@@ -190,8 +196,11 @@ OpenstackProviderSpec of the worker MachineSets (or those named with --name, or 
 ports[] entry) is never added twice; every other field is left exactly as it is.
 
 Control-plane MachineSets are never touched; other platforms' MachineSets are skipped. With
---os-cloud (or $OS_CLOUD) the IDs are checked in Neutron before anything is written. What was
-attached is recorded in the annotation ` + machinesets.AttachmentAnnotation + `.
+--os-cloud (or $OS_CLOUD) the IDs are checked in Neutron before anything is written, and so is
+the network itself: one in whose subnets no Manila export location lies, or the machines' own
+network (a subnet holding a node's address), is refused with exit 1 unless --force, as the
+wizard asks before taking it. --discover attaches the network Manila exports on, found as
+"networks discover" finds it. What was attached is recorded in the annotation ` + machinesets.AttachmentAnnotation + `.
 
 Patching changes only the template: run "manila-setup machinesets rollout" afterwards to
 replace the running machines.`,
@@ -206,13 +215,21 @@ replace the running machines.`,
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these MachineSets (default: every worker MachineSet)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "patch only the MachineSets matching this label selector")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per MachineSet and write nothing")
+	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
+	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies, or the machines' own")
 	return cmd
 }
 
 // Validate checks the flags before anything is contacted.
 func (o *machineSetsPatchOptions) Validate() error {
+	if o.Discover && o.g.OSCloud == "" {
+		return usageError("--discover asks the cloud: name it with --os-cloud (or $OS_CLOUD)")
+	}
+	if len(o.Networks) == 0 && !o.Discover {
+		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`), or --discover")
+	}
 	if len(o.Networks) == 0 {
-		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`)")
+		return nil // --discover fills it in Run
 	}
 	if len(o.Names) > 0 && o.Selector != "" {
 		return usageError("--name and --selector cannot be used together")
@@ -236,13 +253,60 @@ func (o *machineSetsPatchOptions) connect(ctx context.Context) error {
 		if err != nil {
 			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
 		}
-		o.checker = machinesets.NeutronChecker{Client: c}
+		o.cloud, o.checker = c, machinesets.NeutronChecker{Client: c}
+	}
+	return nil
+}
+
+// checkNetworks adds the discovered network (--discover) and refuses, unless --force, a network
+// through which the pods would not reach the shares (openstack.Discovery.NetworkProblem, the
+// wizard's rule). Without a cloud there is nothing to check against.
+func (o *machineSetsPatchOptions) checkNetworks(ctx context.Context) error {
+	if o.cloud == nil {
+		return nil
+	}
+	d, err := o.cloud.Discover(ctx, openstack.DiscoverOptions{})
+	if err != nil {
+		return environmentError(fmt.Errorf("nothing patched: checking the network with the cloud: %w", err))
+	}
+	if o.Discover {
+		id, err := discoveredStorageNetwork(d, o.cloud, "nothing patched", o.streams)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(o.Networks, func(n string) bool { return neutronid.Equal(n, id) }) {
+			o.Networks = append(o.Networks, id)
+		}
+	}
+	addrs, err := machinesets.NodeAddresses(ctx, o.clients.kube)
+	if err != nil {
+		fmt.Fprintf(o.streams.ErrOut, "warning: %v: cannot tell whether a network is the machines' own\n", err)
+	}
+	var problems []string
+	for i, id := range o.Networks {
+		if !slices.ContainsFunc(d.Networks, func(n openstack.Network) bool { return neutronid.Equal(n.ID, id) }) {
+			continue // unknown to the project: the Neutron check of the IDs says so, with the others
+		}
+		p := d.NetworkProblem(id, addrs)
+		switch {
+		case p == "":
+		case o.Force:
+			fmt.Fprintf(o.streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", i, id, p)
+		default:
+			problems = append(problems, fmt.Sprintf("--network[%d]: Invalid value: %q: %s", i, id, p))
+		}
+	}
+	if len(problems) > 0 {
+		return invalidInput(fmt.Errorf("%s\nnothing patched; --force attaches it anyway", strings.Join(problems, "\n")))
 	}
 	return nil
 }
 
 func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	if err := o.connect(ctx); err != nil {
+		return err
+	}
+	if err := o.checkNetworks(ctx); err != nil {
 		return err
 	}
 	results, err := machinesets.Patch(ctx, o.clients.machines, machinesets.PatchOptions{

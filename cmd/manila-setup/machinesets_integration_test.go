@@ -356,9 +356,26 @@ func TestDay2Walkthrough(t *testing.T) {
 	if !strings.Contains(out, "network "+typo+" does not exist") || !strings.Contains(out, "nothing was changed") {
 		t.Errorf("typo not caught:\n%s", out)
 	}
-	out = sh(0, "machinesets", "patch", "--network", storage, "--security-group", nfs)
-	if strings.Count(out, "  patched  ") != 2 {
-		t.Errorf("patch:\n%s", out)
+	// The wrong network: one Manila does not export on, or the machines' own. Refused unless
+	// --force, as the wizard asks before taking it.
+	decoy, tenant := cloud.Seed.Networks["decoy"], cloud.Seed.Networks["tenant"]
+	out = sh(1, "machinesets", "patch", "--network", decoy, "--security-group", nfs)
+	if !strings.Contains(out, "no Manila export location lies in the subnets of network") || !strings.Contains(out, `Manila exports on network "storage"`) ||
+		!strings.Contains(out, "--force attaches it anyway") {
+		t.Errorf("a network without exports:\n%s", out)
+	}
+	out = sh(1, "machinesets", "patch", "--network", tenant)
+	if !strings.Contains(out, "is the machines' own network") || !strings.Contains(out, "holds the node address 10.196.") {
+		t.Errorf("the machines' own network:\n%s", out)
+	}
+	out = sh(0, "machinesets", "patch", "--network", decoy, "--force", "--dry-run")
+	if !strings.Contains(out, "--force: attaching it anyway") || strings.Count(out, "  would-patch  ") != 2 {
+		t.Errorf("--force:\n%s", out)
+	}
+	// --discover: the network Manila exports on, as installconfig patch --discover finds it.
+	out = sh(0, "machinesets", "patch", "--discover", "--security-group", nfs)
+	if strings.Count(out, "  patched  ") != 2 || !strings.Contains(out, `discovered: network "storage"`) || !strings.Contains(out, "network "+storage) {
+		t.Errorf("patch --discover:\n%s", out)
 	}
 	out = sh(0, "machinesets", "list")
 	if !strings.Contains(out, "attached         attached         0/2") {

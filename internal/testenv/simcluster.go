@@ -149,14 +149,27 @@ func (c *SimCluster) AddNode(ctx context.Context, name string, controlPlane bool
 			Labels:      labels,
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
-		Spec:   corev1.NodeSpec{Taints: taints},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		Spec: corev1.NodeSpec{Taints: taints},
+		// An address on the machine network (the loopback cloud's tenant subnet), as a real
+		// node has; kwok keeps it (its own default would be an address of no subnet of ours).
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity,
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: NodeIP(name)}, {Type: corev1.NodeHostName, Address: name}}},
 	}
 	_, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
 	return err
+}
+
+// NodeIP is the stable address a simulated node or machine of this name has on the machine
+// network, 10.196.0.0/16 (the loopback cloud's tenant subnet).
+func NodeIP(name string) string {
+	var h uint32 = 2166136261
+	for _, b := range []byte(name) {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	return fmt.Sprintf("10.196.%d.%d", (h>>8)%250+1, h%250+2)
 }
 
 // WaitNodesReady waits until every node reports Ready, and fails early if a component died.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/operator/health"
+	"net/netip"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -58,6 +59,9 @@ type Connection struct {
 	MachineSets int
 	// Flags are the global flags the equivalent commands repeat (LiveConfig.CommandFlags).
 	Flags []string
+	// NodeAddresses are the nodes' internal addresses (machinesets.NodeAddresses): what tells
+	// the machines' own network.
+	NodeAddresses []netip.Addr
 }
 
 // Condition is one condition of the ClusterCSIDriver.

@@ -100,7 +100,8 @@ func (f *fakeBackend) Connect(_ context.Context, cloud, kctx string) (Connection
 	if f.connectErr != nil {
 		return Connection{}, f.connectErr
 	}
-	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx, MachineSets: len(f.sets)}, nil
+	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx, MachineSets: len(f.sets),
+		NodeAddresses: []netip.Addr{netip.MustParseAddr("10.196.0.11"), netip.MustParseAddr("10.196.0.12")}}, nil
 }
 
 func (f *fakeBackend) Discover(context.Context) (*openstack.Discovery, error) {

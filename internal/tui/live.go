@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -127,6 +128,7 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		clusterErr  error
 		mc          machineclient.Interface
 		kc          kubernetes.Interface
+		nodeAddrs   []netip.Addr
 		oc          operatorclient.Interface
 		machineSets int
 	)
@@ -156,6 +158,8 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		switch {
 		case err == nil:
 			machineSets = len(list.Items)
+			// Best effort: without them the wizard cannot warn about the machines' own network.
+			nodeAddrs, _ = machinesets.NodeAddresses(ctx, kc)
 		case apierrors.IsForbidden(err):
 			clusterErr = fmt.Errorf("cluster %s (context %q) refused to list MachineSets in %s: the wizard needs list and patch on machinesets.machine.openshift.io there; log in as a cluster admin", restCfg.Host, kubeContext, machinesets.Namespace)
 		case apierrors.IsUnauthorized(err):
@@ -174,6 +178,7 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	l.cloud, l.mc, l.kc, l.oc = client, mc, kc, oc
 	l.mu.Unlock()
 	conn.Region, conn.Identity, conn.Cluster, conn.MachineSets = client.Region(), client.Identity(), restCfg.Host, machineSets
+	conn.NodeAddresses = nodeAddrs
 	return conn, nil
 }
 

@@ -250,6 +250,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.discovery = msg.d
 		m.network = m.network.withDiscovery(msg.d, m.discErr)
+		if m.conn != nil {
+			m.network.nodeAddrs = m.conn.NodeAddresses
+		}
 		return m, nil
 	case groupsMsg:
 		if msg.err != nil {

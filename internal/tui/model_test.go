@@ -482,3 +482,34 @@ func TestCommandsCarryTheWizardsFlags(t *testing.T) {
 		t.Errorf("shellQuote: %s", got)
 	}
 }
+
+// TestNetworkGuardAsksBeforeAWrongNetwork: a network without a Manila export location, or the
+// machines' own, is taken only after an explicit yes; the default is no.
+func TestNetworkGuardAsksBeforeAWrongNetwork(t *testing.T) {
+	d := toNetwork(t, newFakeBackend(), false, 80, 24)
+	d.press("/", "d", "e", "c", "enter", "enter")
+	if d.m.step != stepNetwork || d.m.network.confirming == "" {
+		t.Fatalf("enter on decoy went on without asking (step %d)", d.m.step)
+	}
+	mustContain(t, view(d), "✗ No Manila export location lies in the subnets of network", "Attach the workers to it anyway?")
+	mustContain(t, d.m.network.confirming, `network "decoy"`, `Manila exports on network "storage"`)
+	d.press("enter") // the default: no
+	if d.m.step != stepNetwork || d.m.network.confirming != "" {
+		t.Fatalf("enter at the question went on (step %d)", d.m.step)
+	}
+	d.press("enter", "y")
+	if d.m.step != stepGroups || d.m.network.chosen().Name != "decoy" {
+		t.Fatalf("y did not go on with decoy (step %d)", d.m.step)
+	}
+	d.press("esc")
+	d.press("esc", "/", "t", "e", "n", "enter", "enter")
+	mustContain(t, d.m.network.confirming, `network "tenant"`, "is the machines' own network", "holds the node address 10.196.0.11")
+	d.press("n")
+	if d.m.step != stepNetwork {
+		t.Fatalf("n went on (step %d)", d.m.step)
+	}
+	d.press("esc", "/", "s", "t", "o", "enter", "enter")
+	if d.m.step != stepGroups || d.m.network.chosen().ID != fakeStorageNet {
+		t.Fatalf("the storage network asked or did not go on (step %d, confirming %q)", d.m.step, d.m.network.confirming)
+	}
+}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -21,6 +22,12 @@ type networkModel struct {
 	filtering bool
 	// none says why no network is preselected (discovery found no candidate).
 	none string
+
+	// disc and nodeAddrs judge a choice (openstack.Discovery.NetworkProblem); confirming is
+	// the problem of the network chosen, while the wizard asks whether to go on (default no).
+	disc       *openstack.Discovery
+	nodeAddrs  []netip.Addr
+	confirming string
 }
 
 type netRow struct {
@@ -32,7 +39,7 @@ type netRow struct {
 // withDiscovery fills the list: candidates first (best first), then the others by name.
 func (n networkModel) withDiscovery(d *openstack.Discovery, errText string) networkModel {
 	n.loading, n.err = false, errText
-	n.rows = nil
+	n.rows, n.disc, n.confirming = nil, d, ""
 	if d == nil {
 		n.shown = nil
 		return n
@@ -118,6 +125,14 @@ func (n networkModel) current() *netRow {
 
 func (n networkModel) key(k tea.KeyMsg) (networkModel, tea.Cmd) {
 	s := k.String()
+	if n.confirming != "" {
+		// Only an explicit yes goes on; anything else is the default, no.
+		n.confirming = ""
+		if s == "y" || s == "Y" {
+			return n, nav(1)
+		}
+		return n, nil
+	}
 	if n.filtering {
 		switch {
 		case s == "esc":
@@ -164,7 +179,13 @@ func (n networkModel) key(k tea.KeyMsg) (networkModel, tea.Cmd) {
 	case "end", "G":
 		n.cursor = clamp(len(n.shown)-1, len(n.shown))
 	case "enter":
-		if n.current() != nil {
+		if cur := n.current(); cur != nil {
+			if n.disc != nil {
+				if p := n.disc.NetworkProblem(cur.net.ID, n.nodeAddrs); p != "" {
+					n.confirming = p
+					return n, nil
+				}
+			}
 			return n, nav(1)
 		}
 	case "esc":
@@ -187,6 +208,9 @@ func boundOnNetworks(s string) bool {
 }
 
 func (n networkModel) hints() []hint {
+	if n.confirming != "" {
+		return []hint{{"y", "attach it anyway"}, {"n, enter or esc", "choose another"}}
+	}
 	if n.filtering {
 		return []hint{{"type", "filter"}, {"enter", "done"}, {"esc", "clear"}}
 	}
@@ -207,6 +231,10 @@ func (n networkModel) view(w, h int, spin string) []string {
 	}
 	if n.none != "" {
 		lines = append(lines, wrapStyled(styleWarn, "! "+n.none, w)...)
+	}
+	if n.confirming != "" {
+		lines = append(lines, wrapStyled(styleErr, "✗ "+upperFirst(n.confirming)+".", w)...)
+		lines = append(lines, wrapStyled(styleTitle, "Attach the workers to it anyway? y attaches, n (the default) chooses another.", w)...)
 	}
 	filter := styleDim.Render("type or / to filter")
 	if n.filtering || n.filter != "" {

@@ -484,20 +484,11 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 	return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) {
 		s.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: m.Name}
 		s.Phase = ptr.To(machinev1beta1.PhaseRunning)
-		s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fakeIP(m.Name)}, {Type: corev1.NodeHostName, Address: m.Name}}
+		s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: testenv.NodeIP(m.Name)}, {Type: corev1.NodeHostName, Address: m.Name}}
 		s.ProviderStatus = &runtime.RawExtension{Raw: providerStatus}
 		now := metav1.Now()
 		s.LastUpdated = &now
 	})
-}
-
-// fakeIP derives a stable 10.0.x.y address from a name.
-func fakeIP(name string) string {
-	var h uint32 = 2166136261
-	for _, b := range []byte(name) {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	return fmt.Sprintf("10.0.%d.%d", (h>>8)%250+1, h%250+2)
 }
 
 func (c *Controller) setStatus(ctx context.Context, m *machinev1beta1.Machine, mutate func(*machinev1beta1.MachineStatus)) error {
