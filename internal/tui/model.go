@@ -378,7 +378,7 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		names := m.sets.chosen()
 		want := m.attachment()
 		key := attachmentKey(want) + "|" + strings.Join(names, ",")
-		m.review = reviewModel{loading: true, forKey: key, commands: commandLines(m.conn, want, names)}
+		m.review = reviewModel{loading: true, forKey: key, commands: commandLines(m.conn, want, names, m.network.needsForce(want.Networks))}
 		m.step = stepReview
 		return m, planCmd(m.ctx, b, key, want, names)
 	case stepReview:

@@ -470,7 +470,7 @@ func TestApplyFitsManyMachineSets(t *testing.T) {
 // the wizard was started with, quoted so that they run as copied.
 func TestCommandsCarryTheWizardsFlags(t *testing.T) {
 	conn := &Connection{Cloud: "my cloud", Flags: []string{"--kubeconfig", "/tmp/a b/kubeconfig", "--os-client-config-file", "/etc/openstack/clouds.yaml"}}
-	lines := commandLines(conn, machinesets.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"})
+	lines := commandLines(conn, machinesets.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"}, false)
 	want := []string{
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml --os-cloud 'my cloud' machinesets patch --network " + fakeStorageNet + " --name w-0",
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml machinesets rollout --name w-0",
@@ -500,6 +500,9 @@ func TestNetworkGuardAsksBeforeAWrongNetwork(t *testing.T) {
 	d.press("enter", "y")
 	if d.m.step != stepGroups || d.m.network.chosen().Name != "decoy" {
 		t.Fatalf("y did not go on with decoy (step %d)", d.m.step)
+	}
+	if !d.m.network.needsForce([]string{fakeDecoyNet}) || d.m.network.needsForce([]string{fakeStorageNet}) {
+		t.Error("needsForce: the equivalent command of a questioned network must carry --force, and only then")
 	}
 	d.press("esc")
 	d.press("esc", "/", "t", "e", "n", "enter", "enter")

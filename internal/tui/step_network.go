@@ -207,6 +207,20 @@ func boundOnNetworks(s string) bool {
 	return false
 }
 
+// needsForce tells whether one of these networks is one the guard questions (the admin said
+// yes to it): `machinesets patch` then needs --force to do the same.
+func (n networkModel) needsForce(ids []string) bool {
+	if n.disc == nil {
+		return false
+	}
+	for _, id := range ids {
+		if n.disc.NetworkProblem(id, n.nodeAddrs) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func (n networkModel) hints() []hint {
 	if n.confirming != "" {
 		return []hint{{"y", "attach it anyway"}, {"n, enter or esc", "choose another"}}

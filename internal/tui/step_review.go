@@ -166,7 +166,7 @@ func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
 }
 
 // commandLines are the flag-driven commands that do what the wizard is about to do.
-func commandLines(conn *Connection, a machinesets.Attachment, names []string) []string {
+func commandLines(conn *Connection, a machinesets.Attachment, names []string, force bool) []string {
 	prefix := "manila-setup"
 	if conn != nil {
 		for _, f := range conn.Flags {
@@ -183,6 +183,10 @@ func commandLines(conn *Connection, a machinesets.Attachment, names []string) []
 	}
 	for _, g := range a.SecurityGroups {
 		patch += " --security-group " + g
+	}
+	if force {
+		// The admin said yes to a network the guard questions; the command would refuse it.
+		patch += " --force"
 	}
 	for _, n := range names {
 		patch += " --name " + n
