@@ -83,7 +83,8 @@ whether their OpenstackProviderSpec has the storage network and security groups,
 of their Machines were created from the current template (the others need a rollout).
 
 The storage network and security groups looked for are those given with --network and
---security-group, else those "machinesets patch" recorded on each MachineSet.`,
+--security-group, else those "machinesets patch" recorded on each MachineSet, else, with a
+cloud (--os-cloud or $OS_CLOUD), the network Manila exports on as "networks discover" finds it.`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
@@ -115,6 +116,9 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return environmentError(err)
 	}
+	if sets, err = o.withDiscoveredNetwork(ctx, clients, sets); err != nil {
+		return err
+	}
 	if o.g.Output != outputText {
 		if sets == nil {
 			sets = []machinesets.SetStatus{}
@@ -138,12 +142,51 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if unknown {
-		fmt.Fprintln(o.streams.Out, "\nunknown: no storage network was given (--network, --security-group) and none was recorded by \"machinesets patch\".")
+		fmt.Fprintln(o.streams.Out, "\nunknown: no storage network was given (--network, --security-group), none was recorded by \"machinesets patch\", and no cloud was named (--os-cloud) to find it.")
 	}
 	if outdated {
 		fmt.Fprintln(o.streams.Out, "\nUP TO DATE counts the Machines that have every network of their MachineSet; \"manila-setup machinesets rollout\" replaces the others.")
 	}
 	return nil
+}
+
+// withDiscoveredNetwork judges the sets for which nothing was given or recorded against the
+// network Manila exports on, when a cloud is named: "missing" says more than "unknown". It
+// says on stderr which network that is; a cloud that cannot tell leaves them unknown, with a
+// note why.
+func (o *machineSetsListOptions) withDiscoveredNetwork(ctx context.Context, clients *machineSetsClients, sets []machinesets.SetStatus) ([]machinesets.SetStatus, error) {
+	if len(o.Networks) > 0 || o.g.OSCloud == "" || !slices.ContainsFunc(sets, func(s machinesets.SetStatus) bool { return s.StorageNetwork == machinesets.StateUnknown }) {
+		return sets, nil
+	}
+	c, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
+	if err != nil {
+		fmt.Fprintf(o.streams.ErrOut, "note: the storage network could not be found with cloud %s: %v\n", o.g.OSCloud, err)
+		return sets, nil
+	}
+	d, err := c.Discover(ctx, openstack.DiscoverOptions{})
+	var best *openstack.Candidate
+	if err == nil {
+		best, err = d.StorageNetwork()
+	}
+	if err != nil {
+		fmt.Fprintf(o.streams.ErrOut, "note: the storage network could not be found with cloud %s: %v\n", o.g.OSCloud, err)
+		return sets, nil
+	}
+	fmt.Fprintf(o.streams.ErrOut, "storage network %s, as discovery finds it with cloud %s (nothing given or recorded)\n", best.Network.Label(), o.g.OSCloud)
+	judged, err := machinesets.List(ctx, clients.machines, machinesets.Attachment{Networks: []string{best.Network.ID}})
+	if err != nil {
+		return nil, environmentError(err)
+	}
+	byName := map[string]machinesets.SetStatus{}
+	for _, s := range judged {
+		byName[s.Name] = s
+	}
+	for i := range sets {
+		if j, ok := byName[sets[i].Name]; ok && sets[i].StorageNetwork == machinesets.StateUnknown {
+			sets[i].StorageNetwork = j.StorageNetwork
+		}
+	}
+	return sets, nil
 }
 
 func machineSetsOrDash(s string) string {

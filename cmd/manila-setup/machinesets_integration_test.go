@@ -343,9 +343,18 @@ func TestDay2Walkthrough(t *testing.T) {
 	}
 	defer func() { t.Logf("transcript:\n%s", transcript.String()) }()
 
+	// With a cloud named (OS_CLOUD here), the storage network is the one discovery finds:
+	// "missing", not an "unknown" that reads as healthy.
 	out := sh(0, "machinesets", "list")
-	if !strings.Contains(out, "ostest-8x2kq-worker-0  worker  2         2      unknown") {
+	if !strings.Contains(out, "ostest-8x2kq-worker-0  worker  2         2      missing          unknown") ||
+		!strings.Contains(out, `storage network "storage" (`+storage+`), as discovery finds it`) {
 		t.Errorf("list before:\n%s", out)
+	}
+	cmd := exec.Command(bin, "machinesets", "list")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "OS_CLOUD=")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "      unknown          unknown") ||
+		!strings.Contains(string(out), "no cloud was named (--os-cloud) to find it") {
+		t.Errorf("list without a cloud: %v\n%s", err, out)
 	}
 	// A typo in the ID is caught in Neutron before the cluster is touched.
 	typo := storage[:len(storage)-1] + "0"
