@@ -291,8 +291,15 @@ func TestApplyStopsOnlyWhenConfirmed(t *testing.T) {
 	if d.m.apply.phase != applyStopped {
 		t.Fatalf("after y: phase %s", d.m.apply.phase)
 	}
-	if o := d.m.Outcome(); !o.Interrupted || !strings.Contains(o.Summary, "again to resume") {
+	if o := d.m.Outcome(); !o.Interrupted || !strings.Contains(o.Summary, "0 of 4 machines replaced") ||
+		!strings.Contains(o.Summary, "Run `manila-setup machinesets rollout --name ostest-x7k2p-worker-0 --name ostest-x7k2p-worker-1` (or the wizard) to resume") {
 		t.Fatalf("outcome %+v", o)
+	}
+	// The screen says where it stopped, no longer what it was waiting for.
+	screen := view(d)
+	mustContain(t, screen, "Stopped: 0 of 4 machines replaced", "stopped after 0 of")
+	if strings.Contains(screen, "waiting for new Machine") {
+		t.Errorf("the stopped screen still says it is waiting:\n%s", screen)
 	}
 	if len(b.rolled) != 0 {
 		t.Fatalf("rolled %v after stopping", b.rolled)

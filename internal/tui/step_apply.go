@@ -157,6 +157,30 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, b Backend) (applyMo
 	return a, nil
 }
 
+// resumeCommand is the command that resumes the rollout of the chosen sets.
+func (a applyModel) resumeCommand() string {
+	cmd := "manila-setup machinesets rollout"
+	for _, n := range a.names {
+		cmd += " --name " + n
+	}
+	return cmd
+}
+
+// stoppedSummary says how far the stopped rollout got and how to resume it.
+func (a applyModel) stoppedSummary() string {
+	replaced, total := 0, 0
+	for _, n := range a.names {
+		if p, ok := a.sets[n]; ok && p.State != machinesets.RolloutSkipped {
+			replaced += p.Replaced
+			total += p.Total
+		}
+	}
+	if total == 0 {
+		return "nothing was replaced (MachineSets patched: their new machines get the network). Run `" + a.resumeCommand() + "` (or the wizard) to replace the machines"
+	}
+	return fmt.Sprintf("%d of %d machines replaced; the ones already replaced stay. Run `%s` (or the wizard) to resume where it stopped", replaced, total, a.resumeCommand())
+}
+
 // outcome is how the screen ended; zero while it has not.
 func (a applyModel) outcome() Outcome {
 	o := Outcome{Applied: true}
@@ -170,7 +194,7 @@ func (a applyModel) outcome() Outcome {
 		o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s; their machines were replaced.", strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "))
 	case applyStopped:
 		o.Interrupted, o.Err = true, nil
-		o.Summary = "The rollout was stopped. Machines already replaced stay; run `manila-setup networks attach` or `manila-setup machinesets rollout` again to resume where it stopped."
+		o.Summary = "The rollout was stopped: " + a.stoppedSummary() + "."
 	case applyFailed:
 		o.Applied = len(a.patched) > 0
 		o.Summary = "The attachment did not finish: " + a.err
@@ -236,7 +260,7 @@ func (a applyModel) view(w, h int, spin string) []string {
 	case applyDry:
 		lines = append(lines, styleWarn.Render("Dry run: nothing was patched and no machine was replaced."))
 	case applyStopped:
-		lines = append(lines, styleWarn.Render("Stopped. Machines already replaced stay; run the wizard or `manila-setup machinesets rollout` again to resume."))
+		lines = append(lines, wrapStyled(styleWarn, "Stopped: "+a.stoppedSummary()+".", w)...)
 	case applyFailed:
 		lines = append(lines, wrapStyled(styleErr, "✗ "+a.err, w)...)
 	}
@@ -273,6 +297,15 @@ func (a applyModel) setLines(w, height int) []string {
 	}
 	draw := func(n string, withPhase bool) []string {
 		p := a.sets[n]
+		if a.phase == applyStopped && (p.State == machinesets.RolloutRunning || p.State == machinesets.RolloutPending) {
+			// The rollout no longer runs: say where it stopped, not what it was waiting for.
+			if p.State == machinesets.RolloutPending {
+				p.Phase = "not started"
+			} else {
+				p.Phase = fmt.Sprintf("stopped after %d of %d replaced", p.Replaced, p.Total)
+			}
+			p.State = "stopped"
+		}
 		frac := 0.0
 		if p.Total > 0 {
 			frac = float64(p.Replaced) / float64(p.Total)
