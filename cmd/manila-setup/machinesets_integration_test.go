@@ -365,6 +365,15 @@ func TestDay2Walkthrough(t *testing.T) {
 	if !strings.Contains(out, "network "+typo+" does not exist") || !strings.Contains(out, "nothing was changed") {
 		t.Errorf("typo not caught:\n%s", out)
 	}
+	// Tab completes the cluster's MachineSets and the cloud's networks.
+	out = sh(0, "__complete", "machinesets", "patch", "--name", "")
+	if !strings.Contains(out, "ostest-8x2kq-worker-0\tworker") || !strings.Contains(out, "ostest-8x2kq-worker-1\tworker") {
+		t.Errorf("--name completion:\n%s", out)
+	}
+	out = sh(0, "__complete", "machinesets", "patch", "--network", "")
+	if !strings.Contains(out, storage+"\tstorage") {
+		t.Errorf("--network completion:\n%s", out)
+	}
 	// The wrong network: one Manila does not export on, or the machines' own. Refused unless
 	// --force, as the wizard asks before taking it.
 	decoy, tenant := cloud.Seed.Networks["decoy"], cloud.Seed.Networks["tenant"]

@@ -143,3 +143,30 @@ func TestRepeatedGlobalFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestValueCompletion: Tab completes values, not only flags: the clouds of clouds.yaml and the
+// output formats (the MachineSets and networks are in TestDay2Walkthrough, against a cluster
+// and a cloud).
+func TestValueCompletion(t *testing.T) {
+	dir := t.TempDir()
+	clouds := dir + "/clouds.yaml"
+	if err := os.WriteFile(clouds, []byte("clouds:\n  prod: {auth: {auth_url: 'https://k.example:5000/v3'}}\n  lab: {auth: {auth_url: 'https://l.example:5000/v3'}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OS_CLIENT_CONFIG_FILE", clouds)
+	code, out, _ := runCLI(t, "__complete", "machinesets", "list", "--os-cloud", "")
+	if code != exitOK || !strings.Contains(out, "lab\nprod\n") || !strings.Contains(out, ":4") {
+		t.Errorf("--os-cloud completion: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "__complete", "networks", "discover", "-o", "")
+	if code != exitOK || !strings.Contains(out, "text\njson\nyaml\n") {
+		t.Errorf("-o completion: exit %d:\n%s", code, out)
+	}
+	// Without a cloud named there are no networks to offer, and nothing is printed but the
+	// directive.
+	t.Setenv("OS_CLOUD", "")
+	code, out, _ = runCLI(t, "__complete", "machinesets", "patch", "--network", "")
+	if code != exitOK || strings.TrimSpace(out) != ":4" {
+		t.Errorf("--network completion without a cloud: exit %d:\n%q", code, out)
+	}
+}

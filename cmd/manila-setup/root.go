@@ -109,6 +109,7 @@ Exit codes: 0 success, 1 invalid input or a failed check, 2 usage or environment
 		c.GroupID = "other"
 		root.AddCommand(c)
 	}
+	registerValueCompletions(root, g)
 	root.SetHelpCommandGroupID("other")
 	return root
 }
