@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 )
 
@@ -106,7 +107,7 @@ var screens = []struct {
 
 func TestGoldenViews(t *testing.T) {
 	for _, s := range screens {
-		for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		for _, size := range [][2]int{{60, 20}, {80, 24}, {120, 40}} {
 			name := fmt.Sprintf("%s-%dx%d", s.name, size[0], size[1])
 			t.Run(name, func(t *testing.T) {
 				d := s.get(t, size[0], size[1])
@@ -114,6 +115,18 @@ func TestGoldenViews(t *testing.T) {
 				lines := strings.Split(got, "\n")
 				if len(lines) != size[1] {
 					t.Errorf("%d lines, want %d", len(lines), size[1])
+				}
+				// The keys are wrapped, never cut: no key may be lost at a narrow width.
+				rule := len(lines) - 1
+				for rule > 1 && !strings.HasPrefix(ansi.Strip(lines[rule]), "────") {
+					rule--
+				}
+				if rule > 1 {
+					for _, l := range lines[rule+1:] {
+						if strings.Contains(l, "…") {
+							t.Errorf("a key line is cut: %q", ansi.Strip(l))
+						}
+					}
 				}
 				// Trailing spaces are not part of what a person sees; drop them so that the
 				// files stay diffable.

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"strings"
 	"time"
 
@@ -418,7 +419,11 @@ func (m Model) quitSummary() string {
 	return ""
 }
 
-func (m Model) bodyHeight() int { return max(m.height, 6) - 4 }
+// bodyHeight is what is left for the screen under the title and its rule and over the rule
+// and the key lines (one, or more at narrow widths).
+func (m Model) bodyHeight() int {
+	return max(max(m.height, 6)-3-len(hintLines(m.hints(), max(m.width, 20))), 2)
+}
 
 // View draws the current screen: a title line, the screen, and a line of keys.
 func (m Model) View() string {
@@ -439,7 +444,8 @@ func (m Model) View() string {
 	}
 	var b strings.Builder
 	lines := append([]string{styleTitle.Render(cut(title, w)), styleDim.Render(strings.Repeat("─", w))}, fit(body, w, m.bodyHeight())...)
-	lines = append(lines, styleDim.Render(strings.Repeat("─", w)), cut(hintLine(hints), w))
+	lines = append(lines, styleDim.Render(strings.Repeat("─", w)))
+	lines = append(lines, hintLines(hints, w)...)
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -505,6 +511,26 @@ func hintLine(hs []hint) string {
 		parts[i] = styleKey.Render(h.key) + " " + h.what
 	}
 	return strings.Join(parts, "  ")
+}
+
+// hintLines are the keys of a screen in lines of width w, broken between keys, never inside
+// one, so that no key is cut off at 80 or 60 columns.
+func hintLines(hs []hint, w int) []string {
+	var lines []string
+	cur := ""
+	for _, h := range hs {
+		part := styleKey.Render(h.key) + " " + h.what
+		switch {
+		case cur == "":
+			cur = part
+		case ansi.StringWidth(cur)+2+ansi.StringWidth(part) <= w:
+			cur += "  " + part
+		default:
+			lines = append(lines, cur)
+			cur = part
+		}
+	}
+	return append(lines, cut(cur, w))
 }
 
 // helpText says what each screen is for.

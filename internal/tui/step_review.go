@@ -112,6 +112,13 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 		}
 		lines = append(lines, "")
 		for _, l := range strings.Split(strings.TrimRight(res.Diff, "\n"), "\n") {
+			if strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") {
+				// The headers name the object; wrapped rather than cut at narrow widths.
+				for _, part := range wrap(l, w) {
+					lines = append(lines, colorDiff(part))
+				}
+				continue
+			}
 			lines = append(lines, colorDiff(l))
 		}
 	}

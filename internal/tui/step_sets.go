@@ -116,7 +116,7 @@ func (s setsModel) view(w, h int, spin string) []string {
 	for _, st := range s.sets {
 		nw = max(nw, len(st.Name))
 	}
-	nw = min(nw, max(w-50, 12))
+	nw = min(nw, max(w-46, 14))
 	head := fmt.Sprintf("      %-*s %-8s %-8s %-12s %s", nw, "NAME", "ROLE", "MACHINES", "STORAGE NET", "SEC. GROUPS")
 	lines = append(lines, styleDim.Render(cut(head, w)))
 	listH := max(h-6, 3)
@@ -139,23 +139,36 @@ func (s setsModel) view(w, h int, spin string) []string {
 		default:
 			net = fmt.Sprintf("%-12s", net)
 		}
-		name := padRight(cut(st.Name, nw), nw)
+		name := padRight(cutMiddle(st.Name, nw), nw)
 		if i == s.cursor {
 			name = styleCursor.Render(name)
 		}
 		row := fmt.Sprintf("%s%s %s %-8s %-8s %s %s", pointer(i == s.cursor), box, name, cut(st.Role, 8),
 			fmt.Sprintf("%d/%d", st.UpToDate, st.Machines), net, st.SecurityGroups)
 		if !selectable(st) {
-			row = pointer(i == s.cursor) + styleDim.Render(fmt.Sprintf(" -  %s %-8s %s", padRight(cut(st.Name, nw), nw), cut(st.Role, 8), whyNot(st)))
+			row = pointer(i == s.cursor) + styleDim.Render(fmt.Sprintf(" -  %s %-8s %s", padRight(cutMiddle(st.Name, nw), nw), cut(st.Role, 8), whyNot(st)))
 		}
 		lines = append(lines, cut(row, w))
 	}
 	if len(s.sets) == 0 {
 		lines = append(lines, styleWarn.Render("  no MachineSets in openshift-machine-api: nothing to attach"))
 	}
-	lines = append(lines, "", styleDim.Render(cut("MACHINES: up to date / all; the others are replaced in step 6", w)))
+	lines = append(lines, "")
+	lines = append(lines, wrapStyled(styleDim, "MACHINES: up to date / all; the others are replaced in step 6", w)...)
 	if s.problem != "" {
 		lines = append(lines, wrapStyled(styleWarn, s.problem, w)...)
 	}
 	return lines
+}
+
+// cutMiddle shortens a name to n columns by leaving out its middle: MachineSet names share their
+// cluster prefix and differ at the end (worker-0, worker-1), which must stay visible.
+func cutMiddle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n || n < 5 {
+		return cut(s, n)
+	}
+	tail := n / 2
+	head := n - tail - 1
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
