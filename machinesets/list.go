@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -30,10 +31,14 @@ type SetStatus struct {
 	// StorageNetwork and SecurityGroups are one of the State constants.
 	StorageNetwork string `json:"storageNetwork"`
 	SecurityGroups string `json:"securityGroups"`
-	// Machines counts the set's Machines; UpToDate those whose providerSpec has every network
-	// and security group of the template (the others need `machinesets rollout`).
+	// Machines counts the set's Machines that are not being deleted. UpToDate counts those
+	// replaced, as the rollout counts them (Replaced): on the template's networks and security
+	// groups and running, at most one per old Machine gone, of Wanted, the replica count the set
+	// returns to (its OriginalReplicasAnnotation during a rollout). So the list and the rollout's
+	// progress say the same "N of M" at every moment.
 	Machines int `json:"machines"`
 	UpToDate int `json:"upToDate"`
+	Wanted   int `json:"wanted"`
 	// Note says why the set is n/a, or that a rollout is in progress.
 	Note string `json:"note,omitempty"`
 	// Recorded is what manila-setup attached to the set, from the AttachmentAnnotation.
@@ -91,17 +96,27 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
 		st.SecurityGroups = StateAttached // nothing asked for, nothing missing
 	}
+	st.Wanted = int(st.Replicas)
+	if v, err := strconv.Atoi(ms.Annotations[OriginalReplicasAnnotation]); err == nil {
+		st.Wanted = v
+	}
 	selector := machineSelector(ms)
+	old, freshRunning := 0, 0
 	for i := range machines {
 		m := &machines[i]
-		if !selector.Matches(labels.Set(m.Labels)) {
+		if !selector.Matches(labels.Set(m.Labels)) || m.DeletionTimestamp != nil {
 			continue
 		}
 		st.Machines++
 		if mspec, err := DecodeProviderSpec(machineProviderSpec(m)); err == nil && len(MissingFrom(spec, mspec)) == 0 {
-			st.UpToDate++
+			if machineRunning(m) {
+				freshRunning++
+			}
+		} else {
+			old++
 		}
 	}
+	st.UpToDate = replacedCount(freshRunning, old, st.Wanted)
 	return st
 }
 
@@ -122,4 +137,16 @@ func attachState(ids []string, has func(string) bool) string {
 		return StateMissing
 	}
 	return StatePartial
+}
+
+// replacedCount is the one count of replaced Machines, the rollout's and the list's: Machines on
+// the template that run, at most one per old Machine gone, of wanted.
+func replacedCount(freshRunning, old, wanted int) int {
+	return max(0, min(freshRunning, wanted-old))
+}
+
+// machineRunning: the Machine has a Node and is Running, what the list can tell without reading
+// Nodes (the rollout also waits for the Node to be Ready).
+func machineRunning(m *machinev1beta1.Machine) bool {
+	return m.Status.NodeRef != nil && m.Status.Phase != nil && *m.Status.Phase == "Running"
 }

@@ -86,7 +86,7 @@ func decide(v setView, surge, unavailable int32, timeout time.Duration, now time
 			replaced++
 		}
 	}
-	replaced = max(0, min(replaced, int(R)-len(old)))
+	replaced = replacedCount(replaced, len(old), int(R))
 	st := step{Replaced: replaced}
 
 	if !v.HasOriginal && len(old) == 0 {

@@ -194,14 +194,68 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 
 	mon0 := machinectl.WatchReady(t, f.c, machinectl.MachineSetLabel+"=sim-worker-0")
 	var log progressLog
+	// At every progress line, "machinesets list" says the same N of M as the rollout. The list
+	// reads the cluster just after the rollout did, so the cluster may have moved on by then: the
+	// list may say the count of the rollout's next line, never another (its reads are not counted
+	// below: they go through another client).
+	type pair struct {
+		rollout, list, total, wanted int
+		phase                        string
+	}
+	var pairs []pair
+	var listErr error
+	listClient := machineclient.NewForConfigOrDie(f.c.Config)
+	agree := func(sp SetProgress) {
+		log.add(sp)
+		if sp.Name != "sim-worker-0" || sp.State != RolloutRunning {
+			return
+		}
+		sets, err := List(ctx, listClient, Attachment{})
+		if err != nil {
+			listErr = err
+			return
+		}
+		for _, s := range sets {
+			if s.Name == sp.Name {
+				pairs = append(pairs, pair{sp.Replaced, s.UpToDate, sp.Total, s.Wanted, sp.Phase})
+			}
+		}
+	}
 	f.counter.reset()
 	start := time.Now()
 	results, err := Rollout(ctx, f.mc, f.kc, RolloutOptions{
 		Selection: Selection{Names: []string{"sim-worker-0"}}, MaxSurge: 1, MaxUnavailable: 0,
-		Timeout: time.Minute, PollInterval: 200 * time.Millisecond, Progress: log.add,
+		Timeout: time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree,
 	})
 	if err != nil {
 		t.Fatalf("rollout: %v\nphases: %q", err, log.phases("sim-worker-0"))
+	}
+	if listErr != nil {
+		t.Errorf("list during the rollout: %v", listErr)
+	}
+	for i, p := range pairs {
+		next := results[0].Replaced // the rollout's next count: a later line's or its result's
+		for _, q := range pairs[i+1:] {
+			if q.rollout != p.rollout {
+				next = q.rollout
+				break
+			}
+		}
+		if (p.list != p.rollout && p.list != next) || p.wanted != p.total {
+			t.Errorf("machinesets list says %d/%d where the rollout said %d/%d (%s), then %d", p.list, p.wanted, p.rollout, p.total, p.phase, next)
+		}
+	}
+	seen := map[int]bool{}
+	for _, p := range pairs {
+		seen[p.list] = true
+	}
+	if !seen[0] || !seen[1] || !seen[2] {
+		t.Errorf("the list did not follow the rollout through 0, 1 and 2 of 3: %v", pairs)
+	}
+	if sets, err := List(ctx, listClient, Attachment{}); err != nil {
+		t.Error(err)
+	} else if i := slices.IndexFunc(sets, func(s SetStatus) bool { return s.Name == "sim-worker-0" }); i < 0 || sets[i].UpToDate != 3 || sets[i].Wanted != 3 || sets[i].Machines != 3 {
+		t.Errorf("list after the rollout: %+v", sets)
 	}
 	stats, err := mon0.Stop()
 	if err != nil {

@@ -134,9 +134,9 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 	unknown, outdated := false, false
 	for _, s := range sets {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t%s\n", s.Name, machineSetsOrDash(s.Role), s.Replicas, s.ReadyReplicas,
-			s.StorageNetwork, s.SecurityGroups, s.UpToDate, s.Machines, s.Note)
+			s.StorageNetwork, s.SecurityGroups, s.UpToDate, s.Wanted, s.Note)
 		unknown = unknown || s.StorageNetwork == machinesets.StateUnknown
-		outdated = outdated || s.UpToDate < s.Machines
+		outdated = outdated || s.UpToDate < s.Wanted
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -145,7 +145,7 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.streams.Out, "\nunknown: no storage network was given (--network, --security-group), none was recorded by \"machinesets patch\", and no cloud was named (--os-cloud) to find it.")
 	}
 	if outdated {
-		fmt.Fprintln(o.streams.Out, "\nUP TO DATE counts the Machines that have every network of their MachineSet; \"manila-setup machinesets rollout\" replaces the others.")
+		fmt.Fprintln(o.streams.Out, "\nUP TO DATE counts the Machines replaced as \"manila-setup machinesets rollout\" counts them (on the MachineSet's networks and running, of its replicas); the rollout replaces the others.")
 	}
 	return nil
 }

@@ -73,10 +73,10 @@ func newFakeBackend() *fakeBackend {
 			{ID: fakeNFSGroup, Name: "nfs", Rules: []openstack.Rule{{Direction: "egress", EtherType: "IPv4", Protocol: "tcp", PortMin: 2049, PortMax: 2049, RemoteIPPrefix: "10.0.0.0/24"}}},
 		},
 		sets: []machinesets.SetStatus{
-			{Name: "ostest-x7k2p-infra-0", Role: "infra", Replicas: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
-			{Name: "ostest-x7k2p-master", Role: "master", Replicas: 3, ReadyReplicas: 3, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 3, UpToDate: 3},
-			{Name: "ostest-x7k2p-worker-0", Role: "worker", Replicas: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
-			{Name: "ostest-x7k2p-worker-1", Role: "worker", Replicas: 1, ReadyReplicas: 1, StorageNetwork: machinesets.StateAttached, SecurityGroups: machinesets.StateAttached, Machines: 1, UpToDate: 0},
+			{Name: "ostest-x7k2p-infra-0", Role: "infra", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
+			{Name: "ostest-x7k2p-master", Role: "master", Replicas: 3, Wanted: 3, ReadyReplicas: 3, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 3, UpToDate: 3},
+			{Name: "ostest-x7k2p-worker-0", Role: "worker", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
+			{Name: "ostest-x7k2p-worker-1", Role: "worker", Replicas: 1, Wanted: 1, ReadyReplicas: 1, StorageNetwork: machinesets.StateAttached, SecurityGroups: machinesets.StateAttached, Machines: 1, UpToDate: 0},
 		},
 		storage: StorageStatus{Driver: true, Conditions: []Condition{
 			{Type: "ManilaDriverControllerServiceControllerAvailable", Status: "True", Reason: "AsExpected"},

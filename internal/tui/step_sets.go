@@ -144,7 +144,7 @@ func (s setsModel) view(w, h int, spin string) []string {
 			name = styleCursor.Render(name)
 		}
 		row := fmt.Sprintf("%s%s %s %-8s %-8s %s %s", pointer(i == s.cursor), box, name, cut(st.Role, 8),
-			fmt.Sprintf("%d/%d", st.UpToDate, st.Machines), net, st.SecurityGroups)
+			fmt.Sprintf("%d/%d", st.UpToDate, st.Wanted), net, st.SecurityGroups)
 		if !selectable(st) {
 			row = pointer(i == s.cursor) + styleDim.Render(fmt.Sprintf(" -  %s %-8s %s", padRight(cutMiddle(st.Name, nw), nw), cut(st.Role, 8), whyNot(st)))
 		}
@@ -154,7 +154,7 @@ func (s setsModel) view(w, h int, spin string) []string {
 		lines = append(lines, styleWarn.Render("  no MachineSets in openshift-machine-api: nothing to attach"))
 	}
 	lines = append(lines, "")
-	lines = append(lines, wrapStyled(styleDim, "MACHINES: up to date / all; the others are replaced in step 6", w)...)
+	lines = append(lines, wrapStyled(styleDim, "MACHINES: up to date / replicas, as machinesets list counts them; the others are replaced in step 6", w)...)
 	if s.problem != "" {
 		lines = append(lines, wrapStyled(styleWarn, s.problem, w)...)
 	}
