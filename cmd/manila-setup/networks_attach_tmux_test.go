@@ -22,55 +22,6 @@ import (
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
-// tmuxTerm is a terminal of its own (a private tmux server) running one command.
-type tmuxTerm struct {
-	t      *testing.T
-	socket string
-	target string
-}
-
-func newTmux(t *testing.T, width, height int, command string) *tmuxTerm {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is not installed: run test/env/tmux.sh (make test does) to install it")
-	}
-	tm := &tmuxTerm{t: t, socket: fmt.Sprintf("manila-setup-test-%d", os.Getpid()), target: "wizard"}
-	tm.run("new-session", "-d", "-s", tm.target, "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), command)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
-	return tm
-}
-
-func (tm *tmuxTerm) run(args ...string) string {
-	tm.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-func (tm *tmuxTerm) keys(keys ...string) {
-	tm.run(append([]string{"send-keys", "-t", tm.target}, keys...)...)
-}
-
-func (tm *tmuxTerm) screen() string { return tm.run("capture-pane", "-p", "-t", tm.target) }
-
-// waitFor waits until the screen shows every text at once.
-func (tm *tmuxTerm) waitFor(timeout time.Duration, texts ...string) string {
-	tm.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s := tm.screen()
-		if !slices.ContainsFunc(texts, func(x string) bool { return !strings.Contains(s, x) }) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("the screen did not show %q within %s:\n%s", texts, timeout, s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestNetworksAttachInTmux runs the real binary in a real terminal (tmux), types through every
 // screen like a person, and checks that the cluster's MachineSets and Machines changed.
 func TestNetworksAttachInTmux(t *testing.T) {
@@ -100,31 +51,31 @@ func TestNetworksAttachInTmux(t *testing.T) {
 
 	command := fmt.Sprintf("env TERM=xterm-256color %s --kubeconfig %s --os-client-config-file %s --os-cloud %s networks attach --no-color --poll-interval 200ms --check-timeout 4s; echo EXIT=$?; sleep 600",
 		bin, c.Kubeconfig, cloud.CloudsFile, testenv.CloudDemo)
-	term := newTmux(t, 100, 30, command)
+	term := testenv.NewTmux(t, 100, 30, command)
 	start := time.Now()
-	term.waitFor(30*time.Second, "1/7 Connect", "✓ cloud manila-setup", "2 MachineSets")
-	term.keys("?")
-	term.waitFor(5*time.Second, "Help: Connect", "Any key closes this help.")
-	term.keys("Space")
-	term.waitFor(5*time.Second, "Press enter to continue.")
-	term.keys("Enter")
-	term.waitFor(30*time.Second, "2/7 Storage network", "› * storage", "exported on it")
-	term.keys("/", "d", "e", "c")
-	term.waitFor(5*time.Second, "1 of 3 networks", "no Manila export location lies in this")
-	term.keys("Escape") // clears the filter; the cursor stays on decoy
-	term.waitFor(5*time.Second, "3 of 3 networks", "›   decoy")
-	term.keys("Up")
-	term.waitFor(5*time.Second, "› * storage")
-	term.keys("Enter")
-	term.waitFor(30*time.Second, "3/7 Security groups", "› [ ] nfs")
-	term.keys("Space", "r")
-	term.waitFor(5*time.Second, "[x] nfs", "Rules of nfs", "together: NFS")
-	term.keys("Enter")
-	term.waitFor(30*time.Second, "4/7 MachineSets", "2 of 2 MachineSets selected")
-	term.keys("Enter")
-	screen := term.waitFor(30*time.Second, "5/7 Review", "+- noAllowedAddressPairs: true")
+	term.WaitFor(30*time.Second, "1/7 Connect", "✓ cloud manila-setup", "2 MachineSets")
+	term.Keys("?")
+	term.WaitFor(5*time.Second, "Help: Connect", "Any key closes this help.")
+	term.Keys("Space")
+	term.WaitFor(5*time.Second, "Press enter to continue.")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "2/7 Storage network", "› * storage", "exported on it")
+	term.Keys("/", "d", "e", "c")
+	term.WaitFor(5*time.Second, "1 of 3 networks", "no Manila export location lies in this")
+	term.Keys("Escape") // clears the filter; the cursor stays on decoy
+	term.WaitFor(5*time.Second, "3 of 3 networks", "›   decoy")
+	term.Keys("Up")
+	term.WaitFor(5*time.Second, "› * storage")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "3/7 Security groups", "› [ ] nfs")
+	term.Keys("Space", "r")
+	term.WaitFor(5*time.Second, "[x] nfs", "Rules of nfs", "together: NFS")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "4/7 MachineSets", "2 of 2 MachineSets selected")
+	term.Keys("Enter")
+	screen := term.WaitFor(30*time.Second, "5/7 Review", "+- noAllowedAddressPairs: true")
 	t.Logf("review screen:\n%s", screen)
-	term.keys("G")
+	term.Keys("G")
 	// The equivalent commands repeat the flags the wizard was started with (clouds.yaml only
 	// where the environment would not name it anyway), and run as printed: the patch, copied
 	// from the screen with --dry-run added, exits 0 with a new shell's environment.
@@ -132,23 +83,23 @@ func TestNetworksAttachInTmux(t *testing.T) {
 	if os.Getenv("OS_CLIENT_CONFIG_FILE") != cloud.CloudsFile {
 		want = append(want, "--os-client-config-file "+cloud.CloudsFile)
 	}
-	screen = term.waitFor(5*time.Second, want...)
+	screen = term.WaitFor(5*time.Second, want...)
 	patch := copiedCommand(screen, "machinesets patch")
 	run := exec.CommandContext(ctx, "sh", "-c", strings.Replace(patch, "manila-setup", bin, 1)+" --dry-run")
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Errorf("the printed command failed as copied: %s\n%v\n%s", patch, err, out)
 	}
-	term.keys("Enter")
-	term.waitFor(30*time.Second, "6/7 Apply and roll")
-	screen = term.waitFor(3*time.Minute, "every chosen MachineSet was patched and its machines replaced")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "6/7 Apply and roll")
+	screen = term.WaitFor(3*time.Minute, "every chosen MachineSet was patched and its machines replaced")
 	t.Logf("rolled %s after the start:\n%s", time.Since(start).Round(time.Second), screen)
-	term.keys("Enter")
-	term.waitFor(30*time.Second, "7/7 Verify", "not found: the Manila CSI driver operator is not installed", "csi-manila-default")
-	term.keys("t")
-	screen = term.waitFor(time.Minute, "PVC rwx-check was not bound within 4s", "cleaned up: namespace manila-setup-rwx-check-")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "7/7 Verify", "not found: the Manila CSI driver operator is not installed", "csi-manila-default")
+	term.Keys("t")
+	screen = term.WaitFor(time.Minute, "PVC rwx-check was not bound within 4s", "cleaned up: namespace manila-setup-rwx-check-")
 	t.Logf("verify screen:\n%s", screen)
-	term.keys("Enter")
-	screen = term.waitFor(30*time.Second, "EXIT=0", "their machines were replaced.")
+	term.Keys("Enter")
+	screen = term.WaitFor(30*time.Second, "EXIT=0", "their machines were replaced.")
 	t.Logf("after the wizard:\n%s", screen)
 
 	for i := 0; i < 2; i++ {

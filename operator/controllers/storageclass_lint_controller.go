@@ -70,8 +70,11 @@ func (c *scLintController) sync(ctx context.Context, _ *controller) error {
 		findings = append(findings, f...)
 		c.warn(sc, f)
 	}
-	cond := condition(ConditionStorageClassesValid, operatorv1.ConditionTrue, "AsExpected",
-		fmt.Sprintf("%d Manila StorageClasses not written by the operator checked: nothing wrong", checked))
+	msg := "no Manila StorageClass besides the operator's own to check"
+	if checked > 0 {
+		msg = fmt.Sprintf("%d Manila StorageClasses besides the operator's own checked: nothing wrong", checked)
+	}
+	cond := condition(ConditionStorageClassesValid, operatorv1.ConditionTrue, "AsExpected", msg)
 	if len(findings) > 0 {
 		lines := make([]string, 0, len(findings))
 		for i, f := range findings {

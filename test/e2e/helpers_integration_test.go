@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/config"
-	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shareaccessrules"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
 	corev1 "k8s.io/api/core/v1"
@@ -23,25 +20,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
 )
 
 // manilaClient is a Manila v2 client acting as the given cloud of clouds.yaml, for checking
 // what the driver did.
 func manilaClient(t *testing.T, ctx context.Context, cloud string) *gophercloud.ServiceClient {
 	t.Helper()
-	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(cloud))
+	c, err := testenv.ManilaClient(ctx, cloud)
 	if err != nil {
-		t.Fatalf("clouds.yaml, cloud %s: %v", cloud, err)
+		t.Fatal(err)
 	}
-	pc, err := config.NewProviderClient(ctx, ao, config.WithTLSConfig(tlsConfig))
-	if err != nil {
-		t.Fatalf("authenticating as %s: %v", cloud, err)
-	}
-	c, err := openstack.NewSharedFileSystemV2(pc, eo)
-	if err != nil {
-		t.Fatalf("no Manila in the catalog: %v", err)
-	}
-	c.Microversion = "2.65"
 	return c
 }
 

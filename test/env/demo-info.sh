@@ -4,7 +4,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 os="$MANILA_SETUP_RUN/openstack"
-sb="$MANILA_SETUP_RUN/sandbox"
+sb="$MANILA_SETUP_SANDBOX"
 
 if [[ ! -f $sb/ready ]]; then
   echo "No sandbox is running: make demo starts one."

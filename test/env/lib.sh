@@ -4,6 +4,8 @@
 MANILA_SETUP_CACHE=${MANILA_SETUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/manila-setup}
 # Where running environments keep their state (PIDs, logs, config).
 MANILA_SETUP_RUN=${MANILA_SETUP_RUN:-${XDG_RUNTIME_DIR:-/tmp}/manila-setup}
+# The sandbox of make demo: its kubeconfig, logs and PID (a test of the user guide runs one elsewhere).
+MANILA_SETUP_SANDBOX=${MANILA_SETUP_SANDBOX:-$MANILA_SETUP_RUN/sandbox}
 
 # Loopback only: a proxy in the environment must never see our traffic.
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY

@@ -5,7 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-sandbox="$MANILA_SETUP_RUN/sandbox"
+sandbox="$MANILA_SETUP_SANDBOX"
 openstack_running() {
   local f
   for f in "$MANILA_SETUP_RUN"/openstack/*.pgid; do

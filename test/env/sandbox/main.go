@@ -26,8 +26,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
@@ -152,12 +152,10 @@ func (s *sandbox) up(ctx context.Context) error {
 		return fmt.Errorf("manila-setup operator install: %v\n%s", err, out)
 	}
 	// The operator runs here, not in the cluster (kwok's pods run nothing): no in-cluster replica.
-	deps := s.sim.Client.AppsV1().Deployments(operator.DefaultNamespace)
-	if d, err := deps.Get(ctx, operator.OperatorName, metav1.GetOptions{}); err == nil {
-		d.Spec.Replicas = ptr.To[int32](0)
-		if _, err := deps.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
+	// A patch, not an update: the deployment controller writes the object at the same time.
+	if _, err := s.sim.Client.AppsV1().Deployments(operator.DefaultNamespace).Patch(ctx, operator.OperatorName,
+		types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("scaling the in-cluster operator to 0: %w", err)
 	}
 	health, err := freeAddress()
 	if err != nil {

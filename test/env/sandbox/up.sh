@@ -14,7 +14,7 @@ top=$(cd "$here/../../.." && pwd)
 cd "$top"
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
-sandbox="$MANILA_SETUP_RUN/sandbox"
+sandbox="$MANILA_SETUP_SANDBOX"
 os_dir="$MANILA_SETUP_RUN/openstack"
 cli="$top/bin/manila-setup"
 cloud=${DEMO_CLOUD:-manila-setup}
@@ -113,7 +113,6 @@ done
 sleep 0.3
 kill "$tail_pid" 2>/dev/null || true
 wait "$tail_pid" 2>/dev/null || true
-step "sandbox ready"
 
 bash "$here/../demo-info.sh"
 open_wizard

@@ -1,0 +1,542 @@
+//go:build integration
+
+package userguide
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shareaccessrules"
+	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/operator"
+)
+
+var update = flag.Bool("update", false, "write this run's samples into docs/user-guide.md")
+
+const guidePath = "../../docs/user-guide.md"
+
+// The sandbox's folder as the guide names it: where `make demo` keeps it.
+const guideSandbox = "/tmp/manila-setup/sandbox"
+
+// TestUserGuideSamples produces every sample of docs/user-guide.md the way a reader would: `make
+// demo` (in a folder of its own), then each command as the guide prints it, in the guide's
+// order of events (install-config, discover, the wizard in a terminal, list, status, a claim),
+// and compares each with the guide's.
+func TestUserGuideSamples(t *testing.T) {
+	cloud := testenv.NewCloud(t) // and OS_CLIENT_CONFIG_FILE, OS_CLOUD, as the guide exports them
+	top, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(guidePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(doc), "\n")
+	samples, err := samplesOf(lines)
+	if err != nil {
+		t.Fatalf("%s: %v", guidePath, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	got := map[string]string{}
+	g := &guideRun{t: t, top: top, env: os.Environ()}
+
+	// A short folder: the driver's unix socket lives in it.
+	g.sandbox, err = os.MkdirTemp("", "guide-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.env = append(g.env, "MANILA_SETUP_SANDBOX="+g.sandbox)
+	t.Cleanup(func() {
+		if out, err := g.make("demo-down"); err != nil {
+			t.Errorf("make demo-down: %v\n%s", err, out)
+		}
+		_ = os.RemoveAll(g.sandbox)
+	})
+
+	// make demo, without a terminal: it prints the wizard's command instead of opening it.
+	start := time.Now()
+	out, err := g.make("demo")
+	if err != nil {
+		t.Fatalf("make demo: %v\n%s", err, out)
+	}
+	t.Logf("make demo in %s", time.Since(start).Round(time.Second))
+	got["make-demo"] = "$ make demo\n" + strings.SplitN(g.asPrinted(out), "\n\n", 2)[0]
+	wizard := lineAfter(out, "Run it in a terminal:")
+	if !strings.Contains(wizard, "networks attach") {
+		t.Fatalf("make demo printed no wizard command:\n%s", out)
+	}
+	kubeconfig := filepath.Join(g.sandbox, "kubeconfig")
+	g.env = append(g.env, "KUBECONFIG="+kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubernetes.NewForConfigOrDie(cfg)
+
+	// Started now, read at the end: the provisioner waits 120 s before it gives up.
+	stuck := startStuckClaim(t, ctx, kc)
+
+	// Install time, on the install-config the sandbox's cluster was installed with.
+	g.dir = t.TempDir()
+	cm, err := kc.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-config-v1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(g.dir, "install-config.yaml"), []byte(cm.Data["install-config"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nfs := cloud.Seed.SecurityGroups["nfs"]
+	got["installconfig-validate"] = g.cli(0, "manila-setup installconfig validate install-config.yaml")
+	got["installconfig-patch"] = g.cli(0, "manila-setup installconfig patch install-config.yaml --discover --security-group "+nfs) +
+		g.cli(0, "manila-setup installconfig validate install-config.yaml")
+
+	// Day 2, before the attach.
+	got["networks-discover"] = g.cli(0, "manila-setup networks discover")
+	status := g.waitStatus(ctx, `StorageNetworkReachable\s+False`)
+	got["storage-network-not-reachable"] = regexp.MustCompile(`(?m)^StorageNetworkReachable\s.*$`).FindString(status)
+
+	// The wizard, as make demo printed it, in a terminal.
+	term := testenv.NewTmux(t, 140, 16, fmt.Sprintf("cd %s && env TERM=xterm-256color %s; echo EXIT=$?; sleep 600", top, wizard))
+	term.WaitFor(time.Minute, "1/7 Connect", "✓ cloud manila-setup")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "2/7 Storage network", "› * storage")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "3/7 Security groups", "› [ ] nfs")
+	term.Keys("Space")
+	term.WaitFor(5*time.Second, "[x] nfs")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "4/7 MachineSets", "ostest-demo1-worker-0")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "5/7 Review", "+- noAllowedAddressPairs: true")
+	term.Keys("Enter")
+	rolled := term.WaitFor(3*time.Minute, "6/7 Apply and roll", "every chosen MachineSet was patched and its machines replaced")
+	got["wizard-rolled"] = strings.TrimRight(trimLines(rolled), "\n")
+	term.Keys("Enter")
+	term.WaitFor(time.Minute, "7/7 Verify")
+	term.Keys("Enter")
+	term.WaitFor(30*time.Second, "EXIT=0")
+
+	// After the attach: the list, then the claim of the guide, as its YAML says, provisioned by the
+	// real driver.
+	got["machinesets-list"] = g.cli(0, "manila-setup machinesets list")
+	claim, share := g.claimFromGuide(ctx, kc, lines)
+	got["claim"] = claim
+	got["share"] = share
+
+	// The stuck claim's class gone (it would show in the status), the operator's view of it all.
+	got["deadline-exceeded"] = stuck.eventsThenDelete(ctx)
+	g.waitStatus(ctx, `StorageNetworkReachable\s+True`, `StorageClassesValid\s+True`, `healthy`, `daemonset/manila-csi-driver-nfs-node\s+6/6`,
+		`(?m)^StorageClasses: csi-manila-cephfs-fast, csi-manila-default$`)
+	got["operator-status"] = g.cli(0, "manila-setup operator status")
+
+	compare(t, lines, samples, got)
+}
+
+// guideRun runs what the guide prints, as a reader would, and returns it as the guide shows it.
+type guideRun struct {
+	t       *testing.T
+	top     string
+	dir     string // where the reader is: install-config.yaml is there
+	sandbox string
+	env     []string
+}
+
+func (g *guideRun) make(target string) (string, error) {
+	cmd := exec.Command("make", "--no-print-directory", "-C", g.top, target)
+	cmd.Env = g.env
+	cmd.Stdin = nil // no terminal, as in CI
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := cmd.Run()
+	return b.String(), err
+}
+
+// asPrinted names the sandbox's folder as the guide does.
+func (g *guideRun) asPrinted(s string) string {
+	s = strings.ReplaceAll(s, g.sandbox, guideSandbox)
+	return strings.ReplaceAll(s, g.top+"/", "")
+}
+
+// cli runs one command line of the guide (a space-separated manila-setup command) with the
+// binary make demo built, and returns it with its output, checking the exit code.
+func (g *guideRun) cli(wantExit int, line string) string {
+	g.t.Helper()
+	args := strings.Fields(line)
+	cmd := exec.Command(filepath.Join(g.top, "bin", args[0]), args[1:]...)
+	cmd.Dir, cmd.Env = g.dir, g.env
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		g.t.Fatalf("%s: %v", line, err)
+	}
+	if code != wantExit {
+		g.t.Fatalf("%s: exit %d, want %d\n%s", line, code, wantExit, b.String())
+	}
+	return "$ " + line + "\n" + g.asPrinted(b.String())
+}
+
+// waitStatus runs `operator status` until its output matches every pattern (the operator
+// resyncs on its own time), and returns it.
+func (g *guideRun) waitStatus(ctx context.Context, patterns ...string) string {
+	g.t.Helper()
+	var out string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		out = g.cli(0, "manila-setup operator status")
+		for _, p := range patterns {
+			if !regexp.MustCompile(p).MatchString(out) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		g.t.Fatalf("operator status never matched %q: %v\n%s", patterns, err, out)
+	}
+	return out
+}
+
+// claimFromGuide creates the claim of the guide's YAML, waits until the real driver binds it,
+// and returns the two samples about it: kubectl's tables (the apiserver's own, as `kubectl get`
+// prints them) and the share in Manila. It deletes the claim, and so the share, afterwards.
+func (g *guideRun) claimFromGuide(ctx context.Context, kc kubernetes.Interface, lines []string) (string, string) {
+	t := g.t
+	var pvc corev1.PersistentVolumeClaim
+	if err := yaml.UnmarshalStrict([]byte(yamlBlock(lines, "kind: PersistentVolumeClaim")), &pvc); err != nil {
+		t.Fatalf("the guide's claim: %v", err)
+	}
+	ensureNamespace(t, ctx, kc, pvc.Namespace)
+	if _, err := kc.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, &pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var bound *corev1.PersistentVolumeClaim
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		c, err := kc.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+		bound = c
+		return err == nil && c.Status.Phase == corev1.ClaimBound, err
+	}); err != nil {
+		t.Fatalf("the guide's claim was not bound: %v (%+v)", err, bound)
+	}
+	pv, err := kc.CoreV1().PersistentVolumes().Get(ctx, bound.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = kc.CoreV1().PersistentVolumeClaims(pvc.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{})
+		// The driver deletes the share before the volume goes: wait, or the share outlives the sandbox.
+		_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := kc.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+	var claim strings.Builder
+	fmt.Fprintf(&claim, "$ kubectl get pvc -n %s %s\n", pvc.Namespace, pvc.Name)
+	claim.WriteString(serverTable(t, ctx, kc, pvc.Namespace, "persistentvolumeclaims", pvc.Name, nil))
+	fmt.Fprintf(&claim, "$ kubectl get pv %s -o custom-columns=CLAIM:.spec.claimRef.name,SHARE:.spec.csi.volumeHandle\n", pv.Name)
+	w := tabwriter.NewWriter(&claim, 5, 8, 3, ' ', 0)
+	fmt.Fprintf(w, "CLAIM\tSHARE\n%s\t%s\n", pv.Spec.ClaimRef.Name, pv.Spec.CSI.VolumeHandle)
+	_ = w.Flush()
+
+	manila, err := testenv.ManilaClient(ctx, testenv.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := pv.Spec.CSI.VolumeHandle
+	s, err := shares.Get(ctx, manila, id).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []shareaccessrules.ShareAccess
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		rules, err = shareaccessrules.List(ctx, manila, id).Extract()
+		return err == nil && len(rules) > 0 && rules[0].State == "active", err
+	}); err != nil {
+		t.Fatalf("access rules of share %s: %v (%+v)", id, err, rules)
+	}
+	locations, err := shares.ListExportLocations(ctx, manila, id).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var share strings.Builder
+	fmt.Fprintf(&share, "name %s, status %s, size %d, share_proto %s, share_type_name %s\n", s.Name, s.Status, s.Size, s.ShareProto, s.ShareTypeName)
+	keys := make([]string, 0, len(s.Metadata))
+	for k := range s.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var md []string
+	for _, k := range keys {
+		md = append(md, k+" "+s.Metadata[k])
+	}
+	fmt.Fprintf(&share, "metadata: %s\n", strings.Join(md, ", "))
+	for _, r := range rules {
+		fmt.Fprintf(&share, "access: %s %s %s %s\n", r.AccessType, r.AccessTo, r.AccessLevel, r.State)
+	}
+	for _, l := range locations {
+		pref := ""
+		if l.Preferred {
+			pref = " (preferred)"
+		}
+		fmt.Fprintf(&share, "export: %s%s\n", l.Path, pref)
+	}
+	return claim.String(), share.String()
+}
+
+// stuckClaim is the guide's DeadlineExceeded: a StorageClass whose Secret points at an auth URL
+// where something accepts connections and never answers.
+type stuckClaim struct {
+	t         *testing.T
+	class     string
+	kc        kubernetes.Interface
+	namespace string
+	name      string
+}
+
+func startStuckClaim(t *testing.T, ctx context.Context, kc kubernetes.Interface) *stuckClaim {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	const class = "demo-keystone-unreachable"
+	s := &stuckClaim{t: t, kc: kc, class: class, namespace: "demo-app", name: "stuck"}
+	ensureNamespace(t, ctx, kc, s.namespace)
+	// The driver's Secret, with the auth URL of nothing that answers.
+	var secret *corev1.Secret
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		secret, err = kc.CoreV1().Secrets(operator.DefaultNamespace).Get(ctx, operator.DriverSecretName, metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the driver Secret: %v", err)
+	}
+	// A copy of the driver's default class and Secret, but for the auth URL.
+	def, err := kc.StorageV1().StorageClasses().Get(ctx, "csi-manila-default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string][]byte{}
+	for k, v := range secret.Data {
+		data[k] = v
+	}
+	data["os-authURL"] = []byte("http://" + l.Addr().String() + "/v3")
+	if _, err := kc.CoreV1().Secrets(s.namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: class}, Data: data}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: def.Provisioner,
+		ReclaimPolicy: def.ReclaimPolicy, Parameters: map[string]string{}}
+	for k, v := range def.Parameters {
+		switch {
+		case strings.HasSuffix(k, "-secret-name"):
+			v = class
+		case strings.HasSuffix(k, "-secret-namespace"):
+			v = s.namespace
+		}
+		sc.Parameters[k] = v
+	}
+	if _, err := kc.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.delete(ctx)
+	})
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: s.namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, StorageClassName: ptr.To(class),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := kc.CoreV1().PersistentVolumeClaims(s.namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// eventsThenDelete waits for the provisioner to give up on the stuck claim, returns the failure
+// as `kubectl get events` prints it, and deletes the claim and its class.
+func (s *stuckClaim) eventsThenDelete(ctx context.Context) string {
+	t := s.t
+	// Only the failure: the other events of the claim come in an order that varies.
+	selector := "involvedObject.name=" + s.name + ",reason=ProvisioningFailed"
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := s.kc.CoreV1().Events(s.namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		return err == nil && len(list.Items) > 0, nil
+	}); err != nil {
+		t.Fatalf("the stuck claim never failed: %v", err)
+	}
+	out := fmt.Sprintf("$ kubectl get events -n %s --field-selector %s\n", s.namespace, selector) +
+		serverTable(t, ctx, s.kc, s.namespace, "events", "", map[string]string{"fieldSelector": selector})
+	s.delete(ctx)
+	return out
+}
+
+func (s *stuckClaim) delete(ctx context.Context) {
+	_ = s.kc.CoreV1().PersistentVolumeClaims(s.namespace).Delete(ctx, s.name, metav1.DeleteOptions{})
+	_ = s.kc.StorageV1().StorageClasses().Delete(ctx, s.class, metav1.DeleteOptions{})
+}
+
+// serverTable is the apiserver's table of a resource (what kubectl get shows: it asks for the
+// same table), printed the way kubectl prints it.
+func serverTable(t *testing.T, ctx context.Context, kc kubernetes.Interface, namespace, resource, name string, params map[string]string) string {
+	t.Helper()
+	req := kc.CoreV1().RESTClient().Get().Namespace(namespace).Resource(resource).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	if name != "" {
+		req = req.Name(name)
+	}
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	raw, err := req.DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("table of %s %s/%s: %v", resource, namespace, name, err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 10, 4, 3, ' ', 0) // kubectl's
+	var cols []int
+	var header []string
+	for i, c := range table.ColumnDefinitions {
+		if c.Priority == 0 {
+			cols = append(cols, i)
+			header = append(header, strings.ToUpper(c.Name))
+		}
+	}
+	fmt.Fprintln(w, strings.Join(header, "\t"))
+	for _, row := range table.Rows {
+		var cells []string
+		for _, i := range cols {
+			cells = append(cells, fmt.Sprint(row.Cells[i]))
+		}
+		fmt.Fprintln(w, strings.Join(cells, "\t"))
+	}
+	_ = w.Flush()
+	return b.String()
+}
+
+// compare checks each sample against the guide, or with -update writes them into it.
+func compare(t *testing.T, lines []string, samples []sample, got map[string]string) {
+	t.Helper()
+	for name, text := range got {
+		got[name] = trimLines(text) // tables pad their last column
+	}
+	marked := map[string]bool{}
+	for _, s := range samples {
+		marked[s.name] = true
+		text, ok := got[s.name]
+		if !ok {
+			t.Errorf("%s line %d: sample %q is produced by no step of this test", guidePath, s.start, s.name)
+			continue
+		}
+		if want := s.text(lines); !*update && normalized(text) != normalized(want) {
+			t.Errorf("%s line %d: sample %q differs from what the product prints now (go test -tags integration ./test/userguide -update rewrites it).\n--- the guide:\n%s\n--- now:\n%s",
+				guidePath, s.start, s.name, want, text)
+		}
+	}
+	for name := range got {
+		if !marked[name] {
+			t.Errorf("%s: no block is marked <!-- sample: %s -->", guidePath, name)
+		}
+	}
+	if *update {
+		if err := os.WriteFile(guidePath, []byte(strings.Join(replaced(lines, samples, got), "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d samples written", guidePath, len(samples))
+	}
+}
+
+func ensureNamespace(t *testing.T, ctx context.Context, kc kubernetes.Interface, name string) {
+	t.Helper()
+	_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// yamlBlock is the guide's YAML block that contains what.
+func yamlBlock(lines []string, what string) string {
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "```yaml" {
+			continue
+		}
+		var b []string
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			b = append(b, lines[i])
+		}
+		if text := strings.Join(b, "\n"); strings.Contains(text, what) {
+			return text
+		}
+	}
+	return ""
+}
+
+// lineAfter is the line after the one containing marker, trimmed.
+func lineAfter(text, marker string) string {
+	ls := strings.Split(text, "\n")
+	for i, l := range ls {
+		if strings.Contains(l, marker) && i+1 < len(ls) {
+			return strings.TrimSpace(ls[i+1])
+		}
+	}
+	return ""
+}
+
+// trimLines drops the spaces at the ends of a screen's lines.
+func trimLines(s string) string {
+	ls := strings.Split(s, "\n")
+	for i := range ls {
+		ls[i] = strings.TrimRight(ls[i], " ")
+	}
+	return strings.Join(ls, "\n")
+}
