@@ -116,10 +116,12 @@ func poolRef(p, def *pool) PoolRef {
 		if def == nil {
 			return ref
 		}
-		l, ref.Inherited = def.list(Networks), true
-		if l == nil {
+		// Inherited only when there is a list to inherit: otherwise the pool has no networks
+		// of its own and the default has none either.
+		if l = def.list(Networks); l == nil || l.step.node == nil {
 			return ref
 		}
+		ref.Inherited = true
 	}
 	for _, it := range l.items {
 		if it.canonical != "" && !slices.Contains(ref.Networks, it.canonical) {

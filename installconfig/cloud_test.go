@@ -97,6 +97,11 @@ compute:
 	if len(refs.MachineNetworks) != 1 || !refs.MachineNetworks[0].Default || refs.MachineNetworks[0].CIDR != DefaultMachineNetwork {
 		t.Errorf("machine networks %+v, want the installer's default", refs.MachineNetworks)
 	}
+	// A defaultMachinePlatform without the list: nothing is inherited.
+	f, _ = Parse("ic.yaml", []byte("platform:\n  openstack:\n    defaultMachinePlatform:\n      type: m1.large\ncompute:\n- name: worker\n"))
+	if p := References(f).ComputePools[0]; p.Inherited || p.Networks != nil {
+		t.Errorf("a pool without networks under a default without them: %+v", p)
+	}
 }
 
 func TestCheckWithCloud(t *testing.T) {
