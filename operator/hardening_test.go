@@ -1,6 +1,9 @@
 package operator
 
 import (
+	"path"
+	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -129,7 +132,7 @@ func TestPodsAreHardened(t *testing.T) {
 				t.Errorf("%s: pod without the RuntimeDefault seccomp profile", p.owner)
 			}
 		}
-		for _, c := range p.spec.Containers {
+		for _, c := range append(slices.Clone(p.spec.InitContainers), p.spec.Containers...) {
 			where := p.owner + "/" + c.Name
 			sc := c.SecurityContext
 			if privileged[where] {
@@ -154,4 +157,72 @@ func TestPodsAreHardened(t *testing.T) {
 	if len(pdbs) == 0 {
 		t.Error("no PodDisruptionBudget rendered")
 	}
+}
+
+// TestNodePluginWaitsForTheNFSSocket: the Manila node plugin's init container waits for the
+// socket the NFS node plugin serves, and the plugin forwards to that same socket: each path is
+// followed through its container's volume mounts to the host.
+func TestNodePluginWaitsForTheNFSSocket(t *testing.T) {
+	pods, _, _ := renderedPods(t)
+	byOwner := map[string]*corev1.PodSpec{}
+	for _, p := range pods {
+		byOwner[p.owner] = p.spec
+	}
+	node, nfs := byOwner["node.yaml"], byOwner["node_nfs.yaml"]
+	if node == nil || nfs == nil {
+		t.Fatalf("node plugins not rendered: %v", byOwner)
+	}
+	served := hostPath(t, nfs, container(t, nfs.Containers, "csi-driver"), strings.TrimPrefix(flagValue(container(t, nfs.Containers, "csi-driver"), "--endpoint"), "unix://"))
+	forwarded := hostPath(t, node, container(t, node.Containers, "csi-driver"), strings.TrimPrefix(flagValue(container(t, node.Containers, "csi-driver"), "--fwdendpoint"), "unix://"))
+	wait := container(t, node.InitContainers, "wait-for-nfs-plugin")
+	script := strings.Join(wait.Command, " ")
+	start := strings.Index(script, "[ -S ")
+	if start < 0 {
+		t.Fatalf("the init container tests no socket: %q", script)
+	}
+	waited := hostPath(t, node, wait, strings.Fields(script[start+len("[ -S "):])[0])
+	if served == "" || served != forwarded || served != waited {
+		t.Errorf("the NFS plugin serves %q, the Manila plugin forwards to %q, its init container waits for %q", served, forwarded, waited)
+	}
+	if !strings.Contains(script, served) {
+		t.Errorf("the init container's message does not name the host path %s: %q", served, script)
+	}
+}
+
+func container(t *testing.T, cs []corev1.Container, name string) *corev1.Container {
+	t.Helper()
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	t.Fatalf("no container %s", name)
+	return nil
+}
+
+func flagValue(c *corev1.Container, flag string) string {
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// hostPath is where a path inside a container is on the host, through a hostPath volume mount.
+func hostPath(t *testing.T, spec *corev1.PodSpec, c *corev1.Container, p string) string {
+	t.Helper()
+	for _, m := range c.VolumeMounts {
+		rel, ok := strings.CutPrefix(p, strings.TrimSuffix(m.MountPath, "/")+"/")
+		if !ok {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.HostPath != nil {
+				return path.Join(v.HostPath.Path, rel)
+			}
+		}
+	}
+	t.Errorf("%s: %s is on no hostPath volume", c.Name, p)
+	return ""
 }
