@@ -5,7 +5,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,6 +257,11 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Logf("claim %s on %s: Bound, share %s of type %s", c.pvc.Name, classes[i].Name, c.share, shareType)
 	}
 	t.Logf("%d claims provisioned in %s", len(claims), time.Since(t4).Round(time.Millisecond))
+	if !companion {
+		// The node side, with the runtime configuration the operator wrote: the mount goes to
+		// the export location in the storage network's subnet.
+		nodeStagesOnTheStorageNetwork(t, ctx, sim, claims[0].pv, cloud.Seed.Subnets["storage-subnet"].CIDR)
+	}
 	t5 := time.Now()
 	for _, c := range claims {
 		if err := sim.Client.CoreV1().PersistentVolumeClaims("app").Delete(ctx, c.pvc.Name, metav1.DeleteOptions{}); err != nil {
@@ -494,5 +501,77 @@ func writePlatformDriverSecret(t *testing.T, ctx context.Context, sim *testenv.S
 	s.Data, s.StringData = creds.DriverSecretData(), nil
 	if _, err := sim.Client.CoreV1().Secrets(operator.PlatformDriverNamespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: "csi-operator"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// nodeStagesOnTheStorageNetwork runs the real node plugin with the runtime configuration the
+// operator wrote (ConfigMap manila-csi-driver-runtime-config, as the node DaemonSet mounts it)
+// and stages pv the way the kubelet does, with the node stage Secret the StorageClass names: the
+// export location forwarded to the NFS plugin must be in the storage subnet. Two more
+// configurations show that the plugin follows the file: one naming the second export address
+// gets that address, one matching no export fails the stage.
+func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *testenv.SimCluster, pv *corev1.PersistentVolume, storageSubnet string) {
+	t.Helper()
+	cm, err := sim.Client.CoreV1().ConfigMaps(operator.DefaultNamespace).Get(ctx, "manila-csi-driver-runtime-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := cm.Data["runtimeconfig.json"]
+	var conf struct {
+		NFS struct {
+			MatchExportLocationAddress string `json:"matchExportLocationAddress"`
+		} `json:"nfs"`
+	}
+	if err := json.Unmarshal([]byte(written), &conf); err != nil || conf.NFS.MatchExportLocationAddress != storageSubnet {
+		t.Fatalf("the operator's runtime configuration %q: want nfs.matchExportLocationAddress %s (%v)", written, storageSubnet, err)
+	}
+	ref := pv.Spec.CSI.NodeStageSecretRef
+	if ref == nil {
+		t.Fatalf("volume %s has no node stage secret", pv.Name)
+	}
+	secret, err := sim.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{}
+	for k, v := range secret.Data {
+		secrets[k] = string(v)
+	}
+	_, subnet, err := net.ParseCIDR(storageSubnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := func(config string) (map[string]string, error) {
+		dir, err := os.MkdirTemp("", "node-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		node, err := testenv.StartCSINode(ctx, testenv.CSINodeOptions{Dir: dir, RuntimeConfig: config})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer node.Stop()
+		vc, err := node.Stage(ctx, pv, secrets)
+		if err != nil {
+			return nil, fmt.Errorf("%w\n%s", err, node.Tail(10))
+		}
+		return vc, nil
+	}
+	vc, err := stage(written)
+	if err != nil {
+		t.Fatalf("NodeStageVolume with the operator's runtime configuration: %v", err)
+	}
+	server := net.ParseIP(vc["server"])
+	if server == nil || !subnet.Contains(server) || vc["share"] == "" {
+		t.Errorf("with the operator's runtime configuration the plugin mounts %v, want an export in %s", vc, storageSubnet)
+	}
+	t.Logf("node plugin, operator's runtime configuration %s: mounts %s:%s", written, vc["server"], vc["share"])
+
+	if vc, err := stage(`{"nfs":{"matchExportLocationAddress":"10.0.0.20/32"}}`); err != nil || vc["server"] != "10.0.0.20" {
+		t.Errorf("a configuration naming the second export: %v, %v (want server 10.0.0.20)", vc, err)
+	}
+	if vc, err := stage(`{"nfs":{"matchExportLocationAddress":"192.0.2.0/24"}}`); err == nil {
+		t.Errorf("a configuration matching no export staged %v; want an error", vc)
 	}
 }
