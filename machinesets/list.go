@@ -77,6 +77,10 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	if _, ok := ms.Annotations[OriginalReplicasAnnotation]; ok {
 		st.Note = "rollout in progress: run `manila-setup machinesets rollout` to finish it"
 	}
+	if why := NotMachineAPIAuthoritative(ms); why != "" {
+		st.StorageNetwork, st.SecurityGroups, st.Note = StateNA, StateNA, why
+		return st
+	}
 	spec, err := DecodeProviderSpec(templateProviderSpec(ms))
 	if err != nil {
 		st.StorageNetwork, st.SecurityGroups = StateNA, StateNA

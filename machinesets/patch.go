@@ -64,6 +64,8 @@ type PatchResult struct {
 	Reason              string   `json:"reason,omitempty"`
 	AddedNetworks       []string `json:"addedNetworks,omitempty"`
 	AddedSecurityGroups []string `json:"addedSecurityGroups,omitempty"`
+	// Warning is what to check later (see MigrationWarning).
+	Warning string `json:"warning,omitempty"`
 	// ConflictRetries counts the times a concurrent writer made the patch start over.
 	ConflictRetries int    `json:"conflictRetries,omitempty"`
 	Diff            string `json:"diff,omitempty"`
@@ -162,7 +164,7 @@ func patchOne(ctx context.Context, api machinev1beta1client.MachineSetInterface,
 		}
 		attempt++
 		plan := PlanPatch(ms, opts.Attachment, now(), opts.By)
-		res.AddedNetworks, res.AddedSecurityGroups = plan.AddNetworks, plan.AddSecurityGroups
+		res.AddedNetworks, res.AddedSecurityGroups, res.Warning = plan.AddNetworks, plan.AddSecurityGroups, plan.Warning
 		switch {
 		case plan.Invalid:
 			res.Action, res.Reason = ActionInvalid, plan.Skip

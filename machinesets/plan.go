@@ -27,6 +27,8 @@ type Plan struct {
 	Skip string
 	// Invalid is set with Skip when the MachineSet's OpenstackProviderSpec is broken.
 	Invalid bool
+	// Warning is what to check later, set when the patch goes ahead (see MigrationWarning).
+	Warning string
 	// AddNetworks and AddSecurityGroups are the IDs that are absent and get appended.
 	AddNetworks       []string
 	AddSecurityGroups []string
@@ -101,6 +103,10 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by
 		p.Skip = fmt.Sprintf("control-plane MachineSet (role %s): control-plane machines are never touched", p.Role)
 		return p
 	}
+	if why := NotMachineAPIAuthoritative(ms); why != "" {
+		p.Skip = why
+		return p
+	}
 	spec, err := DecodeProviderSpec(templateProviderSpec(ms))
 	if err != nil {
 		var notOpenStack *NotOpenStackError
@@ -122,6 +128,9 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by
 	}
 	if len(p.AddNetworks) == 0 && len(p.AddSecurityGroups) == 0 {
 		return p
+	}
+	if len(p.AddNetworks) > 0 {
+		p.Warning = MigrationWarning(ms)
 	}
 
 	var ops []jsonPatchOp

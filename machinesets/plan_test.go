@@ -312,3 +312,25 @@ func TestMissingFrom(t *testing.T) {
 		t.Errorf("machine with the network by filter.id lacks %v", got)
 	}
 }
+
+// TestPlanMigrationWarning: the migration warning comes only on a cluster that runs the
+// migration (status.authoritativeAPI set) and only when a network is added.
+func TestPlanMigrationWarning(t *testing.T) {
+	now := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	want := Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
+	ms := loadMachineSet(t, "testdata/corpus/installer-default.yaml")
+	if p := PlanPatch(ms, want, now, "test"); !p.Changed() || p.Warning != "" {
+		t.Errorf("without the migration: changed %t, warning %q", p.Changed(), p.Warning)
+	}
+	ms.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+	if p := PlanPatch(ms, want, now, "test"); !p.Changed() || !strings.Contains(p.Warning, "noAllowedAddressPairs") {
+		t.Errorf("with the migration: changed %t, warning %q", p.Changed(), p.Warning)
+	}
+	if p := PlanPatch(ms, Attachment{SecurityGroups: want.SecurityGroups}, now, "test"); !p.Changed() || p.Warning != "" {
+		t.Errorf("a security group only: changed %t, warning %q", p.Changed(), p.Warning)
+	}
+	ms.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI
+	if p := PlanPatch(ms, want, now, "test"); p.Changed() || !strings.Contains(p.Skip, ClusterAPINamespace+"/"+ms.Name) {
+		t.Errorf("Cluster API authoritative: changed %t, skip %q", p.Changed(), p.Skip)
+	}
+}

@@ -128,6 +128,8 @@ func Rollout(ctx context.Context, mc machineclient.Interface, kc kubernetes.Inte
 			p.State, p.Phase = RolloutSkipped, s.skip
 		case IsControlPlane(Role(s.ms)):
 			p.State, p.Phase = RolloutSkipped, fmt.Sprintf("control-plane MachineSet (role %s): control-plane machines are never touched", Role(s.ms))
+		case NotMachineAPIAuthoritative(s.ms) != "":
+			p.State, p.Phase = RolloutSkipped, NotMachineAPIAuthoritative(s.ms)
 		default:
 			if _, err := DecodeProviderSpec(templateProviderSpec(s.ms)); err != nil {
 				p.State, p.Phase = RolloutSkipped, err.Error()

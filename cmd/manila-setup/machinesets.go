@@ -411,6 +411,11 @@ func (o *machineSetsPatchOptions) print(results []machinesets.PatchResult) error
 			fmt.Fprintf(out, "\n%s", r.Diff)
 		}
 	}
+	for _, r := range results {
+		if r.Warning != "" {
+			fmt.Fprintf(o.streams.ErrOut, "warning: %s\n", r.Warning)
+		}
+	}
 	switch {
 	case o.DryRun:
 		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")

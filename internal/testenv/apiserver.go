@@ -216,3 +216,21 @@ func (s *APIServer) UserConfig(user string, groups ...string) (*rest.Config, err
 	}
 	return u.Config(), nil
 }
+
+// UseMachineAPIFeatureSet replaces the Machine and MachineSet CRDs with those of an OpenShift
+// feature set, as a cluster that enabled it serves them: TechPreviewNoUpgrade brings the fields
+// of the Machine API → Cluster API migration (spec and status authoritativeAPI).
+func (s *APIServer) UseMachineAPIFeatureSet(featureSet string) error {
+	paths, err := OpenShiftCRDPaths()
+	if err != nil {
+		return err
+	}
+	var machineAPI []string
+	for _, p := range paths {
+		if strings.Contains(filepath.Base(p), "_machine-api_") {
+			machineAPI = append(machineAPI, strings.Replace(p, "-Default.crd.yaml", "-"+featureSet+".crd.yaml", 1))
+		}
+	}
+	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: machineAPI, ErrorIfPathMissing: true})
+	return err
+}
