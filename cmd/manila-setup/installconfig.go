@@ -12,6 +12,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
+	"github.com/manila-setup/manila-setup/internal/atomicfile"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )
@@ -426,7 +427,7 @@ func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 	diff := installconfig.UnifiedDiff("a/"+name, "b/"+name, data, res.Output)
 	toStdout := o.File == "-" && !o.DryRun
 	if res.Changed && !o.DryRun && !toStdout {
-		if err := installconfig.WriteFileAtomic(o.File, res.Output, true); err != nil {
+		if err := atomicfile.WriteFile(o.File, res.Output, true); err != nil {
 			return environmentError(fmt.Errorf("writing %s: %w", o.File, err))
 		}
 		report.Written, report.Backup = true, o.File+".bak"

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -96,8 +97,15 @@ func (c *controller) processNext(ctx context.Context) bool {
 		c.queue.Forget(key)
 		return true
 	}
-	err := c.sync(ctx, c)
+	syncCtx := ctx
+	if c.gate != nil {
+		syncCtx = context.WithValue(ctx, gateKey{}, c.gate)
+	}
+	err := c.sync(syncCtx, c)
 	c.syncs.Add(1)
+	if errors.Is(err, errSteppedAside) {
+		err = nil // the gate closed during the sync: nothing more to do until it opens
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			klog.Errorf("%s: %v", c.name, err)
@@ -107,4 +115,20 @@ func (c *controller) processNext(ctx context.Context) bool {
 	}
 	c.queue.Forget(key)
 	return true
+}
+
+// gateKey carries a controller's gate to the writes of its sync, which check it again right
+// before each request: a sync that began before the platform took over (or the cluster changed
+// mode) writes nothing after, however long its calls to the cloud took.
+type gateKey struct{}
+
+// errSteppedAside is what a write returns when its sync's gate has closed meanwhile.
+var errSteppedAside = errors.New("not written: the cluster changed mode during the sync, the operator stepped aside")
+
+// writeAllowed is nil unless ctx carries a gate that is now closed.
+func writeAllowed(ctx context.Context) error {
+	if gate, ok := ctx.Value(gateKey{}).(func() bool); ok && !gate() {
+		return errSteppedAside
+	}
+	return nil
 }

@@ -89,6 +89,9 @@ func (o *Operator) applyStatus(ctx context.Context, manager string, st *operator
 	if last == string(body) && statusHas(&d.Status.OperatorStatus, st) {
 		return nil
 	}
+	if err := writeAllowed(ctx); err != nil {
+		return err
+	}
 	if o.companion() {
 		_, err = o.kube.dynamic.Resource(companionGVR).Patch(ctx, name, types.ApplyPatchType, body,
 			metav1.PatchOptions{FieldManager: manager, Force: ptrTrue()}, "status")

@@ -190,6 +190,9 @@ func (o *Operator) deleteIfPresent(ctx context.Context, obj runtime.Object) erro
 // serverSideApply sends an apply patch under the operator's field manager, forcing ownership
 // of the fields it sets: they are the operator's to keep.
 func (o *Operator) serverSideApply(ctx context.Context, k *kind, body *unstructured.Unstructured) (runtime.Object, error) {
+	if err := writeAllowed(ctx); err != nil {
+		return nil, err
+	}
 	b, err := json.Marshal(body.Object)
 	if err != nil {
 		return nil, err
@@ -211,6 +214,9 @@ func (o *Operator) serverSideApply(ctx context.Context, k *kind, body *unstructu
 }
 
 func (o *Operator) create(ctx context.Context, k *kind, body *unstructured.Unstructured) (runtime.Object, error) {
+	if err := writeAllowed(ctx); err != nil {
+		return nil, err
+	}
 	if k.client == nil {
 		ri := o.kube.dynamic.Resource(k.gvr())
 		if k.namespaced {
@@ -231,6 +237,9 @@ func (o *Operator) create(ctx context.Context, k *kind, body *unstructured.Unstr
 
 // remove deletes an object of the kind; with uid, only that very object.
 func (o *Operator) remove(ctx context.Context, k *kind, namespace, name string, uid *types.UID) error {
+	if err := writeAllowed(ctx); err != nil {
+		return err
+	}
 	opts := metav1.DeleteOptions{}
 	if uid != nil {
 		opts.Preconditions = &metav1.Preconditions{UID: uid}
@@ -290,6 +299,9 @@ func contentOf(obj runtime.Object, k *kind) (*unstructured.Unstructured, error) 
 // replaceContent reads the live object and writes it back with every field but its metadata
 // and status replaced by body's, keeping the labels and annotations others put on it.
 func (o *Operator) replaceContent(ctx context.Context, k *kind, body *unstructured.Unstructured) error {
+	if err := writeAllowed(ctx); err != nil {
+		return err
+	}
 	var ri dynamic.ResourceInterface = o.kube.dynamic.Resource(k.gvr())
 	if k.namespaced {
 		ri = o.kube.dynamic.Resource(k.gvr()).Namespace(body.GetNamespace())

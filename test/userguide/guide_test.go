@@ -62,11 +62,13 @@ func TestNormalized(t *testing.T) {
 	a := "[  26s] operator running (health on http://127.0.0.1:37769) in 2.6s, pid 23024\n" +
 		"ostest-demo1-worker-0-7scpd  network d65e53a1-a189-436d-9fac-887318eaf064, 3 shares are exported, 5 available shares, score 305, age 2m1s\n" +
 		"generation 1 (observed 1), version 52fde88-dirty\n" +
-		"rpc error: code = DeadlineExceeded desc = context deadline exceeded\n\n"
+		"rpc error: code = DeadlineExceeded desc = context deadline exceeded\n" +
+		"Secret csi-manila-secrets, StorageClasses csi-manila-cephfs-fast, csi-manila-default, in 2.6s\n\n"
 	b := "[   9s] operator running (health on http://127.0.0.1:40001) in 310ms, pid 7\n" +
 		"ostest-demo1-worker-0-q2x8k network 0b3c46a8-0a0f-4b0e-9d37-5b44c1f3f2aa, 1 share is exported, 1 available share, score 105, age 8s\n" +
 		"generation 1 (observed 1), version v0.3.0\n" +
-		"rpc error: code = DeadlineExceeded desc = stream terminated by RST_STREAM with error code: CANCEL"
+		"rpc error: code = DeadlineExceeded desc = stream terminated by RST_STREAM with error code: CANCEL\n" +
+		"Secret csi-manila-secrets, StorageClasses csi-manila-cephfs-fast, csi-manila-default, csi-manila-op-test-1, in 3.3s"
 	if normalized(a) != normalized(b) {
 		t.Errorf("the same sample from two runs differs:\n%s\n%s", normalized(a), normalized(b))
 	}

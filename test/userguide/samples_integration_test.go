@@ -120,7 +120,7 @@ func TestUserGuideSamples(t *testing.T) {
 
 	// Day 2, before the attach.
 	got["networks-discover"] = g.cli(0, "manila-setup networks discover")
-	status := g.waitStatus(ctx, `StorageNetworkReachable\s+False`)
+	status := g.waitStatus(ctx, nil, `StorageNetworkReachable\s+False`)
 	got["storage-network-not-reachable"] = regexp.MustCompile(`(?m)^StorageNetworkReachable\s.*$`).FindString(status)
 
 	// The wizard, as make demo printed it, in a terminal.
@@ -153,8 +153,11 @@ func TestUserGuideSamples(t *testing.T) {
 
 	// The stuck claim's class gone (it would show in the status), the operator's view of it all.
 	got["deadline-exceeded"] = stuck.eventsThenDelete(ctx)
-	g.waitStatus(ctx, `StorageNetworkReachable\s+True`, `StorageClassesValid\s+True`, `healthy`, `daemonset/manila-csi-driver-nfs-node\s+6/6`,
-		`(?m)^StorageClasses: csi-manila-cephfs-fast, csi-manila-default$`)
+	// Other tests share the cloud and add share types of their own for a while; the operator
+	// keeps a class when its share type goes (by design), so those classes are removed here.
+	dropForeign := func() { dropForeignClasses(t, ctx, kc, cloud.Seed.ShareTypes) }
+	g.waitStatus(ctx, dropForeign, `StorageNetworkReachable\s+True`, `StorageClassesValid\s+True`, `healthy`, `daemonset/manila-csi-driver-nfs-node\s+6/6`,
+		`(?m)^StorageClasses: csi-manila-cephfs-fast, csi-manila-default$`, `2 StorageClasses for 2 Manila share types`)
 	got["operator-status"] = g.cli(0, "manila-setup operator status")
 
 	compare(t, lines, samples, got)
@@ -209,11 +212,14 @@ func (g *guideRun) cli(wantExit int, line string) string {
 }
 
 // waitStatus runs `operator status` until its output matches every pattern (the operator
-// resyncs on its own time), and returns it.
-func (g *guideRun) waitStatus(ctx context.Context, patterns ...string) string {
+// resyncs on its own time), and returns it; prepare, when set, runs before each try.
+func (g *guideRun) waitStatus(ctx context.Context, prepare func(), patterns ...string) string {
 	g.t.Helper()
 	var out string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		if prepare != nil {
+			prepare()
+		}
 		out = g.cli(0, "manila-setup operator status")
 		for _, p := range patterns {
 			if !regexp.MustCompile(p).MatchString(out) {
@@ -552,4 +558,20 @@ func trimLines(s string) string {
 		ls[i] = strings.TrimRight(ls[i], " ")
 	}
 	return strings.Join(ls, "\n")
+}
+
+// dropForeignClasses deletes the operator's StorageClasses for share types the cloud was not
+// seeded with (another test's, made and removed while this one ran).
+func dropForeignClasses(t *testing.T, ctx context.Context, kc kubernetes.Interface, seeded map[string]string) {
+	list, err := kc.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: operator.LabelManagedBy + "=" + operator.ManagedByValue})
+	if err != nil {
+		t.Logf("listing StorageClasses: %v", err)
+		return
+	}
+	for _, sc := range list.Items {
+		if _, ok := seeded[sc.Annotations[operator.AnnotationShareType]]; !ok {
+			t.Logf("removing StorageClass %s of share type %q, another test's", sc.Name, sc.Annotations[operator.AnnotationShareType])
+			_ = kc.StorageV1().StorageClasses().Delete(ctx, sc.Name, metav1.DeleteOptions{})
+		}
+	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package installconfig
+package atomicfile
 
 import (
 	"io/fs"

@@ -1,4 +1,4 @@
-package installconfig
+package atomicfile
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 )
 
-// WriteFileAtomic replaces the file at path with data so that, whatever happens, the path holds
+// WriteFile replaces the file at path with data so that, whatever happens, the path holds
 // either the old or the new content in full: it writes a temporary file in the same directory,
 // fsyncs it, gives it the old file's mode (and owner, where allowed) and renames it over the
 // old one, then fsyncs the directory. When backup is set, the old content is first kept, the
 // same way, in path + ".bak". A symbolic link is followed: its target is replaced.
-func WriteFileAtomic(path string, data []byte, backup bool) error {
+func WriteFile(path string, data []byte, backup bool) error {
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package installconfig
+package atomicfile
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestWriteFileAtomic(t *testing.T) {
+func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "install-config.yaml")
 	if err := os.WriteFile(path, []byte("v1\n"), 0o600); err != nil {
@@ -17,10 +17,10 @@ func TestWriteFileAtomic(t *testing.T) {
 	if err := os.Symlink(path, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFileAtomic(link, []byte("v2\n"), true); err != nil {
+	if err := WriteFile(link, []byte("v2\n"), true); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFileAtomic(path, []byte("v3\n"), true); err != nil {
+	if err := WriteFile(path, []byte("v3\n"), true); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]string{path: "v3\n", path + ".bak": "v2\n"} {
@@ -40,10 +40,10 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("%d files in the directory, want the file, its backup and the link (no temporary file)", len(entries))
 	}
 
-	if err := WriteFileAtomic(dir, []byte("x"), false); err == nil {
+	if err := WriteFile(dir, []byte("x"), false); err == nil {
 		t.Error("writing over a directory succeeded")
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "ic.yaml"), []byte("x"), false); err == nil {
+	if err := WriteFile(filepath.Join(dir, "missing", "ic.yaml"), []byte("x"), false); err == nil {
 		t.Error("writing a file in a missing directory succeeded")
 	}
 }
