@@ -164,19 +164,7 @@ func patchOne(ctx context.Context, api machinev1beta1client.MachineSetInterface,
 		}
 		attempt++
 		plan := PlanPatch(ms, opts.Attachment, now(), opts.By)
-		res.AddedNetworks, res.AddedSecurityGroups, res.Warning = plan.AddNetworks, plan.AddSecurityGroups, plan.Warning
-		switch {
-		case plan.Invalid:
-			res.Action, res.Reason = ActionInvalid, plan.Skip
-			return nil
-		case plan.Skip != "":
-			res.Action, res.Reason = ActionSkipped, plan.Skip
-			return nil
-		case !plan.Changed():
-			res.Action, res.Reason = ActionUnchanged, "already attached"
-			return nil
-		case opts.DryRun:
-			res.Action, res.Diff = ActionWouldPatch, plan.Diff()
+		if !plan.result(&res, opts.DryRun) {
 			return nil
 		}
 		_, err := api.Patch(ctx, ms.Name, types.JSONPatchType, plan.Patch, metav1.PatchOptions{FieldManager: "manila-setup"})
@@ -233,9 +221,7 @@ type selected struct {
 	skip string
 }
 
-// selectMachineSets lists the MachineSets once and picks those of sel, sorted by name. With
-// Names, every name must exist; without Names or Selector, sets that are not workers come back
-// with a skip reason.
+// selectMachineSets lists the MachineSets once and picks those of sel (see pickMachineSets).
 func selectMachineSets(ctx context.Context, client machineclient.Interface, sel Selection) ([]selected, error) {
 	listOpts := metav1.ListOptions{}
 	if sel.Selector != "" {
@@ -248,9 +234,27 @@ func selectMachineSets(ctx context.Context, client machineclient.Interface, sel 
 	if err != nil {
 		return nil, listError("MachineSets", err)
 	}
-	byName := map[string]*machinev1beta1.MachineSet{}
+	sets := make([]*machinev1beta1.MachineSet, len(list.Items))
 	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
+		sets[i] = &list.Items[i]
+	}
+	return pickMachineSets(sets, sel, "in namespace "+Namespace)
+}
+
+// pickMachineSets picks the sets of sel, sorted by name; where says where they were found, for
+// errors. With Names, every name must exist; without Names or Selector, sets that are not
+// workers come back with a skip reason.
+func pickMachineSets(sets []*machinev1beta1.MachineSet, sel Selection, where string) ([]selected, error) {
+	if sel.Selector != "" {
+		selector, err := labels.Parse(sel.Selector)
+		if err != nil {
+			return nil, &SelectionError{fmt.Sprintf("--selector: Invalid value: %q: %v", sel.Selector, err)}
+		}
+		sets = slices.DeleteFunc(slices.Clone(sets), func(ms *machinev1beta1.MachineSet) bool { return !selector.Matches(labels.Set(ms.Labels)) })
+	}
+	byName := map[string]*machinev1beta1.MachineSet{}
+	for _, ms := range sets {
+		byName[ms.Name] = ms
 	}
 	var out []selected
 	switch {
@@ -267,19 +271,18 @@ func selectMachineSets(ctx context.Context, client machineclient.Interface, sel 
 			}
 		}
 		if len(missing) > 0 {
-			return nil, &SelectionError{fmt.Sprintf("MachineSet %s not found in namespace %s (there: %s)",
-				strings.Join(missing, ", "), Namespace, namesOf(list.Items))}
+			return nil, &SelectionError{fmt.Sprintf("MachineSet %s not found %s (there: %s)",
+				strings.Join(missing, ", "), where, namesOf(sets))}
 		}
 	case sel.Selector != "":
-		for i := range list.Items {
-			out = append(out, selected{ms: &list.Items[i]})
+		for _, ms := range sets {
+			out = append(out, selected{ms: ms})
 		}
 		if len(out) == 0 {
-			return nil, &SelectionError{fmt.Sprintf("no MachineSet in namespace %s matches --selector %q", Namespace, sel.Selector)}
+			return nil, &SelectionError{fmt.Sprintf("no MachineSet %s matches --selector %q", where, sel.Selector)}
 		}
 	default:
-		for i := range list.Items {
-			ms := &list.Items[i]
+		for _, ms := range sets {
 			s := selected{ms: ms}
 			if role := Role(ms); role != "worker" && !IsControlPlane(role) {
 				s.skip = fmt.Sprintf("role %q is not worker: select it with --name or --selector", role)
@@ -296,7 +299,7 @@ type SelectionError struct{ msg string }
 
 func (e *SelectionError) Error() string { return e.msg }
 
-func namesOf(items []machinev1beta1.MachineSet) string {
+func namesOf(items []*machinev1beta1.MachineSet) string {
 	if len(items) == 0 {
 		return "none"
 	}

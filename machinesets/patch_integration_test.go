@@ -69,14 +69,6 @@ func (c *corpusCluster) get(t *testing.T, name string) *machinev1beta1.MachineSe
 	return ms
 }
 
-func resultsByName(rs []PatchResult) map[string]PatchResult {
-	out := map[string]PatchResult{}
-	for _, r := range rs {
-		out[r.Name] = r
-	}
-	return out
-}
-
 // TestPatchOnARealAPIServer patches the corpus on a kube-apiserver with openshift/api's CRDs:
 // the right sets change, in one LIST and one PATCH each, nothing else in them changes (unknown
 // fields included, as the server stores them), and a second run writes nothing.

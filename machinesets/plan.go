@@ -43,6 +43,26 @@ type Plan struct {
 	previewErr    error
 }
 
+// result fills res with what the plan means before anything is written, and says whether the
+// patch is to be written: not when the set is skipped, invalid or unchanged, nor on a dry run
+// (would-patch, with the diff).
+func (p *Plan) result(res *PatchResult, dryRun bool) bool {
+	res.AddedNetworks, res.AddedSecurityGroups, res.Warning = p.AddNetworks, p.AddSecurityGroups, p.Warning
+	switch {
+	case p.Invalid:
+		res.Action, res.Reason = ActionInvalid, p.Skip
+	case p.Skip != "":
+		res.Action, res.Reason = ActionSkipped, p.Skip
+	case !p.Changed():
+		res.Action, res.Reason = ActionUnchanged, "already attached"
+	case dryRun:
+		res.Action, res.Diff = ActionWouldPatch, p.Diff()
+	default:
+		return true
+	}
+	return false
+}
+
 // Changed reports whether the plan writes anything.
 func (p *Plan) Changed() bool { return p.Patch != nil }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -222,6 +223,8 @@ type machineSetsPatchOptions struct {
 	DryRun         bool
 	Discover       bool
 	Force          bool
+	File           string
+	InPlace        bool
 
 	clients *machineSetsClients
 	cloud   *openstack.Client
@@ -246,9 +249,17 @@ wizard asks before taking it. --discover attaches the network Manila exports on,
 "networks discover" finds it. What was attached is recorded in the annotation ` + machinesets.AttachmentAnnotation + `.
 
 Patching changes only the template: run "manila-setup machinesets rollout" afterwards to
-replace the running machines.`,
+replace the running machines.
+
+With -f FILE (or - for standard input) the MachineSets of a file are patched instead, for
+clusters managed from Git, and no cluster is contacted: the same change as on a cluster, spliced
+into the text so that only the added lines differ (comments, order and formatting kept). The file
+may hold several documents and Lists; other objects are kept as they are. The patched file goes
+to standard output (-o json: the MachineSets as a JSON List), what was done to standard error;
+--in-place writes it back (atomically, keeping FILE.bak); --dry-run prints the diff.`,
 		Example: `  manila-setup machinesets patch --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --dry-run
-  manila-setup machinesets patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --name mycluster-x7k2p-worker-0`,
+  manila-setup machinesets patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --name mycluster-x7k2p-worker-0
+  manila-setup machinesets patch -f clusters/prod/worker-machinesets.yaml --network 5f0c3b7e-... --in-place`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
@@ -260,6 +271,8 @@ replace the running machines.`,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per MachineSet and write nothing")
 	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
 	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies, or the machines' own")
+	f.StringVarP(&o.File, "filename", "f", "", "patch the MachineSets of this file (- for standard input) instead of the cluster's")
+	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
 	return cmd
 }
 
@@ -277,19 +290,29 @@ func (o *machineSetsPatchOptions) Validate() error {
 	if len(o.Names) > 0 && o.Selector != "" {
 		return usageError("--name and --selector cannot be used together")
 	}
+	switch {
+	case o.InPlace && o.File == "":
+		return usageError("--in-place writes the file of -f back: give -f FILE")
+	case o.InPlace && o.File == "-":
+		return usageError("--in-place cannot write standard input back: give -f FILE")
+	case o.InPlace && o.DryRun:
+		return usageError("--in-place and --dry-run cannot be used together")
+	}
 	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 }
 
 // Complete has nothing to fill in: the cluster and the cloud are contacted in Run.
 func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// connect connects to the cluster and, with --os-cloud, to the cloud.
+// connect connects to the cluster (not for a file) and, with --os-cloud, to the cloud.
 func (o *machineSetsPatchOptions) connect(ctx context.Context) error {
-	clients, err := newMachineSetsClients(o.g)
-	if err != nil {
-		return err
+	if o.File == "" {
+		clients, err := newMachineSetsClients(o.g)
+		if err != nil {
+			return err
+		}
+		o.clients = clients
 	}
-	o.clients = clients
 	if o.g.OSCloud != "" {
 		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
 		c, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
@@ -321,9 +344,11 @@ func (o *machineSetsPatchOptions) checkNetworks(ctx context.Context) error {
 			o.Networks = append(o.Networks, id)
 		}
 	}
-	addrs, err := machinesets.NodeAddresses(ctx, o.clients.kube)
-	if err != nil {
-		fmt.Fprintf(o.streams.ErrOut, "warning: %v: cannot tell whether a network is the machines' own\n", err)
+	var addrs []netip.Addr
+	if o.clients != nil { // a file has no nodes to ask
+		if addrs, err = machinesets.NodeAddresses(ctx, o.clients.kube); err != nil {
+			fmt.Fprintf(o.streams.ErrOut, "warning: %v: cannot tell whether a network is the machines' own\n", err)
+		}
 	}
 	var problems []string
 	for i, id := range o.Networks {
@@ -352,25 +377,43 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	if err := o.checkNetworks(ctx); err != nil {
 		return err
 	}
-	results, err := machinesets.Patch(ctx, o.clients.machines, machinesets.PatchOptions{
+	opts := machinesets.PatchOptions{
 		Attachment: machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
 		Selection:  machinesets.Selection{Names: o.Names, Selector: o.Selector},
 		DryRun:     o.DryRun,
 		Checker:    o.checker,
 		By:         "manila-setup " + version,
-	})
+	}
+	if o.File != "" {
+		return o.runFile(ctx, opts)
+	}
+	results, err := machinesets.Patch(ctx, o.clients.machines, opts)
 	if printErr := o.print(results); printErr != nil && err == nil {
 		err = printErr
 	}
+	if err := patchErrorExit(err); err != nil {
+		return err
+	}
+	return o.invalidResults(results)
+}
+
+// patchErrorExit gives a patch error its exit code: 1 for what the user gave, 2 otherwise.
+func patchErrorExit(err error) error {
 	var unknown *machinesets.UnknownIDsError
 	var selection *machinesets.SelectionError
+	var file *machinesets.FileError
 	switch {
 	case err == nil:
-	case errors.As(err, &unknown), errors.As(err, &selection):
+		return nil
+	case errors.As(err, &unknown), errors.As(err, &selection), errors.As(err, &file):
 		return invalidInput(err)
 	default:
 		return environmentError(err)
 	}
+}
+
+// invalidResults is exit 1 when a selected MachineSet's providerSpec is broken.
+func (o *machineSetsPatchOptions) invalidResults(results []machinesets.PatchResult) error {
 	for _, r := range results {
 		if r.Action == machinesets.ActionInvalid {
 			if o.g.Output != outputText {
@@ -390,6 +433,30 @@ func (o *machineSetsPatchOptions) print(results []machinesets.PatchResult) error
 		return printStructured(o.streams.Out, o.g.Output, results)
 	}
 	out := o.streams.Out
+	patched, err := writePatchTable(out, results)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Diff != "" {
+			fmt.Fprintf(out, "\n%s", r.Diff)
+		}
+	}
+	writePatchWarnings(o.streams.ErrOut, results)
+	switch {
+	case o.DryRun:
+		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
+		return err
+	case patched > 0:
+		_, err := fmt.Fprintf(out, "\n%d MachineSet(s) patched. Running machines keep their old ports until they are replaced:\n  manila-setup machinesets rollout\n", patched)
+		return err
+	}
+	return nil
+}
+
+// writePatchTable writes a line per MachineSet: name, action, what was added or why not. It
+// returns how many were (or would be) patched.
+func writePatchTable(out io.Writer, results []machinesets.PatchResult) (int, error) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	patched := 0
 	for _, r := range results {
@@ -403,28 +470,15 @@ func (o *machineSetsPatchOptions) print(results []machinesets.PatchResult) error
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.Action, detail)
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	for _, r := range results {
-		if r.Diff != "" {
-			fmt.Fprintf(out, "\n%s", r.Diff)
-		}
-	}
+	return patched, w.Flush()
+}
+
+func writePatchWarnings(out io.Writer, results []machinesets.PatchResult) {
 	for _, r := range results {
 		if r.Warning != "" {
-			fmt.Fprintf(o.streams.ErrOut, "warning: %s\n", r.Warning)
+			fmt.Fprintf(out, "warning: %s\n", r.Warning)
 		}
 	}
-	switch {
-	case o.DryRun:
-		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
-		return err
-	case patched > 0:
-		_, err := fmt.Fprintf(out, "\n%d MachineSet(s) patched. Running machines keep their old ports until they are replaced:\n  manila-setup machinesets rollout\n", patched)
-		return err
-	}
-	return nil
 }
 
 func machineSetsDescribeAdded(r machinesets.PatchResult) string {

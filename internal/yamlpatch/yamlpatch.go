@@ -1,0 +1,522 @@
+// Package yamlpatch applies JSON-patch "add" operations (RFC 6902) to a YAML stream and keeps
+// every other byte of it: comments, key order, quoting, indentation, the other documents. An
+// item appended to a block sequence, or a key added to a block mapping, is spliced into the text
+// as new lines at the indentation already there; any other change (a flow collection, a value
+// replaced) makes the whole stream be written out again from its parsed form, and Bytes says so.
+//
+// It is what GitOps users need from a patch command: the file in Git changes by the added lines
+// only. Callers check the result means what they wanted (see machinesets.PatchFile), as a splice
+// works on text.
+package yamlpatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Stream is a YAML stream being patched.
+type Stream struct {
+	text     []byte
+	docs     []*yaml.Node // document nodes
+	inserts  []insert
+	reformat bool
+	nl       string
+}
+
+// insert puts text at offset, in place of the del bytes there.
+type insert struct {
+	offset int
+	del    int
+	seq    int // insertion order, for inserts at the same offset
+	text   string
+}
+
+// Parse reads a YAML stream of one or more documents.
+func Parse(data []byte) (*Stream, error) {
+	s := &Stream{text: data, nl: "\n"}
+	if bytes.Contains(data, []byte("\r\n")) {
+		s.nl = "\r\n"
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.docs = append(s.docs, &doc)
+	}
+	return s, nil
+}
+
+// Roots are the top-level nodes of the documents, in order (nil for an empty document).
+func (s *Stream) Roots() []*yaml.Node {
+	out := make([]*yaml.Node, len(s.docs))
+	for i, d := range s.docs {
+		if len(d.Content) > 0 {
+			out[i] = d.Content[0]
+		}
+	}
+	return out
+}
+
+// Add performs the JSON-patch "add" of value (anything encoding/json encodes; its object keys
+// keep their order) at pointer, relative to base.
+func (s *Stream) Add(base *yaml.Node, pointer string, value any) error {
+	tokens, err := splitPointer(pointer)
+	if err != nil {
+		return err
+	}
+	if len(tokens) == 0 {
+		return fmt.Errorf("%q: adding at the root is not supported", pointer)
+	}
+	parent := base
+	var parentKey *yaml.Node // the key parent is the value of, when it is one
+	for i, tok := range tokens[:len(tokens)-1] {
+		if parentKey, parent = child(parent, tok); parent == nil {
+			return fmt.Errorf("%q: nothing at /%s", pointer, strings.Join(tokens[:i+1], "/"))
+		}
+	}
+	node, err := valueNode(value)
+	if err != nil {
+		return err
+	}
+	last := tokens[len(tokens)-1]
+	switch parent.Kind {
+	case yaml.SequenceNode:
+		if last != "-" {
+			return fmt.Errorf("%q: only appending (-) to a sequence is supported", pointer)
+		}
+		if len(parent.Content) == 0 && parentKey != nil {
+			// An empty list ([]) gets its first item as a block list in its place.
+			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{node}}
+			s.replaceValue(parentKey, parent, seq)
+			parent.Content, parent.Style = seq.Content, 0
+			return nil
+		}
+		s.appendItem(parent, node)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(parent.Content); i += 2 {
+			if parent.Content[i].Value == last {
+				s.replaceValue(parent.Content[i], parent.Content[i+1], node)
+				parent.Content[i+1] = node
+				return nil
+			}
+		}
+		s.addKey(parent, last, node)
+	default:
+		return fmt.Errorf("%q: the parent is a scalar", pointer)
+	}
+	return nil
+}
+
+// Bytes is the patched stream, and whether it had to be written out again as a whole rather
+// than spliced.
+func (s *Stream) Bytes() ([]byte, bool, error) {
+	if !s.reformat {
+		sort.SliceStable(s.inserts, func(i, j int) bool {
+			if s.inserts[i].offset != s.inserts[j].offset {
+				return s.inserts[i].offset < s.inserts[j].offset
+			}
+			return s.inserts[i].seq < s.inserts[j].seq
+		})
+		var b bytes.Buffer
+		at := 0
+		for _, in := range s.inserts {
+			b.Write(s.text[at:in.offset])
+			b.WriteString(in.text)
+			at = in.offset + in.del
+		}
+		b.Write(s.text[at:])
+		return b.Bytes(), false, nil
+	}
+	var b bytes.Buffer
+	for i, d := range s.docs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		enc := yaml.NewEncoder(&b)
+		enc.SetIndent(2)
+		if err := enc.Encode(d); err != nil {
+			return nil, true, err
+		}
+		if err := enc.Close(); err != nil {
+			return nil, true, err
+		}
+	}
+	return b.Bytes(), true, nil
+}
+
+// Reformat makes Bytes write the whole stream out from its parsed form.
+func (s *Stream) Reformat() { s.reformat = true }
+
+func (s *Stream) appendItem(seq, item *yaml.Node) {
+	orig := originalChildren(seq.Content)
+	seq.Content = append(seq.Content, item)
+	if len(orig) == 0 || seq.Style&yaml.FlowStyle != 0 {
+		s.reformat = true
+		return
+	}
+	lastLine, ok := lastLineOf(orig[len(orig)-1])
+	dash := s.dashColumn(orig[0])
+	if !ok || dash < 0 {
+		s.reformat = true
+		return
+	}
+	lines, err := s.render(item)
+	if err != nil {
+		s.reformat = true
+		return
+	}
+	pad := strings.Repeat(" ", dash)
+	var b strings.Builder
+	for i, l := range lines {
+		switch {
+		case i == 0:
+			b.WriteString(pad + "- " + l)
+		case l == "":
+		default:
+			b.WriteString(pad + "  " + l)
+		}
+		b.WriteString(s.nl)
+	}
+	s.insertAfterLine(lastLine, b.String())
+}
+
+func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
+	orig := originalChildren(m.Content)
+	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+	m.Content = append(m.Content, k, value)
+	if len(orig) == 0 || m.Style&yaml.FlowStyle != 0 {
+		s.reformat = true
+		return
+	}
+	lastLine, ok := lastLineOf(orig[len(orig)-1])
+	col := orig[0].Column - 1
+	if !ok || col < 0 {
+		s.reformat = true
+		return
+	}
+	lines, err := s.render(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}})
+	if err != nil {
+		s.reformat = true
+		return
+	}
+	pad := strings.Repeat(" ", col)
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString(pad + l)
+		}
+		b.WriteString(s.nl)
+	}
+	s.insertAfterLine(lastLine, b.String())
+}
+
+// replaceValue splices a new value for key in place of an empty one written on the key's line
+// (null, ~, nothing, [] or {}) without a comment; any other value makes the stream reformat.
+func (s *Stream) replaceValue(key, old, value *yaml.Node) {
+	empty := (old.Kind == yaml.ScalarNode && old.Tag == "!!null") ||
+		((old.Kind == yaml.SequenceNode || old.Kind == yaml.MappingNode) && len(old.Content) == 0)
+	if !empty || key.Line == 0 || old.Line != key.Line || key.LineComment != "" || old.LineComment != "" || old.HeadComment != "" {
+		s.reformat = true
+		return
+	}
+	lines, err := s.render(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key, value}})
+	if err != nil {
+		s.reformat = true
+		return
+	}
+	start := lineOffset(s.text, key.Line)
+	end := start + len(lineText(s.text, key.Line))
+	from := start + key.Column - 1
+	pad := strings.Repeat(" ", key.Column-1)
+	text := lines[0]
+	for _, l := range lines[1:] {
+		text += s.nl + pad + l
+	}
+	s.inserts = append(s.inserts, insert{offset: from, del: end - from, seq: len(s.inserts), text: text})
+}
+
+// lineOffset is the byte offset at which the 1-based line n starts.
+func lineOffset(text []byte, n int) int {
+	off := 0
+	for i := 1; i < n; i++ {
+		j := bytes.IndexByte(text[off:], '\n')
+		if j < 0 {
+			return len(text)
+		}
+		off += j + 1
+	}
+	return off
+}
+
+// insertAfterLine queues text to go in after the 1-based line n.
+func (s *Stream) insertAfterLine(n int, text string) {
+	off, line := 0, 1
+	for line <= n {
+		i := bytes.IndexByte(s.text[off:], '\n')
+		if i < 0 {
+			// The last line has no newline: give it one first.
+			off = len(s.text)
+			text = s.nl + text
+			break
+		}
+		off += i + 1
+		line++
+	}
+	s.inserts = append(s.inserts, insert{offset: off, seq: len(s.inserts), text: text})
+}
+
+// dashColumn is the 0-based column of the "- " that introduces item, -1 if not found.
+func (s *Stream) dashColumn(item *yaml.Node) int {
+	line := lineText(s.text, item.Line)
+	for c := min(item.Column-2, len(line)-1); c >= 0; c-- {
+		switch line[c] {
+		case '-':
+			return c
+		case ' ':
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+func lineText(text []byte, n int) []byte {
+	for i := 1; i < n; i++ {
+		j := bytes.IndexByte(text, '\n')
+		if j < 0 {
+			return nil
+		}
+		text = text[j+1:]
+	}
+	if j := bytes.IndexByte(text, '\n'); j >= 0 {
+		text = text[:j]
+	}
+	return bytes.TrimRight(text, "\r")
+}
+
+// originalChildren are the nodes that come from the text (added ones have no line).
+func originalChildren(nodes []*yaml.Node) []*yaml.Node {
+	var out []*yaml.Node
+	for _, n := range nodes {
+		if n.Line > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// lastLineOf is the last line a node's text takes, when that can be told from the parse: not
+// for block or multi-line scalars, nor for aliases (their text is elsewhere).
+func lastLineOf(n *yaml.Node) (int, bool) {
+	last := n.Line
+	ok := true
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.AliasNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n") {
+			ok = false
+		}
+		last = max(last, n.Line)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return last, ok
+}
+
+// render is a node as block YAML lines at column 0, in the stream's own style: a sequence
+// under a key is indented (yaml.v3's way) or not (kubectl's) as the stream's sequences are.
+// Scalars are written by yaml.v3, which quotes what needs quoting.
+func (s *Stream) render(n *yaml.Node) ([]string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		b, err := yaml.Marshal(n)
+		if err != nil {
+			return nil, err
+		}
+		return []string{strings.TrimRight(string(b), "\n")}, nil
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			return []string{"[]"}, nil
+		}
+		var out []string
+		for _, it := range n.Content {
+			lines, err := s.render(it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, "- "+lines[0])
+			for _, l := range lines[1:] {
+				out = append(out, "  "+l)
+			}
+		}
+		return out, nil
+	case yaml.MappingNode:
+		if len(n.Content) == 0 {
+			return []string{"{}"}, nil
+		}
+		var out []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, err := s.render(n.Content[i])
+			if err != nil {
+				return nil, err
+			}
+			v := n.Content[i+1]
+			lines, err := s.render(v)
+			if err != nil {
+				return nil, err
+			}
+			if v.Kind == yaml.ScalarNode || len(v.Content) == 0 {
+				out = append(out, key[0]+": "+lines[0])
+				continue
+			}
+			out = append(out, key[0]+":")
+			indent := "  "
+			if v.Kind == yaml.SequenceNode && s.compactSequences() {
+				indent = ""
+			}
+			for _, l := range lines {
+				out = append(out, indent+l)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("cannot render a YAML node of kind %v", n.Kind)
+}
+
+// compactSequences reports whether the stream writes a block sequence under a key at the key's
+// column ("key:\n- a", as kubectl does) rather than indented; kubectl's way when it has none.
+func (s *Stream) compactSequences() bool {
+	compact, found := true, false
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if found {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Content[0].Line > k.Line {
+					if dash := s.dashColumn(v.Content[0]); dash >= 0 {
+						compact, found = dash == k.Column-1, true
+						return
+					}
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	for _, d := range s.docs {
+		walk(d)
+	}
+	return compact
+}
+
+// child is the node at tok under n, with its key when n is a mapping.
+func child(n *yaml.Node, tok string) (key, value *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == tok {
+				return n.Content[i], n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(n.Content) {
+			return nil, n.Content[i]
+		}
+	}
+	return nil, nil
+}
+
+func splitPointer(p string) ([]string, error) {
+	if p == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("%q is not a JSON pointer", p)
+	}
+	toks := strings.Split(p[1:], "/")
+	for i, t := range toks {
+		toks[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+	}
+	return toks, nil
+}
+
+// valueNode turns a JSON-encodable value into a YAML node, keeping the order of object keys.
+func valueNode(v any) (*yaml.Node, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return jsonNode(dec)
+}
+
+func jsonNode(dec *json.Decoder) (*yaml.Node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				v, err := jsonNode(dec)
+				if err != nil {
+					return nil, err
+				}
+				m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k.(string)}, v)
+			}
+			_, err := dec.Token() // }
+			return m, err
+		case '[':
+			s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for dec.More() {
+				v, err := jsonNode(dec)
+				if err != nil {
+					return nil, err
+				}
+				s.Content = append(s.Content, v)
+			}
+			_, err := dec.Token() // ]
+			return s, err
+		}
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t}, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(t.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: t.String()}, nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(t)}, nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+}
