@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	yaml "go.yaml.in/yaml/v3"
@@ -47,21 +46,11 @@ type fileObject struct {
 // each MachineSet of the output must decode to the input with the plan's JSON patch applied,
 // which is what the apiserver would store, and every other object to itself.
 func PatchFile(ctx context.Context, name string, data []byte, opts PatchOptions) (*FileResult, error) {
-	if errs := opts.Attachment.Validate(); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	if err := checkIDs(ctx, opts.Checker, opts.Attachment); err != nil {
+	now, err := opts.check(ctx)
+	if err != nil {
 		return nil, err
 	}
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
-	stream, err := yamlpatch.Parse(data)
-	if err != nil {
-		return nil, &FileError{fmt.Sprintf("%s: not YAML: %v", name, err)}
-	}
-	objects, others, err := objectsOf(name, stream)
+	objects, others, err := objectsIn(name, data)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +88,7 @@ func PatchFile(ctx context.Context, name string, data []byte, opts PatchOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the patched file is not what was planned, nothing was written: %w", name, err)
 	}
-	out, _ := yamlpatch.Parse(res.Output)
-	patched, _, _ := objectsOf(name, out)
+	patched, _, _ := objectsIn(name, res.Output)
 	for _, o := range patched {
 		res.Objects = append(res.Objects, o.raw)
 	}
@@ -176,11 +164,7 @@ func checkPatchedFile(name string, in, out []byte, plans map[*machinev1beta1.Mac
 	if len(before) != len(after) {
 		return fmt.Errorf("%d documents became %d", len(before), len(after))
 	}
-	stream, err := yamlpatch.Parse(in)
-	if err != nil {
-		return err
-	}
-	objects, _, err := objectsOf(name, stream)
+	objects, _, err := objectsIn(name, in)
 	if err != nil {
 		return err
 	}
@@ -198,11 +182,7 @@ func checkPatchedFile(name string, in, out []byte, plans map[*machinev1beta1.Mac
 			want[o.ms.Name] = patched
 		}
 	}
-	outStream, err := yamlpatch.Parse(out)
-	if err != nil {
-		return err
-	}
-	got, _, err := objectsOf(name, outStream)
+	got, _, err := objectsIn(name, out)
 	if err != nil {
 		return err
 	}
@@ -261,6 +241,15 @@ func documentsAsJSON(data []byte) ([][]byte, error) {
 func sameJSON(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// objectsIn parses data and finds its MachineSets (see objectsOf).
+func objectsIn(name string, data []byte) ([]fileObject, int, error) {
+	stream, err := yamlpatch.Parse(data)
+	if err != nil {
+		return nil, 0, &FileError{fmt.Sprintf("%s: not YAML: %v", name, err)}
+	}
+	return objectsOf(name, stream)
 }
 
 // objectsOf finds the MachineSets of a stream: documents of kind MachineSet, and the items of

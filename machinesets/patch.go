@@ -75,15 +75,9 @@ type PatchResult struct {
 // MachineSet that lacks something. It returns a result per MachineSet it looked at, in name
 // order, also when it fails part way (the results then say what was already done).
 func Patch(ctx context.Context, client machineclient.Interface, opts PatchOptions) ([]PatchResult, error) {
-	if errs := opts.Attachment.Validate(); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	if err := checkIDs(ctx, opts.Checker, opts.Attachment); err != nil {
+	now, err := opts.check(ctx)
+	if err != nil {
 		return nil, err
-	}
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
 	}
 	sets, err := selectMachineSets(ctx, client, opts.Selection)
 	if err != nil {
@@ -174,6 +168,20 @@ func patchOne(ctx context.Context, api machinev1beta1client.MachineSetInterface,
 		return err
 	})
 	return res, err
+}
+
+// check validates the attachment and, with a Checker, looks the IDs up; it returns the clock.
+func (opts PatchOptions) check(ctx context.Context) (func() time.Time, error) {
+	if errs := opts.Attachment.Validate(); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if err := checkIDs(ctx, opts.Checker, opts.Attachment); err != nil {
+		return nil, err
+	}
+	if opts.Now != nil {
+		return opts.Now, nil
+	}
+	return time.Now, nil
 }
 
 // patchError turns a failed PATCH into a sentence that says what was and was not changed.

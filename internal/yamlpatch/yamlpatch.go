@@ -168,30 +168,7 @@ func (s *Stream) appendItem(seq, item *yaml.Node) {
 		s.reformat = true
 		return
 	}
-	lastLine, ok := lastLineOf(orig[len(orig)-1])
-	dash := s.dashColumn(orig[0])
-	if !ok || dash < 0 {
-		s.reformat = true
-		return
-	}
-	lines, err := s.render(item)
-	if err != nil {
-		s.reformat = true
-		return
-	}
-	pad := strings.Repeat(" ", dash)
-	var b strings.Builder
-	for i, l := range lines {
-		switch {
-		case i == 0:
-			b.WriteString(pad + "- " + l)
-		case l == "":
-		default:
-			b.WriteString(pad + "  " + l)
-		}
-		b.WriteString(s.nl)
-	}
-	s.insertAfterLine(lastLine, b.String())
+	s.spliceAfter(orig, s.dashColumn(orig[0]), item, "- ", "  ")
 }
 
 func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
@@ -202,22 +179,28 @@ func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
 		s.reformat = true
 		return
 	}
+	s.spliceAfter(orig, orig[0].Column-1, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}}, "", "")
+}
+
+// spliceAfter queues n, rendered as block lines at column col, after the last of the original
+// nodes of a collection; first and rest prefix its first and other lines ("- " and "  " for a
+// list item). When that cannot be told from the text, the stream is reformatted instead.
+func (s *Stream) spliceAfter(orig []*yaml.Node, col int, n *yaml.Node, first, rest string) {
 	lastLine, ok := lastLineOf(orig[len(orig)-1])
-	col := orig[0].Column - 1
-	if !ok || col < 0 {
-		s.reformat = true
-		return
-	}
-	lines, err := s.render(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}})
-	if err != nil {
+	lines, err := s.render(n)
+	if !ok || col < 0 || err != nil {
 		s.reformat = true
 		return
 	}
 	pad := strings.Repeat(" ", col)
 	var b strings.Builder
-	for _, l := range lines {
-		if l != "" {
-			b.WriteString(pad + l)
+	for i, l := range lines {
+		switch {
+		case i == 0:
+			b.WriteString(pad + first + l)
+		case l == "":
+		default:
+			b.WriteString(pad + rest + l)
 		}
 		b.WriteString(s.nl)
 	}
