@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	yaml "go.yaml.in/yaml/v3"
@@ -31,11 +30,28 @@ type FileResult struct {
 	Others int
 }
 
-// fileObject is one MachineSet of a file: where it is in the YAML and what it holds.
-type fileObject struct {
+// fileEntry is one object of a file: a document, or an item of a List. ms is set for a
+// MachineSet.
+type fileEntry struct {
 	node *yaml.Node
-	raw  []byte
+	raw  []byte // as JSON
 	ms   *machinev1beta1.MachineSet
+}
+
+// fileContent is a parsed file: its stream and every object in it, in order.
+type fileContent struct {
+	stream  *yamlpatch.Stream
+	entries []fileEntry
+}
+
+func (f *fileContent) machineSets() []*machinev1beta1.MachineSet {
+	var out []*machinev1beta1.MachineSet
+	for _, e := range f.entries {
+		if e.ms != nil {
+			out = append(out, e.ms)
+		}
+	}
+	return out
 }
 
 // PatchFile does what Patch does, to the MachineSets of a file instead of a cluster, for
@@ -50,47 +66,53 @@ func PatchFile(ctx context.Context, name string, data []byte, opts PatchOptions)
 	if err != nil {
 		return nil, err
 	}
-	objects, others, err := objectsIn(name, data)
+	in, err := parseFile(name, data)
 	if err != nil {
 		return nil, err
 	}
-	sets := make([]*machinev1beta1.MachineSet, len(objects))
-	for i, o := range objects {
-		sets[i] = o.ms
-	}
+	sets := in.machineSets()
 	picked, err := pickMachineSets(sets, opts.Selection, "in "+name)
 	if err != nil {
 		return nil, err
 	}
-	plans := map[*machinev1beta1.MachineSet]*Plan{}
-	res := &FileResult{Others: others}
+	plans := map[string]*Plan{}
+	res := &FileResult{Others: len(in.entries) - len(sets)}
 	for _, s := range picked {
 		r := PatchResult{Name: s.ms.Name, Role: Role(s.ms)}
 		if s.skip != "" {
 			r.Action, r.Reason = ActionSkipped, s.skip
 		} else if plan := PlanPatch(s.ms, opts.Attachment, now(), opts.By); plan.result(&r, false) {
-			r.Action, plans[s.ms] = ActionPatched, plan
+			r.Action, plans[s.ms.Name] = ActionPatched, plan
 		}
 		res.Results = append(res.Results, r)
 	}
+	want, err := plannedObjects(in, plans)
+	if err != nil {
+		return nil, err
+	}
 
-	res.Output, res.Reformatted, err = applyPlans(name, data, plans, false)
+	var out *fileContent
+	res.Output, res.Reformatted, err = applyPlans(in, plans, false)
 	if err == nil {
-		err = checkPatchedFile(name, data, res.Output, plans)
+		out, err = checkPatchedFile(name, in, res.Output, want)
 	}
 	if err != nil && !res.Reformatted {
-		// The splice did not give what was planned: write the whole file out instead.
-		res.Output, res.Reformatted, err = applyPlans(name, data, plans, true)
+		// The splice did not give what was planned: write the whole file out instead, from a
+		// fresh parse (the first one's nodes were edited).
+		if in, err = parseFile(name, data); err == nil {
+			res.Output, res.Reformatted, err = applyPlans(in, plans, true)
+		}
 		if err == nil {
-			err = checkPatchedFile(name, data, res.Output, plans)
+			out, err = checkPatchedFile(name, in, res.Output, want)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: the patched file is not what was planned, nothing was written: %w", name, err)
 	}
-	patched, _, _ := objectsIn(name, res.Output)
-	for _, o := range patched {
-		res.Objects = append(res.Objects, o.raw)
+	for _, e := range out.entries {
+		if e.ms != nil {
+			res.Objects = append(res.Objects, e.raw)
+		}
 	}
 	return res, nil
 }
@@ -101,22 +123,41 @@ type FileError struct{ msg string }
 
 func (e *FileError) Error() string { return e.msg }
 
-// applyPlans applies each plan's JSON patch to its MachineSet in a fresh parse of data (the
+// plannedObjects is each planned MachineSet as the apiserver would store it: its JSON with the
+// plan's JSON patch applied.
+func plannedObjects(in *fileContent, plans map[string]*Plan) (map[string][]byte, error) {
+	want := map[string][]byte{}
+	for _, e := range in.entries {
+		plan := plans[nameOf(e)]
+		if e.ms == nil || plan == nil {
+			continue
+		}
+		patch, err := jsonpatch.DecodePatch(plan.Patch)
+		if err != nil {
+			return nil, err
+		}
+		if want[e.ms.Name], err = patch.Apply(e.raw); err != nil {
+			return nil, err
+		}
+	}
+	return want, nil
+}
+
+func nameOf(e fileEntry) string {
+	if e.ms == nil {
+		return ""
+	}
+	return e.ms.Name
+}
+
+// applyPlans applies each plan's JSON patch to its MachineSet in the parsed file (the
 // resourceVersion check is the apiserver's business: a file has no newer version).
-func applyPlans(name string, data []byte, plans map[*machinev1beta1.MachineSet]*Plan, reformat bool) ([]byte, bool, error) {
-	stream, err := yamlpatch.Parse(data)
-	if err != nil {
-		return nil, false, err
-	}
-	objects, _, err := objectsOf(name, stream)
-	if err != nil {
-		return nil, false, err
-	}
+func applyPlans(in *fileContent, plans map[string]*Plan, reformat bool) ([]byte, bool, error) {
 	if reformat {
-		stream.Reformat()
+		in.stream.Reformat()
 	}
-	for _, o := range objects {
-		plan := planFor(plans, o.ms.Name)
+	for _, e := range in.entries {
+		plan := plans[nameOf(e)]
 		if plan == nil {
 			continue
 		}
@@ -132,108 +173,32 @@ func applyPlans(name string, data []byte, plans map[*machinev1beta1.MachineSet]*
 			if op.Path == "/metadata/resourceVersion" {
 				continue
 			}
-			if err := stream.Add(o.node, op.Path, op.Value); err != nil {
-				return nil, false, fmt.Errorf("MachineSet %s: %w", o.ms.Name, err)
+			if err := in.stream.Add(e.node, op.Path, op.Value); err != nil {
+				return nil, false, fmt.Errorf("MachineSet %s: %w", e.ms.Name, err)
 			}
 		}
 	}
-	return stream.Bytes()
+	return in.stream.Bytes()
 }
 
-// planFor finds a MachineSet's plan by name: plans are keyed by the objects of another parse.
-func planFor(plans map[*machinev1beta1.MachineSet]*Plan, name string) *Plan {
-	for ms, p := range plans {
-		if ms.Name == name {
-			return p
-		}
-	}
-	return nil
-}
-
-// checkPatchedFile checks that out holds the same objects as in, each MachineSet with its plan
-// applied the way the apiserver applies it, and nothing else changed.
-func checkPatchedFile(name string, in, out []byte, plans map[*machinev1beta1.MachineSet]*Plan) error {
-	before, err := documentsAsJSON(in)
+// checkPatchedFile parses the output and checks that it holds the input's objects, in order,
+// each planned MachineSet as want has it and every other object unchanged.
+func checkPatchedFile(name string, in *fileContent, output []byte, want map[string][]byte) (*fileContent, error) {
+	out, err := parseFile(name, output)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("the output does not parse: %w", err)
 	}
-	after, err := documentsAsJSON(out)
-	if err != nil {
-		return fmt.Errorf("the output does not parse: %w", err)
+	if len(out.entries) != len(in.entries) {
+		return nil, fmt.Errorf("%d objects became %d", len(in.entries), len(out.entries))
 	}
-	if len(before) != len(after) {
-		return fmt.Errorf("%d documents became %d", len(before), len(after))
-	}
-	objects, _, err := objectsIn(name, in)
-	if err != nil {
-		return err
-	}
-	want := map[string][]byte{}
-	for _, o := range objects {
-		if plan := planFor(plans, o.ms.Name); plan != nil {
-			patch, err := jsonpatch.DecodePatch(plan.Patch)
-			if err != nil {
-				return err
-			}
-			patched, err := patch.Apply(o.raw)
-			if err != nil {
-				return err
-			}
-			want[o.ms.Name] = patched
+	for i, e := range out.entries {
+		expected, planned := want[nameOf(e)]
+		if !planned {
+			expected = in.entries[i].raw
 		}
-	}
-	got, _, err := objectsIn(name, out)
-	if err != nil {
-		return err
-	}
-	for _, o := range got {
-		if w, ok := want[o.ms.Name]; ok && !sameJSON(w, o.raw) {
-			return fmt.Errorf("MachineSet %s differs from the planned change", o.ms.Name)
+		if nameOf(e) != nameOf(in.entries[i]) || !sameJSON(expected, e.raw) {
+			return nil, fmt.Errorf("object %d (%s) is not what was planned", i+1, nameOf(in.entries[i]))
 		}
-	}
-	// Everything but the planned MachineSets is unchanged.
-	for i := range before {
-		if !sameJSON(before[i], after[i]) && !documentHasPlanned(after[i], want) {
-			return fmt.Errorf("document %d changed", i+1)
-		}
-	}
-	return nil
-}
-
-// documentHasPlanned reports whether a document is, or lists, a MachineSet with a plan.
-func documentHasPlanned(doc []byte, planned map[string][]byte) bool {
-	var d struct {
-		Metadata struct{ Name string } `json:"metadata"`
-		Items    []struct {
-			Metadata struct{ Name string } `json:"metadata"`
-		} `json:"items"`
-	}
-	if json.Unmarshal(doc, &d) != nil {
-		return false
-	}
-	if _, ok := planned[d.Metadata.Name]; ok {
-		return true
-	}
-	for _, it := range d.Items {
-		if _, ok := planned[it.Metadata.Name]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-func documentsAsJSON(data []byte) ([][]byte, error) {
-	stream, err := yamlpatch.Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	var out [][]byte
-	for _, root := range stream.Roots() {
-		raw, err := nodeJSON(root)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, raw)
 	}
 	return out, nil
 }
@@ -243,45 +208,41 @@ func sameJSON(a, b []byte) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// objectsIn parses data and finds its MachineSets (see objectsOf).
-func objectsIn(name string, data []byte) ([]fileObject, int, error) {
+// parseFile parses a file and finds its objects: documents, and the items of Lists (kind List
+// or MachineSetList); those of apiVersion machine.openshift.io/v1beta1, kind MachineSet, are
+// decoded. At least one MachineSet, each named once.
+func parseFile(name string, data []byte) (*fileContent, error) {
 	stream, err := yamlpatch.Parse(data)
 	if err != nil {
-		return nil, 0, &FileError{fmt.Sprintf("%s: not YAML: %v", name, err)}
+		return nil, &FileError{fmt.Sprintf("%s: not YAML: %v", name, err)}
 	}
-	return objectsOf(name, stream)
-}
-
-// objectsOf finds the MachineSets of a stream: documents of kind MachineSet, and the items of
-// Lists. It counts the other documents and items.
-func objectsOf(name string, stream *yamlpatch.Stream) ([]fileObject, int, error) {
-	var objects []fileObject
-	others := 0
+	f := &fileContent{stream: stream}
+	seen := map[string]bool{}
 	add := func(where string, n *yaml.Node) error {
 		raw, err := nodeJSON(n)
 		if err != nil {
 			return &FileError{fmt.Sprintf("%s: %s: %v", name, where, err)}
 		}
+		e := fileEntry{node: n, raw: raw}
 		var meta struct {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
 		}
 		_ = json.Unmarshal(raw, &meta)
-		if meta.Kind != "MachineSet" || meta.APIVersion != machinev1beta1.GroupVersion.String() {
-			others++
-			return nil
+		if meta.Kind == "MachineSet" && meta.APIVersion == machinev1beta1.GroupVersion.String() {
+			var ms machinev1beta1.MachineSet
+			if err := json.Unmarshal(raw, &ms); err != nil {
+				return &FileError{fmt.Sprintf("%s: %s: not a MachineSet: %v", name, where, err)}
+			}
+			if ms.Name == "" {
+				return &FileError{fmt.Sprintf("%s: %s.metadata.name: Required value: a MachineSet needs a name", name, where)}
+			}
+			if seen[ms.Name] {
+				return &FileError{fmt.Sprintf("%s: %s.metadata.name: Duplicate value: %q", name, where, ms.Name)}
+			}
+			seen[ms.Name], e.ms = true, &ms
 		}
-		var ms machinev1beta1.MachineSet
-		if err := json.Unmarshal(raw, &ms); err != nil {
-			return &FileError{fmt.Sprintf("%s: %s: not a MachineSet: %v", name, where, err)}
-		}
-		if ms.Name == "" {
-			return &FileError{fmt.Sprintf("%s: %s.metadata.name: Required value: a MachineSet needs a name", name, where)}
-		}
-		if slices.ContainsFunc(objects, func(o fileObject) bool { return o.ms.Name == ms.Name }) {
-			return &FileError{fmt.Sprintf("%s: %s.metadata.name: Duplicate value: %q", name, where, ms.Name)}
-		}
-		objects = append(objects, fileObject{node: n, raw: raw, ms: &ms})
+		f.entries = append(f.entries, e)
 		return nil
 	}
 	for i, root := range stream.Roots() {
@@ -293,22 +254,22 @@ func objectsOf(name string, stream *yamlpatch.Stream) ([]fileObject, int, error)
 			Kind string `yaml:"kind"`
 		}
 		_ = root.Decode(&head)
-		if items := listItems(root); head.Kind == "List" || head.Kind == "MachineSetList" {
-			for j, it := range items {
+		if head.Kind == "List" || head.Kind == "MachineSetList" {
+			for j, it := range listItems(root) {
 				if err := add(fmt.Sprintf("%s, items[%d]", where, j), it); err != nil {
-					return nil, 0, err
+					return nil, err
 				}
 			}
 			continue
 		}
 		if err := add(where, root); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	if len(objects) == 0 {
-		return nil, 0, &FileError{fmt.Sprintf("%s: no MachineSet (apiVersion %s, kind MachineSet) in it", name, machinev1beta1.GroupVersion)}
+	if len(seen) == 0 {
+		return nil, &FileError{fmt.Sprintf("%s: no MachineSet (apiVersion %s, kind MachineSet) in it", name, machinev1beta1.GroupVersion)}
 	}
-	return objects, others, nil
+	return f, nil
 }
 
 func listItems(root *yaml.Node) []*yaml.Node {

@@ -24,11 +24,13 @@ import (
 
 // Stream is a YAML stream being patched.
 type Stream struct {
-	text     []byte
-	docs     []*yaml.Node // document nodes
-	inserts  []insert
-	reformat bool
-	nl       string
+	text       []byte
+	lineStarts []int        // byte offset of each line, lineStarts[0] for line 1
+	docs       []*yaml.Node // document nodes
+	inserts    []insert
+	reformat   bool
+	nl         string
+	compact    *bool // compactSequences, once known
 }
 
 // insert puts text at offset, in place of the del bytes there.
@@ -41,7 +43,12 @@ type insert struct {
 
 // Parse reads a YAML stream of one or more documents.
 func Parse(data []byte) (*Stream, error) {
-	s := &Stream{text: data, nl: "\n"}
+	s := &Stream{text: data, nl: "\n", lineStarts: []int{0}}
+	for i, c := range data {
+		if c == '\n' {
+			s.lineStarts = append(s.lineStarts, i+1)
+		}
+	}
 	if bytes.Contains(data, []byte("\r\n")) {
 		s.nl = "\r\n"
 	}
@@ -221,8 +228,8 @@ func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 		s.reformat = true
 		return
 	}
-	start := lineOffset(s.text, key.Line)
-	end := start + len(lineText(s.text, key.Line))
+	start := s.lineStarts[key.Line-1]
+	end := start + len(s.line(key.Line))
 	from := start + key.Column - 1
 	pad := strings.Repeat(" ", key.Column-1)
 	text := lines[0]
@@ -232,39 +239,20 @@ func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 	s.inserts = append(s.inserts, insert{offset: from, del: end - from, seq: len(s.inserts), text: text})
 }
 
-// lineOffset is the byte offset at which the 1-based line n starts.
-func lineOffset(text []byte, n int) int {
-	off := 0
-	for i := 1; i < n; i++ {
-		j := bytes.IndexByte(text[off:], '\n')
-		if j < 0 {
-			return len(text)
-		}
-		off += j + 1
-	}
-	return off
-}
-
 // insertAfterLine queues text to go in after the 1-based line n.
 func (s *Stream) insertAfterLine(n int, text string) {
-	off, line := 0, 1
-	for line <= n {
-		i := bytes.IndexByte(s.text[off:], '\n')
-		if i < 0 {
-			// The last line has no newline: give it one first.
-			off = len(s.text)
-			text = s.nl + text
-			break
-		}
-		off += i + 1
-		line++
+	off := len(s.text)
+	if n < len(s.lineStarts) {
+		off = s.lineStarts[n]
+	} else if len(s.text) > 0 && s.text[len(s.text)-1] != '\n' {
+		text = s.nl + text // the last line has no newline: give it one first
 	}
 	s.inserts = append(s.inserts, insert{offset: off, seq: len(s.inserts), text: text})
 }
 
 // dashColumn is the 0-based column of the "- " that introduces item, -1 if not found.
 func (s *Stream) dashColumn(item *yaml.Node) int {
-	line := lineText(s.text, item.Line)
+	line := s.line(item.Line)
 	for c := min(item.Column-2, len(line)-1); c >= 0; c-- {
 		switch line[c] {
 		case '-':
@@ -277,18 +265,16 @@ func (s *Stream) dashColumn(item *yaml.Node) int {
 	return -1
 }
 
-func lineText(text []byte, n int) []byte {
-	for i := 1; i < n; i++ {
-		j := bytes.IndexByte(text, '\n')
-		if j < 0 {
-			return nil
-		}
-		text = text[j+1:]
+// line is the text of the 1-based line n, without its line end.
+func (s *Stream) line(n int) []byte {
+	if n < 1 || n > len(s.lineStarts) {
+		return nil
 	}
-	if j := bytes.IndexByte(text, '\n'); j >= 0 {
-		text = text[:j]
+	end := len(s.text)
+	if n < len(s.lineStarts) {
+		end = s.lineStarts[n]
 	}
-	return bytes.TrimRight(text, "\r")
+	return bytes.TrimRight(s.text[s.lineStarts[n-1]:end], "\r\n")
 }
 
 // originalChildren are the nodes that come from the text (added ones have no line).
@@ -384,7 +370,11 @@ func (s *Stream) render(n *yaml.Node) ([]string, error) {
 // compactSequences reports whether the stream writes a block sequence under a key at the key's
 // column ("key:\n- a", as kubectl does) rather than indented; kubectl's way when it has none.
 func (s *Stream) compactSequences() bool {
+	if s.compact != nil {
+		return *s.compact
+	}
 	compact, found := true, false
+	defer func() { s.compact = &compact }()
 	var walk func(*yaml.Node)
 	walk = func(n *yaml.Node) {
 		if found {
