@@ -50,6 +50,11 @@ var screens = []struct {
 		d.press("/", "d", "e", "c")
 		return d
 	}},
+	{"2-network-guard", func(t *testing.T, w, h int) *driver {
+		d := toNetwork(t, newFakeBackend(), false, w, h)
+		d.press("/", "d", "e", "c", "enter", "enter")
+		return d
+	}},
 	{"3-groups-rules", func(t *testing.T, w, h int) *driver {
 		d := toGroups(t, newFakeBackend(), false, w, h)
 		d.press("space", "r")
@@ -75,6 +80,17 @@ var screens = []struct {
 		d.press("enter")
 		d.settle(200 * time.Millisecond)
 		d.press("ctrl+c")
+		return d
+	}},
+	{"6-apply-stopped", func(t *testing.T, w, h int) *driver {
+		b := newFakeBackend()
+		b.rolloutGate = make(chan struct{})
+		t.Cleanup(func() { close(b.rolloutGate) })
+		d := toReview(t, b, false, w, h)
+		d.press("enter")
+		d.settle(200 * time.Millisecond)
+		d.press("q", "y")
+		d.settle(time.Second)
 		return d
 	}},
 	{"7-verify-rwx", func(t *testing.T, w, h int) *driver {

@@ -53,6 +53,10 @@ func cut(s string, width int) string {
 }
 
 // wrap breaks plain text into lines of at most width cells, at spaces where it can.
+// hyphenStandIn takes the place of "-" while a text is wrapped: one cell wide, not a breakpoint
+// (a private-use character, which no text of the wizard contains).
+const hyphenStandIn = "\uE000"
+
 func wrap(s string, width int) []string {
 	if width < 10 {
 		width = 10
@@ -61,9 +65,12 @@ func wrap(s string, width int) []string {
 	// IDs) are broken hard.
 	body := strings.TrimLeft(s, " ")
 	indent := strings.Repeat(" ", min(len(s)-len(body), width/2))
+	// ansi.Wrap breaks after any hyphen, which cuts commands, flags and names
+	// ("manila-" / "setup"): hyphens are hidden from it and put back.
+	body = strings.ReplaceAll(body, "-", hyphenStandIn)
 	lines := strings.Split(ansi.Wrap(body, width-len(indent), ""), "\n")
 	for i := range lines {
-		lines[i] = indent + lines[i]
+		lines[i] = indent + strings.ReplaceAll(lines[i], hyphenStandIn, "-")
 	}
 	return lines
 }
