@@ -124,7 +124,7 @@ func TestUserGuideSamples(t *testing.T) {
 	got["storage-network-not-reachable"] = regexp.MustCompile(`(?m)^StorageNetworkReachable\s.*$`).FindString(status)
 
 	// The wizard, as make demo printed it, in a terminal.
-	term := testenv.NewTmux(t, 140, 16, fmt.Sprintf("cd %s && env TERM=xterm-256color %s; echo EXIT=$?; sleep 600", top, wizard))
+	term := testenv.NewTmux(t, 100, 16, fmt.Sprintf("cd %s && env TERM=xterm-256color %s; echo EXIT=$?; sleep 600", top, wizard))
 	term.WaitFor(time.Minute, "1/7 Connect", "✓ cloud manila-setup")
 	term.Keys("Enter")
 	term.WaitFor(30*time.Second, "2/7 Storage network", "› * storage")
