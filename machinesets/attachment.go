@@ -58,16 +58,20 @@ type AttachmentRecord struct {
 }
 
 // RecordOf returns the AttachmentRecord of a MachineSet, nil when it has none or it does not parse.
-func RecordOf(ms *machinev1beta1.MachineSet) *AttachmentRecord {
-	r := attachment.Parse(ms.Annotations)
+func RecordOf(ms *machinev1beta1.MachineSet) *AttachmentRecord { return RecordIn(ms.Annotations) }
+
+// RecordIn returns the AttachmentRecord in an object's annotations (a MachineSet's, a
+// NodePool's), nil when there is none or it does not parse.
+func RecordIn(annotations map[string]string) *AttachmentRecord {
+	r := attachment.Parse(annotations)
 	if r == nil {
 		return nil
 	}
 	return &AttachmentRecord{Attachment: Attachment(r.IDs), Time: r.Time, By: r.By}
 }
 
-// merged returns the record after attaching a: the union of the IDs, with time and author now.
-func (r *AttachmentRecord) merged(a Attachment, now time.Time, by string) AttachmentRecord {
+// Merged returns the record after attaching a: the union of the IDs, with time and author now.
+func (r *AttachmentRecord) Merged(a Attachment, now time.Time, by string) AttachmentRecord {
 	out := AttachmentRecord{Time: now.UTC().Format(time.RFC3339), By: by}
 	if r != nil {
 		out.Networks = slices.Clone(r.Networks)
@@ -120,8 +124,8 @@ func (e *UnknownIDsError) Error() string {
 	return "in Neutron, " + strings.Join(parts, "; ")
 }
 
-// checkIDs runs checker over a; a nil checker checks nothing.
-func checkIDs(ctx context.Context, checker IDChecker, a Attachment) error {
+// CheckIDs runs checker over a; a nil checker checks nothing.
+func CheckIDs(ctx context.Context, checker IDChecker, a Attachment) error {
 	if checker == nil {
 		return nil
 	}

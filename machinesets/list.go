@@ -95,8 +95,8 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	if len(want.Networks) == 0 && len(want.SecurityGroups) == 0 && st.Recorded != nil {
 		want = st.Recorded.Attachment
 	}
-	st.StorageNetwork = attachState(want.Networks, spec.HasNetwork)
-	st.SecurityGroups = attachState(want.SecurityGroups, spec.HasSecurityGroup)
+	st.StorageNetwork = AttachState(want.Networks, spec.HasNetwork)
+	st.SecurityGroups = AttachState(want.SecurityGroups, spec.HasSecurityGroup)
 	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
 		st.SecurityGroups = StateAttached // nothing asked for, nothing missing
 	}
@@ -124,7 +124,9 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	return st
 }
 
-func attachState(ids []string, has func(string) bool) string {
+// AttachState says whether an object has every one of ids (attached), some (partial) or none
+// (missing); unknown when no ID is asked about.
+func AttachState(ids []string, has func(string) bool) string {
 	if len(ids) == 0 {
 		return StateUnknown
 	}

@@ -175,7 +175,7 @@ func (opts PatchOptions) check(ctx context.Context) (func() time.Time, error) {
 	if errs := opts.Attachment.Validate(); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	if err := checkIDs(ctx, opts.Checker, opts.Attachment); err != nil {
+	if err := CheckIDs(ctx, opts.Checker, opts.Attachment); err != nil {
 		return nil, err
 	}
 	if opts.Now != nil {
@@ -306,6 +306,9 @@ func pickMachineSets(sets []*machinev1beta1.MachineSet, sel Selection, where str
 type SelectionError struct{ msg string }
 
 func (e *SelectionError) Error() string { return e.msg }
+
+// NewSelectionError is a SelectionError saying msg.
+func NewSelectionError(msg string) *SelectionError { return &SelectionError{msg} }
 
 func namesOf(items []*machinev1beta1.MachineSet) string {
 	if len(items) == 0 {

@@ -170,7 +170,7 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by
 	}
 	ops = append(ops, appendOps(spec.Fields, "securityGroups", sgs)...)
 
-	record, _ := json.Marshal(RecordOf(ms).merged(want, now, by))
+	record, _ := json.Marshal(RecordOf(ms).Merged(want, now, by))
 	if len(ms.Annotations) == 0 {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AttachmentAnnotation: string(record)}})
 	} else {
@@ -231,6 +231,17 @@ func applyToProviderSpec(ms *machinev1beta1.MachineSet, patch []byte) ([]byte, e
 		return nil, err
 	}
 	return out.Spec.Template.Spec.ProviderSpec.Value, nil
+}
+
+// YAMLDiff is a unified diff of two values as YAML (sorted keys, as `oc get -o yaml` shows
+// them), titled; "" when they are the same.
+func YAMLDiff(title string, before, after any) string {
+	b, errB := json.Marshal(before)
+	a, errA := json.Marshal(after)
+	if errB != nil || errA != nil {
+		return fmt.Sprintf("(no preview: %v %v)\n", errB, errA)
+	}
+	return textdiff.Unified(title, title+" (patched)", []byte(toYAML(b)), []byte(toYAML(a)))
 }
 
 // toYAML renders JSON as YAML with sorted keys, the way `oc get -o yaml` shows it.

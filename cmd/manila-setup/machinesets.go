@@ -325,49 +325,59 @@ func (o *machineSetsPatchOptions) connect(ctx context.Context) error {
 }
 
 // checkNetworks adds the discovered network (--discover) and refuses, unless --force, a network
-// through which the pods would not reach the shares (openstack.Discovery.NetworkProblem, the
-// wizard's rule). Without a cloud there is nothing to check against.
+// through which the pods would not reach the shares (see checkStorageNetworks).
 func (o *machineSetsPatchOptions) checkNetworks(ctx context.Context) error {
 	if o.cloud == nil {
 		return nil
 	}
-	d, err := o.cloud.Discover(ctx, openstack.DiscoverOptions{})
-	if err != nil {
-		return environmentError(fmt.Errorf("nothing patched: checking the network with the cloud: %w", err))
-	}
-	if o.Discover {
-		id, err := discoveredStorageNetwork(d, o.cloud, "nothing patched", o.streams)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(o.Networks, func(n string) bool { return neutronid.Equal(n, id) }) {
-			o.Networks = append(o.Networks, id)
-		}
-	}
 	var addrs []netip.Addr
 	if o.clients != nil { // a file has no nodes to ask
+		var err error
 		if addrs, err = machinesets.NodeAddresses(ctx, o.clients.kube); err != nil {
 			fmt.Fprintf(o.streams.ErrOut, "warning: %v: cannot tell whether a network is the machines' own\n", err)
 		}
 	}
+	nets, err := checkStorageNetworks(ctx, o.cloud, o.Networks, o.Discover, o.Force, addrs, o.streams)
+	o.Networks = nets
+	return err
+}
+
+// checkStorageNetworks is the rule every command that attaches networks follows, with a cloud:
+// --discover adds the network Manila exports on; a network in whose subnets no export location
+// lies, or the machines' own (a subnet holding one of addrs), is refused with exit 1 unless
+// force, as the wizard asks before taking it. It returns the networks to attach.
+func checkStorageNetworks(ctx context.Context, cloud *openstack.Client, nets []string, discover, force bool, addrs []netip.Addr, streams IOStreams) ([]string, error) {
+	d, err := cloud.Discover(ctx, openstack.DiscoverOptions{})
+	if err != nil {
+		return nets, environmentError(fmt.Errorf("nothing patched: checking the network with the cloud: %w", err))
+	}
+	if discover {
+		id, err := discoveredStorageNetwork(d, cloud, "nothing patched", streams)
+		if err != nil {
+			return nets, err
+		}
+		if !slices.ContainsFunc(nets, func(n string) bool { return neutronid.Equal(n, id) }) {
+			nets = append(nets, id)
+		}
+	}
 	var problems []string
-	for i, id := range o.Networks {
+	for i, id := range nets {
 		if !slices.ContainsFunc(d.Networks, func(n openstack.Network) bool { return neutronid.Equal(n.ID, id) }) {
 			continue // unknown to the project: the Neutron check of the IDs says so, with the others
 		}
 		p := d.NetworkProblem(id, addrs)
 		switch {
 		case p == "":
-		case o.Force:
-			fmt.Fprintf(o.streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", i, id, p)
+		case force:
+			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", i, id, p)
 		default:
 			problems = append(problems, fmt.Sprintf("--network[%d]: Invalid value: %q: %s", i, id, p))
 		}
 	}
 	if len(problems) > 0 {
-		return invalidInput(fmt.Errorf("%s\nnothing patched; --force attaches it anyway", strings.Join(problems, "\n")))
+		return nets, invalidInput(fmt.Errorf("%s\nnothing patched; --force attaches it anyway", strings.Join(problems, "\n")))
 	}
-	return nil
+	return nets, nil
 }
 
 func (o *machineSetsPatchOptions) Run(ctx context.Context) error {

@@ -96,6 +96,7 @@ Exit codes: 0 success, 1 invalid input or a failed check, 2 usage or environment
 		newInstallConfigCommand(g, streams),
 		newMachineSetsCommand(g, streams),
 		newNetworksCommand(g, streams),
+		newNodePoolsCommand(g, streams),
 		newOperatorCommand(g, streams),
 		newStorageClassesCommand(g, streams),
 	} {

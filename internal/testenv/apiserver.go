@@ -234,3 +234,17 @@ func (s *APIServer) UseMachineAPIFeatureSet(featureSet string) error {
 	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: machineAPI, ErrorIfPathMissing: true})
 	return err
 }
+
+// InstallHyperShiftCRDs installs HyperShift's NodePool CRD (the OpenStack feature set) from the
+// github.com/openshift/hypershift/api module at the version go.mod pins, as a HyperShift
+// management cluster serves it.
+func (s *APIServer) InstallHyperShiftCRDs() error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/hypershift/api").Output()
+	if err != nil {
+		return fmt.Errorf("locating the github.com/openshift/hypershift/api module (go list -m): %w", err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "hypershift", "v1beta1", "zz_generated.featuregated-crd-manifests",
+		"nodepools.hypershift.openshift.io", "OpenStack.yaml")
+	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: []string{p}, ErrorIfPathMissing: true})
+	return err
+}

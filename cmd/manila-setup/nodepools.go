@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
+)
+
+func newNodePoolsCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nodepools",
+		Short: "Attach the storage network to the NodePools of hosted clusters (HyperShift)",
+		Long: `On a HyperShift management cluster, the machines of a hosted cluster come from its NodePools:
+the storage network is attached as an additional port of spec.platform.openstack, and the
+NodePool controller replaces the machines itself. Point --kubeconfig at the management cluster.`,
+	}
+	cmd.AddCommand(newNodePoolsListCommand(g, streams), newNodePoolsPatchCommand(g, streams))
+	return cmd
+}
+
+func nodePoolsClient(g *GlobalOptions) (dynamic.Interface, error) {
+	cfg, err := g.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, environmentError(err)
+	}
+	return dyn, nil
+}
+
+// ---- list ----
+
+type nodePoolsListOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Networks      []string
+	Namespace     string
+	HostedCluster string
+}
+
+func newNodePoolsListCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &nodePoolsListOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "list [--network ID] [--hosted-cluster NAME] [-n NAMESPACE]",
+		Short: "Show, per NodePool, whether its machines get a port on the storage network",
+		Args:  cobra.NoArgs,
+		RunE:  cmdrun.RunE(o),
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to look for (default: the one recorded by nodepools patch)")
+	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
+	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
+	return cmd
+}
+
+func (o *nodePoolsListOptions) Complete(*cobra.Command, []string) error { return nil }
+
+func (o *nodePoolsListOptions) Validate() error {
+	if len(o.Networks) == 0 {
+		return nil // the recorded ones are shown
+	}
+	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks})
+}
+
+func (o *nodePoolsListOptions) Run(ctx context.Context) error {
+	dyn, err := nodePoolsClient(o.g)
+	if err != nil {
+		return err
+	}
+	pools, err := nodepools.List(ctx, dyn, o.Namespace, o.HostedCluster, machinesets.Attachment{Networks: o.Networks})
+	if err := patchErrorExit(err); err != nil {
+		return err
+	}
+	if o.g.Output != outputText {
+		if pools == nil {
+			pools = []nodepools.Status{}
+		}
+		return printStructured(o.streams.Out, o.g.Output, pools)
+	}
+	if len(pools) == 0 {
+		_, err := fmt.Fprintln(o.streams.Out, "No NodePools.")
+		return err
+	}
+	w := tabwriter.NewWriter(o.streams.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tNAME\tHOSTED CLUSTER\tPLATFORM\tREPLICAS\tSTORAGE NETWORK\tNOTE")
+	for _, p := range pools {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Namespace, p.Name, p.HostedCluster, p.Platform, p.Replicas, p.StorageNetwork, p.Note)
+	}
+	return w.Flush()
+}
+
+// ---- patch ----
+
+type nodePoolsPatchOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Networks       []string
+	SecurityGroups []string
+	Namespace      string
+	HostedCluster  string
+	DryRun         bool
+	Discover       bool
+	Force          bool
+}
+
+func newNodePoolsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &nodePoolsPatchOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "patch --network ID [--hosted-cluster NAME] [-n NAMESPACE]",
+		Short: "Add a port on the storage network to the OpenStack NodePools",
+		Long: `Add {network: {id: ID}} to spec.platform.openstack.additionalPorts of the OpenStack NodePools
+(of one HostedCluster with --hosted-cluster, of one namespace with -n), where no port is on that
+network yet; the port gets no allowed address pairs. Other platforms' NodePools are skipped, as
+is one whose additionalPorts would exceed the API's 10. What was attached is recorded in the
+annotation ` + machinesets.AttachmentAnnotation + `.
+
+Security groups cannot be given per additional port on a NodePool: --security-group is only
+reported. With --os-cloud (or $OS_CLOUD) the IDs are checked in Neutron and a network in whose
+subnets no Manila export location lies is refused unless --force; --discover attaches the
+network Manila exports on.
+
+The NodePool controller turns the change into a new machine template and replaces the machines
+as its spec.management.upgradeType says: there is nothing to roll here.`,
+		Example: `  manila-setup nodepools patch --kubeconfig mgmt.kubeconfig --network 5f0c3b7e-... --hosted-cluster hc1 --dry-run`,
+		Args:    cobra.NoArgs,
+		RunE:    cmdrun.RunE(o),
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
+	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "a security group meant for NFS: reported only (NodePool ports take none)")
+	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
+	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per NodePool and write nothing")
+	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
+	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies")
+	return cmd
+}
+
+func (o *nodePoolsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
+
+func (o *nodePoolsPatchOptions) Validate() error {
+	if o.Discover && o.g.OSCloud == "" {
+		return usageError("--discover asks the cloud: name it with --os-cloud (or $OS_CLOUD)")
+	}
+	if len(o.Networks) == 0 && !o.Discover {
+		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`), or --discover")
+	}
+	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+}
+
+func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
+	dyn, err := nodePoolsClient(o.g)
+	if err != nil {
+		return err
+	}
+	var checker machinesets.IDChecker
+	if o.g.OSCloud != "" {
+		cloud, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
+		if err != nil {
+			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
+		}
+		checker = machinesets.NeutronChecker{Client: cloud}
+		// The nodes of hosted clusters are not on this cluster: the machines' own network
+		// cannot be told, only the Manila exports.
+		if o.Networks, err = checkStorageNetworks(ctx, cloud, o.Networks, o.Discover, o.Force, nil, o.streams); err != nil {
+			return err
+		}
+	}
+	results, err := nodepools.Patch(ctx, dyn, nodepools.Options{
+		Attachment:    machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
+		Namespace:     o.Namespace,
+		HostedCluster: o.HostedCluster,
+		DryRun:        o.DryRun,
+		Checker:       checker,
+		By:            "manila-setup " + version,
+	})
+	if printErr := o.print(results); printErr != nil && err == nil {
+		err = printErr
+	}
+	return patchErrorExit(err)
+}
+
+func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
+	if o.g.Output != outputText {
+		if results == nil {
+			results = []nodepools.Result{}
+		}
+		return printStructured(o.streams.Out, o.g.Output, results)
+	}
+	w := tabwriter.NewWriter(o.streams.Out, 0, 0, 2, ' ', 0)
+	patched := 0
+	for _, r := range results {
+		detail := r.Reason
+		if r.Action == machinesets.ActionPatched || r.Action == machinesets.ActionWouldPatch {
+			detail = machineSetsDescribeAdded(machinesets.PatchResult{AddedNetworks: r.AddedNetworks})
+			patched++
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\n", r.Namespace, r.Name, r.Action, detail)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Diff != "" {
+			fmt.Fprintf(o.streams.Out, "\n%s", r.Diff)
+		}
+		if r.Warning != "" {
+			fmt.Fprintf(o.streams.ErrOut, "warning: %s\n", r.Warning)
+		}
+	}
+	switch {
+	case o.DryRun:
+		_, err := fmt.Fprintln(o.streams.Out, "\nDry run: nothing was written.")
+		return err
+	case patched > 0:
+		_, err := fmt.Fprintf(o.streams.Out, "\n%d NodePool(s) patched. The NodePool controller replaces their machines: watch `oc get nodepools -A` (condition UpdatingPlatformMachineTemplate).\n", patched)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,313 @@
+package nodepools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
+)
+
+// GVR is the NodePool resource of HyperShift.
+var GVR = hyperv1.GroupVersion.WithResource("nodepools")
+
+// MaxAdditionalPorts is what the NodePool API accepts in additionalPorts.
+const MaxAdditionalPorts = 10
+
+// PortDescription is the description of the ports manila-setup adds.
+const PortDescription = "Manila storage network (manila-setup)"
+
+// Options say what to attach to which NodePools.
+type Options struct {
+	// Attachment holds the storage networks; security groups cannot be given per port on a
+	// NodePool and are only reported (Result.Warning).
+	Attachment machinesets.Attachment
+	// Namespace restricts to one namespace (default: all); HostedCluster to the NodePools of
+	// one HostedCluster (spec.clusterName).
+	Namespace     string
+	HostedCluster string
+	DryRun        bool
+	// Checker looks the IDs up in Neutron before anything is written (nil: not checked).
+	Checker machinesets.IDChecker
+	By      string
+	Now     func() time.Time
+}
+
+// Result is what happened to one NodePool; Action is one of machinesets' Action constants.
+type Result struct {
+	Namespace     string   `json:"namespace"`
+	Name          string   `json:"name"`
+	HostedCluster string   `json:"hostedCluster"`
+	Action        string   `json:"action"`
+	Reason        string   `json:"reason,omitempty"`
+	AddedNetworks []string `json:"addedNetworks,omitempty"`
+	Warning       string   `json:"warning,omitempty"`
+	// Diff is the unified diff of spec.platform.openstack on a dry run.
+	Diff string `json:"diff,omitempty"`
+	// ConflictRetries counts the times another writer made the patch start over.
+	ConflictRetries int `json:"conflictRetries,omitempty"`
+}
+
+// Patch adds a port on each storage network to the OpenStack NodePools selected, where there is
+// none yet: one LIST, then one JSON PATCH per NodePool that lacks a network (with its
+// resourceVersion as precondition, retried on conflict).
+func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) ([]Result, error) {
+	if errs := opts.Attachment.Validate(); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if err := machinesets.CheckIDs(ctx, opts.Checker, machinesets.Attachment{Networks: opts.Attachment.Networks}); err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	pools, err := list(ctx, dyn, opts.Namespace, opts.HostedCluster)
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	for _, u := range pools {
+		res, err := patchOne(ctx, dyn, u, opts, now)
+		if err != nil {
+			return results, fmt.Errorf("patching NodePool %s/%s: %w; %s", u.GetNamespace(), u.GetName(), err, done(results))
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func patchOne(ctx context.Context, dyn dynamic.Interface, u unstructured.Unstructured, opts Options, now func() time.Time) (Result, error) {
+	api := dyn.Resource(GVR).Namespace(u.GetNamespace())
+	var res Result
+	attempt := 0
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if attempt > 0 {
+			res.ConflictRetries++
+			fresh, err := api.Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			u = *fresh
+		}
+		attempt++
+		plan, err := planPatch(&u, opts, now())
+		if err != nil {
+			return err
+		}
+		retries := res.ConflictRetries
+		res = plan.result
+		res.ConflictRetries = retries
+		switch {
+		case res.Action != machinesets.ActionPatched:
+			return nil
+		case opts.DryRun:
+			res.Action, res.Diff = machinesets.ActionWouldPatch, plan.diff()
+			return nil
+		}
+		_, err = api.Patch(ctx, u.GetName(), types.JSONPatchType, plan.patch, metav1.PatchOptions{FieldManager: "manila-setup"})
+		return err
+	})
+	return res, err
+}
+
+// plan is what patching one NodePool would do.
+type plan struct {
+	result Result
+	patch  []byte
+	before *hyperv1.OpenStackNodePoolPlatform
+	ports  []hyperv1.PortSpec // the ports added
+}
+
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// planPatch decides what to do to one NodePool: skipped (not OpenStack, too many ports),
+// unchanged (every network has a port), or patched with the JSON patch that appends the ports
+// and records the attachment.
+func planPatch(u *unstructured.Unstructured, opts Options, now time.Time) (*plan, error) {
+	var np hyperv1.NodePool
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
+		return nil, fmt.Errorf("reading NodePool %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	p := &plan{result: Result{Namespace: np.Namespace, Name: np.Name, HostedCluster: np.Spec.ClusterName}}
+	r := &p.result
+	if np.Spec.Platform.Type != hyperv1.OpenStackPlatform || np.Spec.Platform.OpenStack == nil {
+		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("platform %s, not OpenStack", orNone(string(np.Spec.Platform.Type)))
+		return p, nil
+	}
+	p.before = np.Spec.Platform.OpenStack
+	existing := np.Spec.Platform.OpenStack.AdditionalPorts
+	for _, id := range opts.Attachment.Networks {
+		if !hasNetwork(existing, id) && !slices.ContainsFunc(p.ports, func(ps hyperv1.PortSpec) bool { return neutronid.Equal(*ps.Network.ID, id) }) {
+			key := neutronid.Key(id)
+			p.ports = append(p.ports, hyperv1.PortSpec{Network: &hyperv1.NetworkParam{ID: &key}, Description: PortDescription})
+			r.AddedNetworks = append(r.AddedNetworks, key)
+		}
+	}
+	if len(opts.Attachment.SecurityGroups) > 0 {
+		r.Warning = fmt.Sprintf("NodePool %s/%s: security groups %s were not added: a NodePool's additional ports take none of their own; NFS to the export addresses must be allowed by the security groups its HostedCluster gives the nodes, or the port's portSecurityPolicy set to Disabled",
+			np.Namespace, np.Name, strings.Join(opts.Attachment.SecurityGroups, ", "))
+	}
+	switch {
+	case len(p.ports) == 0:
+		r.Action, r.Reason = machinesets.ActionUnchanged, "already attached"
+		return p, nil
+	case len(existing)+len(p.ports) > MaxAdditionalPorts:
+		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("spec.platform.openstack.additionalPorts would hold %d ports, more than the %d the NodePool API allows", len(existing)+len(p.ports), MaxAdditionalPorts)
+		r.AddedNetworks = nil
+		return p, nil
+	}
+	r.Action = machinesets.ActionPatched
+
+	ops := []jsonPatchOp{{Op: "add", Path: "/metadata/resourceVersion", Value: np.ResourceVersion}}
+	const portsPath = "/spec/platform/openstack/additionalPorts"
+	if _, found, _ := unstructured.NestedSlice(u.Object, "spec", "platform", "openstack", "additionalPorts"); found {
+		for _, ps := range p.ports {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: portsPath + "/-", Value: ps})
+		}
+	} else {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: portsPath, Value: p.ports})
+	}
+	record, err := json.Marshal(machinesets.RecordIn(np.Annotations).Merged(machinesets.Attachment{Networks: r.AddedNetworks}, now, opts.By))
+	if err != nil {
+		return nil, err
+	}
+	if len(np.Annotations) == 0 {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attachment.Annotation: string(record)}})
+	} else {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(attachment.Annotation, "/", "~1"), Value: string(record)})
+	}
+	if p.patch, err = json.Marshal(ops); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// diff is spec.platform.openstack before and after, as a unified diff.
+func (p *plan) diff() string {
+	after := *p.before
+	after.AdditionalPorts = append(slices.Clone(p.before.AdditionalPorts), p.ports...)
+	return machinesets.YAMLDiff(fmt.Sprintf("NodePool %s/%s spec.platform.openstack", p.result.Namespace, p.result.Name), p.before, &after)
+}
+
+// hasNetwork reports whether a port of ports is on network id.
+func hasNetwork(ports []hyperv1.PortSpec, id string) bool {
+	return slices.ContainsFunc(ports, func(ps hyperv1.PortSpec) bool {
+		return ps.Network != nil && ps.Network.ID != nil && neutronid.Equal(*ps.Network.ID, id)
+	})
+}
+
+// list reads the NodePools once, those of one HostedCluster when cluster is set, sorted.
+func list(ctx context.Context, dyn dynamic.Interface, namespace, cluster string) ([]unstructured.Unstructured, error) {
+	l, err := dyn.Resource(GVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("this cluster serves no NodePools (%s): it is not a HyperShift management cluster", GVR.GroupResource())
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("listing NodePools was refused: %v; it needs the list verb on %s", err, GVR.GroupResource())
+		}
+		return nil, fmt.Errorf("listing NodePools: %w", err)
+	}
+	var out []unstructured.Unstructured
+	for _, u := range l.Items {
+		if c, _, _ := unstructured.NestedString(u.Object, "spec", "clusterName"); cluster == "" || c == cluster {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b unstructured.Unstructured) int {
+		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
+	})
+	if len(out) == 0 && cluster != "" {
+		return nil, machinesets.NewSelectionError(fmt.Sprintf("no NodePool of HostedCluster %q%s", cluster, inNamespace(namespace)))
+	}
+	return out, nil
+}
+
+// Status is one NodePool as `nodepools list` shows it.
+type Status struct {
+	Namespace      string `json:"namespace"`
+	Name           string `json:"name"`
+	HostedCluster  string `json:"hostedCluster"`
+	Platform       string `json:"platform"`
+	Replicas       int32  `json:"replicas"`
+	StorageNetwork string `json:"storageNetwork"` // one of machinesets' State constants
+	Note           string `json:"note,omitempty"`
+}
+
+// List says, per NodePool, whether it has a port on the storage networks: want's, else those
+// recorded in its annotation.
+func List(ctx context.Context, dyn dynamic.Interface, namespace, cluster string, want machinesets.Attachment) ([]Status, error) {
+	pools, err := list(ctx, dyn, namespace, cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Status, 0, len(pools))
+	for _, u := range pools {
+		var np hyperv1.NodePool
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
+			return nil, fmt.Errorf("reading NodePool %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+		st := Status{Namespace: np.Namespace, Name: np.Name, HostedCluster: np.Spec.ClusterName, Platform: string(np.Spec.Platform.Type)}
+		if np.Spec.Replicas != nil {
+			st.Replicas = *np.Spec.Replicas
+		}
+		nets := want.Networks
+		if rec := machinesets.RecordIn(np.Annotations); len(nets) == 0 && rec != nil {
+			nets = rec.Networks
+		}
+		switch {
+		case np.Spec.Platform.Type != hyperv1.OpenStackPlatform || np.Spec.Platform.OpenStack == nil:
+			st.StorageNetwork, st.Note = machinesets.StateNA, "not OpenStack"
+		default:
+			st.StorageNetwork = machinesets.AttachState(nets, func(id string) bool { return hasNetwork(np.Spec.Platform.OpenStack.AdditionalPorts, id) })
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func done(results []Result) string {
+	var names []string
+	for _, r := range results {
+		if r.Action == machinesets.ActionPatched {
+			names = append(names, r.Namespace+"/"+r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "no NodePool was changed"
+	}
+	return "already patched: " + strings.Join(names, ", ")
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,184 @@
+//go:build integration
+
+package nodepools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
+)
+
+const (
+	storageNet = "5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c"
+	otherNet   = "0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a37"
+	nfsGroup   = "77c0a1d2-1111-4111-8111-111111111111"
+)
+
+func nodePool(name, cluster, platform string, ports ...string) *unstructured.Unstructured {
+	spec := map[string]any{
+		"clusterName": cluster,
+		"replicas":    int64(2),
+		"management":  map[string]any{"upgradeType": "Replace"},
+		"release":     map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+		"platform":    map[string]any{"type": platform},
+	}
+	if platform == "OpenStack" {
+		os := map[string]any{"flavor": "m1.xlarge"}
+		if ports != nil {
+			var list []any
+			for _, p := range ports {
+				list = append(list, map[string]any{"network": map[string]any{"id": p}})
+			}
+			os["additionalPorts"] = list
+		}
+		spec["platform"].(map[string]any)["openstack"] = os
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "NodePool",
+		"metadata": map[string]any{"name": name, "namespace": "clusters"},
+		"spec":     spec,
+	}}
+}
+
+// TestPatchNodePools: on an apiserver serving HyperShift's NodePool CRD, the OpenStack NodePools
+// of one HostedCluster get a port on the storage network (appended to theirs, or as their
+// first), the others are left alone with the reason, security groups are reported as not
+// expressible per port, a dry run writes nothing, and a second run changes nothing.
+func TestPatchNodePools(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	api := testenv.NewAPIServer(t)
+	if err := api.InstallHyperShiftCRDs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(api.Config)
+	full := make([]string, MaxAdditionalPorts)
+	for i := range full {
+		full[i] = fmt.Sprintf("0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a%02d", i)
+	}
+	for _, np := range []*unstructured.Unstructured{
+		nodePool("hc1-workers", "hc1", "OpenStack"),
+		nodePool("hc1-gpu", "hc1", "OpenStack", otherNet),
+		nodePool("hc1-full", "hc1", "OpenStack", full...),
+		nodePool("hc1-none", "hc1", "None"),
+		nodePool("hc2-workers", "hc2", "OpenStack"),
+	} {
+		if _, err := dyn.Resource(GVR).Namespace("clusters").Create(ctx, np, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating NodePool %s: %v", np.GetName(), err)
+		}
+	}
+	rv := func() map[string]string {
+		l, err := dyn.Resource(GVR).Namespace("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, u := range l.Items {
+			out[u.GetName()] = u.GetResourceVersion()
+		}
+		return out
+	}
+	opts := Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}, HostedCluster: "hc1", By: "manila-setup test"}
+
+	before := rv()
+	dry := opts
+	dry.DryRun = true
+	results, err := Patch(ctx, dyn, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := rv(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a dry run wrote: %v -> %v", before, after)
+	}
+	byName := map[string]Result{}
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	if r := byName["hc1-workers"]; r.Action != machinesets.ActionWouldPatch || !strings.Contains(r.Diff, "+- description: "+PortDescription) || !strings.Contains(r.Diff, "id: "+storageNet) {
+		t.Errorf("dry run hc1-workers: %+v", r)
+	}
+	if _, ok := byName["hc2-workers"]; ok || len(results) != 4 {
+		t.Errorf("--hosted-cluster hc1 selected %+v", results)
+	}
+
+	results, err = Patch(ctx, dyn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"hc1-workers": machinesets.ActionPatched, "hc1-gpu": machinesets.ActionPatched, "hc1-full": machinesets.ActionSkipped, "hc1-none": machinesets.ActionSkipped}
+	for _, r := range results {
+		if r.Action != want[r.Name] {
+			t.Errorf("%s: %s (%s), want %s", r.Name, r.Action, r.Reason, want[r.Name])
+		}
+		if r.Action == machinesets.ActionPatched && !strings.Contains(r.Warning, "security groups "+nfsGroup+" were not added") {
+			t.Errorf("%s: no warning about the security group: %q", r.Name, r.Warning)
+		}
+	}
+	after := rv()
+	for name, v := range before {
+		if (after[name] != v) != (want[name] == machinesets.ActionPatched) {
+			t.Errorf("%s: resourceVersion %s -> %s", name, v, after[name])
+		}
+	}
+	for name, ports := range map[string][]string{"hc1-workers": {storageNet}, "hc1-gpu": {otherNet, storageNet}} {
+		u, err := dyn.Resource(GVR).Namespace("clusters").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, _, _ := unstructured.NestedSlice(u.Object, "spec", "platform", "openstack", "additionalPorts")
+		var got []string
+		for _, p := range list {
+			id, _, _ := unstructured.NestedString(p.(map[string]any), "network", "id")
+			got = append(got, id)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(ports) {
+			t.Errorf("%s: ports on %v, want %v", name, got, ports)
+		}
+		if rec := attachment.Parse(u.GetAnnotations()); rec == nil || fmt.Sprint(rec.Networks) != fmt.Sprint([]string{storageNet}) || len(rec.SecurityGroups) != 0 {
+			t.Errorf("%s: attachment record %+v", name, rec)
+		}
+	}
+
+	listed, err := List(ctx, dyn, "clusters", "", machinesets.Attachment{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, s := range listed {
+		states[s.Name] = s.StorageNetwork
+	}
+	if states["hc1-workers"] != machinesets.StateAttached || states["hc1-none"] != machinesets.StateNA || states["hc2-workers"] != machinesets.StateUnknown {
+		t.Errorf("list (from the records): %v", states)
+	}
+
+	again, err := Patch(ctx, dyn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range again {
+		if r.Action == machinesets.ActionPatched {
+			t.Errorf("a second run patched %s again", r.Name)
+		}
+	}
+	if final := rv(); fmt.Sprint(final) != fmt.Sprint(after) {
+		t.Errorf("a second run wrote: %v -> %v", after, final)
+	}
+
+	if _, err := Patch(ctx, dyn, Options{Attachment: opts.Attachment, HostedCluster: "nope"}); err == nil || !strings.Contains(err.Error(), `no NodePool of HostedCluster "nope"`) {
+		t.Errorf("an unknown HostedCluster: %v", err)
+	}
+}
