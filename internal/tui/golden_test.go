@@ -63,32 +63,14 @@ var screens = []struct {
 	{"4-machinesets", func(t *testing.T, w, h int) *driver { return toSets(t, newFakeBackend(), false, w, h) }},
 	{"5-review", func(t *testing.T, w, h int) *driver { return toReview(t, newFakeBackend(), false, w, h) }},
 	{"5-review-dry-run", func(t *testing.T, w, h int) *driver { return toReview(t, newFakeBackend(), true, w, h) }},
-	{"6-apply-rolling", func(t *testing.T, w, h int) *driver {
-		b := newFakeBackend()
-		b.rolloutGate = make(chan struct{})
-		t.Cleanup(func() { close(b.rolloutGate) })
-		d := toReview(t, b, false, w, h)
-		d.press("enter")
-		d.settle(200 * time.Millisecond)
-		return d
-	}},
+	{"6-apply-rolling", rolling},
 	{"6-apply-confirm-stop", func(t *testing.T, w, h int) *driver {
-		b := newFakeBackend()
-		b.rolloutGate = make(chan struct{})
-		t.Cleanup(func() { close(b.rolloutGate) })
-		d := toReview(t, b, false, w, h)
-		d.press("enter")
-		d.settle(200 * time.Millisecond)
+		d := rolling(t, w, h)
 		d.press("ctrl+c")
 		return d
 	}},
 	{"6-apply-stopped", func(t *testing.T, w, h int) *driver {
-		b := newFakeBackend()
-		b.rolloutGate = make(chan struct{})
-		t.Cleanup(func() { close(b.rolloutGate) })
-		d := toReview(t, b, false, w, h)
-		d.press("enter")
-		d.settle(200 * time.Millisecond)
+		d := rolling(t, w, h)
 		d.press("q", "y")
 		d.settle(time.Second)
 		return d
@@ -119,6 +101,17 @@ var screens = []struct {
 		d.press("?")
 		return d
 	}},
+}
+
+// rolling is the apply screen with a rollout that does not finish (the fake's gate stays shut).
+func rolling(t *testing.T, w, h int) *driver {
+	b := newFakeBackend()
+	b.rolloutGate = make(chan struct{})
+	t.Cleanup(func() { close(b.rolloutGate) })
+	d := toReview(t, b, false, w, h)
+	d.press("enter")
+	d.settle(200 * time.Millisecond)
+	return d
 }
 
 func TestGoldenViews(t *testing.T) {
