@@ -13,6 +13,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/testenv"
 )
 
@@ -70,7 +71,7 @@ func TestPatchFileMatchesTheCluster(t *testing.T) {
 		if err := json.Unmarshal(offline.Objects[0], &fromFile); err != nil {
 			t.Fatal(err)
 		}
-		if a, b := templateProviderSpec(&fromFile), templateProviderSpec(stored); !sameJSON(a, b) {
+		if a, b := templateProviderSpec(&fromFile), templateProviderSpec(stored); !filepatch.SameJSON(a, b) {
 			t.Errorf("%s: providerSpec offline\n%s\non the cluster\n%s", path, a, b)
 		}
 		if a, b := fromFile.Annotations[AttachmentAnnotation], stored.Annotations[AttachmentAnnotation]; a != b {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
 )
 
@@ -174,7 +175,7 @@ func TestPatchFileErrors(t *testing.T) {
 			c.opts(&opts)
 		}
 		_, err := PatchFile(context.Background(), "x.yaml", []byte(c.data), opts)
-		var fe *FileError
+		var fe *filepatch.Error
 		var se *SelectionError
 		switch {
 		case err == nil || !strings.Contains(err.Error(), c.want):

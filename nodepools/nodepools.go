@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
@@ -66,15 +67,9 @@ type Result struct {
 // none yet: one LIST, then one JSON PATCH per NodePool that lacks a network (with its
 // resourceVersion as precondition, retried on conflict).
 func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) ([]Result, error) {
-	if errs := opts.Attachment.Validate(); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	if err := machinesets.CheckIDs(ctx, opts.Checker, machinesets.Attachment{Networks: opts.Attachment.Networks}); err != nil {
+	now, err := opts.check(ctx)
+	if err != nil {
 		return nil, err
-	}
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
 	}
 	pools, err := list(ctx, dyn, opts.Namespace, opts.HostedCluster)
 	if err != nil {
@@ -89,6 +84,21 @@ func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) ([]Result, 
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// check validates the attachment and, with a Checker, looks the networks up (security groups
+// are not attached to NodePools); it returns the clock.
+func (opts Options) check(ctx context.Context) (func() time.Time, error) {
+	if errs := opts.Attachment.Validate(); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if err := machinesets.CheckIDs(ctx, opts.Checker, machinesets.Attachment{Networks: opts.Attachment.Networks}); err != nil {
+		return nil, err
+	}
+	if opts.Now != nil {
+		return opts.Now, nil
+	}
+	return time.Now, nil
 }
 
 func patchOne(ctx context.Context, dyn dynamic.Interface, u unstructured.Unstructured, opts Options, now func() time.Time) (Result, error) {
@@ -177,7 +187,11 @@ func planPatch(u *unstructured.Unstructured, opts Options, now time.Time) (*plan
 	}
 	r.Action = machinesets.ActionPatched
 
-	ops := []jsonPatchOp{{Op: "add", Path: "/metadata/resourceVersion", Value: np.ResourceVersion}}
+	var ops []jsonPatchOp
+	if np.ResourceVersion != "" {
+		// The apiserver answers 409 Conflict if the NodePool changed since it was read.
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: np.ResourceVersion})
+	}
 	const portsPath = "/spec/platform/openstack/additionalPorts"
 	if _, found, _ := unstructured.NestedSlice(u.Object, "spec", "platform", "openstack", "additionalPorts"); found {
 		for _, ps := range p.ports {
@@ -310,4 +324,74 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// FileResult is what PatchFile made of a file of NodePools.
+type FileResult struct {
+	// Output is the file with the NodePools patched (only lines added, unless Reformatted).
+	Output      []byte
+	Reformatted bool
+	Results     []Result
+	// Objects are the NodePools of Output, as JSON, in file order.
+	Objects []json.RawMessage
+}
+
+// PatchFile does what Patch does, to the NodePools of a file (GitOps), with no cluster: the same
+// plan, spliced into the text and checked against it (internal/filepatch).
+func PatchFile(ctx context.Context, name string, data []byte, opts Options) (*FileResult, error) {
+	now, err := opts.check(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := filepatch.Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	res := &FileResult{}
+	patches := map[int][]byte{}
+	found := 0
+	for i, o := range f.Objects() {
+		if !isNodePool(o) {
+			continue
+		}
+		found++
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(o.JSON, &u.Object); err != nil {
+			return nil, filepatch.Errorf("%s: %s: %v", name, o.Where, err)
+		}
+		if c, _, _ := unstructured.NestedString(u.Object, "spec", "clusterName"); opts.HostedCluster != "" && c != opts.HostedCluster {
+			continue
+		}
+		if opts.Namespace != "" && u.GetNamespace() != opts.Namespace {
+			continue
+		}
+		p, err := planPatch(u, opts, now())
+		if err != nil {
+			return nil, filepatch.Errorf("%s: %s: %v", name, o.Where, err)
+		}
+		if p.result.Action == machinesets.ActionPatched {
+			patches[i] = p.patch
+		}
+		res.Results = append(res.Results, p.result)
+	}
+	switch {
+	case found == 0:
+		return nil, filepatch.Errorf("%s: no NodePool (apiVersion %s, kind NodePool) in it", name, hyperv1.GroupVersion)
+	case len(res.Results) == 0:
+		return nil, machinesets.NewSelectionError(fmt.Sprintf("no NodePool in %s is of HostedCluster %q%s", name, opts.HostedCluster, inNamespace(opts.Namespace)))
+	}
+	var objects []filepatch.Object
+	if res.Output, res.Reformatted, objects, err = f.Apply(patches, "/metadata/resourceVersion"); err != nil {
+		return nil, err
+	}
+	for _, o := range objects {
+		if isNodePool(o) {
+			res.Objects = append(res.Objects, o.JSON)
+		}
+	}
+	return res, nil
+}
+
+func isNodePool(o filepatch.Object) bool {
+	return o.Kind == "NodePool" && o.APIVersion == hyperv1.GroupVersion.String()
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rolloutview"
@@ -290,13 +291,8 @@ func (o *machineSetsPatchOptions) Validate() error {
 	if len(o.Names) > 0 && o.Selector != "" {
 		return usageError("--name and --selector cannot be used together")
 	}
-	switch {
-	case o.InPlace && o.File == "":
-		return usageError("--in-place writes the file of -f back: give -f FILE")
-	case o.InPlace && o.File == "-":
-		return usageError("--in-place cannot write standard input back: give -f FILE")
-	case o.InPlace && o.DryRun:
-		return usageError("--in-place and --dry-run cannot be used together")
+	if err := fileFlagsError(o.File, o.InPlace, o.DryRun); err != nil {
+		return err
 	}
 	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 }
@@ -411,7 +407,7 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 func patchErrorExit(err error) error {
 	var unknown *machinesets.UnknownIDsError
 	var selection *machinesets.SelectionError
-	var file *machinesets.FileError
+	var file *filepatch.Error
 	switch {
 	case err == nil:
 		return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -112,6 +113,8 @@ type nodePoolsPatchOptions struct {
 	DryRun         bool
 	Discover       bool
 	Force          bool
+	File           string
+	InPlace        bool
 }
 
 func newNodePoolsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -131,7 +134,12 @@ subnets no Manila export location lies is refused unless --force; --discover att
 network Manila exports on.
 
 The NodePool controller turns the change into a new machine template and replaces the machines
-as its spec.management.upgradeType says: there is nothing to roll here.`,
+as its spec.management.upgradeType says: there is nothing to roll here.
+
+With -f FILE (or - for standard input) the NodePools of a file are patched instead, for
+clusters managed from Git, as "machinesets patch -f" does: only the added lines differ; the
+patched file goes to standard output, --in-place writes it back (keeping FILE.bak), --dry-run
+prints the diff.`,
 		Example: `  manila-setup nodepools patch --kubeconfig mgmt.kubeconfig --network 5f0c3b7e-... --hosted-cluster hc1 --dry-run`,
 		Args:    cobra.NoArgs,
 		RunE:    cmdrun.RunE(o),
@@ -144,6 +152,8 @@ as its spec.management.upgradeType says: there is nothing to roll here.`,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per NodePool and write nothing")
 	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
 	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies")
+	f.StringVarP(&o.File, "filename", "f", "", "patch the NodePools of this file (- for standard input) instead of the cluster's")
+	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
 	return cmd
 }
 
@@ -156,13 +166,19 @@ func (o *nodePoolsPatchOptions) Validate() error {
 	if len(o.Networks) == 0 && !o.Discover {
 		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`), or --discover")
 	}
+	if err := fileFlagsError(o.File, o.InPlace, o.DryRun); err != nil {
+		return err
+	}
 	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 }
 
 func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
-	dyn, err := nodePoolsClient(o.g)
-	if err != nil {
-		return err
+	var dyn dynamic.Interface
+	if o.File == "" {
+		var err error
+		if dyn, err = nodePoolsClient(o.g); err != nil {
+			return err
+		}
 	}
 	var checker machinesets.IDChecker
 	if o.g.OSCloud != "" {
@@ -177,28 +193,47 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	results, err := nodepools.Patch(ctx, dyn, nodepools.Options{
+	opts := nodepools.Options{
 		Attachment:    machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
 		Namespace:     o.Namespace,
 		HostedCluster: o.HostedCluster,
 		DryRun:        o.DryRun,
 		Checker:       checker,
 		By:            "manila-setup " + version,
-	})
+	}
+	if o.File != "" {
+		return o.runFile(ctx, opts)
+	}
+	results, err := nodepools.Patch(ctx, dyn, opts)
 	if printErr := o.print(results); printErr != nil && err == nil {
 		err = printErr
 	}
 	return patchErrorExit(err)
 }
 
-func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
-	if o.g.Output != outputText {
-		if results == nil {
-			results = []nodepools.Result{}
-		}
-		return printStructured(o.streams.Out, o.g.Output, results)
+// runFile patches the NodePools of -f instead of the cluster's (GitOps).
+func (o *nodePoolsPatchOptions) runFile(ctx context.Context, opts nodepools.Options) error {
+	name, data, err := readPatchFile(o.File, o.streams)
+	if err != nil {
+		return err
 	}
-	w := tabwriter.NewWriter(o.streams.Out, 0, 0, 2, ' ', 0)
+	opts.DryRun = false // the file's diff is the dry run
+	res, err := nodepools.PatchFile(ctx, name, data, opts)
+	if err := patchErrorExit(err); err != nil {
+		return err
+	}
+	err = emitPatchedFile(o.g, o.streams, o.DryRun, o.InPlace, patchedFile{
+		path: o.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
+		results: res.Results,
+		table:   func(w io.Writer) error { _, err := writeNodePoolsTable(w, res.Results); return err },
+	})
+	writeNodePoolsWarnings(o.streams.ErrOut, res.Results)
+	return err
+}
+
+// writeNodePoolsTable writes a line per NodePool and returns how many were (or would be) patched.
+func writeNodePoolsTable(out io.Writer, results []nodepools.Result) (int, error) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	patched := 0
 	for _, r := range results {
 		detail := r.Reason
@@ -208,17 +243,34 @@ func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
 		}
 		fmt.Fprintf(w, "%s/%s\t%s\t%s\n", r.Namespace, r.Name, r.Action, detail)
 	}
-	if err := w.Flush(); err != nil {
+	return patched, w.Flush()
+}
+
+func writeNodePoolsWarnings(out io.Writer, results []nodepools.Result) {
+	for _, r := range results {
+		if r.Warning != "" {
+			fmt.Fprintf(out, "warning: %s\n", r.Warning)
+		}
+	}
+}
+
+func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
+	if o.g.Output != outputText {
+		if results == nil {
+			results = []nodepools.Result{}
+		}
+		return printStructured(o.streams.Out, o.g.Output, results)
+	}
+	patched, err := writeNodePoolsTable(o.streams.Out, results)
+	if err != nil {
 		return err
 	}
 	for _, r := range results {
 		if r.Diff != "" {
 			fmt.Fprintf(o.streams.Out, "\n%s", r.Diff)
 		}
-		if r.Warning != "" {
-			fmt.Fprintf(o.streams.ErrOut, "warning: %s\n", r.Warning)
-		}
 	}
+	writeNodePoolsWarnings(o.streams.ErrOut, results)
 	switch {
 	case o.DryRun:
 		_, err := fmt.Fprintln(o.streams.Out, "\nDry run: nothing was written.")
