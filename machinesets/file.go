@@ -44,7 +44,7 @@ func PatchFile(ctx context.Context, name string, data []byte, opts PatchOptions)
 	index := map[*machinev1beta1.MachineSet]int{}
 	var sets []*machinev1beta1.MachineSet
 	for i, o := range f.Objects() {
-		if !isMachineSet(o) {
+		if !o.Is(machinev1beta1.GroupVersion.String(), "MachineSet") {
 			continue
 		}
 		var ms machinev1beta1.MachineSet
@@ -83,14 +83,6 @@ func PatchFile(ctx context.Context, name string, data []byte, opts PatchOptions)
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range objects {
-		if isMachineSet(o) {
-			res.Objects = append(res.Objects, o.JSON)
-		}
-	}
+	res.Objects = filepatch.JSONOf(objects, machinev1beta1.GroupVersion.String(), "MachineSet")
 	return res, nil
-}
-
-func isMachineSet(o filepatch.Object) bool {
-	return o.Kind == "MachineSet" && o.APIVersion == machinev1beta1.GroupVersion.String()
 }

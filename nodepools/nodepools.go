@@ -351,7 +351,7 @@ func PatchFile(ctx context.Context, name string, data []byte, opts Options) (*Fi
 	patches := map[int][]byte{}
 	found := 0
 	for i, o := range f.Objects() {
-		if !isNodePool(o) {
+		if !o.Is(hyperv1.GroupVersion.String(), "NodePool") {
 			continue
 		}
 		found++
@@ -384,14 +384,6 @@ func PatchFile(ctx context.Context, name string, data []byte, opts Options) (*Fi
 	if res.Output, res.Reformatted, objects, err = f.Apply(patches, "/metadata/resourceVersion"); err != nil {
 		return nil, err
 	}
-	for _, o := range objects {
-		if isNodePool(o) {
-			res.Objects = append(res.Objects, o.JSON)
-		}
-	}
+	res.Objects = filepatch.JSONOf(objects, hyperv1.GroupVersion.String(), "NodePool")
 	return res, nil
-}
-
-func isNodePool(o filepatch.Object) bool {
-	return o.Kind == "NodePool" && o.APIVersion == hyperv1.GroupVersion.String()
 }
