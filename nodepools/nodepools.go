@@ -48,19 +48,13 @@ type Options struct {
 	Now     func() time.Time
 }
 
-// Result is what happened to one NodePool; Action is one of machinesets' Action constants.
+// Result is what happened to one NodePool: what a MachineSet's patch says (Action is one of
+// machinesets' Action constants; Name is the NodePool's, Role unused; Diff, on a dry run, is of
+// spec.platform.openstack), with where the NodePool is.
 type Result struct {
-	Namespace     string   `json:"namespace"`
-	Name          string   `json:"name"`
-	HostedCluster string   `json:"hostedCluster"`
-	Action        string   `json:"action"`
-	Reason        string   `json:"reason,omitempty"`
-	AddedNetworks []string `json:"addedNetworks,omitempty"`
-	Warning       string   `json:"warning,omitempty"`
-	// Diff is the unified diff of spec.platform.openstack on a dry run.
-	Diff string `json:"diff,omitempty"`
-	// ConflictRetries counts the times another writer made the patch start over.
-	ConflictRetries int `json:"conflictRetries,omitempty"`
+	machinesets.PatchResult
+	Namespace     string `json:"namespace"`
+	HostedCluster string `json:"hostedCluster"`
 }
 
 // Patch adds a port on each storage network to the OpenStack NodePools selected, where there is
@@ -157,7 +151,7 @@ func planPatch(u *unstructured.Unstructured, opts Options, now time.Time) (*plan
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
 		return nil, fmt.Errorf("reading NodePool %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	p := &plan{result: Result{Namespace: np.Namespace, Name: np.Name, HostedCluster: np.Spec.ClusterName}}
+	p := &plan{result: Result{PatchResult: machinesets.PatchResult{Name: np.Name}, Namespace: np.Namespace, HostedCluster: np.Spec.ClusterName}}
 	r := &p.result
 	if np.Spec.Platform.Type != hyperv1.OpenStackPlatform || np.Spec.Platform.OpenStack == nil {
 		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("platform %s, not OpenStack", orNone(string(np.Spec.Platform.Type)))

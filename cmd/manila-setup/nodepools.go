@@ -225,33 +225,21 @@ func (o *nodePoolsPatchOptions) runFile(ctx context.Context, opts nodepools.Opti
 	err = emitPatchedFile(o.g, o.streams, o.DryRun, o.InPlace, patchedFile{
 		path: o.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
 		results: res.Results,
-		table:   func(w io.Writer) error { _, err := writeNodePoolsTable(w, res.Results); return err },
+		table:   func(w io.Writer) error { _, err := writePatchTable(w, nodePoolLines(res.Results)); return err },
 	})
-	writeNodePoolsWarnings(o.streams.ErrOut, res.Results)
+	writePatchWarnings(o.streams.ErrOut, nodePoolLines(res.Results))
 	return err
 }
 
-// writeNodePoolsTable writes a line per NodePool and returns how many were (or would be) patched.
-func writeNodePoolsTable(out io.Writer, results []nodepools.Result) (int, error) {
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	patched := 0
-	for _, r := range results {
-		detail := r.Reason
-		if r.Action == machinesets.ActionPatched || r.Action == machinesets.ActionWouldPatch {
-			detail = machineSetsDescribeAdded(machinesets.PatchResult{AddedNetworks: r.AddedNetworks})
-			patched++
-		}
-		fmt.Fprintf(w, "%s/%s\t%s\t%s\n", r.Namespace, r.Name, r.Action, detail)
+// nodePoolLines are NodePool results as the MachineSet table and warnings take them, each named
+// namespace/name.
+func nodePoolLines(results []nodepools.Result) []machinesets.PatchResult {
+	out := make([]machinesets.PatchResult, len(results))
+	for i, r := range results {
+		out[i] = r.PatchResult
+		out[i].Name = r.Namespace + "/" + r.Name
 	}
-	return patched, w.Flush()
-}
-
-func writeNodePoolsWarnings(out io.Writer, results []nodepools.Result) {
-	for _, r := range results {
-		if r.Warning != "" {
-			fmt.Fprintf(out, "warning: %s\n", r.Warning)
-		}
-	}
+	return out
 }
 
 func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
@@ -261,7 +249,8 @@ func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
 		}
 		return printStructured(o.streams.Out, o.g.Output, results)
 	}
-	patched, err := writeNodePoolsTable(o.streams.Out, results)
+	lines := nodePoolLines(results)
+	patched, err := writePatchTable(o.streams.Out, lines)
 	if err != nil {
 		return err
 	}
@@ -270,7 +259,7 @@ func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
 			fmt.Fprintf(o.streams.Out, "\n%s", r.Diff)
 		}
 	}
-	writeNodePoolsWarnings(o.streams.ErrOut, results)
+	writePatchWarnings(o.streams.ErrOut, lines)
 	switch {
 	case o.DryRun:
 		_, err := fmt.Fprintln(o.streams.Out, "\nDry run: nothing was written.")
