@@ -162,6 +162,9 @@ func (s *Stream) Bytes() ([]byte, bool, error) {
 			return nil, true, err
 		}
 	}
+	if s.nl != "\n" { // the encoder writes LF: keep the file's CRLF
+		return bytes.ReplaceAll(b.Bytes(), []byte("\n"), []byte(s.nl)), true, nil
+	}
 	return b.Bytes(), true, nil
 }
 

@@ -30,6 +30,7 @@ func TestAdd(t *testing.T) {
 			[]op{{"/s/n", `[1]`}, {"/s/e/-", `2`}}, false},
 		{"CRLF, no newline at the end", "l:\r\n- a", "l:\r\n- a\r\n- b\r\n", []op{{"/l/-", `"b"`}}, false},
 		{"flow list", "l: [a]\n", "l: [a, b]\n", []op{{"/l/-", `"b"`}}, true},
+		{"flow list, CRLF kept", "l: [a]\r\nk: v\r\n", "l: [a, b]\r\nk: v\r\n", []op{{"/l/-", `"b"`}}, true},
 		{"a value replaced", "k: 1\n", "k: 2\n", []op{{"/k", `2`}}, true},
 		{"a block scalar at the end", "l:\n- |\n  text\n", "l:\n  - |\n    text\n  - b\n", []op{{"/l/-", `"b"`}}, true},
 	} {
