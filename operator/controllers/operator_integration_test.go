@@ -740,6 +740,9 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		if d.Generation != 1 {
 			t.Errorf("rotating credentials rolled the controller out (generation %d)", d.Generation)
 		}
+		// Let the syncs of the rotation finish (one that read the cache before it held the new
+		// Secret writes it again), so that the next subtest counts only its own writes.
+		h.waitSyncs(2)
 	})
 
 	t.Run("Manila gone from the catalog: driver stays, ManilaReachable says so, Degraded after the grace period", func(t *testing.T) {
