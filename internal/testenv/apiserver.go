@@ -248,3 +248,26 @@ func (s *APIServer) InstallHyperShiftCRDs() error {
 	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: []string{p}, ErrorIfPathMissing: true})
 	return err
 }
+
+// InstallClusterAPICRDs installs the Cluster API CRDs of machines (MachineSet,
+// MachineDeployment, Machine) and CAPO's OpenStackMachineTemplate and OpenStackMachine, from the
+// sigs.k8s.io/cluster-api and sigs.k8s.io/cluster-api-provider-openstack modules at the versions
+// go.mod pins, as a cluster running Cluster API on OpenStack serves them (v1beta1, the only
+// version these serve).
+func (s *APIServer) InstallClusterAPICRDs() error {
+	var paths []string
+	for module, files := range map[string][]string{
+		"sigs.k8s.io/cluster-api":                    {"cluster.x-k8s.io_machinesets.yaml", "cluster.x-k8s.io_machinedeployments.yaml", "cluster.x-k8s.io_machines.yaml"},
+		"sigs.k8s.io/cluster-api-provider-openstack": {"infrastructure.cluster.x-k8s.io_openstackmachinetemplates.yaml", "infrastructure.cluster.x-k8s.io_openstackmachines.yaml"},
+	} {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+		if err != nil {
+			return fmt.Errorf("locating the %s module (go list -m): %w", module, err)
+		}
+		for _, f := range files {
+			paths = append(paths, filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", f))
+		}
+	}
+	_, err := envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+	return err
+}
