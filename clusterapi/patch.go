@@ -80,6 +80,9 @@ type Report struct {
 // templates it replaced, in this run or before, are deleted where no set and no Machine uses
 // them any more.
 func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) (*Report, error) {
+	if opts.Namespace == "" {
+		return nil, fmt.Errorf("the namespace of the Cluster API objects is required")
+	}
 	now, err := opts.check(ctx)
 	if err != nil {
 		return nil, err
@@ -122,9 +125,6 @@ func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) (*Report, e
 }
 
 func (opts Options) check(ctx context.Context) (func() time.Time, error) {
-	if opts.Namespace == "" {
-		return nil, fmt.Errorf("the namespace of the Cluster API objects is required")
-	}
 	if errs := opts.Attachment.Validate(); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
@@ -380,4 +383,81 @@ func TestPatchClusterAPI(t *testing.T) {
 			t.Errorf("error: %v", err)
 		}
 	})
+}
+
+// TestPatchFileMatchesTheCluster: the objects of testdata/file, created on a real apiserver,
+// then exported as `oc get -o yaml` does (a List, server fields included) and patched offline,
+// and patched on the cluster, give the same references, records and new templates. (The export
+// is the input of both: the apiserver drops the fields CAPO's schema does not know, so the file
+// itself would hash to other template names.)
+func TestPatchFileMatchesTheCluster(t *testing.T) {
+	ctx := context.Background()
+	api := testenv.NewAPIServer(t)
+	if err := api.InstallClusterAPICRDs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(api.Config)
+	const path = "testdata/file/openshift-cluster-api.yaml"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := filepatch.Parse(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvrs := map[string]schema.GroupVersionResource{TemplateKind: TemplateGVR, KindMachineSet: MachineSetGVR, KindMachineDeployment: MachineDeploymentGVR}
+	var export []any
+	for _, o := range f.Objects() {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(o.JSON, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if gvr, ok := gvrs[o.Kind]; ok {
+			made := create(t, dyn, gvr, u)
+			made.SetManagedFields(nil)
+			export = append(export, made.Object)
+		}
+	}
+	list, err := sigsyaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": export})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offline, err := PatchFile(ctx, "export.yaml", list, fileOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := fileOpts()
+	opts.Namespace = ns
+	online, err := Patch(ctx, dyn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(online.Results) != len(offline.Results) {
+		t.Fatalf("%d results on the cluster, %d offline", len(online.Results), len(offline.Results))
+	}
+	compared := 0
+	for _, raw := range offline.Objects {
+		var want unstructured.Unstructured
+		if err := json.Unmarshal(raw, &want.Object); err != nil {
+			t.Fatal(err)
+		}
+		got := get(t, dyn, gvrs[want.GetKind()], want.GetName())
+		for _, field := range [][]string{{"spec"}, {"metadata", "annotations"}, {"metadata", "labels"}} {
+			w, _, _ := unstructured.NestedFieldNoCopy(want.Object, field...)
+			g, _, _ := unstructured.NestedFieldNoCopy(got.Object, field...)
+			wj, _ := json.Marshal(w)
+			gj, _ := json.Marshal(g)
+			if !filepatch.SameJSON(wj, gj) {
+				t.Errorf("%s %s .%s:\n offline %s\ncluster %s", want.GetKind(), want.GetName(), strings.Join(field, "."), wj, gj)
+			}
+		}
+		compared++
+	}
+	if compared != 4 { // 2 sets, 2 new templates
+		t.Errorf("compared %d objects, want 4", compared)
+	}
 }

@@ -117,6 +117,8 @@ func (s *Stream) Add(base *yaml.Node, pointer string, value any) error {
 		for i := 0; i+1 < len(parent.Content); i += 2 {
 			if parent.Content[i].Value == last {
 				s.replaceValue(parent.Content[i], parent.Content[i+1], node)
+				// A whole rewrite keeps the replaced value's comments.
+				node.HeadComment, node.LineComment, node.FootComment = parent.Content[i+1].HeadComment, parent.Content[i+1].LineComment, parent.Content[i+1].FootComment
 				parent.Content[i+1] = node
 				return nil
 			}
@@ -218,10 +220,24 @@ func (s *Stream) spliceAfter(orig []*yaml.Node, col int, n *yaml.Node, first, re
 }
 
 // replaceValue splices a new value for key in place of an empty one written on the key's line
-// (null, ~, nothing, [] or {}) without a comment; any other value makes the stream reformat.
+// (null, ~, nothing, [] or {}) or of a scalar written whole on it (a name), without a comment;
+// any other value makes the stream reformat.
 func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 	empty := (old.Kind == yaml.ScalarNode && old.Tag == "!!null") ||
 		((old.Kind == yaml.SequenceNode || old.Kind == yaml.MappingNode) && len(old.Content) == 0)
+	if !empty && value.Kind == yaml.ScalarNode {
+		if n, ok := s.scalarSource(old); ok && old.HeadComment == "" {
+			// Only the value's characters change: a comment after it stays.
+			lines, err := s.render(value)
+			if err != nil || len(lines) != 1 {
+				s.reformat = true
+				return
+			}
+			from := s.lineStarts[old.Line-1] + old.Column - 1
+			s.inserts = append(s.inserts, insert{offset: from, del: n, seq: len(s.inserts), text: lines[0]})
+			return
+		}
+	}
 	if !empty || key.Line == 0 || old.Line != key.Line || key.LineComment != "" || old.LineComment != "" || old.HeadComment != "" {
 		s.reformat = true
 		return
@@ -240,6 +256,69 @@ func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 		text += s.nl + pad + l
 	}
 	s.inserts = append(s.inserts, insert{offset: from, del: end - from, seq: len(s.inserts), text: text})
+}
+
+// scalarSource is the length of a scalar's text on its line, when it is written whole there
+// (plain or quoted, not a block scalar, nor a plain one continued below).
+func (s *Stream) scalarSource(n *yaml.Node) (int, bool) {
+	if n.Kind != yaml.ScalarNode || n.Line == 0 || n.Anchor != "" || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return 0, false
+	}
+	line := string(s.line(n.Line))
+	if n.Column < 1 || n.Column-1 > len(line) {
+		return 0, false
+	}
+	rest := line[n.Column-1:]
+	var length int
+	switch {
+	case n.Style&yaml.DoubleQuotedStyle != 0:
+		length = -1
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\\' {
+				i++
+			} else if rest[i] == '"' {
+				length = i + 1
+				break
+			}
+		}
+	case n.Style&yaml.SingleQuotedStyle != 0:
+		length = -1
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\'' {
+				if i+1 < len(rest) && rest[i+1] == '\'' {
+					i++
+					continue
+				}
+				length = i + 1
+				break
+			}
+		}
+	default:
+		if !strings.HasPrefix(rest, n.Value) {
+			return 0, false
+		}
+		length = len(n.Value)
+		// A plain scalar may go on, indented, on the next line.
+		if next := string(s.line(n.Line + 1)); n.Line < len(s.lineStarts) {
+			if t := strings.TrimLeft(next, " "); t != "" && !strings.HasPrefix(t, "#") && len(next)-len(t) >= n.Column {
+				return 0, false
+			}
+		}
+	}
+	if length <= 0 {
+		return 0, false
+	}
+	// What follows must be nothing or a comment, and the text must read back as the value.
+	if after := strings.TrimLeft(rest[length:], " \t"); after != "" && !strings.HasPrefix(after, "#") {
+		return 0, false
+	}
+	var v string
+	if err := yaml.Unmarshal([]byte("v: "+rest[:length]), &struct {
+		V *string `yaml:"v"`
+	}{&v}); err != nil || v != n.Value {
+		return 0, false
+	}
+	return length, true
 }
 
 // insertAfterLine queues text to go in after the 1-based line n.

@@ -31,7 +31,13 @@ func TestAdd(t *testing.T) {
 		{"CRLF, no newline at the end", "l:\r\n- a", "l:\r\n- a\r\n- b\r\n", []op{{"/l/-", `"b"`}}, false},
 		{"flow list", "l: [a]\n", "l: [a, b]\n", []op{{"/l/-", `"b"`}}, true},
 		{"flow list, CRLF kept", "l: [a]\r\nk: v\r\n", "l: [a, b]\r\nk: v\r\n", []op{{"/l/-", `"b"`}}, true},
-		{"a value replaced", "k: 1\n", "k: 2\n", []op{{"/k", `2`}}, true},
+		{"a value replaced", "k: 1\n", "k: 2\n", []op{{"/k", `2`}}, false},
+		{"a name replaced, quoted or not", "ref:\n  name: old\n  kind: 'T'\nx: \"a\"\n", "ref:\n  name: new-1\n  kind: U\nx: b\n",
+			[]op{{"/ref/name", `"new-1"`}, {"/ref/kind", `"U"`}, {"/x", `"b"`}}, false},
+		{"a plain scalar that goes on below", "k: a\n  b\nz: 1\n", "k: c\nz: 1\n", []op{{"/k", `"c"`}}, true},
+		{"a value with a comment", "k: a # keep\nj: 'x' #k\n", "k: c # keep\nj: \"1\" #k\n", []op{{"/k", `"c"`}, {"/j", `"1"`}}, false},
+		{"a double-quoted value", "k: \"a\\\"b\" # c\n", "k: d # c\n", []op{{"/k", `"d"`}}, false},
+		{"a list replaced by a scalar", "k:\n- a\n", "k: b\n", []op{{"/k", `"b"`}}, true},
 		{"a block scalar at the end", "l:\n- |\n  text\n", "l:\n  - |\n    text\n  - b\n", []op{{"/l/-", `"b"`}}, true},
 	} {
 		s, err := Parse([]byte(c.in))
