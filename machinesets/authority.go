@@ -20,14 +20,20 @@ func NotMachineAPIAuthoritative(ms *machinev1beta1.MachineSet) string {
 	spec, status := ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI
 	capi := fmt.Sprintf("the Cluster API MachineSet %s/%s and its OpenStackMachineTemplate", ClusterAPINamespace, ms.Name)
 	switch {
-	case status == machinev1beta1.MachineAuthorityClusterAPI:
-		return fmt.Sprintf("Cluster API is authoritative for it (status.authoritativeAPI ClusterAPI): its machines follow %s, not this providerSpec; attach the storage network there (a new OpenStackMachineTemplate with the port added to spec.template.spec.ports), which manila-setup does not do yet", capi)
+	case ClusterAPIAuthoritative(ms):
+		return fmt.Sprintf("Cluster API is authoritative for it (status.authoritativeAPI ClusterAPI): its machines follow %s, not this providerSpec; the storage network is attached there (`manila-setup clusterapi patch --name machineset/%s`, which `machinesets patch` runs for it)", capi, ms.Name)
 	case status == machinev1beta1.MachineAuthorityMigrating:
 		return "it is migrating between the Machine API and Cluster API (status.authoritativeAPI Migrating); run again when the migration has settled (status.authoritativeAPI MachineAPI or ClusterAPI, condition Synchronized True)"
 	case spec == machinev1beta1.MachineAuthorityClusterAPI:
 		return fmt.Sprintf("it was asked to migrate to Cluster API (spec.authoritativeAPI ClusterAPI, status.authoritativeAPI %q): once migrated, its machines follow %s; attach the storage network there, or set spec.authoritativeAPI back to MachineAPI first", status, capi)
 	}
 	return ""
+}
+
+// ClusterAPIAuthoritative reports whether the machines of ms follow its Cluster API copy in
+// ClusterAPINamespace: the migration to Cluster API is complete for it.
+func ClusterAPIAuthoritative(ms *machinev1beta1.MachineSet) bool {
+	return ms.Status.AuthoritativeAPI == machinev1beta1.MachineAuthorityClusterAPI
 }
 
 // MigrationWarning is what to check when a Machine API MachineSet of a cluster that runs the

@@ -66,6 +66,9 @@ type PatchResult struct {
 	AddedSecurityGroups []string `json:"addedSecurityGroups,omitempty"`
 	// Warning is what to check later (see MigrationWarning).
 	Warning string `json:"warning,omitempty"`
+	// ClusterAPI says the set was skipped because Cluster API is authoritative for it: its
+	// machines follow the Cluster API MachineSet of the same name in ClusterAPINamespace.
+	ClusterAPI bool `json:"clusterAPI,omitempty"`
 	// ConflictRetries counts the times a concurrent writer made the patch start over.
 	ConflictRetries int    `json:"conflictRetries,omitempty"`
 	Diff            string `json:"diff,omitempty"`

@@ -48,6 +48,7 @@ type Plan struct {
 // (would-patch, with the diff).
 func (p *Plan) result(res *PatchResult, dryRun bool) bool {
 	res.AddedNetworks, res.AddedSecurityGroups, res.Warning = p.AddNetworks, p.AddSecurityGroups, p.Warning
+	res.ClusterAPI = p.ms != nil && ClusterAPIAuthoritative(p.ms)
 	switch {
 	case p.Invalid:
 		res.Action, res.Reason = ActionInvalid, p.Skip

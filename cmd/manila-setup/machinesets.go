@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
@@ -394,6 +395,9 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 		return o.runFile(ctx, opts)
 	}
 	results, err := machinesets.Patch(ctx, o.clients.machines, opts)
+	if err == nil {
+		results, err = o.patchClusterAPICopies(ctx, results, opts)
+	}
 	if printErr := o.print(results); printErr != nil && err == nil {
 		err = printErr
 	}
@@ -401,6 +405,64 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return o.invalidResults(results)
+}
+
+// patchClusterAPICopies attaches the storage network, through clusterapi, to the Cluster API
+// copies of the MachineSets for which Cluster API is authoritative (the migration is complete
+// for them), and puts its result in their row: one row per MachineSet either way.
+func (o *machineSetsPatchOptions) patchClusterAPICopies(ctx context.Context, results []machinesets.PatchResult, opts machinesets.PatchOptions) ([]machinesets.PatchResult, error) {
+	var names []string
+	for _, r := range results {
+		if r.ClusterAPI {
+			names = append(names, "machineset/"+r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return results, nil
+	}
+	dyn, err := dynamicClient(o.g)
+	if err != nil {
+		return results, err
+	}
+	report, err := clusterapi.Patch(ctx, dyn, clusterapi.Options{
+		Attachment: opts.Attachment, Namespace: machinesets.ClusterAPINamespace, Names: names,
+		Kinds: []string{clusterapi.KindMachineSet}, DryRun: opts.DryRun, By: opts.By,
+	})
+	if err != nil {
+		return results, fmt.Errorf("the Machine API MachineSets are done; their Cluster API copies in %s: %w", machinesets.ClusterAPINamespace, err)
+	}
+	byName := map[string]clusterapi.Result{}
+	for _, r := range report.Results {
+		byName[r.Name] = r
+	}
+	for i, r := range results {
+		c, ok := byName[r.Name]
+		if !r.ClusterAPI || !ok {
+			continue
+		}
+		row := c.PatchResult
+		row.Role, row.ClusterAPI = r.Role, true
+		switch {
+		case c.OldTemplate != "":
+			row.Warning = joinSentences(row.Warning, fmt.Sprintf("MachineSet %s: Cluster API is authoritative for it: its Cluster API copy in %s now makes its machines from OpenStackMachineTemplate %s (was %s); %s", r.Name, machinesets.ClusterAPINamespace, c.Template, c.OldTemplate, c.Rolls))
+		case c.Reason != "":
+			row.Reason = "Cluster API copy in " + machinesets.ClusterAPINamespace + ": " + c.Reason
+		}
+		results[i] = row
+	}
+	for _, t := range report.Templates {
+		if t.Deleted {
+			fmt.Fprintf(o.streams.ErrOut, "template %s/%s deleted: no set and no Machine uses it any more\n", machinesets.ClusterAPINamespace, t.Name)
+		}
+	}
+	return results, nil
+}
+
+func joinSentences(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // patchErrorExit gives a patch error its exit code: 1 for what the user gave, 2 otherwise.

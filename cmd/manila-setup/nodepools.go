@@ -26,7 +26,7 @@ NodePool controller replaces the machines itself. Point --kubeconfig at the mana
 	return cmd
 }
 
-func nodePoolsClient(g *GlobalOptions) (dynamic.Interface, error) {
+func dynamicClient(g *GlobalOptions) (dynamic.Interface, error) {
 	cfg, err := g.restConfig()
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (o *nodePoolsListOptions) Validate() error {
 }
 
 func (o *nodePoolsListOptions) Run(ctx context.Context) error {
-	dyn, err := nodePoolsClient(o.g)
+	dyn, err := dynamicClient(o.g)
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	var dyn dynamic.Interface
 	if o.File == "" {
 		var err error
-		if dyn, err = nodePoolsClient(o.g); err != nil {
+		if dyn, err = dynamicClient(o.g); err != nil {
 			return err
 		}
 	}

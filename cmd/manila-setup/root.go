@@ -93,6 +93,7 @@ Exit codes: 0 success, 1 invalid input or a failed check, 2 usage or environment
 		&cobra.Group{ID: "other", Title: "Other commands:"},
 	)
 	for _, c := range []*cobra.Command{
+		newClusterAPICommand(g, streams),
 		newInstallConfigCommand(g, streams),
 		newMachineSetsCommand(g, streams),
 		newNetworksCommand(g, streams),

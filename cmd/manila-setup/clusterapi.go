@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/machinesets"
+)
+
+func newClusterAPICommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "clusterapi",
+		Short: "Attach the storage network to Cluster API MachineSets and MachineDeployments (OpenStack)",
+		Long: `Where Cluster API makes the machines (OpenShift's openshift-cluster-api namespace, for
+MachineSets whose authoritative API is ClusterAPI, or any Cluster API management cluster on
+OpenStack), the storage network is attached through the machines' OpenStackMachineTemplate.
+Templates cannot be changed, so each set gets a new template with the port added, and is
+pointed at it.`,
+	}
+	cmd.AddCommand(newClusterAPIPatchCommand(g, streams))
+	return cmd
+}
+
+type clusterAPIPatchOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Networks       []string
+	SecurityGroups []string
+	Namespace      string
+	Names          []string
+	DryRun         bool
+	KeepTemplates  bool
+	Discover       bool
+	Force          bool
+	File           string
+	InPlace        bool
+}
+
+func newClusterAPIPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &clusterAPIPatchOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "patch --network ID [--security-group ID] [-n NAMESPACE] [--name [KIND/]NAME...]",
+		Short: "Give Cluster API MachineSets and MachineDeployments a template with a port on the storage network",
+		Long: `For each Cluster API MachineSet and MachineDeployment of the namespace (default
+` + machinesets.ClusterAPINamespace + `) whose machines are made from an OpenStackMachineTemplate that
+lacks a port on the storage network or a security group: create a new template, a copy of it
+with {network: {id: ID}} appended to spec.template.spec.ports (the default port written out
+first when ports was empty, as CAPO adds it only then; no allowedAddressPairs) and the security
+groups added to spec.template.spec.securityGroups, and point the set at it. Sets that shared a
+template share the new one. A MachineSet made by a MachineDeployment is left to it.
+
+A MachineDeployment then replaces its Machines by itself. A MachineSet makes only its new
+Machines from the new template: replace the running ones (delete one Machine at a time).
+
+The templates replaced are deleted by a later run once no set uses them and no Machine was
+made from them (--keep-templates leaves them). With --os-cloud the IDs are checked in Neutron
+and a network where no Manila export lies is refused unless --force; --discover attaches the
+network Manila exports on.
+
+With -f FILE (or -) the Cluster API objects of a file are patched instead (GitOps): the sets'
+references are changed in place and the new templates appended as documents; the old templates
+stay in the file until no Machine uses them. --in-place writes it back (keeping FILE.bak),
+--dry-run prints the diff.`,
+		Example: `  manila-setup clusterapi patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --dry-run
+  manila-setup clusterapi patch -n capi-clusters --network 5f0c3b7e-... --name machinedeployment/md-0
+  manila-setup clusterapi patch -f clusters/prod/machines.yaml --network 5f0c3b7e-... --in-place`,
+		Args: cobra.NoArgs,
+		RunE: cmdrun.RunE(o),
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
+	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "ID of a security group to add (repeat or comma-separate)")
+	f.StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API objects")
+	f.StringSliceVar(&o.Names, "name", nil, "patch only these (NAME, machineset/NAME or machinedeployment/NAME)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per set and write nothing")
+	f.BoolVar(&o.KeepTemplates, "keep-templates", false, "never delete the templates replaced, even once unused")
+	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
+	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies")
+	f.StringVarP(&o.File, "filename", "f", "", "patch the Cluster API objects of this file (- for standard input) instead of the cluster's")
+	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
+	return cmd
+}
+
+func (o *clusterAPIPatchOptions) Complete(*cobra.Command, []string) error { return nil }
+
+func (o *clusterAPIPatchOptions) Validate() error {
+	if o.Discover && o.g.OSCloud == "" {
+		return usageError("--discover asks the cloud: name it with --os-cloud (or $OS_CLOUD)")
+	}
+	if len(o.Networks) == 0 && !o.Discover {
+		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`), or --discover")
+	}
+	if o.Namespace == "" && o.File == "" {
+		return usageError("--namespace cannot be empty")
+	}
+	if err := fileFlagsError(o.File, o.InPlace, o.DryRun); err != nil {
+		return err
+	}
+	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+}
+
+func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
+	opts := clusterapi.Options{
+		Namespace:     o.Namespace,
+		Names:         o.Names,
+		DryRun:        o.DryRun,
+		KeepTemplates: o.KeepTemplates,
+		By:            "manila-setup " + version,
+	}
+	if o.g.OSCloud != "" {
+		cloud, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
+		if err != nil {
+			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
+		}
+		opts.Checker = machinesets.NeutronChecker{Client: cloud}
+		if o.Networks, err = checkStorageNetworks(ctx, cloud, o.Networks, o.Discover, o.Force, nil, o.streams); err != nil {
+			return err
+		}
+	}
+	opts.Attachment = machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}
+	if o.File != "" {
+		return o.runFile(ctx, opts)
+	}
+	dyn, err := dynamicClient(o.g)
+	if err != nil {
+		return err
+	}
+	report, err := clusterapi.Patch(ctx, dyn, opts)
+	if printErr := printClusterAPIReport(o.g, o.streams, report, o.DryRun); printErr != nil && err == nil {
+		err = printErr
+	}
+	if err := patchErrorExit(err); err != nil {
+		return err
+	}
+	return clusterAPIInvalid(o.g, report)
+}
+
+// runFile patches the Cluster API objects of -f instead of the cluster's (GitOps).
+func (o *clusterAPIPatchOptions) runFile(ctx context.Context, opts clusterapi.Options) error {
+	name, data, err := readPatchFile(o.File, o.streams)
+	if err != nil {
+		return err
+	}
+	opts.DryRun = false // the file's diff is the dry run
+	res, err := clusterapi.PatchFile(ctx, name, data, opts)
+	if err := patchErrorExit(err); err != nil {
+		return err
+	}
+	err = emitPatchedFile(o.g, o.streams, o.DryRun, o.InPlace, patchedFile{
+		path: o.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
+		results: res.Results,
+		table: func(w io.Writer) error {
+			if _, err := writePatchTable(w, clusterAPILines(res.Results)); err != nil {
+				return err
+			}
+			if len(res.NewTemplates) > 0 {
+				_, err := fmt.Fprintf(w, "new OpenStackMachineTemplate(s) appended: %s; the old ones stay in the file until no Machine uses them\n", strings.Join(res.NewTemplates, ", "))
+				return err
+			}
+			return nil
+		},
+	})
+	writePatchWarnings(o.streams.ErrOut, clusterAPILines(res.Results))
+	if err != nil {
+		return err
+	}
+	return clusterAPIInvalid(o.g, &clusterapi.Report{Results: res.Results})
+}
+
+// clusterAPILines are the results as the MachineSet table and warnings take them, named
+// kind/name.
+func clusterAPILines(results []clusterapi.Result) []machinesets.PatchResult {
+	out := make([]machinesets.PatchResult, len(results))
+	for i, r := range results {
+		out[i] = r.PatchResult
+		out[i].Name = strings.ToLower(r.Kind) + "/" + r.Name
+	}
+	return out
+}
+
+// printClusterAPIReport prints what Patch did: a line per set, the diffs of a dry run, the
+// templates replaced, and who replaces the running machines.
+func printClusterAPIReport(g *GlobalOptions, streams IOStreams, report *clusterapi.Report, dryRun bool) error {
+	if report == nil {
+		report = &clusterapi.Report{Results: []clusterapi.Result{}}
+	}
+	if g.Output != outputText {
+		return printStructured(streams.Out, g.Output, report)
+	}
+	out := streams.Out
+	lines := clusterAPILines(report.Results)
+	patched, err := writePatchTable(out, lines)
+	if err != nil {
+		return err
+	}
+	for _, r := range report.Results {
+		if r.OldTemplate != "" {
+			fmt.Fprintf(out, "  %s/%s: template %s -> %s\n", strings.ToLower(r.Kind), r.Name, r.OldTemplate, r.Template)
+		}
+	}
+	for _, r := range report.Results {
+		if r.Diff != "" {
+			fmt.Fprintf(out, "\n%s", r.Diff)
+		}
+	}
+	for _, t := range report.Templates {
+		if t.Deleted {
+			fmt.Fprintf(out, "template %s deleted: no set and no Machine uses it any more\n", t.Name)
+		} else {
+			fmt.Fprintf(out, "template %s %s\n", t.Name, t.Reason)
+		}
+	}
+	writePatchWarnings(streams.ErrOut, lines)
+	switch {
+	case dryRun:
+		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
+		return err
+	case patched > 0:
+		fmt.Fprintf(out, "\n%d set(s) pointed at new templates.\n", patched)
+		seen := map[string]bool{}
+		for _, r := range report.Results {
+			if r.Rolls != "" && !seen[r.Kind] {
+				seen[r.Kind] = true
+				fmt.Fprintf(out, "%s: %s.\n", r.Kind, r.Rolls)
+			}
+		}
+	}
+	return nil
+}
+
+// clusterAPIInvalid is exit 1 when a selected set's template is missing or unreadable.
+func clusterAPIInvalid(g *GlobalOptions, report *clusterapi.Report) error {
+	if report == nil {
+		return nil
+	}
+	for _, r := range report.Results {
+		if r.Action == machinesets.ActionInvalid {
+			if g.Output != outputText {
+				return silentFailure(exitInvalid)
+			}
+			return invalidInput(fmt.Errorf("%s %s/%s cannot be patched: %s", r.Kind, r.Namespace, r.Name, r.Reason))
+		}
+	}
+	return nil
+}
