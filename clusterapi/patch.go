@@ -99,7 +99,7 @@ func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	p := &patcher{dyn: dyn, opts: opts, now: now, templates: templates, created: map[string]bool{}}
+	p := &patcher{dyn: dyn, opts: opts, now: now, templates: templates, creating: map[string]*creation{}}
 	report := &Report{Results: make([]Result, len(picked))}
 	workers := opts.Concurrency
 	if workers <= 0 {
@@ -137,8 +137,7 @@ func (opts Options) check(ctx context.Context) (func() time.Time, error) {
 	return time.Now, nil
 }
 
-// patcher patches sets concurrently; templates holds those of the namespace, and the ones it
-// created, by name.
+// patcher patches sets concurrently; templates holds those of the namespace by name.
 type patcher struct {
 	dyn  dynamic.Interface
 	opts Options
@@ -146,7 +145,7 @@ type patcher struct {
 
 	mu        sync.Mutex
 	templates map[string]*unstructured.Unstructured
-	created   map[string]bool
+	creating  map[string]*creation
 }
 
 // patchOne plans and applies one set, reading it again and starting over when a concurrent
@@ -215,33 +214,44 @@ func (p *patcher) template(ctx context.Context, o object) (*unstructured.Unstruc
 }
 
 // create creates a new template once; one that exists with the same spec (made by an earlier
-// run that stopped before patching the set, or by another set of this run) is used as it is.
+// run that stopped before patching the set) is used as it is. Sets that share the new template
+// wait for the one CREATE; the others go on in parallel.
 func (p *patcher) create(ctx context.Context, t *unstructured.Unstructured) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.created[t.GetName()] {
-		return nil
+	c, started := p.creating[t.GetName()]
+	if !started {
+		c = &creation{done: make(chan struct{})}
+		p.creating[t.GetName()] = c
 	}
+	p.mu.Unlock()
+	if started {
+		<-c.done
+		return c.err
+	}
+	defer close(c.done)
 	api := p.dyn.Resource(TemplateGVR).Namespace(t.GetNamespace())
-	made, err := api.Create(ctx, t, metav1.CreateOptions{FieldManager: "manila-setup"})
+	_, err := api.Create(ctx, t, metav1.CreateOptions{FieldManager: "manila-setup"})
 	if apierrors.IsAlreadyExists(err) {
 		existing, getErr := api.Get(ctx, t.GetName(), metav1.GetOptions{})
-		if getErr != nil {
-			return getErr
+		switch {
+		case getErr != nil:
+			err = getErr
+		case !sameSpec(existing, t):
+			err = fmt.Errorf("it exists with another spec than the one manila-setup would give it; rename or delete it")
+		default:
+			err = nil
 		}
-		if !sameSpec(existing, t) {
-			return fmt.Errorf("OpenStackMachineTemplate %s/%s exists with another spec than the one manila-setup would give it; rename or delete it", t.GetNamespace(), t.GetName())
-		}
-		made, err = existing, nil
 	}
 	if err != nil {
-		return fmt.Errorf("creating OpenStackMachineTemplate %s/%s: %w", t.GetNamespace(), t.GetName(), err)
+		c.err = fmt.Errorf("creating OpenStackMachineTemplate %s/%s: %w", t.GetNamespace(), t.GetName(), err)
 	}
-	p.created[t.GetName()] = true
-	if t.GetNamespace() == p.opts.Namespace {
-		p.templates[t.GetName()] = made
-	}
-	return nil
+	return c.err
+}
+
+// creation is one template's CREATE, which the sets that share it wait for.
+type creation struct {
+	done chan struct{}
+	err  error
 }
 
 func sameSpec(a, b *unstructured.Unstructured) bool {
