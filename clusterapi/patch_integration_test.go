@@ -81,7 +81,7 @@ func set(kind, name, tmplKind, tmpl string, owner *unstructured.Unstructured) *u
 func machine(name, fromTemplate string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "OpenStackMachine",
-		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"cluster.x-k8s.io/set-name": strings.TrimSuffix(name, name[strings.LastIndex(name, "-"):])}, "annotations": map[string]any{
 			"cluster.x-k8s.io/cloned-from-name": fromTemplate, "cluster.x-k8s.io/cloned-from-groupkind": "OpenStackMachineTemplate.infrastructure.cluster.x-k8s.io",
 		}},
 		"spec": map[string]any{"flavor": "m1.xlarge", "image": map[string]any{"filter": map[string]any{"name": "rhcos-4.20"}}},
@@ -316,6 +316,39 @@ func TestPatchClusterAPI(t *testing.T) {
 		if !tr["shared"].Deleted || tr["workers-a"].Deleted || !strings.Contains(tr["workers-a"].Reason, "1 Machine(s)") ||
 			tr["workers-b"].Deleted || !strings.Contains(tr["workers-b"].Reason, "MachineSet md-b-7f9c") {
 			t.Errorf("templates: %+v", report.Templates)
+		}
+	})
+
+	t.Run("list", func(t *testing.T) {
+		list, err := List(ctx, dyn, ns, machinesets.Attachment{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := w.take(); len(c) != 0 {
+			t.Errorf("list wrote: %v", c)
+		}
+		got := map[string]Status{}
+		for _, s := range list {
+			got[s.Kind+"/"+s.Name] = s
+		}
+		// ms-a's template has everything recorded on it; its one Machine was made from the old one.
+		if s := got["MachineSet/ms-a"]; s.Template != newA || s.StorageNetwork != machinesets.StateAttached || s.SecurityGroups != machinesets.StateAttached || s.Machines != 1 || s.OnTemplate != 0 {
+			t.Errorf("ms-a: %+v", s)
+		}
+		if s := got["MachineSet/md-b-7f9c"]; s.StorageNetwork != machinesets.StateNA || !strings.Contains(s.Note, "MachineDeployment md-b") {
+			t.Errorf("md-b-7f9c: %+v", s)
+		}
+		if s := got["MachineSet/ms-docker"]; s.StorageNetwork != machinesets.StateNA || !strings.Contains(s.Note, "DockerMachineTemplate") {
+			t.Errorf("ms-docker: %+v", s)
+		}
+		other, err := List(ctx, dyn, ns, machinesets.Attachment{Networks: []string{secondNet}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range other {
+			if s.Name == "ms-a" && s.StorageNetwork != machinesets.StateMissing {
+				t.Errorf("ms-a with another network asked: %+v", s)
+			}
 		}
 	})
 

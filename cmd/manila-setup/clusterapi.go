@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -23,9 +24,81 @@ OpenStack), the storage network is attached through the machines' OpenStackMachi
 Templates cannot be changed, so each set gets a new template with the port added, and is
 pointed at it.`,
 	}
-	cmd.AddCommand(newClusterAPIPatchCommand(g, streams))
+	cmd.AddCommand(newClusterAPIListCommand(g, streams), newClusterAPIPatchCommand(g, streams))
 	return cmd
 }
+
+// ---- list ----
+
+type clusterAPIListOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Networks       []string
+	SecurityGroups []string
+	Namespace      string
+}
+
+func newClusterAPIListCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &clusterAPIListOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "list [-n NAMESPACE]",
+		Short: "List the Cluster API MachineSets and MachineDeployments and whether their template has the storage network",
+		Long: `List the Cluster API MachineSets and MachineDeployments of the namespace (default
+` + machinesets.ClusterAPINamespace + `): the OpenStackMachineTemplate their new Machines are made from,
+whether it has a port on the storage network and the security groups (those given with --network
+and --security-group, else those "clusterapi patch" recorded), and how many of their Machines
+were made from it (the others were made from an older template).`,
+		Args: cobra.NoArgs,
+		RunE: cmdrun.RunE(o),
+	}
+	cmd.Flags().StringSliceVar(&o.Networks, "network", nil, "storage network ID to look for (repeat or comma-separate)")
+	cmd.Flags().StringSliceVar(&o.SecurityGroups, "security-group", nil, "security group ID to look for (repeat or comma-separate)")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API objects")
+	return cmd
+}
+
+func (o *clusterAPIListOptions) Complete(*cobra.Command, []string) error { return nil }
+
+func (o *clusterAPIListOptions) Validate() error {
+	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 {
+		return nil
+	}
+	a := machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}
+	if len(a.Networks) == 0 {
+		a.Networks = []string{"00000000-0000-0000-0000-000000000000"} // only security groups asked
+	}
+	return machineSetsAttachmentErrors(a)
+}
+
+func (o *clusterAPIListOptions) Run(ctx context.Context) error {
+	dyn, err := dynamicClient(o.g)
+	if err != nil {
+		return err
+	}
+	list, err := clusterapi.List(ctx, dyn, o.Namespace, machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	if err != nil {
+		return environmentError(err)
+	}
+	if o.g.Output != outputText {
+		if list == nil {
+			list = []clusterapi.Status{}
+		}
+		return printStructured(o.streams.Out, o.g.Output, list)
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintf(o.streams.Out, "No Cluster API MachineSets or MachineDeployments in namespace %s.\n", o.Namespace)
+		return err
+	}
+	w := tabwriter.NewWriter(o.streams.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tNAME\tREPLICAS\tTEMPLATE\tSTORAGE NETWORK\tSECURITY GROUPS\tON TEMPLATE\tNOTE")
+	for _, s := range list {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%d/%d\t%s\n", s.Kind, s.Name, s.Replicas, s.Template, s.StorageNetwork, s.SecurityGroups, s.OnTemplate, s.Machines, s.Note)
+	}
+	return w.Flush()
+}
+
+// ---- patch ----
 
 type clusterAPIPatchOptions struct {
 	g       *GlobalOptions

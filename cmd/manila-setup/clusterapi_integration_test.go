@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,6 +34,8 @@ func capiObject(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionReso
 		t.Fatal(err)
 	}
 }
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
 
 func capiSet(kind, name, template string) string {
 	return `{"apiVersion":"cluster.x-k8s.io/v1beta1","kind":"` + kind + `","metadata":{"name":"` + name + `"},
@@ -119,6 +122,12 @@ func TestClusterAPICommands(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "template ostest-md -> ostest-md-manila-") || !strings.Contains(out, "Cluster API replaces its Machines itself") ||
 		!strings.Contains(out, "template ostest-md deleted: no set and no Machine uses it any more") {
 		t.Errorf("clusterapi patch: exit %d\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = runCLI(t, "clusterapi", "list", "--network", net)
+	if code != exitOK || !regexpMatch(`MachineDeployment\s+ostest-md\s+0\s+ostest-md-manila-[0-9a-f]{8}\s+attached\s+attached\s+0/0`, out) ||
+		!regexpMatch(`MachineSet\s+ostest-worker-1\s+0\s+ostest-worker-1-manila-[0-9a-f]{8}\s+attached`, out) {
+		t.Errorf("clusterapi list: exit %d\n%s%s", code, out, errOut)
 	}
 
 	capiObject(t, dyn, clusterapi.MachineSetGVR, capiSet("MachineSet", "ostest-broken", "gone"))
