@@ -5,9 +5,6 @@ package clusterapi
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,48 +20,6 @@ import (
 )
 
 const fleetSize = 200
-
-// requests counts every request by verb and resource ("LIST machinesets", "POST ...").
-type requests struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-		verb, resource := req.Method, parts[len(parts)-1]
-		// .../namespaces/NS/RESOURCE is a LIST or a CREATE; .../namespaces/NS/RESOURCE/NAME the rest.
-		switch {
-		case len(parts) >= 3 && parts[len(parts)-3] == "namespaces":
-			if verb == http.MethodGet {
-				verb = "LIST"
-			}
-		case len(parts) >= 2:
-			resource = parts[len(parts)-2]
-		}
-		r.mu.Lock()
-		r.counts[verb+" "+resource]++
-		r.mu.Unlock()
-		return rt.RoundTrip(req)
-	})
-}
-
-func (r *requests) take() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := r.counts
-	r.counts = map[string]int{}
-	return c
-}
-
-func total(c map[string]int) int {
-	n := 0
-	for _, v := range c {
-		n += v
-	}
-	return n
-}
 
 // newCAPIFleet makes n standalone Cluster API MachineSets, each with its own template and one
 // running Machine made from it (so that no replaced template is unused), and returns a client

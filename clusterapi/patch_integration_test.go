@@ -6,12 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,49 +86,6 @@ func machine(name, fromTemplate string) *unstructured.Unstructured {
 	}}
 }
 
-// writes counts the requests that change something, by verb and resource.
-type writes struct {
-	mu     sync.Mutex
-	counts map[string]int
-	// beforePatch, when set, runs before the first PATCH of a set named so (to make it conflict).
-	beforePatch map[string]func()
-}
-
-func (w *writes) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet {
-			parts := strings.Split(req.URL.Path, "/")
-			resource := parts[len(parts)-1]
-			if len(parts) >= 2 && (req.Method == http.MethodPatch || req.Method == http.MethodDelete) {
-				resource = parts[len(parts)-2]
-				w.mu.Lock()
-				hook := w.beforePatch[parts[len(parts)-1]]
-				delete(w.beforePatch, parts[len(parts)-1])
-				w.mu.Unlock()
-				if hook != nil && req.Method == http.MethodPatch {
-					hook()
-				}
-			}
-			w.mu.Lock()
-			w.counts[req.Method+" "+resource]++
-			w.mu.Unlock()
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-func (w *writes) take() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c := w.counts
-	w.counts = map[string]int{}
-	return c
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 func create(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, u *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	made, err := dyn.Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{})
@@ -198,7 +153,7 @@ func TestPatchClusterAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := dynamic.NewForConfigOrDie(api.Config)
-	w := &writes{counts: map[string]int{}}
+	w := &requests{counts: map[string]int{}}
 	cfg := rest.CopyConfig(api.Config)
 	cfg.WrapTransport = w.wrap
 	dyn := dynamic.NewForConfigOrDie(cfg)
@@ -225,7 +180,7 @@ func TestPatchClusterAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := w.take(); len(c) != 0 {
+		if c := w.takeWrites(); len(c) != 0 {
 			t.Errorf("a dry run wrote: %v", c)
 		}
 		r := byName(report)["MachineSet/ms-a"]
@@ -281,7 +236,7 @@ func TestPatchClusterAPI(t *testing.T) {
 		}
 		// One CREATE per new template, one PATCH per set (and one more for the conflict), one
 		// DELETE for the template nothing uses any more.
-		c := w.take()
+		c := w.takeWrites()
 		if c["POST openstackmachinetemplates"] != 3 || c["PATCH machinesets"] != 4 || c["PATCH machinedeployments"] != 1 || c["DELETE openstackmachinetemplates"] != 1 {
 			t.Errorf("writes: %v", c)
 		}
@@ -324,7 +279,7 @@ func TestPatchClusterAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := w.take(); len(c) != 0 {
+		if c := w.takeWrites(); len(c) != 0 {
 			t.Errorf("list wrote: %v", c)
 		}
 		got := map[string]Status{}
@@ -362,7 +317,7 @@ func TestPatchClusterAPI(t *testing.T) {
 				t.Errorf("%s %s patched again", r.Kind, r.Name)
 			}
 		}
-		if c := w.take(); len(c) != 0 {
+		if c := w.takeWrites(); len(c) != 0 {
 			t.Errorf("a second run wrote: %v", c)
 		}
 	})

@@ -61,14 +61,7 @@ were made from it (the others were made from an older template).`,
 func (o *clusterAPIListOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *clusterAPIListOptions) Validate() error {
-	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 {
-		return nil
-	}
-	a := machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}
-	if len(a.Networks) == 0 {
-		a.Networks = []string{"00000000-0000-0000-0000-000000000000"} // only security groups asked
-	}
-	return machineSetsAttachmentErrors(a)
+	return attachmentFlagErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}, false)
 }
 
 func (o *clusterAPIListOptions) Run(ctx context.Context) error {
@@ -104,16 +97,10 @@ type clusterAPIPatchOptions struct {
 	g       *GlobalOptions
 	streams IOStreams
 
-	Networks       []string
-	SecurityGroups []string
-	Namespace      string
-	Names          []string
-	DryRun         bool
-	KeepTemplates  bool
-	Discover       bool
-	Force          bool
-	File           string
-	InPlace        bool
+	attachFlags
+	Namespace     string
+	Names         []string
+	KeepTemplates bool
 }
 
 func newClusterAPIPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -148,35 +135,22 @@ stay in the file until no Machine uses them. --in-place writes it back (keeping 
 		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
-	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "ID of a security group to add (repeat or comma-separate)")
+	o.attachFlags.add(f, attachHelp{objects: "Cluster API objects",
+		securityGroup: "ID of a security group to add (repeat or comma-separate)",
+		force:         "attach a network even where no Manila export location lies"})
 	f.StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API objects")
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these (NAME, machineset/NAME or machinedeployment/NAME)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per set and write nothing")
 	f.BoolVar(&o.KeepTemplates, "keep-templates", false, "never delete the templates replaced, even once unused")
-	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
-	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies")
-	f.StringVarP(&o.File, "filename", "f", "", "patch the Cluster API objects of this file (- for standard input) instead of the cluster's")
-	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
 	return cmd
 }
 
 func (o *clusterAPIPatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *clusterAPIPatchOptions) Validate() error {
-	if o.Discover && o.g.OSCloud == "" {
-		return usageError("--discover asks the cloud: name it with --os-cloud (or $OS_CLOUD)")
-	}
-	if len(o.Networks) == 0 && !o.Discover {
-		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`), or --discover")
-	}
 	if o.Namespace == "" && o.File == "" {
 		return usageError("--namespace cannot be empty")
 	}
-	if err := fileFlagsError(o.File, o.InPlace, o.DryRun); err != nil {
-		return err
-	}
-	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	return o.attachFlags.validate(o.g)
 }
 
 func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {

@@ -15,6 +15,7 @@ import (
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/clusterapi"
@@ -100,14 +101,7 @@ cloud (--os-cloud or $OS_CLOUD), the network Manila exports on as "networks disc
 func (o *machineSetsListOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *machineSetsListOptions) Validate() error {
-	if len(o.Networks) == 0 && len(o.SecurityGroups) == 0 {
-		return nil
-	}
-	a := machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}
-	if len(a.Networks) == 0 {
-		a.Networks = []string{"00000000-0000-0000-0000-000000000000"} // only security groups asked
-	}
-	return machineSetsAttachmentErrors(a)
+	return attachmentFlagErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}, false)
 }
 
 func (o *machineSetsListOptions) Run(ctx context.Context) error {
@@ -199,12 +193,8 @@ func machineSetsOrDash(s string) string {
 	return s
 }
 
-// machineSetsAttachmentErrors prints the flag errors as one line each: --network[1]: Invalid value: ...
-func machineSetsAttachmentErrors(a machinesets.Attachment) error {
-	errs := a.Validate()
-	if len(errs) == 0 {
-		return nil
-	}
+// machineSetsFieldErrors prints errors of the ID flags as one line each: --network[1]: Invalid value: ...
+func machineSetsFieldErrors(errs field.ErrorList) error {
 	lines := make([]string, len(errs))
 	for i, e := range errs {
 		lines[i] = "--" + e.Error()
@@ -218,15 +208,9 @@ type machineSetsPatchOptions struct {
 	g       *GlobalOptions
 	streams IOStreams
 
-	Networks       []string
-	SecurityGroups []string
-	Names          []string
-	Selector       string
-	DryRun         bool
-	Discover       bool
-	Force          bool
-	File           string
-	InPlace        bool
+	attachFlags
+	Names    []string
+	Selector string
 
 	clients *machineSetsClients
 	cloud   *openstack.Client
@@ -266,36 +250,20 @@ to standard output (-o json: the MachineSets as a JSON List), what was done to s
 		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
-	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "ID of a security group to add (repeat or comma-separate)")
+	o.attachFlags.add(f, attachHelp{objects: "MachineSets",
+		securityGroup: "ID of a security group to add (repeat or comma-separate)",
+		force:         "attach a network even where no Manila export location lies, or the machines' own"})
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these MachineSets (default: every worker MachineSet)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "patch only the MachineSets matching this label selector")
-	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per MachineSet and write nothing")
-	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
-	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies, or the machines' own")
-	f.StringVarP(&o.File, "filename", "f", "", "patch the MachineSets of this file (- for standard input) instead of the cluster's")
-	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
 	return cmd
 }
 
 // Validate checks the flags before anything is contacted.
 func (o *machineSetsPatchOptions) Validate() error {
-	if o.Discover && o.g.OSCloud == "" {
-		return usageError("--discover asks the cloud: name it with --os-cloud (or $OS_CLOUD)")
-	}
-	if len(o.Networks) == 0 && !o.Discover {
-		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`), or --discover")
-	}
-	if len(o.Networks) == 0 {
-		return nil // --discover fills it in Run
-	}
 	if len(o.Names) > 0 && o.Selector != "" {
 		return usageError("--name and --selector cannot be used together")
 	}
-	if err := fileFlagsError(o.File, o.InPlace, o.DryRun); err != nil {
-		return err
-	}
-	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	return o.attachFlags.validate(o.g)
 }
 
 // Complete has nothing to fill in: the cluster and the cloud are contacted in Run.

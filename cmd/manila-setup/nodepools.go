@@ -66,11 +66,9 @@ func newNodePoolsListCommand(g *GlobalOptions, streams IOStreams) *cobra.Command
 
 func (o *nodePoolsListOptions) Complete(*cobra.Command, []string) error { return nil }
 
+// Validate checks the networks given; none: the recorded ones are shown.
 func (o *nodePoolsListOptions) Validate() error {
-	if len(o.Networks) == 0 {
-		return nil // the recorded ones are shown
-	}
-	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks})
+	return attachmentFlagErrors(machinesets.Attachment{Networks: o.Networks}, false)
 }
 
 func (o *nodePoolsListOptions) Run(ctx context.Context) error {
@@ -106,15 +104,9 @@ type nodePoolsPatchOptions struct {
 	g       *GlobalOptions
 	streams IOStreams
 
-	Networks       []string
-	SecurityGroups []string
-	Namespace      string
-	HostedCluster  string
-	DryRun         bool
-	Discover       bool
-	Force          bool
-	File           string
-	InPlace        bool
+	attachFlags
+	Namespace     string
+	HostedCluster string
 }
 
 func newNodePoolsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -145,32 +137,17 @@ prints the diff.`,
 		RunE:    cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
-	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "a security group meant for NFS: reported only (NodePool ports take none)")
+	o.attachFlags.add(f, attachHelp{objects: "NodePools",
+		securityGroup: "a security group meant for NFS: reported only (NodePool ports take none)",
+		force:         "attach a network even where no Manila export location lies"})
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
 	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per NodePool and write nothing")
-	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
-	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies")
-	f.StringVarP(&o.File, "filename", "f", "", "patch the NodePools of this file (- for standard input) instead of the cluster's")
-	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
 	return cmd
 }
 
 func (o *nodePoolsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
-func (o *nodePoolsPatchOptions) Validate() error {
-	if o.Discover && o.g.OSCloud == "" {
-		return usageError("--discover asks the cloud: name it with --os-cloud (or $OS_CLOUD)")
-	}
-	if len(o.Networks) == 0 && !o.Discover {
-		return usageError("--network is required: the ID of the storage network to attach (see `manila-setup networks`), or --discover")
-	}
-	if err := fileFlagsError(o.File, o.InPlace, o.DryRun); err != nil {
-		return err
-	}
-	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
-}
+func (o *nodePoolsPatchOptions) Validate() error { return o.attachFlags.validate(o.g) }
 
 func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	var dyn dynamic.Interface
