@@ -110,6 +110,7 @@ type nodePoolsPatchOptions struct {
 	SecurityGroups []string
 	Namespace      string
 	HostedCluster  string
+	Names          []string
 	DryRun         bool
 	Discover       bool
 	Force          bool
@@ -120,10 +121,11 @@ type nodePoolsPatchOptions struct {
 func newNodePoolsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &nodePoolsPatchOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
-		Use:   "patch --network ID [--hosted-cluster NAME] [-n NAMESPACE]",
+		Use:   "patch --network ID [--hosted-cluster NAME] [-n NAMESPACE] [--name NAMESPACE/NAME]",
 		Short: "Add a port on the storage network to the OpenStack NodePools",
 		Long: `Add {network: {id: ID}} to spec.platform.openstack.additionalPorts of the OpenStack NodePools
-(of one HostedCluster with --hosted-cluster, of one namespace with -n), where no port is on that
+(of one HostedCluster with --hosted-cluster, of one namespace with -n, only those named with
+--name NAMESPACE/NAME), where no port is on that
 network yet; the port gets no allowed address pairs. Other platforms' NodePools are skipped, as
 is one whose additionalPorts would exceed the API's 10. What was attached is recorded in the
 annotation ` + machinesets.AttachmentAnnotation + `.
@@ -149,6 +151,7 @@ prints the diff.`,
 	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "a security group meant for NFS: reported only (NodePool ports take none)")
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
 	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
+	f.StringArrayVar(&o.Names, "name", nil, "only this NodePool, as NAMESPACE/NAME (repeat for more)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff per NodePool and write nothing")
 	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
 	f.BoolVar(&o.Force, "force", false, "attach a network even where no Manila export location lies")
@@ -168,6 +171,10 @@ func (o *nodePoolsPatchOptions) Validate() error {
 	}
 	if err := fileFlagsError(o.File, o.InPlace, o.DryRun); err != nil {
 		return err
+	}
+	if o.File != "" && len(o.Names) > 0 {
+		// The NodePools of a file often have no namespace: --name could not find them.
+		return usageError("--name selects NodePools of the cluster; with -f choose them with --hosted-cluster or -n")
 	}
 	return machineSetsAttachmentErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 }
@@ -197,6 +204,7 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 		Attachment:    machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
 		Namespace:     o.Namespace,
 		HostedCluster: o.HostedCluster,
+		Names:         o.Names,
 		DryRun:        o.DryRun,
 		Checker:       checker,
 		By:            "manila-setup " + version,
