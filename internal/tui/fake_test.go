@@ -54,6 +54,7 @@ type fakeBackend struct {
 	poolsPatched []string // NAMESPACE/NAME, "dry:" prefix for dry runs
 	poolPatchErr error
 	storageReads int
+	connectNote  string // Connection.Note
 	// rwxGate, when set, holds the multi-writer check until its context ends.
 	rwxGate chan struct{}
 }
@@ -112,7 +113,7 @@ func (f *fakeBackend) Connect(_ context.Context, cloud, kctx string) (Connection
 		return Connection{}, f.connectErr
 	}
 	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx,
-		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools),
+		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote,
 		NodeAddresses: []netip.Addr{netip.MustParseAddr("10.196.0.11"), netip.MustParseAddr("10.196.0.12")}}, nil
 }
 

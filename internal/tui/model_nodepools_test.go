@@ -25,6 +25,19 @@ func TestConnectSaysWhatAManagementClusterOffers(t *testing.T) {
 	}
 }
 
+// TestConnectNotesWhatCouldNotBeRead: a management cluster whose MachineSets are refused goes on
+// with its NodePools, and the connect screen says what was refused.
+func TestConnectNotesWhatCouldNotBeRead(t *testing.T) {
+	b := newManagementBackend(false)
+	b.connectNote = "cluster https://api.ostest.example.com:6443 (context \"admin\") refused to list MachineSets in openshift-machine-api: the wizard needs list and patch on machinesets.machine.openshift.io there; log in as a cluster admin; only its NodePools are offered"
+	d := start(t, b, false, 200, 40)
+	mustContain(t, view(d), "! cluster https://api.ostest.example.com:6443", "only its NodePools are offered", "enter next")
+	d.press("enter")
+	if d.m.step != stepNetwork {
+		t.Fatalf("a noted connection did not go on (step %d)", d.m.step)
+	}
+}
+
 // TestSetsOfferNodePools: on a management cluster the fourth screen lists the NodePools under
 // the MachineSets, the OpenStack ones preselected, the others never selectable; the cursor runs
 // from the MachineSets into the NodePools.
