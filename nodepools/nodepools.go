@@ -41,7 +41,11 @@ type Options struct {
 	// one HostedCluster (spec.clusterName).
 	Namespace     string
 	HostedCluster string
-	DryRun        bool
+	// Names, when set, are the only NodePools patched, each as NAMESPACE/NAME (NodePool names
+	// are unique per namespace only); one that is not there (or not within Namespace and
+	// HostedCluster) is a SelectionError before anything is written.
+	Names  []string
+	DryRun bool
 	// Checker looks the IDs up in Neutron before anything is written (nil: not checked).
 	Checker machinesets.IDChecker
 	By      string
@@ -69,6 +73,9 @@ func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) ([]Result, 
 	if err != nil {
 		return nil, err
 	}
+	if pools, err = pick(pools, opts.Names, opts.Namespace, opts.HostedCluster); err != nil {
+		return nil, err
+	}
 	var results []Result
 	for _, u := range pools {
 		res, err := patchOne(ctx, dyn, u, opts, now)
@@ -85,6 +92,11 @@ func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) ([]Result, 
 func (opts Options) check(ctx context.Context) (func() time.Time, error) {
 	if errs := opts.Attachment.Validate(); len(errs) > 0 {
 		return nil, errs.ToAggregate()
+	}
+	for _, n := range opts.Names {
+		if ns, name, ok := strings.Cut(n, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return nil, machinesets.NewSelectionError(fmt.Sprintf("NodePool %q: must be NAMESPACE/NAME, such as clusters/%s-workers", n, orNone(strings.Trim(n, "/"))))
+		}
 	}
 	if err := machinesets.CheckIDs(ctx, opts.Checker, machinesets.Attachment{Networks: opts.Attachment.Networks}); err != nil {
 		return nil, err
@@ -250,6 +262,37 @@ func list(ctx context.Context, dyn dynamic.Interface, namespace, cluster string)
 	return out, nil
 }
 
+// pick keeps the NodePools named (NAMESPACE/NAME) in the order of pools; with no names, all.
+func pick(pools []unstructured.Unstructured, names []string, namespace, cluster string) ([]unstructured.Unstructured, error) {
+	if len(names) == 0 {
+		return pools, nil
+	}
+	var out []unstructured.Unstructured
+	for _, u := range pools {
+		if slices.Contains(names, u.GetNamespace()+"/"+u.GetName()) {
+			out = append(out, u)
+		}
+	}
+	var missing []string
+	for _, n := range names {
+		if !slices.ContainsFunc(out, func(u unstructured.Unstructured) bool { return u.GetNamespace()+"/"+u.GetName() == n }) && !slices.Contains(missing, n) {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		where := inNamespace(namespace)
+		if cluster != "" {
+			where = fmt.Sprintf(" among the NodePools of HostedCluster %q%s", cluster, where)
+		}
+		there := make([]string, len(pools))
+		for i, u := range pools {
+			there[i] = u.GetNamespace() + "/" + u.GetName()
+		}
+		return nil, machinesets.NewSelectionError(fmt.Sprintf("NodePool %s not found%s (there: %s)", strings.Join(missing, ", "), where, orNone(strings.Join(there, ", "))))
+	}
+	return out, nil
+}
+
 // Status is one NodePool as `nodepools list` shows it.
 type Status struct {
 	Namespace      string `json:"namespace"`
@@ -259,6 +302,32 @@ type Status struct {
 	Replicas       int32  `json:"replicas"`
 	StorageNetwork string `json:"storageNetwork"` // one of machinesets' State constants
 	Note           string `json:"note,omitempty"`
+	// UpgradeType is spec.management.upgradeType: Replace (HyperShift replaces the machines
+	// when the platform spec changes) or InPlace (platform changes reach new machines only).
+	UpgradeType string `json:"upgradeType,omitempty"`
+	// CurrentNodes is status.replicas, the nodes HyperShift last observed in the pool.
+	CurrentNodes int32 `json:"currentNodes"`
+	// Conditions are those of status.conditions that tell how a change of the platform spec
+	// is rolled out (ProgressConditions), in that order.
+	Conditions []Condition `json:"conditions,omitempty"`
+}
+
+// Condition is one condition of a NodePool's status.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// ProgressConditions are the NodePool conditions that follow an attachment: the new machine
+// template being rolled out, the machines and nodes it brings, and the pool as a whole.
+var ProgressConditions = []string{
+	hyperv1.NodePoolUpdatingPlatformMachineTemplateConditionType,
+	hyperv1.NodePoolUpdatingConfigConditionType,
+	hyperv1.NodePoolAllMachinesReadyConditionType,
+	hyperv1.NodePoolAllNodesHealthyConditionType,
+	hyperv1.NodePoolReadyConditionType,
 }
 
 // List says, per NodePool, whether it has a port on the storage networks: want's, else those
@@ -277,6 +346,13 @@ func List(ctx context.Context, dyn dynamic.Interface, namespace, cluster string,
 		st := Status{Namespace: np.Namespace, Name: np.Name, HostedCluster: np.Spec.ClusterName, Platform: string(np.Spec.Platform.Type)}
 		if np.Spec.Replicas != nil {
 			st.Replicas = *np.Spec.Replicas
+		}
+		st.UpgradeType, st.CurrentNodes = string(np.Spec.Management.UpgradeType), np.Status.Replicas
+		for _, t := range ProgressConditions {
+			if i := slices.IndexFunc(np.Status.Conditions, func(c hyperv1.NodePoolCondition) bool { return c.Type == t }); i >= 0 {
+				c := np.Status.Conditions[i]
+				st.Conditions = append(st.Conditions, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+			}
 		}
 		nets := want.Networks
 		if rec := machinesets.RecordIn(np.Annotations); len(nets) == 0 && rec != nil {

@@ -178,6 +178,53 @@ func TestPatchNodePools(t *testing.T) {
 		t.Errorf("a second run wrote: %v -> %v", after, final)
 	}
 
+	// Names: only the NodePools named, by namespace/name; one not there is refused before any
+	// write.
+	byNames := Options{Attachment: opts.Attachment, Names: []string{"clusters/hc2-workers"}, DryRun: true}
+	named, err := Patch(ctx, dyn, byNames)
+	if err != nil || len(named) != 1 || named[0].Name != "hc2-workers" || named[0].Action != machinesets.ActionWouldPatch {
+		t.Errorf("Names clusters/hc2-workers: %+v, %v", named, err)
+	}
+	byNames.DryRun, byNames.Names = false, []string{"clusters/hc2-workers", "clusters/nope"}
+	if _, err := Patch(ctx, dyn, byNames); err == nil || !strings.Contains(err.Error(), "NodePool clusters/nope not found") {
+		t.Errorf("an unknown name: %v", err)
+	}
+	if final := rv(); fmt.Sprint(final) != fmt.Sprint(after) {
+		t.Errorf("a selection with an unknown name wrote: %v -> %v", after, final)
+	}
+
+	// List reports what follows the rollout HyperShift does: the upgrade type, the nodes it
+	// observed and the conditions of the new machine template.
+	u, err := dyn.Resource(GVR).Namespace("clusters").Get(ctx, "hc1-workers", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	u.Object["status"] = map[string]any{"replicas": int64(1), "conditions": []any{
+		map[string]any{"type": "Ready", "status": "False", "reason": "WaitingForNodes", "message": "1 of 2 nodes ready", "lastTransitionTime": now},
+		map[string]any{"type": "UpdatingPlatformMachineTemplate", "status": "True", "reason": "AsExpected", "message": "platform machine template update in progress", "lastTransitionTime": now},
+		map[string]any{"type": "ValidReleaseImage", "status": "True", "reason": "AsExpected", "lastTransitionTime": now},
+	}}
+	if _, err := dyn.Resource(GVR).Namespace("clusters").UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	listed, err = List(ctx, dyn, "clusters", "hc1", machinesets.Attachment{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range listed {
+		if s.Name != "hc1-workers" {
+			continue
+		}
+		if s.UpgradeType != "Replace" || s.CurrentNodes != 1 || s.Replicas != 2 {
+			t.Errorf("hc1-workers: upgrade type %q, %d of %d nodes", s.UpgradeType, s.CurrentNodes, s.Replicas)
+		}
+		got := fmt.Sprint(s.Conditions)
+		if want := "[{UpdatingPlatformMachineTemplate True AsExpected platform machine template update in progress} {Ready False WaitingForNodes 1 of 2 nodes ready}]"; got != want {
+			t.Errorf("hc1-workers conditions:\n got %s\nwant %s", got, want)
+		}
+	}
+
 	if _, err := Patch(ctx, dyn, Options{Attachment: opts.Attachment, HostedCluster: "nope"}); err == nil || !strings.Contains(err.Error(), `no NodePool of HostedCluster "nope"`) {
 		t.Errorf("an unknown HostedCluster: %v", err)
 	}

@@ -47,10 +47,13 @@ func newNetworksAttachCommand(cloud *cloudOptions) *cobra.Command {
   1. Connect          the cloud (clouds.yaml) and the cluster (kubeconfig context)
   2. Storage network  the discovered one preselected, with the reason
   3. Security groups  suggested first: those that let NFS reach the export address
-  4. MachineSets      workers preselected, control plane never touched
-  5. Review           the exact diff per MachineSet and the equivalent commands
-  6. Apply and roll   patch, then replace the machines without losing capacity
+  4. MachineSets      workers preselected, control plane never touched; on a HyperShift
+                      management cluster also its NodePools, the OpenStack ones preselected
+  5. Review           the exact diff per MachineSet and NodePool and the equivalent commands
+  6. Apply and roll   patch, then replace the machines without losing capacity; NodePools
+                      are patched only: HyperShift replaces their machines itself
   7. Verify           the driver's conditions, the StorageClasses, a two-node write check
+                      (for NodePools: how to check the driver in each hosted cluster)
 
 Keys: ? help on every screen, esc back, q quit. --dry-run walks every screen and changes
 nothing. Colors follow NO_COLOR and --no-color.
@@ -58,7 +61,8 @@ nothing. Colors follow NO_COLOR and --no-color.
 It needs a terminal. For scripts and CI use the commands it prints on the review screen:
   manila-setup networks discover
   manila-setup machinesets patch --network ID [--security-group ID] [--name N]
-  manila-setup machinesets rollout [--name N]`,
+  manila-setup machinesets rollout [--name N]
+  manila-setup nodepools patch --network ID [--name NAMESPACE/NAME]`,
 		Example: `  manila-setup networks attach --os-cloud mycloud --kubeconfig ~/ocp/auth/kubeconfig
   manila-setup networks attach --dry-run`,
 		Args: cobra.NoArgs,
@@ -108,7 +112,8 @@ func (o *NetworksAttachOptions) Validate() error {
 Without one, do the same with the flag-driven commands:
   manila-setup networks discover                      # find the storage network and its ID
   manila-setup machinesets patch --network ID [--security-group ID] [--name N] [--dry-run]
-  manila-setup machinesets rollout [--name N]`)
+  manila-setup machinesets rollout [--name N]
+  manila-setup nodepools patch --network ID [--name NAMESPACE/NAME] [--dry-run]   # HyperShift NodePools`)
 	}
 	return nil
 }

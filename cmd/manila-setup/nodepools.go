@@ -107,15 +107,17 @@ type nodePoolsPatchOptions struct {
 	attachFlags
 	Namespace     string
 	HostedCluster string
+	Names         []string
 }
 
 func newNodePoolsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &nodePoolsPatchOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
-		Use:   "patch --network ID [--hosted-cluster NAME] [-n NAMESPACE]",
+		Use:   "patch --network ID [--hosted-cluster NAME] [-n NAMESPACE] [--name NAMESPACE/NAME]",
 		Short: "Add a port on the storage network to the OpenStack NodePools",
 		Long: `Add {network: {id: ID}} to spec.platform.openstack.additionalPorts of the OpenStack NodePools
-(of one HostedCluster with --hosted-cluster, of one namespace with -n), where no port is on that
+(of one HostedCluster with --hosted-cluster, of one namespace with -n, only those named with
+--name NAMESPACE/NAME), where no port is on that
 network yet; the port gets no allowed address pairs. Other platforms' NodePools are skipped, as
 is one whose additionalPorts would exceed the API's 10. What was attached is recorded in the
 annotation ` + machinesets.AttachmentAnnotation + `.
@@ -142,12 +144,19 @@ prints the diff.`,
 		force:         "attach a network even where no Manila export location lies"})
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
 	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
+	f.StringArrayVar(&o.Names, "name", nil, "only this NodePool, as NAMESPACE/NAME (repeat for more)")
 	return cmd
 }
 
 func (o *nodePoolsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
-func (o *nodePoolsPatchOptions) Validate() error { return o.attachFlags.validate(o.g) }
+func (o *nodePoolsPatchOptions) Validate() error {
+	if o.File != "" && len(o.Names) > 0 {
+		// The NodePools of a file often have no namespace: --name could not find them.
+		return usageError("--name selects NodePools of the cluster; with -f choose them with --hosted-cluster or -n")
+	}
+	return o.attachFlags.validate(o.g)
+}
 
 func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	var dyn dynamic.Interface
@@ -174,6 +183,7 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 		Attachment:    machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
 		Namespace:     o.Namespace,
 		HostedCluster: o.HostedCluster,
+		Names:         o.Names,
 		DryRun:        o.DryRun,
 		Checker:       checker,
 		By:            "manila-setup " + version,

@@ -60,11 +60,18 @@ func TestNodePoolsCommands(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "clusters   hc1-workers  hc1             OpenStack  2         attached") {
 		t.Errorf("list: exit %d\n%s\n%s", code, out, errOut)
 	}
+	code, out, errOut = runCLI(t, append(base, "patch", "--network", net, "--name", "clusters/hc1-workers", "--dry-run")...)
+	if code != exitOK || !strings.Contains(out, "clusters/hc1-workers  unchanged") {
+		t.Errorf("--name clusters/hc1-workers after the patch: exit %d\n%s\n%s", code, out, errOut)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
 		want string
 	}{
+		{[]string{"patch", "--network", net, "--name", "hc1-workers"}, exitInvalid, `NodePool "hc1-workers": must be NAMESPACE/NAME`},
+		{[]string{"patch", "--network", net, "--name", "clusters/nope"}, exitInvalid, "NodePool clusters/nope not found (there: clusters/hc1-workers)"},
+		{[]string{"patch", "--network", net, "--name", "clusters/hc1-workers", "-f", "nodepools.yaml"}, exitUsage, "--name selects NodePools of the cluster"},
 		{[]string{"patch"}, exitUsage, "--network is required"},
 		{[]string{"patch", "--network", "not-a-uuid"}, exitInvalid, "not-a-uuid"},
 		{[]string{"patch", "--network", net, "--hosted-cluster", "nope"}, exitInvalid, `no NodePool of HostedCluster "nope"`},

@@ -2,12 +2,13 @@ package tui
 
 import (
 	"context"
-	"github.com/manila-setup/manila-setup/internal/rwxcheck"
-	"github.com/manila-setup/manila-setup/operator/health"
 	"net/netip"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/operator/health"
 )
 
 // Backend is everything the wizard reads from and writes to the cloud and the cluster. Each
@@ -26,6 +27,12 @@ type Backend interface {
 	MachineSets(ctx context.Context, want machinesets.Attachment) ([]machinesets.SetStatus, error)
 	// Patch attaches a to the named MachineSets (dryRun: computes the diffs only).
 	Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error)
+	// NodePools lists the NodePools of a HyperShift management cluster (Connection.HyperShift)
+	// and how far they have want, with the progress HyperShift reports.
+	NodePools(ctx context.Context, want machinesets.Attachment) ([]nodepools.Status, error)
+	// PatchNodePools adds a port on a's networks to the NodePools named NAMESPACE/NAME (dryRun:
+	// computes the diffs only); security groups are reported, not added (Result.Warning).
+	PatchNodePools(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error)
 	// Rollout replaces the machines of the named MachineSets, reporting every change.
 	Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
 	// Storage reads the ClusterCSIDriver's conditions and the Manila StorageClasses.
@@ -55,8 +62,17 @@ type Connection struct {
 	Identity string // user "demo", project "demo"; never a secret
 	Cluster  string // the apiserver URL
 	Context  string
-	// MachineSets counts those in openshift-machine-api.
+	// MachineAPI: the cluster serves MachineSets (machine.openshift.io/v1beta1); MachineSets
+	// counts those in openshift-machine-api.
+	MachineAPI  bool
 	MachineSets int
+	// HyperShift: the cluster serves NodePools (a HyperShift management cluster); NodePools
+	// counts them, in every namespace.
+	HyperShift bool
+	NodePools  int
+	// Note says what of the cluster could not be read while the rest can be worked on (the
+	// MachineSets of a management cluster whose NodePools are readable, or the reverse).
+	Note string
 	// Flags are the global flags the equivalent commands repeat (LiveConfig.CommandFlags).
 	Flags []string
 	// NodeAddresses are the nodes' internal addresses (machinesets.NodeAddresses): what tells

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
 )
 
 // IDs of the fake cloud.
@@ -43,6 +45,16 @@ type fakeBackend struct {
 	rolloutGate chan struct{}
 	storage     StorageStatus
 	rwx         RWXResult
+
+	// A HyperShift management cluster: it serves NodePools (pools); noMachineAPI, it serves no
+	// MachineSets at all.
+	hyperShift   bool
+	noMachineAPI bool
+	pools        []nodepools.Status
+	poolsPatched []string // NAMESPACE/NAME, "dry:" prefix for dry runs
+	poolPatchErr error
+	storageReads int
+	connectNote  string // Connection.Note
 	// rwxGate, when set, holds the multi-writer check until its context ends.
 	rwxGate chan struct{}
 }
@@ -100,8 +112,29 @@ func (f *fakeBackend) Connect(_ context.Context, cloud, kctx string) (Connection
 	if f.connectErr != nil {
 		return Connection{}, f.connectErr
 	}
-	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx, MachineSets: len(f.sets),
+	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx,
+		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote,
 		NodeAddresses: []netip.Addr{netip.MustParseAddr("10.196.0.11"), netip.MustParseAddr("10.196.0.12")}}, nil
+}
+
+// newManagementBackend is a HyperShift management cluster on OpenStack: hosted clusters hc1
+// (two OpenStack NodePools, one already attached), hc2 (an InPlace one) and hc3 (KubeVirt, not
+// OpenStack); with machineAPI, also the management cluster's own MachineSets.
+func newManagementBackend(machineAPI bool) *fakeBackend {
+	f := newFakeBackend()
+	f.hyperShift = true
+	f.pools = []nodepools.Status{
+		{Namespace: "clusters", Name: "hc1-gpu", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 1, CurrentNodes: 1, UpgradeType: "Replace", StorageNetwork: machinesets.StateAttached,
+			Conditions: []nodepools.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected"}}},
+		{Namespace: "clusters", Name: "hc1-workers", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 3, CurrentNodes: 3, UpgradeType: "Replace", StorageNetwork: machinesets.StateMissing,
+			Conditions: []nodepools.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected"}}},
+		{Namespace: "clusters", Name: "hc2-workers", HostedCluster: "hc2", Platform: "OpenStack", Replicas: 2, CurrentNodes: 2, UpgradeType: "InPlace", StorageNetwork: machinesets.StateMissing},
+		{Namespace: "clusters", Name: "hc3-kubevirt", HostedCluster: "hc3", Platform: "KubeVirt", Replicas: 2, CurrentNodes: 2, UpgradeType: "Replace", StorageNetwork: machinesets.StateNA, Note: "not OpenStack"},
+	}
+	if !machineAPI {
+		f.noMachineAPI, f.sets = true, nil
+	}
+	return f
 }
 
 func (f *fakeBackend) Discover(context.Context) (*openstack.Discovery, error) {
@@ -143,6 +176,59 @@ func (f *fakeBackend) Patch(_ context.Context, a machinesets.Attachment, names [
 	return out, nil
 }
 
+func (f *fakeBackend) NodePools(context.Context, machinesets.Attachment) ([]nodepools.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]nodepools.Status(nil), f.pools...), nil
+}
+
+// PatchNodePools answers as nodepools.Patch does; a real patch makes the pool's status say that
+// HyperShift is rolling its new machine template out.
+func (f *fakeBackend) PatchNodePools(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.poolPatchErr != nil {
+		return nil, f.poolPatchErr
+	}
+	var out []nodepools.Result
+	for i, p := range f.pools {
+		key := p.Namespace + "/" + p.Name
+		if !slices.Contains(names, key) {
+			continue
+		}
+		if dryRun {
+			f.poolsPatched = append(f.poolsPatched, "dry:"+key)
+		} else {
+			f.poolsPatched = append(f.poolsPatched, key)
+		}
+		r := nodepools.Result{PatchResult: machinesets.PatchResult{Name: p.Name}, Namespace: p.Namespace, HostedCluster: p.HostedCluster}
+		switch {
+		case p.StorageNetwork == machinesets.StateNA:
+			r.Action, r.Reason = machinesets.ActionSkipped, "platform "+p.Platform+", not OpenStack"
+		case p.StorageNetwork == machinesets.StateAttached:
+			r.Action, r.Reason = machinesets.ActionUnchanged, "already attached"
+		case dryRun:
+			r.Action, r.AddedNetworks = machinesets.ActionWouldPatch, a.Networks
+			r.Diff = fmt.Sprintf("--- NodePool %[1]s spec.platform.openstack\n+++ NodePool %[1]s spec.platform.openstack (patched)\n@@ -1 +1,5 @@\n+additionalPorts:\n+- description: %[3]s\n+  network:\n+    id: %[2]s\n flavor: m1.xlarge\n", key, a.Networks[0], nodepools.PortDescription)
+		default:
+			r.Action, r.AddedNetworks = machinesets.ActionPatched, a.Networks
+			f.pools[i].StorageNetwork = machinesets.StateAttached
+			if p.UpgradeType == "Replace" {
+				f.pools[i].CurrentNodes = p.Replicas - 1
+				f.pools[i].Conditions = []nodepools.Condition{
+					{Type: "UpdatingPlatformMachineTemplate", Status: "True", Reason: "AsExpected", Message: "platform machine template update in progress. Target template: " + p.Name + "-8d6f1b2c"},
+					{Type: "Ready", Status: "False", Reason: "WaitingForAvailableMachines", Message: "Minimum availability requires 3 replicas, current 2 available"},
+				}
+			}
+		}
+		if len(a.SecurityGroups) > 0 && p.StorageNetwork != machinesets.StateNA {
+			r.Warning = "NodePool " + key + ": security groups " + a.SecurityGroups[0] + " were not added: a NodePool's additional ports take none of their own"
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 func (f *fakeBackend) Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
 	var out []machinesets.SetProgress
 	for _, n := range names {
@@ -166,7 +252,12 @@ func (f *fakeBackend) Rollout(ctx context.Context, names []string, progress func
 	return out, f.rolloutErr
 }
 
-func (f *fakeBackend) Storage(context.Context) (StorageStatus, error) { return f.storage, nil }
+func (f *fakeBackend) Storage(context.Context) (StorageStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.storageReads++
+	return f.storage, nil
+}
 
 func (f *fakeBackend) CheckRWX(ctx context.Context, sc string, report func(string)) RWXResult {
 	report("namespace " + f.rwx.Namespace + " created")
@@ -265,7 +356,7 @@ func (d *driver) settle(timeout time.Duration) {
 				d.pending = append(d.pending[:i], d.pending[i+1:]...)
 				i--
 				switch msg.(type) {
-				case spinner.TickMsg, clockMsg, storagePollMsg:
+				case spinner.TickMsg, clockMsg, storagePollMsg, poolsPollMsg:
 					continue
 				}
 				for _, c := range d.feed(msg) {

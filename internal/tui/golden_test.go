@@ -96,6 +96,35 @@ var screens = []struct {
 		d.settle(time.Second)
 		return d
 	}},
+	// A HyperShift management cluster: its own MachineSets and its hosted clusters' NodePools.
+	{"1-connect-management", func(t *testing.T, w, h int) *driver { return start(t, newManagementBackend(true), false, w, h) }},
+	{"4-nodepools-mixed", func(t *testing.T, w, h int) *driver { return toSets(t, newManagementBackend(true), false, w, h) }},
+	{"4-nodepools-only", func(t *testing.T, w, h int) *driver { return toSets(t, newManagementBackend(false), false, w, h) }},
+	{"5-review-nodepools-mixed", func(t *testing.T, w, h int) *driver { return toReview(t, newManagementBackend(true), false, w, h) }},
+	{"5-review-nodepools-commands", func(t *testing.T, w, h int) *driver {
+		d := toReview(t, newManagementBackend(true), false, w, h)
+		d.press("G")
+		return d
+	}},
+	{"6-apply-nodepools-only", func(t *testing.T, w, h int) *driver {
+		d := toReview(t, newManagementBackend(false), false, w, h)
+		d.press("enter")
+		d.settle(200 * time.Millisecond)
+		return d
+	}},
+	{"6-apply-nodepools-mixed", func(t *testing.T, w, h int) *driver {
+		d := toReview(t, newManagementBackend(true), false, w, h)
+		d.press("enter")
+		d.settle(time.Second)
+		return d
+	}},
+	{"7-verify-nodepools-only", func(t *testing.T, w, h int) *driver {
+		d := toReview(t, newManagementBackend(false), false, w, h)
+		d.press("enter")
+		d.settle(200 * time.Millisecond)
+		d.press("enter")
+		return d
+	}},
 	{"help-network", func(t *testing.T, w, h int) *driver {
 		d := toNetwork(t, newFakeBackend(), false, w, h)
 		d.press("?")

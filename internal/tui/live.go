@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -22,6 +22,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/operator/health"
 )
 
@@ -64,6 +65,7 @@ type LiveBackend struct {
 	mc    machineclient.Interface
 	kc    kubernetes.Interface
 	oc    operatorclient.Interface
+	dyn   dynamic.Interface
 }
 
 // NewLiveBackend returns a backend for cfg; nothing is contacted before Connect.
@@ -117,20 +119,22 @@ func (l *LiveBackend) Targets() Targets {
 	return t
 }
 
-// Connect authenticates to the cloud and lists the cluster's MachineSets, both at once.
+// Connect authenticates to the cloud and reads the cluster, both at once: its MachineSets and,
+// on a HyperShift management cluster, its NodePools. The cluster is refused only when neither
+// can be worked on.
 func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (Connection, error) {
 	conn := Connection{Cloud: cloud, Context: kubeContext, Flags: l.cfg.CommandFlags}
 	var (
-		wg          sync.WaitGroup
-		client      *openstack.Client
-		cloudErr    error
-		restCfg     *rest.Config
-		clusterErr  error
-		mc          machineclient.Interface
-		kc          kubernetes.Interface
-		nodeAddrs   []netip.Addr
-		oc          operatorclient.Interface
-		machineSets int
+		wg         sync.WaitGroup
+		client     *openstack.Client
+		cloudErr   error
+		restCfg    *rest.Config
+		clusterErr error
+		mc         machineclient.Interface
+		kc         kubernetes.Interface
+		oc         operatorclient.Interface
+		dyn        dynamic.Interface
+		cluster    Connection
 	)
 	wg.Add(2)
 	go func() {
@@ -154,20 +158,13 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		if oc, clusterErr = operatorclient.NewForConfig(restCfg); clusterErr != nil {
 			return
 		}
-		list, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).List(ctx, metav1.ListOptions{})
-		switch {
-		case err == nil:
-			machineSets = len(list.Items)
+		if dyn, clusterErr = dynamic.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		cluster, clusterErr = readCluster(ctx, restCfg.Host, kubeContext, mc, dyn)
+		if clusterErr == nil {
 			// Best effort: without them the wizard cannot warn about the machines' own network.
-			nodeAddrs, _ = machinesets.NodeAddresses(ctx, kc)
-		case apierrors.IsForbidden(err):
-			clusterErr = fmt.Errorf("cluster %s (context %q) refused to list MachineSets in %s: the wizard needs list and patch on machinesets.machine.openshift.io there; log in as a cluster admin", restCfg.Host, kubeContext, machinesets.Namespace)
-		case apierrors.IsUnauthorized(err):
-			clusterErr = fmt.Errorf("cluster %s (context %q) rejected the kubeconfig's credentials: log in again (oc login) or choose another context", restCfg.Host, kubeContext)
-		case apierrors.IsNotFound(err):
-			clusterErr = fmt.Errorf("cluster %s (context %q) has no MachineSet API (machine.openshift.io/v1beta1): the wizard works on OpenShift clusters whose machines the Machine API manages", restCfg.Host, kubeContext)
-		default:
-			clusterErr = fmt.Errorf("cluster %s (context %q) cannot be reached: %v; check that it is up and that the kubeconfig is current", restCfg.Host, kubeContext, err)
+			cluster.NodeAddresses, _ = machinesets.NodeAddresses(ctx, kc)
 		}
 	}()
 	wg.Wait()
@@ -175,11 +172,74 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		return conn, err
 	}
 	l.mu.Lock()
-	l.cloud, l.mc, l.kc, l.oc = client, mc, kc, oc
+	l.cloud, l.mc, l.kc, l.oc, l.dyn = client, mc, kc, oc, dyn
 	l.mu.Unlock()
-	conn.Region, conn.Identity, conn.Cluster, conn.MachineSets = client.Region(), client.Identity(), restCfg.Host, machineSets
-	conn.NodeAddresses = nodeAddrs
+	conn.Region, conn.Identity, conn.Cluster = client.Region(), client.Identity(), restCfg.Host
+	conn.MachineAPI, conn.MachineSets, conn.HyperShift, conn.NodePools, conn.Note = cluster.MachineAPI, cluster.MachineSets, cluster.HyperShift, cluster.NodePools, cluster.Note
+	conn.NodeAddresses = cluster.NodeAddresses
 	return conn, nil
+}
+
+// readCluster lists the MachineSets and the NodePools (one LIST each, at once). What the cluster
+// does not serve (NotFound) is simply not offered; what it refuses is an error unless the other
+// kind can be worked on, and then a note.
+func readCluster(ctx context.Context, host, kubeContext string, mc machineclient.Interface, dyn dynamic.Interface) (Connection, error) {
+	var (
+		c             Connection
+		msErr, npErr  error
+		sets, pools   int
+		wg            sync.WaitGroup
+		where         = fmt.Sprintf("cluster %s (context %q)", host, kubeContext)
+		nodePoolsKind = nodepools.GVR.GroupResource().String()
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		list, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).List(ctx, metav1.ListOptions{})
+		if msErr = err; err == nil {
+			sets = len(list.Items)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		list, err := dyn.Resource(nodepools.GVR).Namespace("").List(ctx, metav1.ListOptions{})
+		if npErr = err; err == nil {
+			pools = len(list.Items)
+		}
+	}()
+	wg.Wait()
+	c.MachineAPI, c.MachineSets = msErr == nil, sets
+	c.HyperShift, c.NodePools = npErr == nil, pools
+
+	var msProblem error
+	switch {
+	case msErr == nil, apierrors.IsNotFound(msErr):
+	case apierrors.IsForbidden(msErr):
+		msProblem = fmt.Errorf("%s refused to list MachineSets in %s: the wizard needs list and patch on machinesets.machine.openshift.io there; log in as a cluster admin", where, machinesets.Namespace)
+	case apierrors.IsUnauthorized(msErr):
+		return c, fmt.Errorf("%s rejected the kubeconfig's credentials: log in again (oc login) or choose another context", where)
+	default:
+		msProblem = fmt.Errorf("%s cannot be reached: %v; check that it is up and that the kubeconfig is current", where, msErr)
+	}
+	switch {
+	case c.HyperShift:
+		if msProblem != nil {
+			// A management cluster: its NodePools can be attached without its MachineSets.
+			c.Note = msProblem.Error() + "; only its NodePools are offered"
+		}
+		return c, nil
+	case msProblem != nil:
+		return c, msProblem
+	case !c.MachineAPI:
+		if apierrors.IsForbidden(npErr) {
+			return c, fmt.Errorf("%s has no MachineSet API (machine.openshift.io/v1beta1) and refused to list NodePools: the wizard needs list and patch on %s; log in as a cluster admin", where, nodePoolsKind)
+		}
+		return c, fmt.Errorf("%s serves neither MachineSets (machine.openshift.io/v1beta1) nor NodePools (%s): the wizard works on OpenShift clusters whose machines the Machine API manages, and on HyperShift management clusters", where, nodePoolsKind)
+	case !apierrors.IsNotFound(npErr):
+		// Not a management cluster as far as this user can tell: the MachineSets carry on.
+		c.Note = fmt.Sprintf("NodePools (%s) could not be listed: %v; only the MachineSets are offered", nodePoolsKind, npErr)
+	}
+	return c, nil
 }
 
 func (l *LiveBackend) clients() (*openstack.Client, machineclient.Interface, kubernetes.Interface, operatorclient.Interface) {
@@ -226,11 +286,15 @@ func (l *LiveBackend) MachineSets(ctx context.Context, want machinesets.Attachme
 	return machinesets.List(ctx, mc, want)
 }
 
-// Patch is `machinesets patch`, with the IDs checked in Neutron first.
+// Patch is `machinesets patch`, with the IDs checked in Neutron first. No names patches
+// nothing (a selection of NodePools only): machinesets.Patch would take that as every worker.
 func (l *LiveBackend) Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error) {
 	c, mc, _, _ := l.clients()
 	if mc == nil {
 		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil
 	}
 	opts := machinesets.PatchOptions{Attachment: a, Selection: machinesets.Selection{Names: names}, DryRun: dryRun, By: l.cfg.By}
 	if c != nil {
@@ -239,11 +303,44 @@ func (l *LiveBackend) Patch(ctx context.Context, a machinesets.Attachment, names
 	return machinesets.Patch(ctx, mc, opts)
 }
 
+// NodePools is `nodepools list`, over every namespace.
+func (l *LiveBackend) NodePools(ctx context.Context, want machinesets.Attachment) ([]nodepools.Status, error) {
+	l.mu.Lock()
+	dyn := l.dyn
+	l.mu.Unlock()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	return nodepools.List(ctx, dyn, "", "", want)
+}
+
+// PatchNodePools is `nodepools patch --name NAMESPACE/NAME ...`, with the networks checked in
+// Neutron first. No names patches nothing: nodepools.Patch would take that as every NodePool.
+func (l *LiveBackend) PatchNodePools(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error) {
+	l.mu.Lock()
+	c, dyn := l.cloud, l.dyn
+	l.mu.Unlock()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	opts := nodepools.Options{Attachment: a, Names: names, DryRun: dryRun, By: l.cfg.By}
+	if c != nil {
+		opts.Checker = machinesets.NeutronChecker{Client: c}
+	}
+	return nodepools.Patch(ctx, dyn, opts)
+}
+
 // Rollout is `machinesets rollout`.
 func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
 	_, mc, kc, _ := l.clients()
 	if mc == nil {
 		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil // as Patch: never every worker by omission
 	}
 	return machinesets.Rollout(ctx, mc, kc, machinesets.RolloutOptions{
 		Selection: machinesets.Selection{Names: names},

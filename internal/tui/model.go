@@ -12,6 +12,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
 )
 
 // Options configure the wizard.
@@ -26,6 +27,8 @@ type Options struct {
 	Now func() time.Time
 	// StoragePoll is how often the verify screen reads the driver's state; zero: 2s.
 	StoragePoll time.Duration
+	// NodePoolPoll is how often the apply screen reads the patched NodePools' progress; zero: 5s.
+	NodePoolPoll time.Duration
 }
 
 // The screens, in order.
@@ -96,6 +99,9 @@ func New(opts Options) Model {
 	if opts.StoragePoll == 0 {
 		opts.StoragePoll = 2 * time.Second
 	}
+	if opts.NodePoolPoll == 0 {
+		opts.NodePoolPoll = 5 * time.Second
+	}
 	sp := spinner.New(spinner.WithSpinner(spinner.Line))
 	return Model{opts: opts, ctx: opts.Context, width: 80, height: 24, spin: sp,
 		connect: newConnectModel(), network: networkModel{loading: true}, sgs: groupsModel{loading: true}}
@@ -126,19 +132,28 @@ type (
 		err    error
 	}
 	setsMsg struct {
-		key  string
-		sets []machinesets.SetStatus
-		err  error
+		key   string
+		sets  []machinesets.SetStatus
+		pools []nodepools.Status
+		err   error
 	}
 	planMsg struct {
 		key     string
 		results []machinesets.PatchResult
+		pools   []nodepools.Result
 		err     error
 	}
 	patchedMsg struct {
 		results []machinesets.PatchResult
+		pools   []nodepools.Result
 		err     error
 	}
+	// poolsMsg is a read of the patched NodePools' progress; poolsPollMsg asks for the next.
+	poolsMsg struct {
+		pools []nodepools.Status
+		err   error
+	}
+	poolsPollMsg      struct{}
 	rolloutStartedMsg struct {
 		events <-chan tea.Msg
 		cancel context.CancelFunc
@@ -195,17 +210,36 @@ func groupsCmd(ctx context.Context, b Backend) tea.Cmd {
 	}
 }
 
-func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attachment) tea.Cmd {
+// setsCmd reads what the cluster has: its MachineSets, and its NodePools on a management
+// cluster; a kind the cluster does not serve is not asked for.
+func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attachment, machineAPI, hyperShift bool) tea.Cmd {
 	return func() tea.Msg {
-		s, err := b.MachineSets(ctx, want)
-		return setsMsg{key, s, err}
+		msg := setsMsg{key: key}
+		if machineAPI {
+			if msg.sets, msg.err = b.MachineSets(ctx, want); msg.err != nil {
+				return msg
+			}
+		}
+		if hyperShift {
+			msg.pools, msg.err = b.NodePools(ctx, want)
+		}
+		return msg
 	}
 }
 
-func planCmd(ctx context.Context, b Backend, key string, a machinesets.Attachment, names []string) tea.Cmd {
+// planCmd computes the diffs of the chosen MachineSets and NodePools; nothing is written.
+func planCmd(ctx context.Context, b Backend, key string, a machinesets.Attachment, names, pools []string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := b.Patch(ctx, a, names, true)
-		return planMsg{key, r, err}
+		msg := planMsg{key: key}
+		if len(names) > 0 {
+			if msg.results, msg.err = b.Patch(ctx, a, names, true); msg.err != nil {
+				return msg
+			}
+		}
+		if len(pools) > 0 {
+			msg.pools, msg.err = b.PatchNodePools(ctx, a, pools, true)
+		}
+		return msg
 	}
 }
 
@@ -270,9 +304,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case planMsg:
 		m.review = m.review.withPlan(msg)
 		return m, nil
-	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg:
+	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, poolsMsg, poolsPollMsg:
 		var cmd tea.Cmd
-		m.apply, cmd = m.apply.update(msg, m.ctx, m.opts.Backend)
+		m.apply, cmd = m.apply.update(msg, m.ctx, m.opts, m.step == stepApply)
 		if o := m.apply.outcome(); o.Summary != "" {
 			m.outcome = o
 		}
@@ -373,23 +407,30 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		if m.sets.forKey == key && !m.sets.loading && m.sets.err == "" {
 			return m, nil // same choice as before: keep the user's selection
 		}
-		m.sets = setsModel{loading: true, forKey: key}
-		return m, setsCmd(m.ctx, b, key, want)
+		machineAPI, hyperShift := true, false
+		if m.conn != nil {
+			machineAPI, hyperShift = m.conn.MachineAPI, m.conn.HyperShift
+		}
+		m.sets = setsModel{loading: true, forKey: key, machineAPI: machineAPI}
+		return m, setsCmd(m.ctx, b, key, want, machineAPI, hyperShift)
 	case stepSets:
-		names := m.sets.chosen()
+		names, pools := m.sets.chosen(), m.sets.chosenPools()
 		want := m.attachment()
-		key := attachmentKey(want) + "|" + strings.Join(names, ",")
-		m.review = reviewModel{loading: true, forKey: key, commands: commandLines(m.conn, want, names, m.network.needsForce(want.Networks))}
+		key := attachmentKey(want) + "|" + strings.Join(names, ",") + "|" + strings.Join(pools, ",")
+		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.kinds(), commands: commandLines(m.conn, want, names, pools, m.network.needsForce(want.Networks))}
 		m.step = stepReview
-		return m, planCmd(m.ctx, b, key, want, names)
+		return m, planCmd(m.ctx, b, key, want, names, pools)
 	case stepReview:
 		m.step = stepApply
 		var cmd tea.Cmd
-		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.review.changedNames(), m.sets.chosen(), m.opts.DryRun, m.opts.Now())
+		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.review.changedNames(), m.sets.chosen(), m.sets.chosenPoolStatus(), m.opts.DryRun, m.opts.Now())
 		return m, cmd
 	case stepApply:
 		m.step = stepVerify
-		m.verify = newVerifyModel(m.opts.DryRun)
+		m.verify = newVerifyModel(m.opts.DryRun, hostedClusters(m.sets.chosenPoolStatus()), len(m.sets.chosen()) > 0)
+		if !m.verify.checksDriver {
+			return m, nil // the driver of a hosted cluster is not on this cluster: nothing to read here
+		}
 		return m, storageCmd(m.ctx, b)
 	}
 	return m, nil
@@ -431,14 +472,14 @@ func (m Model) View() string {
 		return ""
 	}
 	w := max(m.width, 20)
-	title := fmt.Sprintf("manila-setup networks attach · %d/%d %s", int(m.step)+1, stepCount, stepTitles[m.step])
+	title := fmt.Sprintf("manila-setup networks attach · %d/%d %s", int(m.step)+1, stepCount, m.stepTitle(m.step))
 	if m.opts.DryRun {
 		title += " · dry run"
 	}
 	var body []string
 	hints := m.hints()
 	if m.help {
-		body = helpView(m.step, hints, w)
+		body = helpView(m.stepTitle(m.step), m.helpText(m.step), hints, w)
 	} else {
 		body = m.body(w, m.bodyHeight())
 	}
@@ -535,7 +576,7 @@ func hintLines(hs []hint, w int) []string {
 
 // helpText says what each screen is for.
 var helpText = [stepCount]string{
-	"Choose the cloud (an entry of clouds.yaml) and the cluster (a context of the kubeconfig). Both are checked in the background: the cloud by authenticating, the cluster by listing its MachineSets. Nothing is changed.",
+	"Choose the cloud (an entry of clouds.yaml) and the cluster (a context of the kubeconfig). Both are checked in the background: the cloud by authenticating, the cluster by listing its MachineSets (and, on a HyperShift management cluster, its NodePools). Nothing is changed.",
 	"Choose the network Manila exports its shares on. The one discovery found is preselected, with the reason. A network without any export location will not let pods reach the shares.",
 	"Choose the security groups the new ports get. Groups whose egress rules let NFS reach the export address are suggested first. None is required if the workers' groups already allow it.",
 	"Choose the MachineSets whose machines get a port on the storage network. Workers are preselected; control-plane MachineSets are never touched.",
@@ -544,9 +585,37 @@ var helpText = [stepCount]string{
 	"The operator's ClusterCSIDriver conditions and the Manila StorageClasses. The multi-writer check mounts one ReadWriteMany volume on two nodes and shows what both wrote, then deletes everything it created.",
 }
 
-func helpView(step stepID, hs []hint, w int) []string {
-	lines := []string{styleTitle.Render("Help: " + stepTitles[step]), ""}
-	lines = append(lines, wrap(helpText[step], w-2)...)
+// stepTitle names a screen; the fourth after what the cluster has to choose from.
+func (m Model) stepTitle(step stepID) string {
+	if step == stepSets && m.conn != nil && m.conn.HyperShift && m.conn.NodePools > 0 {
+		if !m.conn.MachineAPI {
+			return "NodePools"
+		}
+		return "MachineSets, NodePools"
+	}
+	return stepTitles[step]
+}
+
+// helpText is what a screen is for, with what NodePools change on a management cluster.
+func (m Model) helpText(step stepID) string {
+	text := helpText[step]
+	if m.conn == nil || !m.conn.HyperShift || m.conn.NodePools == 0 {
+		return text
+	}
+	switch step {
+	case stepSets:
+		text += " NodePools (HyperShift) get an additional port on the storage network in spec.platform.openstack; those of other platforms cannot be chosen."
+	case stepReview:
+		text += " A NodePool's additional port takes no security groups of its own: NFS must be allowed by the groups its HostedCluster gives the nodes."
+	case stepApply:
+		text += " NodePools are patched only: HyperShift rolls the change out itself, as each NodePool's spec.management.upgradeType says."
+	}
+	return text
+}
+
+func helpView(title, text string, hs []hint, w int) []string {
+	lines := []string{styleTitle.Render("Help: " + title), ""}
+	lines = append(lines, wrap(text, w-2)...)
 	lines = append(lines, "", styleTitle.Render("Keys"))
 	for _, h := range hs {
 		lines = append(lines, fmt.Sprintf("  %-12s %s", h.key, h.what))

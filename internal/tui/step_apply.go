@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
 )
 
 // Phases of the apply screen.
@@ -23,19 +25,25 @@ const (
 	applyDry      = "dry run"
 )
 
-// applyModel is screen 6: patch, then replace the machines, one bar per MachineSet.
+// applyModel is screen 6: patch, then replace the machines, one bar per MachineSet. NodePools
+// are patched only (HyperShift replaces their machines): their progress is read from their
+// status while the screen is shown.
 type applyModel struct {
 	phase   string
 	names   []string // MachineSets rolled
 	changed []string // MachineSets the patch changes
 	want    machinesets.Attachment
 	patched []machinesets.PatchResult
-	order   []string
-	sets    map[string]machinesets.SetProgress
-	started time.Time
-	now     time.Time
-	ended   time.Time
-	err     string
+	// pools are the NodePools chosen, as last read; poolsPatched what their patch did.
+	pools        []nodepools.Status
+	poolsPatched []nodepools.Result
+	poolsErr     string // the last progress read failed
+	order        []string
+	sets         map[string]machinesets.SetProgress
+	started      time.Time
+	now          time.Time
+	ended        time.Time
+	err          string
 
 	confirmStop bool
 	stopping    bool
@@ -44,8 +52,8 @@ type applyModel struct {
 }
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
-func startApply(ctx context.Context, b Backend, want machinesets.Attachment, changed, names []string, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
-	a := applyModel{names: names, changed: changed, want: want, started: now, now: now, sets: map[string]machinesets.SetProgress{}}
+func startApply(ctx context.Context, b Backend, want machinesets.Attachment, changed, names []string, pools []nodepools.Status, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+	a := applyModel{names: names, changed: changed, want: want, pools: pools, started: now, now: now, sets: map[string]machinesets.SetProgress{}}
 	for _, n := range names {
 		a.order = append(a.order, n)
 		a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for the patch"}
@@ -58,10 +66,35 @@ func startApply(ctx context.Context, b Backend, want machinesets.Attachment, cha
 		return a, nil
 	}
 	a.phase = applyPatching
+	poolNames := a.poolNames()
 	return a, tea.Batch(func() tea.Msg {
-		r, err := b.Patch(ctx, want, names, false)
-		return patchedMsg{r, err}
+		var msg patchedMsg
+		if len(names) > 0 {
+			if msg.results, msg.err = b.Patch(ctx, want, names, false); msg.err != nil {
+				return msg
+			}
+		}
+		if len(poolNames) > 0 {
+			msg.pools, msg.err = b.PatchNodePools(ctx, want, poolNames, false)
+		}
+		return msg
 	}, clockTick())
+}
+
+func (a applyModel) poolNames() []string {
+	names := make([]string, len(a.pools))
+	for i, p := range a.pools {
+		names[i] = poolKey(p)
+	}
+	return names
+}
+
+// poolsCmd reads the NodePools' progress once.
+func poolsCmd(ctx context.Context, b Backend, want machinesets.Attachment) tea.Cmd {
+	return func() tea.Msg {
+		pools, err := b.NodePools(ctx, want)
+		return poolsMsg{pools, err}
+	}
 }
 
 func clockTick() tea.Cmd {
@@ -107,28 +140,58 @@ func waitEvent(events <-chan tea.Msg) tea.Cmd {
 
 func (a applyModel) running() bool { return a.phase == applyPatching || a.phase == applyRolling }
 
-func (a applyModel) update(msg tea.Msg, ctx context.Context, b Backend) (applyModel, tea.Cmd) {
+// update takes the results of the patch, the rollout and the NodePools' progress; active: the
+// screen is shown, so the NodePools are read again.
+func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, active bool) (applyModel, tea.Cmd) {
+	b := opts.Backend
 	switch msg := msg.(type) {
 	case clockMsg:
 		a.now = time.Time(msg)
 		if a.running() {
 			return a, clockTick()
 		}
+	case poolsMsg:
+		a.poolsErr = ""
+		if msg.err != nil {
+			a.poolsErr = msg.err.Error()
+		}
+		for i, p := range a.pools {
+			for _, fresh := range msg.pools {
+				if poolKey(fresh) == poolKey(p) {
+					a.pools[i] = fresh
+				}
+			}
+		}
+		return a, tea.Tick(opts.NodePoolPoll, func(time.Time) tea.Msg { return poolsPollMsg{} })
+	case poolsPollMsg:
+		if active {
+			return a, poolsCmd(ctx, b, a.want)
+		}
 	case patchedMsg:
-		a.patched = msg.results
+		a.patched, a.poolsPatched = msg.results, msg.pools
 		if msg.err != nil {
 			a.phase, a.err, a.ended = applyFailed, msg.err.Error(), a.now
 			return a, nil
 		}
+		var follow tea.Cmd
+		if len(a.pools) > 0 {
+			// The pools are copied so that the reads do not change the chosen ones' slice.
+			a.pools = append([]nodepools.Status(nil), a.pools...)
+			follow = poolsCmd(ctx, b, a.want)
+		}
 		if a.stopping {
 			a.phase, a.ended = applyStopped, a.now
-			return a, nil
+			return a, follow
+		}
+		if len(a.names) == 0 {
+			a.phase, a.ended = applyDone, a.now // NodePools only: HyperShift does the rest
+			return a, follow
 		}
 		for _, n := range a.names {
 			a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for its turn"}
 		}
 		a.phase = applyRolling
-		return a, rolloutCmd(ctx, b, a.names)
+		return a, tea.Batch(rolloutCmd(ctx, b, a.names), follow)
 	case rolloutStartedMsg:
 		a.cancel, a.events = msg.cancel, msg.events
 		return a, waitEvent(msg.events)
@@ -191,15 +254,38 @@ func (a applyModel) outcome() Outcome {
 	case applyPatching, applyRolling, applyDry, "":
 		return Outcome{}
 	case applyDone:
-		o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s; their machines were replaced.", strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "))
+		switch {
+		case len(a.pools) == 0:
+			o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s; their machines were replaced.", strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "))
+		case len(a.names) == 0:
+			o.Summary = fmt.Sprintf("Attached network %s to NodePools %s; HyperShift rolls the change out itself: watch `%s`.", strings.Join(a.want.Networks, ", "), strings.Join(a.poolNames(), ", "), a.watchCommand())
+		default:
+			o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s (their machines were replaced) and to NodePools %s; HyperShift rolls the NodePools out itself: watch `%s`.",
+				strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "), strings.Join(a.poolNames(), ", "), a.watchCommand())
+		}
 	case applyStopped:
 		o.Interrupted, o.Err = true, nil
 		o.Summary = "The rollout was stopped: " + a.stoppedSummary() + "."
 	case applyFailed:
-		o.Applied = len(a.patched) > 0
+		o.Applied = len(a.patched) > 0 || len(a.poolsPatched) > 0
 		o.Summary = "The attachment did not finish: " + a.err
 	}
 	return o
+}
+
+// watchCommand follows the chosen NodePools: those of one namespace, or all.
+func (a applyModel) watchCommand() string {
+	ns := ""
+	for _, p := range a.pools {
+		if ns != "" && p.Namespace != ns {
+			return "oc get nodepools -A"
+		}
+		ns = p.Namespace
+	}
+	if len(a.pools) == 1 {
+		return "oc get nodepool -n " + ns + " " + a.pools[0].Name
+	}
+	return "oc get nodepools -n " + ns
 }
 
 func (a applyModel) key(k string) (applyModel, tea.Cmd) {
@@ -248,7 +334,7 @@ func (a applyModel) view(w, h int, spin string) []string {
 	var lines []string
 	switch a.phase {
 	case applyPatching:
-		lines = append(lines, spin+" patching "+strings.Join(a.names, ", ")+"…")
+		lines = append(lines, spin+" patching "+strings.Join(append(slices.Clone(a.names), a.poolNames()...), ", ")+"…")
 	case applyRolling:
 		if a.stopping {
 			lines = append(lines, spin+" stopping after the current step…")
@@ -256,7 +342,14 @@ func (a applyModel) view(w, h int, spin string) []string {
 			lines = append(lines, spin+" replacing machines, one at a time, without losing capacity")
 		}
 	case applyDone:
-		lines = append(lines, styleOK.Render("✓ every chosen MachineSet was patched and its machines replaced"))
+		switch {
+		case len(a.pools) == 0:
+			lines = append(lines, styleOK.Render("✓ every chosen MachineSet was patched and its machines replaced"))
+		case len(a.names) == 0:
+			lines = append(lines, wrapStyled(styleOK, "✓ every chosen NodePool has its port on the storage network; HyperShift rolls the change out itself (below)", w)...)
+		default:
+			lines = append(lines, wrapStyled(styleOK, "✓ every chosen MachineSet was patched and its machines replaced; every chosen NodePool has its port, HyperShift rolls it out itself (below)", w)...)
+		}
 	case applyDry:
 		lines = append(lines, styleWarn.Render("Dry run: nothing was patched and no machine was replaced."))
 	case applyStopped:
@@ -273,13 +366,106 @@ func (a applyModel) view(w, h int, spin string) []string {
 	}
 	patched := a.patchedLines(w)
 	budget := h - len(lines) - len(confirm)
-	sets := a.setLines(w, budget-len(patched))
-	if len(sets)+len(patched) > budget {
+	pools := a.poolLines(w, false)
+	if len(a.order) > 0 && len(pools) > budget/2 {
+		pools = a.poolLines(w, true) // the MachineSets' bars keep their room
+	}
+	if len(a.order) == 0 {
+		return append(append(lines, pools...), confirm...)
+	}
+	if len(pools) > 0 {
+		pools = append([]string{""}, pools...) // apart from the MachineSets
+	}
+	sets := a.setLines(w, budget-len(patched)-len(pools))
+	if len(sets)+len(patched)+len(pools) > budget {
 		patched = nil
 	}
 	lines = append(lines, sets...)
 	lines = append(lines, patched...)
+	lines = append(lines, pools...)
 	return append(lines, confirm...)
+}
+
+// poolLines say, per chosen NodePool, what its patch did and what HyperShift is doing about it
+// (read from its status), with the command that follows it; compact: one line each, and the
+// command once.
+func (a applyModel) poolLines(w int, compact bool) []string {
+	var lines []string
+	for _, p := range a.pools {
+		key := poolKey(p)
+		res, patched := a.poolResult(key)
+		switch {
+		case a.phase == applyDry:
+			lines = append(lines, wrap("NodePool "+key+": dry run, would get its port (if it lacks one)", w)...)
+			continue
+		case a.phase == applyPatching, !patched:
+			lines = append(lines, cut("NodePool "+key+": waiting for the patch", w))
+			continue
+		case compact:
+			lines = append(lines, cut("NodePool "+key+": "+res.Action+" · "+poolProgress(p), w))
+			continue
+		}
+		head := "NodePool " + key + ": " + res.Action + ", " + res.Reason
+		if res.Action == machinesets.ActionPatched {
+			head = "NodePool " + key + ": patched, adds a port on network " + strings.Join(res.AddedNetworks, ", ")
+			lines = append(lines, wrap(head, w)...)
+			lines = append(lines, wrapStyled(styleDim, "  "+rollsHow(p), w)...)
+		} else {
+			lines = append(lines, wrap(head, w)...)
+		}
+		lines = append(lines, wrapStyled(styleDim, "  now: "+poolProgress(p), w)...)
+		lines = append(lines, styleDim.Render(cut("  watch: oc get nodepool -n "+p.Namespace+" "+p.Name, w)))
+	}
+	if compact && len(a.poolsPatched) > 0 {
+		lines = append(lines, styleDim.Render(cut("  HyperShift rolls them out itself; watch: "+a.watchCommand(), w)))
+	}
+	if a.poolsErr != "" && len(a.pools) > 0 {
+		lines = append(lines, wrapStyled(styleWarn, "  reading the NodePools' progress failed: "+a.poolsErr, w)...)
+	}
+	return lines
+}
+
+// poolResult is what the patch did to one NodePool, if it was patched yet.
+func (a applyModel) poolResult(key string) (nodepools.Result, bool) {
+	for _, r := range a.poolsPatched {
+		if r.Namespace+"/"+r.Name == key {
+			return r, true
+		}
+	}
+	return nodepools.Result{}, false
+}
+
+// rollsHow says what HyperShift does with a platform change of p, as its upgradeType says
+// (HyperShift's NodePool lifecycle: InPlace NodePools apply platform changes to new nodes only).
+func rollsHow(p nodepools.Status) string {
+	switch p.UpgradeType {
+	case "InPlace":
+		return "upgradeType InPlace: only machines created from now on get the port, the running ones keep theirs until they are replaced"
+	case "Replace":
+		return "HyperShift replaces its machines (upgradeType Replace)"
+	}
+	return "HyperShift rolls the change out as its upgradeType says"
+}
+
+// poolProgress is a NodePool's state as its status tells it: its nodes, and what it is updating
+// or why it is not ready.
+func poolProgress(p nodepools.Status) string {
+	text := fmt.Sprintf("%d of %d nodes", p.CurrentNodes, p.Replicas)
+	for _, c := range p.Conditions {
+		if c.Status == "True" && c.Type != "Ready" && strings.HasPrefix(c.Type, "Updating") {
+			return text + " · " + c.Type + ": " + coalesceName(c.Message, c.Reason)
+		}
+	}
+	for _, c := range p.Conditions {
+		if c.Type != "Ready" {
+			continue
+		}
+		if c.Status == "True" {
+			return text + " · Ready"
+		}
+		return text + " · not Ready: " + coalesceName(c.Message, c.Reason)
+	}
+	return text + " · HyperShift has not reported its state yet"
 }
 
 // setLines draws a progress bar per MachineSet, with its current phase under it. When they do

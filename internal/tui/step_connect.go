@@ -161,14 +161,39 @@ func (c connectModel) view(w, h int, spin string) []string {
 		lines = append(lines, styleDim.Render("Fix it, then press r to check again (or choose another cloud or cluster)."))
 	case c.ready():
 		cn := c.conn
-		lines = append(lines,
-			styleOK.Render("✓ ")+fmt.Sprintf("cloud %s (region %s) as %s", cn.Cloud, orNone(cn.Region), cn.Identity),
-			styleOK.Render("✓ ")+fmt.Sprintf("cluster %s (context %s): %s", cn.Cluster, cn.Context, countOf(cn.MachineSets, "MachineSet")),
-			styleDim.Render("Press enter to continue."))
+		lines = append(lines, styleOK.Render("✓ ")+fmt.Sprintf("cloud %s (region %s) as %s", cn.Cloud, orNone(cn.Region), cn.Identity))
+		cluster := fmt.Sprintf("cluster %s (context %s): %s", cn.Cluster, cn.Context, clusterHas(cn))
+		if !cn.HyperShift {
+			lines = append(lines, styleOK.Render("✓ ")+cluster)
+		} else {
+			// Two kinds make a longer line: wrapped, not cut, so that the NodePools show.
+			for i, l := range wrap(cluster, w-2) {
+				mark := "  "
+				if i == 0 {
+					mark = styleOK.Render("✓ ")
+				}
+				lines = append(lines, mark+l)
+			}
+		}
+		if cn.Note != "" {
+			lines = append(lines, wrapStyled(styleWarn, "! "+cn.Note, w)...)
+		}
+		lines = append(lines, styleDim.Render("Press enter to continue."))
 	case c.conn != nil || c.checked != "":
 		lines = append(lines, styleDim.Render("The choice changed: press enter to check it."))
 	}
 	return lines
+}
+
+// clusterHas says what the wizard can attach on the cluster: MachineSets, NodePools or both.
+func clusterHas(cn *Connection) string {
+	switch {
+	case !cn.HyperShift:
+		return countOf(cn.MachineSets, "MachineSet")
+	case !cn.MachineAPI:
+		return countOf(cn.NodePools, "NodePool") + " (HyperShift management cluster, no MachineSets)"
+	}
+	return countOf(cn.MachineSets, "MachineSet") + ", " + countOf(cn.NodePools, "NodePool") + " (HyperShift management cluster)"
 }
 
 func orNone(s string) string {

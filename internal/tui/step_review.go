@@ -8,14 +8,17 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
 )
 
-// reviewModel is screen 5: the diff per MachineSet and the equivalent commands.
+// reviewModel is screen 5: the diff per MachineSet and NodePool and the equivalent commands.
 type reviewModel struct {
 	loading  bool
 	forKey   string
+	kinds    string // what was chosen from: "MachineSet", "NodePool", "MachineSet or NodePool"
 	err      string
 	results  []machinesets.PatchResult
+	pools    []nodepools.Result
 	commands []string
 	scroll   int
 }
@@ -29,7 +32,7 @@ func (r reviewModel) withPlan(msg planMsg) reviewModel {
 		r.err = msg.err.Error()
 		return r
 	}
-	r.results = msg.results
+	r.results, r.pools = msg.results, msg.pools
 	return r
 }
 
@@ -103,9 +106,10 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	for _, res := range r.invalid() {
 		lines = append(lines, wrapStyled(styleErr, fmt.Sprintf("✗ MachineSet %s cannot be patched: %s. Fix its providerSpec, or go back (esc) and leave it out.", res.Name, res.Reason), w)...)
 	}
-	if len(changed) == 0 && len(r.invalid()) == 0 {
+	if len(r.results) > 0 && len(changed) == 0 && len(r.invalid()) == 0 {
 		lines = append(lines, styleOK.Render("Every chosen MachineSet already has the network and groups: enter replaces the machines that still lack them."))
 	}
+	lines = append(lines, r.poolLines(w)...)
 	for _, res := range r.results {
 		if res.Diff == "" {
 			continue
@@ -122,12 +126,50 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 			lines = append(lines, colorDiff(l))
 		}
 	}
+	for _, res := range r.pools {
+		if res.Diff == "" {
+			continue
+		}
+		lines = append(lines, "")
+		for _, l := range strings.Split(strings.TrimRight(res.Diff, "\n"), "\n") {
+			if strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") {
+				for _, part := range wrap(l, w) {
+					lines = append(lines, colorDiff(part))
+				}
+				continue
+			}
+			lines = append(lines, colorDiff(l))
+		}
+	}
 	lines = append(lines, "", styleTitle.Render("The same without this wizard:"))
 	for _, c := range r.commands {
 		lines = append(lines, shellLines(c, w)...)
 	}
 	if dryRun {
 		lines = append(lines, "", styleWarn.Render("Dry run: enter walks on, but nothing is patched or rolled."))
+	}
+	return lines
+}
+
+// poolLines say what the patch does to each chosen NodePool, and, once for all of them, that
+// the security groups chosen are not added there: the attachment goes on without them.
+func (r reviewModel) poolLines(w int) []string {
+	var lines, warned []string
+	for _, res := range r.pools {
+		name := res.Namespace + "/" + res.Name
+		switch res.Action {
+		case machinesets.ActionWouldPatch:
+			lines = append(lines, wrap("NodePool "+name+" (HostedCluster "+res.HostedCluster+"): adds a port on network "+strings.Join(res.AddedNetworks, ", "), w)...)
+		default:
+			lines = append(lines, wrapStyled(styleDim, "NodePool "+name+": "+res.Action+", "+res.Reason, w)...)
+		}
+		if res.Warning != "" {
+			warned = append(warned, name)
+		}
+	}
+	if len(warned) > 0 {
+		lines = append(lines, wrapStyled(styleWarn, "! The security groups chosen are not added to NodePool "+strings.Join(warned, ", ")+
+			": a NodePool's additional ports take none of their own. NFS to the export addresses must be allowed by the security groups its HostedCluster gives the nodes, or the port's portSecurityPolicy set to Disabled. The port is added all the same.", w)...)
 	}
 	return lines
 }
@@ -159,7 +201,7 @@ func describeAdded(r machinesets.PatchResult) string {
 
 func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
 	if r.loading {
-		return []string{spin + " computing the patch of each MachineSet (nothing is written)…"}
+		return []string{spin + " computing the patch of each " + orKind(r.kinds) + " (nothing is written)…"}
 	}
 	if r.err != "" {
 		return append(wrapStyled(styleErr, "✗ "+r.err, w), styleDim.Render("Press esc to go back and change the choice, or q to quit."))
@@ -172,8 +214,17 @@ func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
 	return append(lines[:len(lines):len(lines)], styleDim.Render(more))
 }
 
-// commandLines are the flag-driven commands that do what the wizard is about to do.
-func commandLines(conn *Connection, a machinesets.Attachment, names []string, force bool) []string {
+func orKind(kinds string) string {
+	if kinds == "" {
+		return "MachineSet"
+	}
+	return strings.ReplaceAll(kinds, " or ", " and ")
+}
+
+// commandLines are the flag-driven commands that do what the wizard is about to do: for
+// MachineSets a patch and a rollout, for NodePools (NAMESPACE/NAME) a patch, as HyperShift rolls
+// them itself.
+func commandLines(conn *Connection, a machinesets.Attachment, names, pools []string, force bool) []string {
 	prefix := "manila-setup"
 	if conn != nil {
 		for _, f := range conn.Flags {
@@ -184,24 +235,45 @@ func commandLines(conn *Connection, a machinesets.Attachment, names []string, fo
 	if conn != nil && conn.Cloud != "" {
 		prefix += " --os-cloud " + shellQuote(conn.Cloud)
 	}
-	patch := prefix + " machinesets patch"
+	var networks string
 	for _, n := range a.Networks {
-		patch += " --network " + n
+		networks += " --network " + n
 	}
-	for _, g := range a.SecurityGroups {
-		patch += " --security-group " + g
-	}
+	// The admin said yes to a network the guard questions; the commands would refuse it.
+	forced := ""
 	if force {
-		// The admin said yes to a network the guard questions; the command would refuse it.
-		patch += " --force"
+		forced = " --force"
 	}
-	for _, n := range names {
-		patch += " --name " + n
-		roll += " --name " + n
+	var lines []string
+	if len(names) > 0 {
+		patch := prefix + " machinesets patch" + networks
+		for _, g := range a.SecurityGroups {
+			patch += " --security-group " + g
+		}
+		patch += forced
+		for _, n := range names {
+			patch += " --name " + n
+			roll += " --name " + n
+		}
+		lines = append(lines, "  "+patch, "  "+roll)
 	}
-	lines := []string{"  " + patch, "  " + roll}
+	if len(pools) > 0 {
+		// No --security-group: a NodePool's port takes none, the review says so instead.
+		patch := prefix + " nodepools patch" + networks + forced
+		for _, p := range pools {
+			patch += " --name " + shellQuote(p)
+		}
+		lines = append(lines, "  "+patch)
+	}
 	if conn != nil && conn.Context != "" {
-		lines = append(lines, styleDim.Render("  (both act on the kubeconfig's current context: oc config use-context "+conn.Context+")"))
+		which := "both act"
+		switch len(lines) {
+		case 1:
+			which = "it acts"
+		case 3:
+			which = "all act"
+		}
+		lines = append(lines, styleDim.Render("  ("+which+" on the kubeconfig's current context: oc config use-context "+conn.Context+")"))
 	}
 	return lines
 }

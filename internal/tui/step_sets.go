@@ -2,21 +2,28 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
 )
 
-// setsModel is screen 4: the MachineSets to attach, workers preselected, control plane excluded.
+// setsModel is screen 4: the MachineSets to attach, workers preselected, control plane excluded;
+// on a HyperShift management cluster also its NodePools, the OpenStack ones preselected. The
+// cursor runs over the MachineSets, then the NodePools.
 type setsModel struct {
-	loading  bool
-	forKey   string // the attachment the list was read for
-	err      string
-	sets     []machinesets.SetStatus
-	cursor   int
-	selected map[string]bool
-	problem  string // why enter does nothing
+	loading    bool
+	forKey     string // the attachment the list was read for
+	machineAPI bool   // the cluster serves MachineSets; false on a NodePools-only cluster
+	err        string
+	sets       []machinesets.SetStatus
+	pools      []nodepools.Status
+	cursor     int
+	selected   map[string]bool // MachineSets by name
+	poolsSel   map[string]bool // NodePools by NAMESPACE/NAME
+	problem    string          // why enter does nothing
 }
 
 func (s setsModel) withSets(msg setsMsg) setsModel {
@@ -28,15 +35,68 @@ func (s setsModel) withSets(msg setsMsg) setsModel {
 		s.err = msg.err.Error()
 		return s
 	}
-	s.sets, s.err = msg.sets, ""
+	s.sets, s.pools, s.err = msg.sets, msg.pools, ""
 	s.selected = map[string]bool{}
 	for _, st := range msg.sets {
 		if st.Role == "worker" && selectable(st) {
 			s.selected[st.Name] = true
 		}
 	}
+	// A NodePool is a hosted cluster's workers: OpenStack ones are preselected as worker
+	// MachineSets are.
+	s.poolsSel = map[string]bool{}
+	for _, p := range msg.pools {
+		if poolSelectable(p) {
+			s.poolsSel[poolKey(p)] = true
+		}
+	}
 	return s
 }
+
+func poolKey(p nodepools.Status) string { return p.Namespace + "/" + p.Name }
+
+// poolSelectable: OpenStack NodePools; the others have no additionalPorts to add to.
+func poolSelectable(p nodepools.Status) bool { return p.StorageNetwork != machinesets.StateNA }
+
+func poolWhyNot(p nodepools.Status) string {
+	platform := p.Platform
+	if platform == "" {
+		platform = "none"
+	}
+	return "not OpenStack (" + platform + ")"
+}
+
+// chosenPools are the NodePools chosen, as NAMESPACE/NAME.
+func (s setsModel) chosenPools() []string {
+	var names []string
+	for _, p := range s.chosenPoolStatus() {
+		names = append(names, poolKey(p))
+	}
+	return names
+}
+
+func (s setsModel) chosenPoolStatus() []nodepools.Status {
+	var out []nodepools.Status
+	for _, p := range s.pools {
+		if s.poolsSel[poolKey(p)] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// kinds names what the screen offers: "MachineSet", "NodePool" or "MachineSet or NodePool".
+func (s setsModel) kinds() string {
+	switch {
+	case len(s.pools) == 0:
+		return "MachineSet"
+	case !s.machineAPI:
+		return "NodePool"
+	}
+	return "MachineSet or NodePool"
+}
+
+func (s setsModel) rows() int { return len(s.sets) + len(s.pools) }
 
 // selectable: OpenStack MachineSets that are not control plane.
 func selectable(st machinesets.SetStatus) bool {
@@ -63,10 +123,23 @@ func (s setsModel) key(k string) (setsModel, tea.Cmd) {
 	s.problem = ""
 	switch k {
 	case "up", "k":
-		s.cursor = clamp(s.cursor-1, len(s.sets))
+		s.cursor = clamp(s.cursor-1, s.rows())
 	case "down", "j":
-		s.cursor = clamp(s.cursor+1, len(s.sets))
+		s.cursor = clamp(s.cursor+1, s.rows())
 	case " ", "x":
+		if i := s.cursor - len(s.sets); i >= 0 && i < len(s.pools) {
+			p := s.pools[i]
+			if !poolSelectable(p) {
+				s.problem = fmt.Sprintf("NodePool %s cannot be chosen: %s", poolKey(p), poolWhyNot(p))
+				break
+			}
+			sel := map[string]bool{}
+			for k, v := range s.poolsSel {
+				sel[k] = v
+			}
+			sel[poolKey(p)] = !sel[poolKey(p)]
+			s.poolsSel = sel
+		}
 		if s.cursor < len(s.sets) {
 			st := s.sets[s.cursor]
 			if !selectable(st) {
@@ -81,8 +154,8 @@ func (s setsModel) key(k string) (setsModel, tea.Cmd) {
 			s.selected = sel
 		}
 	case "enter":
-		if len(s.chosen()) == 0 {
-			s.problem = "choose at least one MachineSet (space), or press esc to go back"
+		if len(s.chosen()) == 0 && len(s.chosenPools()) == 0 {
+			s.problem = "choose at least one " + s.kinds() + " (space), or press esc to go back"
 			return s, nil
 		}
 		return s, nav(1)
@@ -106,10 +179,16 @@ func (s setsModel) hints() []hint {
 
 func (s setsModel) view(w, h int, spin string) []string {
 	if s.loading {
+		if !s.machineAPI {
+			return []string{spin + " reading the NodePools…"}
+		}
 		return []string{spin + " reading the MachineSets of openshift-machine-api…"}
 	}
 	if s.err != "" {
 		return append(wrapStyled(styleErr, "✗ "+s.err, w), styleDim.Render("Press esc to go back, or q to quit."))
+	}
+	if len(s.pools) > 0 || !s.machineAPI {
+		return s.mixedView(w, h)
 	}
 	lines := []string{fmt.Sprintf("%d of %d MachineSets selected", len(s.chosen()), len(s.sets)), ""}
 	nw := 4
@@ -171,4 +250,136 @@ func cutMiddle(s string, n int) string {
 	tail := n / 2
 	head := n - tail - 1
 	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// mixedView lists what a HyperShift management cluster offers: its own MachineSets (if it
+// serves any), then the NodePools of its hosted clusters, each kind under its own heading with
+// its own columns. A cluster without NodePools keeps the MachineSets-only view.
+func (s setsModel) mixedView(w, h int) []string {
+	var counts []string
+	if s.machineAPI {
+		counts = append(counts, fmt.Sprintf("%d of %d MachineSets", len(s.chosen()), len(s.sets)))
+	}
+	counts = append(counts, fmt.Sprintf("%d of %d NodePools", len(s.chosenPools()), len(s.pools)))
+	lines := []string{strings.Join(counts, " and ") + " selected", ""}
+
+	nw := 4
+	for _, st := range s.sets {
+		nw = max(nw, len(st.Name))
+	}
+	for _, p := range s.pools {
+		nw = max(nw, len(poolKey(p)))
+	}
+	nw = min(nw, max(w-46, 14))
+	var rows []string
+	cursorRow := 0
+	if s.machineAPI {
+		rows = append(rows, styleTitle.Render(cut("MachineSets", w)),
+			styleDim.Render(cut(fmt.Sprintf("      %-*s %-8s %-8s %-12s %s", nw, "NAME", "ROLE", "MACHINES", "STORAGE NET", "SEC. GROUPS"), w)))
+		for i, st := range s.sets {
+			if i == s.cursor {
+				cursorRow = len(rows)
+			}
+			rows = append(rows, s.setRow(st, i == s.cursor, nw, w))
+		}
+		if len(s.sets) == 0 {
+			rows = append(rows, styleDim.Render("  none in openshift-machine-api"))
+		}
+		rows = append(rows, "")
+	}
+	rows = append(rows, styleTitle.Render(cut("NodePools", w))+styleDim.Render(cut(" of hosted clusters (HyperShift)", max(w-9, 0))),
+		styleDim.Render(cut(fmt.Sprintf("      %-*s %-14s %-8s %s", nw, "NODEPOOL", "HOSTED CLUSTER", "REPLICAS", "STORAGE NET"), w)))
+	for i, p := range s.pools {
+		at := len(s.sets) + i
+		if at == s.cursor {
+			cursorRow = len(rows)
+		}
+		rows = append(rows, s.poolRow(p, at == s.cursor, nw, w))
+	}
+	if len(s.pools) == 0 {
+		rows = append(rows, styleWarn.Render(cut("  no NodePools on this cluster: nothing to attach", w)))
+	}
+
+	var foot []string
+	if s.machineAPI && len(s.sets) > 0 {
+		foot = append(foot, wrapStyled(styleDim, "MACHINES: up to date / replicas, as machinesets list counts them; the others are replaced in step 6", w)...)
+	}
+	foot = append(foot, wrapStyled(styleDim, "NodePools get a port on the storage network; HyperShift rolls the change out itself (step 6 says how)", w)...)
+	if s.problem != "" {
+		foot = append(foot, wrapStyled(styleWarn, s.problem, w)...)
+	}
+	listH := max(h-len(lines)-len(foot)-1, 3)
+	if len(rows) > listH {
+		// Short of room: every row before the explanations, which help (?) repeats.
+		foot = nil
+		if s.problem != "" {
+			foot = wrapStyled(styleWarn, s.problem, w)
+		}
+		listH = max(h-len(lines)-len(foot), 3)
+	}
+	// The headings scroll with the rows; the cursor's row stays on screen.
+	off := window(0, cursorRow, listH, len(rows))
+	lines = append(lines, rows[off:min(off+listH, len(rows))]...)
+	if len(foot) > 0 {
+		lines = append(lines, "")
+	}
+	return append(lines, foot...)
+}
+
+// setRow is a MachineSet's row, as the MachineSets-only view draws it.
+func (s setsModel) setRow(st machinesets.SetStatus, atCursor bool, nw, w int) string {
+	if !selectable(st) {
+		return pointer(atCursor) + styleDim.Render(cut(fmt.Sprintf(" -  %s %-8s %s", padRight(cutMiddle(st.Name, nw), nw), cut(st.Role, 8), whyNot(st)), max(w-2, 0)))
+	}
+	box := check(s.selected[st.Name])
+	if s.selected[st.Name] {
+		box = styleSelected.Render(box)
+	}
+	name := padRight(cutMiddle(st.Name, nw), nw)
+	if atCursor {
+		name = styleCursor.Render(name)
+	}
+	return cut(fmt.Sprintf("%s%s %s %-8s %-8s %s %s", pointer(atCursor), box, name, cut(st.Role, 8),
+		fmt.Sprintf("%d/%d", st.UpToDate, st.Wanted), netState(st.StorageNetwork), st.SecurityGroups), w)
+}
+
+// poolRow is a NodePool's row: NAMESPACE/NAME, its HostedCluster, replicas, storage network.
+func (s setsModel) poolRow(p nodepools.Status, atCursor bool, nw, w int) string {
+	name := padRight(poolLabel(p, nw), nw)
+	cluster := padRight(cut(p.HostedCluster, 14), 14)
+	if !poolSelectable(p) {
+		return pointer(atCursor) + styleDim.Render(cut(fmt.Sprintf(" -  %s %s %-8d %s", name, cluster, p.Replicas, poolWhyNot(p)), max(w-2, 0)))
+	}
+	box := check(s.poolsSel[poolKey(p)])
+	if s.poolsSel[poolKey(p)] {
+		box = styleSelected.Render(box)
+	}
+	if atCursor {
+		name = styleCursor.Render(name)
+	}
+	return cut(fmt.Sprintf("%s%s %s %s %-8d %s", pointer(atCursor), box, name, cluster, p.Replicas, netState(p.StorageNetwork)), w)
+}
+
+// poolLabel is NAMESPACE/NAME in n columns: the namespace is shortened first, as NodePools of one
+// namespace differ by name (hc1-workers, hc2-workers).
+func poolLabel(p nodepools.Status, n int) string {
+	key := poolKey(p)
+	if len([]rune(key)) <= n {
+		return key
+	}
+	if room := n - len([]rune(p.Name)) - 1; room >= 2 {
+		return cut(p.Namespace, room) + "/" + p.Name
+	}
+	return cutMiddle(p.Name, n)
+}
+
+// netState is a storage-network state as the list shows it.
+func netState(state string) string {
+	switch state {
+	case machinesets.StateAttached:
+		return styleOK.Render(fmt.Sprintf("%-12s", "has it"))
+	case machinesets.StateMissing:
+		return fmt.Sprintf("%-12s", "missing")
+	}
+	return fmt.Sprintf("%-12s", state)
 }

@@ -3,27 +3,54 @@ package tui
 import (
 	"context"
 	"fmt"
-	"github.com/manila-setup/manila-setup/operator/health"
+	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/operator/health"
 )
 
-// verifyModel is screen 7: the driver's state, and the multi-writer check.
+// verifyModel is screen 7: the driver's state, and the multi-writer check. The driver of a
+// hosted cluster runs in that cluster, not on the management cluster the wizard is connected
+// to: for NodePools the screen says how to check it there.
 type verifyModel struct {
-	dryRun   bool
-	loaded   bool
-	err      string
-	status   StorageStatus
-	class    int // the StorageClass the check uses
-	running  bool
-	cancel   context.CancelFunc // ends the running check early; it still cleans up
-	quitting bool               // quit once the running check has cleaned up
-	log      []string
-	result   *RWXResult
+	dryRun bool
+	// checksDriver: MachineSets of this cluster were chosen (or nothing else), so its own
+	// driver is read; hosted are the HostedClusters of the NodePools chosen.
+	checksDriver bool
+	hosted       []hostedCluster
+	loaded       bool
+	err          string
+	status       StorageStatus
+	class        int // the StorageClass the check uses
+	running      bool
+	cancel       context.CancelFunc // ends the running check early; it still cleans up
+	quitting     bool               // quit once the running check has cleaned up
+	log          []string
+	result       *RWXResult
 }
 
-func newVerifyModel(dryRun bool) verifyModel { return verifyModel{dryRun: dryRun} }
+// hostedCluster is a HostedCluster by namespace and name (a NodePool's spec.clusterName, in
+// the NodePool's namespace).
+type hostedCluster struct{ namespace, name string }
+
+// hostedClusters are the HostedClusters of pools, each once, in order.
+func hostedClusters(pools []nodepools.Status) []hostedCluster {
+	var out []hostedCluster
+	for _, p := range pools {
+		hc := hostedCluster{p.Namespace, p.HostedCluster}
+		if !slices.Contains(out, hc) {
+			out = append(out, hc)
+		}
+	}
+	return out
+}
+
+func newVerifyModel(dryRun bool, hosted []hostedCluster, machineSets bool) verifyModel {
+	return verifyModel{dryRun: dryRun, hosted: hosted, checksDriver: machineSets || len(hosted) == 0}
+}
 
 func storageCmd(ctx context.Context, b Backend) tea.Cmd {
 	return func() tea.Msg {
@@ -119,6 +146,9 @@ func (v verifyModel) hints() []hint {
 		return []hint{{"q", "stop the check (it cleans up), then quit"}}
 	}
 	hs := []hint{}
+	if !v.checksDriver {
+		return append(hs, hint{"enter", "finish"})
+	}
 	if len(v.status.StorageClasses) > 1 {
 		hs = append(hs, hint{"↑/↓", "storage class"})
 	}
@@ -129,9 +159,34 @@ func (v verifyModel) hints() []hint {
 }
 
 func (v verifyModel) view(w, h int, spin string) []string {
+	if !v.checksDriver {
+		return v.hostedLines(w)
+	}
 	if !v.loaded {
 		return []string{spin + " reading the ClusterCSIDriver manila.csi.openstack.org and the StorageClasses…"}
 	}
+	lines := v.driverLines(w, h, spin)
+	if len(v.hosted) > 0 {
+		lines = append(append(lines, ""), v.hostedLines(w)...)
+	}
+	return lines
+}
+
+// hostedLines say where the driver of the NodePools' hosted clusters is checked, with the
+// commands, one hosted cluster after the other.
+func (v verifyModel) hostedLines(w int) []string {
+	lines := []string{styleTitle.Render("Hosted clusters")}
+	lines = append(lines, wrap("The Manila CSI driver of a hosted cluster runs in that cluster, not on this management cluster, so it is not read here. Once HyperShift has replaced the NodePools' machines, check it from each hosted cluster:", w)...)
+	for _, hc := range v.hosted {
+		file := hc.name + ".kubeconfig"
+		lines = append(lines,
+			cut(fmt.Sprintf("  hcp create kubeconfig --namespace %s --name %s > %s", shellQuote(hc.namespace), shellQuote(hc.name), shellQuote(file)), w),
+			cut("  manila-setup --kubeconfig "+shellQuote(file)+" operator status", w))
+	}
+	return lines
+}
+
+func (v verifyModel) driverLines(w, h int, spin string) []string {
 	var lines []string
 	if v.err != "" {
 		lines = append(lines, wrapStyled(styleErr, "✗ "+v.err, w)...)
