@@ -13,6 +13,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
@@ -36,10 +37,10 @@ func capiTemplatesOf(t *testing.T, dyn dynamic.Interface, set string, n int) []s
 		}
 		from = from[:0]
 		for _, m := range ms.Items {
-			if phase, _, _ := unstructuredString(m.Object, "status", "phase"); phase != "Running" || m.GetDeletionTimestamp() != nil {
+			if phase, _, _ := unstructured.NestedString(m.Object, "status", "phase"); phase != "Running" || m.GetDeletionTimestamp() != nil {
 				return false, nil
 			}
-			infra, _, _ := unstructuredString(m.Object, "spec", "infrastructureRef", "name")
+			infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
 			o, err := dyn.Resource(clusterapi.OpenStackMachineGVR).Namespace(machinesets.ClusterAPINamespace).Get(ctx, infra, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
@@ -52,18 +53,6 @@ func capiTemplatesOf(t *testing.T, dyn dynamic.Interface, set string, n int) []s
 		t.Fatalf("Cluster API MachineSet %s never had %d Running Machines: %v (cloned from %v)", set, n, err, from)
 	}
 	return from
-}
-
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	for _, f := range fields[:len(fields)-1] {
-		next, ok := obj[f].(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		obj = next
-	}
-	s, ok := obj[fields[len(fields)-1]].(string)
-	return s, ok, nil
 }
 
 // TestClusterAPIRolloutCommands: against the simulated Cluster API MachineSet controller, on an
@@ -181,7 +170,7 @@ func capiTemplatesOfAll(t *testing.T, dyn dynamic.Interface, set string) []strin
 	}
 	var from []string
 	for _, m := range ms.Items {
-		infra, _, _ := unstructuredString(m.Object, "spec", "infrastructureRef", "name")
+		infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
 		o, err := dyn.Resource(clusterapi.OpenStackMachineGVR).Namespace(machinesets.ClusterAPINamespace).Get(context.Background(), infra, metav1.GetOptions{})
 		if err == nil {
 			from = append(from, o.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation])
