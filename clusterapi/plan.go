@@ -184,7 +184,7 @@ func planFor(o object, tmpl *unstructured.Unstructured, opts Options, now time.T
 		return nil, fmt.Errorf("%s: %w", o, err)
 	}
 	r.Action, r.OldTemplate, r.Template = machinesets.ActionPatched, tmpl.GetName(), p.template.GetName()
-	r.Rolls = rolls(o.kind)
+	r.Rolls = rolls(o.kind, o.u.GetNamespace())
 
 	// The set or deployment: its resourceVersion as precondition (409 when it changed since it
 	// was read), the new template's name, and the record of what was attached.
@@ -280,12 +280,12 @@ func recordOp(annotations map[string]string, a machinesets.Attachment, by string
 	return jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(attachment.Annotation, "/", "~1"), Value: string(record)}
 }
 
-// rolls says who replaces the running machines of a kind.
-func rolls(kind string) string {
+// rolls says who replaces the running machines of a kind, in namespace.
+func rolls(kind, namespace string) string {
 	if kind == KindMachineDeployment {
 		return "Cluster API replaces its Machines itself (the MachineDeployment's rolling update)"
 	}
-	return "new Machines get the port; Cluster API MachineSets do not replace running Machines: replace them one at a time (delete a Machine, wait for its replacement to be Ready)"
+	return "new Machines get the port; Cluster API MachineSets do not replace running Machines: `" + rolloutCommand(namespace) + "` replaces them one at a time without losing capacity"
 }
 
 // diff is the new template's spec.template.spec against the old one's, and the set's new

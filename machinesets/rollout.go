@@ -2,10 +2,8 @@ package machinesets
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -65,6 +63,10 @@ type SetProgress struct {
 	Replaced int    `json:"replaced"`
 	Total    int    `json:"total"`
 	Phase    string `json:"phase"`
+	// ClusterAPI says the set was skipped because Cluster API is authoritative for it: its
+	// machines follow the Cluster API MachineSet of the same name in ClusterAPINamespace, which
+	// package clusterapi rolls.
+	ClusterAPI bool `json:"clusterAPI,omitempty"`
 	// Since is when Phase began, for the elapsed time on a terminal.
 	Since time.Time `json:"-"`
 }
@@ -76,29 +78,36 @@ type RolloutError struct {
 	Reason     string
 	Replaced   int
 	Total      int
+	// API names where the set is and how to continue; zero: the Machine API's (MachineAPI).
+	API RolloutAPI
 }
 
 func (e *RolloutError) Error() string {
-	msg := fmt.Sprintf("rollout of MachineSet %s/%s stopped: %s. %d of %d Machines were replaced; the old Machines left were not touched, and no other MachineSet was changed.",
-		Namespace, e.MachineSet, e.Reason, e.Replaced, e.Total)
+	api := e.API
+	if api == (RolloutAPI{}) {
+		api = MachineAPI
+	}
+	msg := fmt.Sprintf("rollout of %s %s/%s stopped: %s. %d of %d Machines were replaced; the old Machines left were not touched, and no other MachineSet was changed.",
+		api.SetKind, api.Namespace, e.MachineSet, e.Reason, e.Replaced, e.Total)
 	if e.Machine != "" {
-		msg += fmt.Sprintf(" Find the cause with `oc describe machine -n %s %s`, fix it, delete that Machine (`oc delete machine -n %s %s`) and run `manila-setup machinesets rollout` again: it continues where it stopped.",
-			Namespace, e.Machine, Namespace, e.Machine)
+		msg += fmt.Sprintf(" Find the cause with `oc describe %s -n %s %s`, fix it, delete that Machine (`oc delete %s -n %s %s`) and run `%s` again: it continues where it stopped.",
+			api.MachineResource, api.Namespace, e.Machine, api.MachineResource, api.Namespace, e.Machine, api.Command)
 	} else {
-		msg += " Run `manila-setup machinesets rollout` again to continue where it stopped."
+		msg += fmt.Sprintf(" Run `%s` again to continue where it stopped.", api.Command)
 	}
 	return msg
 }
 
-// Rollout replaces, set after set, the Machines whose providerSpec lacks a network or security
-// group of their MachineSet's template. It returns the final state of every set it looked at.
-// Killed at any point, it continues when called again.
-func Rollout(ctx context.Context, mc machineclient.Interface, kc kubernetes.Interface, opts RolloutOptions) ([]SetProgress, error) {
+// MachineAPI names the Machine API's MachineSets in rollout messages.
+var MachineAPI = RolloutAPI{Namespace: Namespace, SetKind: "MachineSet", MachineResource: "machine", Command: "manila-setup machinesets rollout"}
+
+// Complete checks the options and fills in the defaults.
+func (opts *RolloutOptions) Complete() error {
 	if opts.MaxSurge < 0 || opts.MaxUnavailable < 0 {
-		return nil, fmt.Errorf("--max-surge and --max-unavailable cannot be negative (got %d and %d)", opts.MaxSurge, opts.MaxUnavailable)
+		return fmt.Errorf("--max-surge and --max-unavailable cannot be negative (got %d and %d)", opts.MaxSurge, opts.MaxUnavailable)
 	}
 	if opts.MaxSurge == 0 && opts.MaxUnavailable == 0 {
-		return nil, errors.New("--max-surge and --max-unavailable cannot both be 0: no Machine could ever be replaced")
+		return errors.New("--max-surge and --max-unavailable cannot both be 0: no Machine could ever be replaced")
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
@@ -109,12 +118,21 @@ func Rollout(ctx context.Context, mc machineclient.Interface, kc kubernetes.Inte
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	return nil
+}
+
+// Rollout replaces, set after set, the Machines whose providerSpec lacks a network or security
+// group of their MachineSet's template. It returns the final state of every set it looked at.
+// Killed at any point, it continues when called again.
+func Rollout(ctx context.Context, mc machineclient.Interface, kc kubernetes.Interface, opts RolloutOptions) ([]SetProgress, error) {
+	if err := opts.Complete(); err != nil {
+		return nil, err
+	}
 	sets, err := selectMachineSets(ctx, mc, opts.Selection)
 	if err != nil {
 		return nil, err
 	}
-	r := &roller{mc: mc, kc: kc, opts: opts}
-	r.progress = make([]SetProgress, len(sets))
+	progress := make([]SetProgress, len(sets))
 	for i, s := range sets {
 		p := SetProgress{Name: s.ms.Name, State: RolloutPending, Phase: "waiting for its turn", Since: opts.Now()}
 		if s.ms.Spec.Replicas != nil {
@@ -130,174 +148,53 @@ func Rollout(ctx context.Context, mc machineclient.Interface, kc kubernetes.Inte
 			p.State, p.Phase = RolloutSkipped, fmt.Sprintf("control-plane MachineSet (role %s): control-plane machines are never touched", Role(s.ms))
 		case NotMachineAPIAuthoritative(s.ms) != "":
 			p.State, p.Phase = RolloutSkipped, NotMachineAPIAuthoritative(s.ms)
+			p.ClusterAPI = ClusterAPIAuthoritative(s.ms)
 		default:
 			if _, err := DecodeProviderSpec(templateProviderSpec(s.ms)); err != nil {
 				p.State, p.Phase = RolloutSkipped, err.Error()
 			}
 		}
-		r.progress[i] = p
+		progress[i] = p
 	}
-	for i := range r.progress {
-		r.report(i)
-	}
-	for i := range r.progress {
-		if r.progress[i].State != RolloutPending {
-			continue
-		}
-		if err := r.rollSet(ctx, i); err != nil {
-			return r.progress, err
-		}
-	}
-	return r.progress, nil
+	return RollSets(ctx, &roller{mc: mc, kc: kc}, progress, opts)
 }
 
+// roller is the RolloutTarget of the Machine API's MachineSets in Namespace.
 type roller struct {
-	mc       machineclient.Interface
-	kc       kubernetes.Interface
-	opts     RolloutOptions
-	progress []SetProgress
+	mc machineclient.Interface
+	kc kubernetes.Interface
 }
 
-func (r *roller) report(i int) {
-	if r.opts.Progress != nil {
-		r.opts.Progress(r.progress[i])
-	}
-}
+func (r *roller) API() RolloutAPI { return MachineAPI }
 
-// setPhase updates set i's progress line and reports it.
-func (r *roller) setPhase(i int, state, phase string, replaced, total int) {
-	p := &r.progress[i]
-	if p.Phase != phase {
-		p.Since = r.opts.Now()
-	}
-	p.State, p.Phase, p.Replaced, p.Total = state, phase, replaced, total
-	r.report(i)
-}
-
-// rollSet drives one set to the end: observe, decide, act, until done or failed.
-func (r *roller) rollSet(ctx context.Context, i int) error {
-	name := r.progress[i].Name
-	lastPhase, lastChange := "", r.opts.Now()
-	refused := 0 // scales refused in a row because the set changed under us
-	hiccups := 0 // reads failed in a row for a reason that usually passes
-	for {
-		v, err := r.observe(ctx, name)
-		if err != nil {
-			if transient(err) && hiccups < 5 && ctx.Err() == nil {
-				hiccups++
-				r.setPhase(i, RolloutRunning, fmt.Sprintf("reading the cluster failed (%v), trying again", err), r.progress[i].Replaced, r.progress[i].Total)
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(r.opts.PollInterval):
-				}
-				continue
-			}
-			r.setPhase(i, RolloutFailed, err.Error(), r.progress[i].Replaced, r.progress[i].Total)
-			return err
-		}
-		hiccups = 0
-		now := r.opts.Now()
-		st := decide(v, r.opts.MaxSurge, r.opts.MaxUnavailable, r.opts.Timeout, now)
-		total := int(v.Original)
-
-		// A phase that does not change for Timeout means something we do not see is stuck
-		// (e.g. no MachineSet controller runs): stop rather than wait forever.
-		if st.Phase != lastPhase {
-			lastPhase, lastChange = st.Phase, now
-		} else if st.Kind == stepWait && now.Sub(lastChange) > r.opts.Timeout {
-			st.Kind, st.Err = stepFail, fmt.Sprintf("no progress for %s while %s", r.opts.Timeout, st.Phase)
-			st.Machine = st.Waiting
-		}
-
-		switch st.Kind {
-		case stepDone:
-			if err := r.finish(ctx, v); err != nil {
-				r.setPhase(i, RolloutFailed, err.Error(), st.Replaced, total)
-				return err
-			}
-			state := RolloutDone
-			if !v.HasOriginal {
-				state = RolloutUpToDate
-			}
-			r.setPhase(i, state, st.Phase, st.Replaced, total)
-			return nil
-		case stepFail:
-			err := &RolloutError{MachineSet: name, Machine: st.Machine, Reason: st.Err, Replaced: st.Replaced, Total: total}
-			r.setPhase(i, RolloutFailed, st.Err, st.Replaced, total)
-			return err
-		case stepScale:
-			r.setPhase(i, RolloutRunning, st.Phase, st.Replaced, total)
-			if err := r.scale(ctx, v, st); err != nil {
-				if (errors.Is(err, errReplicasChanged) || apierrors.IsConflict(err)) && refused < 5 {
-					refused++
-					continue // the set changed under us: look again
-				}
-				err = fmt.Errorf("rollout of MachineSet %s/%s: %s: %w", Namespace, name, st.Phase, err)
-				r.setPhase(i, RolloutFailed, err.Error(), st.Replaced, total)
-				return err
-			}
-			refused = 0
-		case stepWait:
-			refused = 0
-			r.setPhase(i, RolloutRunning, st.Phase, st.Replaced, total)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(r.opts.PollInterval):
-			}
-		}
-	}
-}
-
-// transient reports whether a failed read is worth trying again: the apiserver was busy,
-// restarting or slow, not refusing.
-func transient(err error) bool {
-	if errors.Is(err, context.Canceled) {
-		return false
-	}
-	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) {
-		return true
-	}
-	// No answer at all: the connection failed (refused, reset, timed out).
-	var urlErr *url.Error
-	return errors.As(err, &urlErr)
-}
-
-// observe reads a set, its Machines and their Nodes.
-func (r *roller) observe(ctx context.Context, name string) (setView, error) {
+// Observe reads a set, its Machines and their Nodes.
+func (r *roller) Observe(ctx context.Context, name string) (SetView, error) {
 	ms, err := r.mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return setView{}, fmt.Errorf("reading MachineSet %s/%s: %w", Namespace, name, err)
+		return SetView{}, fmt.Errorf("reading MachineSet %s/%s: %w", Namespace, name, err)
 	}
 	template, err := DecodeProviderSpec(templateProviderSpec(ms))
 	if err != nil {
-		return setView{}, fmt.Errorf("MachineSet %s/%s: %v", Namespace, name, err)
+		return SetView{}, fmt.Errorf("MachineSet %s/%s: %v", Namespace, name, err)
 	}
-	v := setView{Name: name, ResourceVersion: ms.ResourceVersion, hasAnnotations: len(ms.Annotations) > 0}
+	v := SetView{Name: name, ResourceVersion: ms.ResourceVersion, HasAnnotations: len(ms.Annotations) > 0}
 	if ms.Spec.Replicas != nil {
 		v.Replicas = *ms.Spec.Replicas
 	}
-	v.Original = v.Replicas
-	if s, ok := ms.Annotations[OriginalReplicasAnnotation]; ok {
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || n < 0 {
-			return setView{}, fmt.Errorf("MachineSet %s/%s: annotation %s: Invalid value: %q: must be a replica count", Namespace, name, OriginalReplicasAnnotation, s)
-		}
-		v.Original, v.HasOriginal = int32(n), true
+	if v.Original, v.HasOriginal, err = OriginalReplicas(ms.Annotations, v.Replicas); err != nil {
+		return SetView{}, fmt.Errorf("MachineSet %s/%s: %v", Namespace, name, err)
 	}
 	selector := machineSelector(ms)
 	list, err := r.mc.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
-		return setView{}, listError("Machines", err)
+		return SetView{}, listError("Machines", err)
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
 		if !selector.Matches(labels.Set(m.Labels)) {
 			continue
 		}
-		mv := machineView{
+		mv := MachineView{
 			Name:     m.Name,
 			Created:  m.CreationTimestamp.Time,
 			Deleting: m.DeletionTimestamp != nil,
@@ -319,7 +216,7 @@ func (r *roller) observe(ctx context.Context, name string) (setView, error) {
 			case err == nil:
 				mv.Ready = nodeReady(node)
 			case !apierrors.IsNotFound(err):
-				return setView{}, fmt.Errorf("reading Node %s of Machine %s: %w", ref.Name, m.Name, err)
+				return SetView{}, fmt.Errorf("reading Node %s of Machine %s: %w", ref.Name, m.Name, err)
 			}
 		}
 		v.Machines = append(v.Machines, mv)
@@ -348,46 +245,22 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// scale marks the victims and sets the replica count, recording the original count first.
-func (r *roller) scale(ctx context.Context, v setView, st step) error {
+// Scale marks the victims and sets the replica count, recording the original count first.
+func (r *roller) Scale(ctx context.Context, v SetView, replicas int32, victims []string) error {
 	machines := r.mc.MachineV1beta1().Machines(Namespace)
-	for _, name := range st.Victims {
+	for _, name := range victims {
 		mark := []byte(`{"metadata":{"annotations":{"` + DeleteMachineAnnotation + `":"true"}}}`)
 		if _, err := machines.Patch(ctx, name, types.MergePatchType, mark, metav1.PatchOptions{FieldManager: "manila-setup"}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking Machine %s for deletion: %w", name, err)
 		}
 	}
-	// The precondition is the replica count the decision was made on, not the whole object's
-	// resourceVersion: the MachineSet controller rewrites the status all the time, and that
-	// must not make every step start over. If someone else scaled the set meanwhile, the
-	// "test" fails and the state is read again.
-	ops := []jsonPatchOp{
-		{Op: "test", Path: "/spec/replicas", Value: v.Replicas},
-		{Op: "replace", Path: "/spec/replicas", Value: st.Replicas},
-	}
-	if !v.HasOriginal {
-		if v.hasAnnotations {
-			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(OriginalReplicasAnnotation), Value: strconv.Itoa(int(v.Original))})
-		} else {
-			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{OriginalReplicasAnnotation: strconv.Itoa(int(v.Original))}})
-		}
-	}
-	b, _ := json.Marshal(ops)
-	_, err := r.mc.MachineV1beta1().MachineSets(Namespace).Patch(ctx, v.Name, types.JSONPatchType, b, metav1.PatchOptions{FieldManager: "manila-setup"})
-	// A failed "test" comes back as a bare 422 Invalid (the apiserver drops jsonpatch's
-	// message). Nothing else in this patch can be invalid; rollSet still gives up if it repeats.
-	if apierrors.IsInvalid(err) {
-		return fmt.Errorf("%w (%v)", errReplicasChanged, err)
-	}
-	return err
+	_, err := r.mc.MachineV1beta1().MachineSets(Namespace).Patch(ctx, v.Name, types.JSONPatchType, ScalePatch(v, replicas), metav1.PatchOptions{FieldManager: "manila-setup"})
+	return ScaleError(err)
 }
 
-// errReplicasChanged says that spec.replicas changed between reading and scaling.
-var errReplicasChanged = errors.New("spec.replicas changed since it was read")
-
-// finish removes what the rollout left on the set: the original-replicas annotation, and any
+// Finish removes what the rollout left on the set: the original-replicas annotation, and any
 // delete mark on a Machine that stays.
-func (r *roller) finish(ctx context.Context, v setView) error {
+func (r *roller) Finish(ctx context.Context, v SetView) error {
 	for _, m := range v.Machines {
 		if m.Marked && !m.Deleting {
 			unmark := []byte(`{"metadata":{"annotations":{"` + DeleteMachineAnnotation + `":null}}}`)

@@ -7,21 +7,22 @@ import (
 	"time"
 )
 
-// machineView is what the rollout needs to know about one Machine of a set.
-type machineView struct {
+// MachineView is what the rollout needs to know about one Machine of a set.
+type MachineView struct {
 	Name     string
 	Created  time.Time
-	Updated  bool // its providerSpec has every network and security group of the template
-	Ready    bool // its Node exists and is Ready
-	Failed   bool // phase Failed
+	Updated  bool // made as the set's current template says (Machine API: its providerSpec has every network and security group of the template)
+	Ready    bool // its Node is Ready (Cluster API: phase Running with a nodeRef)
+	Failed   bool // phase Failed (Cluster API: or a failureReason/failureMessage)
 	Message  string
 	Deleting bool // has a deletionTimestamp
-	Marked   bool // carries DeleteMachineAnnotation
+	Marked   bool // carries the API's delete-machine annotation
 	Phase    string
 }
 
-// setView is a MachineSet as the rollout sees it at one instant.
-type setView struct {
+// SetView is a MachineSet as the rollout sees it at one instant: what RolloutTarget.Observe
+// returns and decide works from.
+type SetView struct {
 	Name            string
 	ResourceVersion string
 	Replicas        int32
@@ -29,9 +30,9 @@ type setView struct {
 	// is under way (HasOriginal), else Replicas.
 	Original    int32
 	HasOriginal bool
-	Machines    []machineView
+	Machines    []MachineView
 
-	hasAnnotations bool // the set has metadata.annotations (a JSON patch adds to it, or adds it)
+	HasAnnotations bool // the set has metadata.annotations (a JSON patch adds to it, or adds it)
 }
 
 type stepKind int
@@ -61,9 +62,9 @@ type step struct {
 //
 // The invariants: at most Original+surge Machines exist (the MachineSet controller's view),
 // and an action never takes the Ready count below Original-unavailable.
-func decide(v setView, surge, unavailable int32, timeout time.Duration, now time.Time) step {
+func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time.Time) step {
 	R := v.Original
-	var live, old, fresh []machineView
+	var live, old, fresh []MachineView
 	ready := 0
 	for _, m := range v.Machines {
 		if m.Deleting {
@@ -157,9 +158,9 @@ func decide(v setView, surge, unavailable int32, timeout time.Duration, now time
 }
 
 // waitForNew is a wait step that names the new Machine being waited for, if there is one.
-func waitForNew(st step, fresh []machineView, now time.Time, otherwise string) step {
+func waitForNew(st step, fresh []MachineView, now time.Time, otherwise string) step {
 	st.Kind, st.Phase = stepWait, otherwise
-	var waiting *machineView
+	var waiting *MachineView
 	for i := range fresh {
 		if !fresh[i].Ready && (waiting == nil || fresh[i].Created.Before(waiting.Created)) {
 			waiting = &fresh[i]
@@ -175,11 +176,11 @@ func waitForNew(st step, fresh []machineView, now time.Time, otherwise string) s
 // pickVictims chooses n Machines to delete: those already marked (a run that was killed
 // between marking and scaling down), then failed ones, then those without a Ready Node, then
 // the oldest (oldFirst) or the newest.
-func pickVictims(ms []machineView, n int, oldFirst bool) []machineView {
+func pickVictims(ms []MachineView, n int, oldFirst bool) []MachineView {
 	if n <= 0 {
 		return nil
 	}
-	rank := func(m machineView) int {
+	rank := func(m MachineView) int {
 		switch {
 		case m.Marked:
 			return 0
@@ -191,7 +192,7 @@ func pickVictims(ms []machineView, n int, oldFirst bool) []machineView {
 		return 3
 	}
 	sorted := slices.Clone(ms)
-	slices.SortStableFunc(sorted, func(a, b machineView) int {
+	slices.SortStableFunc(sorted, func(a, b MachineView) int {
 		if ra, rb := rank(a), rank(b); ra != rb {
 			return ra - rb
 		}
@@ -207,7 +208,7 @@ func pickVictims(ms []machineView, n int, oldFirst bool) []machineView {
 	return sorted[:min(n, len(sorted))]
 }
 
-func countReady(ms []machineView) int {
+func countReady(ms []MachineView) int {
 	n := 0
 	for _, m := range ms {
 		if m.Ready {
@@ -217,7 +218,7 @@ func countReady(ms []machineView) int {
 	return n
 }
 
-func names(ms []machineView) []string {
+func names(ms []MachineView) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Name

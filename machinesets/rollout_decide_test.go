@@ -17,7 +17,7 @@ type world struct {
 	replicas    int32
 	original    int32
 	hasOriginal bool
-	machines    []*machineView
+	machines    []*MachineView
 	next        int
 	log         []string
 }
@@ -33,11 +33,11 @@ func newWorld(seed uint64, replicas int) *world {
 func (w *world) add(updated, ready bool) {
 	w.next++
 	w.now = w.now.Add(time.Second)
-	w.machines = append(w.machines, &machineView{Name: fmt.Sprintf("m%02d", w.next), Created: w.now, Updated: updated, Ready: ready})
+	w.machines = append(w.machines, &MachineView{Name: fmt.Sprintf("m%02d", w.next), Created: w.now, Updated: updated, Ready: ready})
 }
 
-func (w *world) view() setView {
-	v := setView{Name: "set", ResourceVersion: "1", Replicas: w.replicas, Original: w.replicas, HasOriginal: w.hasOriginal}
+func (w *world) view() SetView {
+	v := SetView{Name: "set", ResourceVersion: "1", Replicas: w.replicas, Original: w.replicas, HasOriginal: w.hasOriginal}
 	if w.hasOriginal {
 		v.Original = w.original
 	}
@@ -69,7 +69,7 @@ func (w *world) controllerEvent() bool {
 	}
 	if live > int(w.replicas) {
 		events = append(events, func() {
-			var cands []machineView
+			var cands []MachineView
 			for _, m := range w.machines {
 				if !m.Deleting {
 					cands = append(cands, *m)
@@ -88,7 +88,7 @@ func (w *world) controllerEvent() bool {
 		switch {
 		case m.Deleting:
 			events = append(events, func() {
-				w.machines = slices.DeleteFunc(w.machines, func(x *machineView) bool { return x == m })
+				w.machines = slices.DeleteFunc(w.machines, func(x *MachineView) bool { return x == m })
 				w.log = append(w.log, "gone "+m.Name)
 			})
 		case !m.Ready && !m.Failed:
@@ -180,14 +180,14 @@ func TestDecideKeepsItsBoundsInEveryInterleaving(t *testing.T) {
 
 func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	base := setView{Name: "set", Replicas: 4, Original: 3, HasOriginal: true, Machines: []machineView{
+	base := SetView{Name: "set", Replicas: 4, Original: 3, HasOriginal: true, Machines: []MachineView{
 		{Name: "old-a", Ready: true, Created: now.Add(-time.Hour)},
 		{Name: "old-b", Ready: true, Created: now.Add(-time.Hour)},
 		{Name: "old-c", Ready: true, Created: now.Add(-time.Hour)},
 	}}
 
 	failed := base
-	failed.Machines = append(slices.Clone(base.Machines), machineView{Name: "new-x", Updated: true, Failed: true, Phase: "Failed",
+	failed.Machines = append(slices.Clone(base.Machines), MachineView{Name: "new-x", Updated: true, Failed: true, Phase: "Failed",
 		Message: "Quota exceeded for ports", Created: now.Add(-time.Minute)})
 	st := decide(failed, 1, 0, 10*time.Minute, now)
 	if st.Kind != stepFail || st.Machine != "new-x" || !strings.Contains(st.Err, "Quota exceeded for ports") {
@@ -195,7 +195,7 @@ func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 	}
 
 	slow := base
-	slow.Machines = append(slices.Clone(base.Machines), machineView{Name: "new-y", Updated: true, Phase: "Provisioned", Created: now.Add(-11 * time.Minute)})
+	slow.Machines = append(slices.Clone(base.Machines), MachineView{Name: "new-y", Updated: true, Phase: "Provisioned", Created: now.Add(-11 * time.Minute)})
 	st = decide(slow, 1, 0, 10*time.Minute, now)
 	if st.Kind != stepFail || st.Machine != "new-y" || !strings.Contains(st.Err, "no Ready Node 10m0s after it was created") {
 		t.Errorf("slow machine: %+v", st)
@@ -210,7 +210,7 @@ func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 	sick := base
 	sick.Machines = slices.Clone(base.Machines)
 	sick.Machines[1].Ready, sick.Machines[1].Failed = false, true
-	sick.Machines = append(sick.Machines, machineView{Name: "new-z", Updated: true, Ready: true, Created: now})
+	sick.Machines = append(sick.Machines, MachineView{Name: "new-z", Updated: true, Ready: true, Created: now})
 	st = decide(sick, 1, 0, time.Hour, now)
 	if st.Kind != stepScale || !slices.Equal(st.Victims, []string{"old-b"}) || st.Replicas != 3 {
 		t.Errorf("failed old machine is not the first victim: %+v", st)
@@ -219,7 +219,7 @@ func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 
 func TestDecideLeavesUpToDateSetsAlone(t *testing.T) {
 	now := time.Now()
-	v := setView{Name: "set", Replicas: 2, Original: 2, Machines: []machineView{
+	v := SetView{Name: "set", Replicas: 2, Original: 2, Machines: []MachineView{
 		{Name: "a", Updated: true, Ready: true, Created: now}, {Name: "b", Updated: true, Ready: false, Created: now},
 	}}
 	if st := decide(v, 1, 0, time.Hour, now); st.Kind != stepDone || st.Phase != "up to date" {

@@ -415,14 +415,14 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &roller{mc: mc}
-	seen := setView{Name: ms.Name, ResourceVersion: ms.ResourceVersion, Replicas: 3, Original: 3}
+	seen := SetView{Name: ms.Name, ResourceVersion: ms.ResourceVersion, Replicas: 3, Original: 3}
 
 	// A status write moves the resourceVersion: scaling still goes through.
 	ms.Status.Replicas = 3
 	if _, err := mc.MachineV1beta1().MachineSets(Namespace).UpdateStatus(ctx, ms, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.scale(ctx, seen, step{Replicas: 4}); err != nil {
+	if err := r.Scale(ctx, seen, 4, nil); err != nil {
 		t.Fatalf("scale after a status write: %v", err)
 	}
 	got, _ := mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, ms.Name, metav1.GetOptions{})
@@ -438,9 +438,9 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 		}
 	}
 	scaleTo(6)
-	seen.Replicas, seen.HasOriginal, seen.hasAnnotations = 4, true, true
-	if err := r.scale(ctx, seen, step{Replicas: 3}); !errors.Is(err, errReplicasChanged) {
-		t.Fatalf("scale on a stale replica count: %v, want errReplicasChanged", err)
+	seen.Replicas, seen.HasOriginal, seen.HasAnnotations = 4, true, true
+	if err := r.Scale(ctx, seen, 3, nil); !errors.Is(err, ErrReplicasChanged) {
+		t.Fatalf("scale on a stale replica count: %v, want ErrReplicasChanged", err)
 	}
 	got, _ = mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, ms.Name, metav1.GetOptions{})
 	if *got.Spec.Replicas != 6 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +23,13 @@ func newClusterAPICommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 MachineSets whose authoritative API is ClusterAPI, or any Cluster API management cluster on
 OpenStack), the storage network is attached through the machines' OpenStackMachineTemplate.
 Templates cannot be changed, so each set gets a new template with the port added, and is
-pointed at it.`,
+pointed at it. A MachineDeployment then replaces its machines itself; the running machines of
+a MachineSet are replaced by 'clusterapi rollout'.
+
+  manila-setup clusterapi patch --network <storage network ID> --security-group <ID>
+  manila-setup clusterapi rollout`,
 	}
-	cmd.AddCommand(newClusterAPIListCommand(g, streams), newClusterAPIPatchCommand(g, streams))
+	cmd.AddCommand(newClusterAPIListCommand(g, streams), newClusterAPIPatchCommand(g, streams), newClusterAPIRolloutCommand(g, streams))
 	return cmd
 }
 
@@ -117,7 +122,8 @@ groups added to spec.template.spec.securityGroups, and point the set at it. Sets
 template share the new one. A MachineSet made by a MachineDeployment is left to it.
 
 A MachineDeployment then replaces its Machines by itself. A MachineSet makes only its new
-Machines from the new template: replace the running ones (delete one Machine at a time).
+Machines from the new template: 'manila-setup clusterapi rollout' replaces the running ones
+without losing capacity.
 
 The templates replaced are deleted by a later run once no set uses them and no Machine was
 made from them (--keep-templates leaves them). With --os-cloud the IDs are checked in Neutron
@@ -296,4 +302,94 @@ func clusterAPIInvalid(g *GlobalOptions, report *clusterapi.Report) error {
 		}
 	}
 	return nil
+}
+
+// ---- rollout ----
+
+type clusterAPIRolloutOptions struct {
+	g       *GlobalOptions
+	streams IOStreams
+
+	Namespace      string
+	Names          []string
+	MaxSurge       int32
+	MaxUnavailable int32
+	Timeout        time.Duration
+	PollInterval   time.Duration
+}
+
+func newClusterAPIRolloutCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &clusterAPIRolloutOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "rollout [-n NAMESPACE] [--name NAME...] [--max-surge 1] [--max-unavailable 0] [--timeout 30m]",
+		Short: "Replace the Machines of Cluster API MachineSets not made from their current template, without losing capacity",
+		Long: `Replace, one MachineSet after the other, the Machines of the Cluster API MachineSets of the
+namespace (default ` + machinesets.ClusterAPINamespace + `) that were not made from the set's current
+OpenStackMachineTemplate (their OpenStackMachine's cluster.x-k8s.io/cloned-from-name annotation
+names another template, as after 'clusterapi patch'): scale the set up by --max-surge, wait
+until a new Machine is Running with a Node, mark one old Machine with
+cluster.x-k8s.io/delete-machine (Cluster API deletes marked Machines first) and scale down,
+repeat. A set never has more than --max-unavailable of its replicas missing, and gets its
+original replica count back at the end. MachineDeployments, and the MachineSets they own,
+replace their Machines themselves and are left alone.
+
+Safe to interrupt: run it again and it continues where it stopped (the original replica count
+is kept in the annotation ` + machinesets.OriginalReplicasAnnotation + `). A new Machine that
+fails, or is not Running within --timeout, stops the rollout and leaves the remaining old
+Machines as they are. Once no Machine is made from a replaced template, the next
+'clusterapi patch' deletes it.`,
+		Example: `  manila-setup clusterapi rollout
+  manila-setup clusterapi rollout -n capi-clusters --name md-0-workers --max-surge 2`,
+		Args: cobra.NoArgs,
+		RunE: cmdrun.RunE(o),
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API MachineSets")
+	f.StringSliceVar(&o.Names, "name", nil, "roll only these MachineSets (default: every standalone MachineSet of the namespace)")
+	f.Int32Var(&o.MaxSurge, "max-surge", machinesets.DefaultMaxSurge, "Machines a set may have above its replica count")
+	f.Int32Var(&o.MaxUnavailable, "max-unavailable", 0, "replicas of a set that may be missing (not Running) at any time")
+	f.DurationVar(&o.Timeout, "timeout", machinesets.DefaultTimeout, "how long a new Machine may take to be Running with a Node")
+	f.DurationVar(&o.PollInterval, "poll-interval", machinesets.DefaultPollInterval, "how often the cluster is read")
+	_ = f.MarkHidden("poll-interval")
+	return cmd
+}
+
+func (o *clusterAPIRolloutOptions) Complete(*cobra.Command, []string) error { return nil }
+
+func (o *clusterAPIRolloutOptions) Validate() error {
+	if o.Namespace == "" {
+		return usageError("--namespace cannot be empty")
+	}
+	return rolloutFlagsError(o.MaxSurge, o.MaxUnavailable, o.Timeout, o.PollInterval)
+}
+
+func (o *clusterAPIRolloutOptions) Run(ctx context.Context) error {
+	dyn, err := dynamicClient(o.g)
+	if err != nil {
+		return err
+	}
+	printer := newRolloutPrinter(o.g, o.streams)
+	results, err := clusterapi.Rollout(ctx, dyn, clusterapi.RolloutOptions{
+		Namespace:      o.Namespace,
+		Names:          o.Names,
+		MaxSurge:       o.MaxSurge,
+		MaxUnavailable: o.MaxUnavailable,
+		Timeout:        o.Timeout,
+		PollInterval:   o.PollInterval,
+		Progress:       printer.Update,
+	})
+	if o.g.Output != outputText && results != nil {
+		if perr := printStructured(o.streams.Out, o.g.Output, results); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return rolloutExitFor(err, clusterAPIRolloutCommand(o.Namespace))
+}
+
+// clusterAPIRolloutCommand is the command that continues a rollout of namespace.
+func clusterAPIRolloutCommand(namespace string) string {
+	if namespace == machinesets.ClusterAPINamespace {
+		return "manila-setup clusterapi rollout"
+	}
+	return "manila-setup clusterapi rollout -n " + namespace
 }

@@ -556,7 +556,12 @@ gets its original replica count back at the end.
 Safe to interrupt: after Ctrl-C or a kill, run it again and it continues where it stopped (the
 original replica count is kept in the annotation ` + machinesets.OriginalReplicasAnnotation + `).
 A new Machine that fails, or has no Ready Node within --timeout, stops the rollout and leaves
-the remaining old Machines as they are.`,
+the remaining old Machines as they are.
+
+A MachineSet that Cluster API is authoritative for (status.authoritativeAPI ClusterAPI, the
+Machine API → Cluster API migration) makes its machines from its Cluster API copy in
+` + machinesets.ClusterAPINamespace + `: that copy is rolled instead, after the others, as
+'manila-setup clusterapi rollout' does.`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
@@ -575,13 +580,18 @@ func (o *machineSetsRolloutOptions) Validate() error {
 	if len(o.Names) > 0 && o.Selector != "" {
 		return usageError("--name and --selector cannot be used together")
 	}
-	if o.MaxSurge < 0 || o.MaxUnavailable < 0 {
+	return rolloutFlagsError(o.MaxSurge, o.MaxUnavailable, o.Timeout, o.PollInterval)
+}
+
+// rolloutFlagsError checks the flags both rollout commands share.
+func rolloutFlagsError(maxSurge, maxUnavailable int32, timeout, pollInterval time.Duration) error {
+	if maxSurge < 0 || maxUnavailable < 0 {
 		return usageError("--max-surge and --max-unavailable cannot be negative")
 	}
-	if o.MaxSurge == 0 && o.MaxUnavailable == 0 {
+	if maxSurge == 0 && maxUnavailable == 0 {
 		return usageError("--max-surge and --max-unavailable cannot both be 0: no machine could be replaced")
 	}
-	if o.Timeout <= 0 || o.PollInterval <= 0 {
+	if timeout <= 0 || pollInterval <= 0 {
 		return usageError("--timeout must be positive")
 	}
 	return nil
@@ -595,20 +605,26 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	progressOut := o.streams.Out
-	if o.g.Output != outputText {
-		progressOut = o.streams.ErrOut
-	}
-	tty, width := machineSetsTerminal(progressOut)
-	printer := rolloutview.NewProgressPrinter(progressOut, tty, width)
-	results, err := machinesets.Rollout(ctx, clients.machines, clients.kube, machinesets.RolloutOptions{
+	printer := newRolloutPrinter(o.g, o.streams)
+	opts := machinesets.RolloutOptions{
 		Selection:      machinesets.Selection{Names: o.Names, Selector: o.Selector},
 		MaxSurge:       o.MaxSurge,
 		MaxUnavailable: o.MaxUnavailable,
 		Timeout:        o.Timeout,
 		PollInterval:   o.PollInterval,
-		Progress:       printer.Update,
-	})
+		// A set Cluster API is authoritative for is rolled after the others, through its
+		// Cluster API copy: its line waits for that rather than saying skipped.
+		Progress: func(sp machinesets.SetProgress) {
+			if sp.ClusterAPI && sp.State == machinesets.RolloutSkipped {
+				sp.State, sp.Phase = machinesets.RolloutPending, "waiting for its turn"
+			}
+			printer.Update(sp)
+		},
+	}
+	results, err := machinesets.Rollout(ctx, clients.machines, clients.kube, opts)
+	if err == nil {
+		results, err = o.rollClusterAPICopies(ctx, results, opts, printer.Update)
+	}
 	if o.g.Output != outputText && results != nil {
 		if perr := printStructured(o.streams.Out, o.g.Output, results); perr != nil && err == nil {
 			err = perr
@@ -617,16 +633,71 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	return rolloutExit(err)
 }
 
-// rolloutExit says how a rollout ended, for the exit code: stopped by the user (130), a
-// Machine that failed or a selection that matches nothing (1), or the environment (2).
+// rollClusterAPICopies rolls, through clusterapi, the Cluster API copies of the MachineSets for
+// which Cluster API is authoritative, and puts their final state in their row: one line per
+// MachineSet either way.
+func (o *machineSetsRolloutOptions) rollClusterAPICopies(ctx context.Context, results []machinesets.SetProgress, opts machinesets.RolloutOptions, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	var names []string
+	for _, r := range results {
+		if r.ClusterAPI {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return results, nil
+	}
+	dyn, err := dynamicClient(o.g)
+	if err != nil {
+		return results, err
+	}
+	copies, err := clusterapi.Rollout(ctx, dyn, clusterapi.RolloutOptions{
+		Namespace: machinesets.ClusterAPINamespace, Names: names,
+		MaxSurge: opts.MaxSurge, MaxUnavailable: opts.MaxUnavailable, Timeout: opts.Timeout, PollInterval: opts.PollInterval,
+		Progress: func(sp machinesets.SetProgress) {
+			sp.ClusterAPI = true
+			progress(sp)
+		},
+	})
+	for _, c := range copies {
+		if i := slices.IndexFunc(results, func(r machinesets.SetProgress) bool { return r.ClusterAPI && r.Name == c.Name }); i >= 0 {
+			c.ClusterAPI = true
+			results[i] = c
+		}
+	}
+	var selection *machinesets.SelectionError
+	if errors.As(err, &selection) {
+		return results, fmt.Errorf("the Machine API MachineSets are rolled; their Cluster API copies in %s: %w", machinesets.ClusterAPINamespace, err)
+	}
+	return results, err
+}
+
+// newRolloutPrinter shows a rollout's progress: on standard output for text, else on standard
+// error (standard output then holds the structured result).
+func newRolloutPrinter(g *GlobalOptions, streams IOStreams) *rolloutview.ProgressPrinter {
+	progressOut := streams.Out
+	if g.Output != outputText {
+		progressOut = streams.ErrOut
+	}
+	tty, width := machineSetsTerminal(progressOut)
+	return rolloutview.NewProgressPrinter(progressOut, tty, width)
+}
+
+// rolloutExit is rolloutExitFor `machinesets rollout`.
 func rolloutExit(err error) error {
+	return rolloutExitFor(err, "manila-setup machinesets rollout")
+}
+
+// rolloutExitFor says how a rollout ended, for the exit code: stopped by the user (130), a
+// Machine that failed or a selection that matches nothing (1), or the environment (2); command
+// continues it.
+func rolloutExitFor(err error, command string) error {
 	var rolloutErr *machinesets.RolloutError
 	var selection *machinesets.SelectionError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.Canceled):
-		return interrupted(errors.New("interrupted. Nothing is left half-done: run `manila-setup machinesets rollout` again to continue"))
+		return interrupted(fmt.Errorf("interrupted. Nothing is left half-done: run `%s` again to continue", command))
 	case errors.As(err, &rolloutErr), errors.As(err, &selection):
 		return invalidInput(err)
 	}

@@ -1,0 +1,230 @@
+package machinesets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// RolloutTarget is an API whose MachineSets RollSets replaces the Machines of: the Machine API's
+// (Rollout) or Cluster API's (package clusterapi). It reads and writes; the decisions are
+// RollSets', the same for both, so both keep the same capacity guarantees and resume the same
+// way.
+type RolloutTarget interface {
+	// API names the sets and Machines in messages.
+	API() RolloutAPI
+	// Observe reads a set and its Machines (those being deleted included).
+	Observe(ctx context.Context, set string) (SetView, error)
+	// Scale marks the victims with the API's delete-machine annotation, then sets the set's
+	// spec.replicas to replicas if it is still v.Replicas (ScalePatch), recording v.Original
+	// first; ScaleError(err) of its answer.
+	Scale(ctx context.Context, v SetView, replicas int32, victims []string) error
+	// Finish removes what the rollout left: the delete mark of the Machines that stay and the
+	// OriginalReplicasAnnotation (when v.HasOriginal).
+	Finish(ctx context.Context, v SetView) error
+}
+
+// RolloutAPI names where a target's sets are and how to continue a rollout, for the messages.
+type RolloutAPI struct {
+	Namespace string
+	// SetKind is how a set is called: "MachineSet", "Cluster API MachineSet".
+	SetKind string
+	// MachineResource is what `oc describe` takes for a Machine: "machine",
+	// "machines.cluster.x-k8s.io".
+	MachineResource string
+	// Command continues a stopped rollout.
+	Command string
+}
+
+// RollSets rolls the sets of progress that are RolloutPending, one after the other, through
+// target; the others (skipped) are only reported. It returns the final state of every set, and
+// stops at the first set that fails. Killed at any point, it continues when called again.
+func RollSets(ctx context.Context, target RolloutTarget, progress []SetProgress, opts RolloutOptions) ([]SetProgress, error) {
+	if err := opts.Complete(); err != nil {
+		return progress, err
+	}
+	r := &sequencer{target: target, opts: opts, progress: progress}
+	for i := range r.progress {
+		r.report(i)
+	}
+	for i := range r.progress {
+		if r.progress[i].State != RolloutPending {
+			continue
+		}
+		if err := r.rollSet(ctx, i); err != nil {
+			return r.progress, err
+		}
+	}
+	return r.progress, nil
+}
+
+// OriginalReplicas reads the OriginalReplicasAnnotation of a set whose spec.replicas is
+// replicas: the count to restore, and whether a rollout is under way.
+func OriginalReplicas(annotations map[string]string, replicas int32) (int32, bool, error) {
+	s, ok := annotations[OriginalReplicasAnnotation]
+	if !ok {
+		return replicas, false, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 {
+		return 0, false, fmt.Errorf("annotation %s: Invalid value: %q: must be a replica count; delete it and set spec.replicas to the count the set should have", OriginalReplicasAnnotation, s)
+	}
+	return int32(n), true, nil
+}
+
+// ScalePatch is the JSON patch that scales a set seen as v to replicas and, on the first
+// scale of a rollout, records v.Original in the OriginalReplicasAnnotation.
+//
+// The precondition is the replica count the decision was made on, not the whole object's
+// resourceVersion: the MachineSet controller rewrites the status all the time, and that must
+// not make every step start over. If someone else scaled the set meanwhile, the "test" fails
+// and the state is read again.
+func ScalePatch(v SetView, replicas int32) []byte {
+	ops := []jsonPatchOp{
+		{Op: "test", Path: "/spec/replicas", Value: v.Replicas},
+		{Op: "replace", Path: "/spec/replicas", Value: replicas},
+	}
+	if !v.HasOriginal {
+		if v.HasAnnotations {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(OriginalReplicasAnnotation), Value: strconv.Itoa(int(v.Original))})
+		} else {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{OriginalReplicasAnnotation: strconv.Itoa(int(v.Original))}})
+		}
+	}
+	b, _ := json.Marshal(ops)
+	return b
+}
+
+// ScaleError is the error of a ScalePatch's answer: ErrReplicasChanged when the "test" failed.
+func ScaleError(err error) error {
+	// A failed "test" comes back as a bare 422 Invalid (the apiserver drops jsonpatch's
+	// message). Nothing else in this patch can be invalid; rollSet still gives up if it repeats.
+	if apierrors.IsInvalid(err) {
+		return fmt.Errorf("%w (%v)", ErrReplicasChanged, err)
+	}
+	return err
+}
+
+// ErrReplicasChanged says that spec.replicas changed between reading and scaling.
+var ErrReplicasChanged = errors.New("spec.replicas changed since it was read")
+
+// sequencer drives the sets of one RollSets call.
+type sequencer struct {
+	target   RolloutTarget
+	opts     RolloutOptions
+	progress []SetProgress
+}
+
+func (r *sequencer) report(i int) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(r.progress[i])
+	}
+}
+
+// setPhase updates set i's progress line and reports it.
+func (r *sequencer) setPhase(i int, state, phase string, replaced, total int) {
+	p := &r.progress[i]
+	if p.Phase != phase {
+		p.Since = r.opts.Now()
+	}
+	p.State, p.Phase, p.Replaced, p.Total = state, phase, replaced, total
+	r.report(i)
+}
+
+// rollSet drives one set to the end: observe, decide, act, until done or failed.
+func (r *sequencer) rollSet(ctx context.Context, i int) error {
+	name := r.progress[i].Name
+	api := r.target.API()
+	lastPhase, lastChange := "", r.opts.Now()
+	refused := 0 // scales refused in a row because the set changed under us
+	hiccups := 0 // reads failed in a row for a reason that usually passes
+	for {
+		v, err := r.target.Observe(ctx, name)
+		if err != nil {
+			if transient(err) && hiccups < 5 && ctx.Err() == nil {
+				hiccups++
+				r.setPhase(i, RolloutRunning, fmt.Sprintf("reading the cluster failed (%v), trying again", err), r.progress[i].Replaced, r.progress[i].Total)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(r.opts.PollInterval):
+				}
+				continue
+			}
+			r.setPhase(i, RolloutFailed, err.Error(), r.progress[i].Replaced, r.progress[i].Total)
+			return err
+		}
+		hiccups = 0
+		now := r.opts.Now()
+		st := decide(v, r.opts.MaxSurge, r.opts.MaxUnavailable, r.opts.Timeout, now)
+		total := int(v.Original)
+
+		// A phase that does not change for Timeout means something we do not see is stuck
+		// (e.g. no MachineSet controller runs): stop rather than wait forever.
+		if st.Phase != lastPhase {
+			lastPhase, lastChange = st.Phase, now
+		} else if st.Kind == stepWait && now.Sub(lastChange) > r.opts.Timeout {
+			st.Kind, st.Err = stepFail, fmt.Sprintf("no progress for %s while %s", r.opts.Timeout, st.Phase)
+			st.Machine = st.Waiting
+		}
+
+		switch st.Kind {
+		case stepDone:
+			if err := r.target.Finish(ctx, v); err != nil {
+				r.setPhase(i, RolloutFailed, err.Error(), st.Replaced, total)
+				return err
+			}
+			state := RolloutDone
+			if !v.HasOriginal {
+				state = RolloutUpToDate
+			}
+			r.setPhase(i, state, st.Phase, st.Replaced, total)
+			return nil
+		case stepFail:
+			err := &RolloutError{MachineSet: name, Machine: st.Machine, Reason: st.Err, Replaced: st.Replaced, Total: total, API: api}
+			r.setPhase(i, RolloutFailed, st.Err, st.Replaced, total)
+			return err
+		case stepScale:
+			r.setPhase(i, RolloutRunning, st.Phase, st.Replaced, total)
+			if err := r.target.Scale(ctx, v, st.Replicas, st.Victims); err != nil {
+				if (errors.Is(err, ErrReplicasChanged) || apierrors.IsConflict(err)) && refused < 5 {
+					refused++
+					continue // the set changed under us: look again
+				}
+				err = fmt.Errorf("rollout of %s %s/%s: %s: %w", api.SetKind, api.Namespace, name, st.Phase, err)
+				r.setPhase(i, RolloutFailed, err.Error(), st.Replaced, total)
+				return err
+			}
+			refused = 0
+		case stepWait:
+			refused = 0
+			r.setPhase(i, RolloutRunning, st.Phase, st.Replaced, total)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(r.opts.PollInterval):
+			}
+		}
+	}
+}
+
+// transient reports whether a failed read is worth trying again: the apiserver was busy,
+// restarting or slow, not refusing.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) {
+		return true
+	}
+	// No answer at all: the connection failed (refused, reset, timed out).
+	var urlErr *url.Error
+	return errors.As(err, &urlErr)
+}
