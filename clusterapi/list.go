@@ -78,6 +78,9 @@ func statusOf(o object, templates map[string]*unstructured.Unstructured, machine
 	}
 	tmpl := templates[ref.Name]
 	switch {
+	case paused(o) != "":
+		st.StorageNetwork, st.SecurityGroups, st.Note = machinesets.StateNA, machinesets.StateNA, paused(o)
+		return st
 	case madeByDeployment(o) != "":
 		st.StorageNetwork, st.SecurityGroups, st.Note = machinesets.StateNA, machinesets.StateNA, "made by MachineDeployment "+madeByDeployment(o)
 		return st

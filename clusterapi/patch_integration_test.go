@@ -168,6 +168,9 @@ func TestPatchClusterAPI(t *testing.T) {
 	create(t, admin, MachineSetGVR, set(KindMachineSet, "ms-s2", TemplateKind, "shared", nil))
 	create(t, admin, MachineSetGVR, set(KindMachineSet, "ms-docker", "DockerMachineTemplate", "docker", nil))
 	create(t, admin, MachineSetGVR, set(KindMachineSet, "ms-missing", TemplateKind, "gone", nil))
+	paused := set(KindMachineSet, "ms-paused", TemplateKind, "ostest-worker-mirror", nil)
+	paused.SetAnnotations(map[string]string{"cluster.x-k8s.io/paused": ""})
+	create(t, admin, MachineSetGVR, paused)
 	create(t, admin, OpenStackMachineGVR, machine("ms-a-x2k9p", "workers-a"))
 	now := func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
 	opts := Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}, Namespace: ns, By: "test", Now: now}
@@ -211,7 +214,7 @@ func TestPatchClusterAPI(t *testing.T) {
 			"MachineSet/ms-a": machinesets.ActionPatched, "MachineDeployment/md-b": machinesets.ActionPatched,
 			"MachineSet/ms-s1": machinesets.ActionPatched, "MachineSet/ms-s2": machinesets.ActionPatched,
 			"MachineSet/md-b-7f9c": machinesets.ActionSkipped, "MachineSet/ms-docker": machinesets.ActionSkipped,
-			"MachineSet/ms-missing": machinesets.ActionInvalid,
+			"MachineSet/ms-missing": machinesets.ActionInvalid, "MachineSet/ms-paused": machinesets.ActionSkipped,
 		} {
 			if got[key].Action != want {
 				t.Errorf("%s: %s (%s), want %s", key, got[key].Action, got[key].Reason, want)
@@ -219,6 +222,9 @@ func TestPatchClusterAPI(t *testing.T) {
 		}
 		if r := got["MachineSet/md-b-7f9c"]; !strings.Contains(r.Reason, "MachineDeployment md-b") {
 			t.Errorf("md-b-7f9c's reason: %q", r.Reason)
+		}
+		if r := got["MachineSet/ms-paused"]; !strings.Contains(r.Reason, "paused (annotation cluster.x-k8s.io/paused)") {
+			t.Errorf("ms-paused's reason: %q", r.Reason)
 		}
 		if r := got["MachineSet/ms-missing"]; !strings.Contains(r.Reason, `"gone"`) {
 			t.Errorf("ms-missing's reason: %q", r.Reason)

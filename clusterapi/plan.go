@@ -82,6 +82,18 @@ func madeByDeployment(o object) string {
 	return ""
 }
 
+// paused says why Cluster API does not act on o, "" when it does. Cluster API leaves an object
+// with the paused annotation alone; OpenShift's Machine API → Cluster API migration pauses the
+// Cluster API copy of a MachineSet whose authoritative API is the Machine API, and rewrites it
+// from the Machine API copy: a new template there would be lost, and a rollout would wait
+// forever.
+func paused(o object) string {
+	if _, ok := o.u.GetAnnotations()[clusterv1.PausedAnnotation]; !ok {
+		return ""
+	}
+	return fmt.Sprintf("paused (annotation %s): Cluster API does not act on it; on OpenShift its Machine API copy is authoritative: attach the storage network there (`manila-setup machinesets patch`)", clusterv1.PausedAnnotation)
+}
+
 // plan is what attaching does to one MachineSet or MachineDeployment.
 type plan struct {
 	result Result
@@ -121,6 +133,9 @@ func planFor(o object, tmpl *unstructured.Unstructured, opts Options, now time.T
 	}}
 	r := &p.result
 	switch {
+	case paused(o) != "":
+		r.Action, r.Reason = machinesets.ActionSkipped, paused(o)
+		return p, nil
 	case madeByDeployment(o) != "":
 		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("made by MachineDeployment %s, which is patched instead", madeByDeployment(o))
 		return p, nil

@@ -83,6 +83,8 @@ func rolloutLine(o object, now time.Time) machinesets.SetProgress {
 	}
 	ref := refOf(o.u)
 	switch {
+	case paused(o) != "":
+		p.State, p.Phase = machinesets.RolloutSkipped, paused(o)
 	case o.kind == KindMachineDeployment:
 		p.Name = "machinedeployment/" + o.u.GetName()
 		p.State, p.Phase = machinesets.RolloutSkipped, "a MachineDeployment replaces its Machines itself (its rolling update)"
