@@ -375,62 +375,23 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	return o.invalidResults(results)
 }
 
-// patchClusterAPICopies attaches the storage network, through clusterapi, to the Cluster API
-// copies of the MachineSets for which Cluster API is authoritative (the migration is complete
-// for them), and puts its result in their row: one row per MachineSet either way.
+// patchClusterAPICopies patches, through clusterapi.PatchCopies, the Cluster API copies of the
+// MachineSets for which Cluster API is authoritative, and says which replaced templates went.
 func (o *machineSetsPatchOptions) patchClusterAPICopies(ctx context.Context, results []machinesets.PatchResult, opts machinesets.PatchOptions) ([]machinesets.PatchResult, error) {
-	var names []string
-	for _, r := range results {
-		if r.ClusterAPI {
-			names = append(names, "machineset/"+r.Name)
-		}
-	}
-	if len(names) == 0 {
-		return results, nil
+	if !slices.ContainsFunc(results, func(r machinesets.PatchResult) bool { return r.ClusterAPI }) {
+		return results, nil // no Cluster API client needed
 	}
 	dyn, err := dynamicClient(o.g)
 	if err != nil {
 		return results, err
 	}
-	report, err := clusterapi.Patch(ctx, dyn, clusterapi.Options{
-		Attachment: opts.Attachment, Namespace: machinesets.ClusterAPINamespace, Names: names,
-		Kinds: []string{clusterapi.KindMachineSet}, DryRun: opts.DryRun, By: opts.By,
-	})
-	if err != nil {
-		return results, fmt.Errorf("the Machine API MachineSets are done; their Cluster API copies in %s: %w", machinesets.ClusterAPINamespace, err)
-	}
-	byName := map[string]clusterapi.Result{}
-	for _, r := range report.Results {
-		byName[r.Name] = r
-	}
-	for i, r := range results {
-		c, ok := byName[r.Name]
-		if !r.ClusterAPI || !ok {
-			continue
-		}
-		row := c.PatchResult
-		row.Role, row.ClusterAPI = r.Role, true
-		switch {
-		case c.OldTemplate != "":
-			row.Warning = joinSentences(row.Warning, fmt.Sprintf("MachineSet %s: Cluster API is authoritative for it: its Cluster API copy in %s now makes its machines from OpenStackMachineTemplate %s (was %s); %s", r.Name, machinesets.ClusterAPINamespace, c.Template, c.OldTemplate, c.Rolls))
-		case c.Reason != "":
-			row.Reason = "Cluster API copy in " + machinesets.ClusterAPINamespace + ": " + c.Reason
-		}
-		results[i] = row
-	}
-	for _, t := range report.Templates {
+	results, templates, err := clusterapi.PatchCopies(ctx, dyn, results, opts)
+	for _, t := range templates {
 		if t.Deleted {
 			fmt.Fprintf(o.streams.ErrOut, "template %s/%s deleted: no set and no Machine uses it any more\n", machinesets.ClusterAPINamespace, t.Name)
 		}
 	}
-	return results, nil
-}
-
-func joinSentences(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
+	return results, err
 }
 
 // patchErrorExit gives a patch error its exit code: 1 for what the user gave, 2 otherwise.
@@ -633,42 +594,17 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	return rolloutExit(err)
 }
 
-// rollClusterAPICopies rolls, through clusterapi, the Cluster API copies of the MachineSets for
-// which Cluster API is authoritative, and puts their final state in their row: one line per
-// MachineSet either way.
+// rollClusterAPICopies rolls, through clusterapi.RollCopies, the Cluster API copies of the
+// MachineSets for which Cluster API is authoritative.
 func (o *machineSetsRolloutOptions) rollClusterAPICopies(ctx context.Context, results []machinesets.SetProgress, opts machinesets.RolloutOptions, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
-	var names []string
-	for _, r := range results {
-		if r.ClusterAPI {
-			names = append(names, r.Name)
-		}
-	}
-	if len(names) == 0 {
+	if !slices.ContainsFunc(results, func(r machinesets.SetProgress) bool { return r.ClusterAPI }) {
 		return results, nil
 	}
 	dyn, err := dynamicClient(o.g)
 	if err != nil {
 		return results, err
 	}
-	copies, err := clusterapi.Rollout(ctx, dyn, clusterapi.RolloutOptions{
-		Namespace: machinesets.ClusterAPINamespace, Names: names,
-		MaxSurge: opts.MaxSurge, MaxUnavailable: opts.MaxUnavailable, Timeout: opts.Timeout, PollInterval: opts.PollInterval,
-		Progress: func(sp machinesets.SetProgress) {
-			sp.ClusterAPI = true
-			progress(sp)
-		},
-	})
-	for _, c := range copies {
-		if i := slices.IndexFunc(results, func(r machinesets.SetProgress) bool { return r.ClusterAPI && r.Name == c.Name }); i >= 0 {
-			c.ClusterAPI = true
-			results[i] = c
-		}
-	}
-	var selection *machinesets.SelectionError
-	if errors.As(err, &selection) {
-		return results, fmt.Errorf("the Machine API MachineSets are rolled; their Cluster API copies in %s: %w", machinesets.ClusterAPINamespace, err)
-	}
-	return results, err
+	return clusterapi.RollCopies(ctx, dyn, results, opts, progress)
 }
 
 // newRolloutPrinter shows a rollout's progress: on standard output for text, else on standard
