@@ -43,6 +43,10 @@ type SetStatus struct {
 	Note string `json:"note,omitempty"`
 	// Recorded is what manila-setup attached to the set, from the AttachmentAnnotation.
 	Recorded *AttachmentRecord `json:"recorded,omitempty"`
+	// ClusterAPI says Cluster API is authoritative for the set (ClusterAPIAuthoritative): it is
+	// n/a here, and its machines follow its Cluster API copy of the same name in
+	// ClusterAPINamespace, which is where the storage network is attached.
+	ClusterAPI bool `json:"clusterAPI,omitempty"`
 }
 
 // List reports every MachineSet in openshift-machine-api (two LISTs: MachineSets and Machines).
@@ -79,6 +83,7 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	}
 	if why := NotMachineAPIAuthoritative(ms); why != "" {
 		st.StorageNetwork, st.SecurityGroups, st.Note = StateNA, StateNA, why
+		st.ClusterAPI = ClusterAPIAuthoritative(ms)
 		return st
 	}
 	spec, err := DecodeProviderSpec(templateProviderSpec(ms))

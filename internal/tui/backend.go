@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 
+	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -33,7 +34,19 @@ type Backend interface {
 	// PatchNodePools adds a port on a's networks to the NodePools named NAMESPACE/NAME (dryRun:
 	// computes the diffs only); security groups are reported, not added (Result.Warning).
 	PatchNodePools(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error)
-	// Rollout replaces the machines of the named MachineSets, reporting every change.
+	// ClusterAPI lists the Cluster API MachineSets and MachineDeployments of
+	// openshift-cluster-api (Connection.ClusterAPI) and how far they have want.
+	ClusterAPI(ctx context.Context, want machinesets.Attachment) ([]clusterapi.Status, error)
+	// PatchClusterAPI attaches a to the Cluster API objects named "machineset/NAME" or
+	// "machinedeployment/NAME" in openshift-cluster-api: each gets a new OpenStackMachineTemplate
+	// (dryRun: computes the diffs only).
+	PatchClusterAPI(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error)
+	// RolloutClusterAPI replaces the Machines of the named standalone Cluster API MachineSets
+	// ("machineset/NAME"), reporting every change; MachineDeployments roll by themselves.
+	RolloutClusterAPI(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
+	// Rollout replaces the machines of the named MachineSets, reporting every change. The
+	// Machines of a MachineSet Cluster API is authoritative for are replaced through its Cluster
+	// API copy (clusterapi.RollCopies), as Patch patches that copy (clusterapi.PatchCopies).
 	Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
 	// Storage reads the ClusterCSIDriver's conditions and the Manila StorageClasses.
 	Storage(ctx context.Context) (StorageStatus, error)
@@ -70,6 +83,9 @@ type Connection struct {
 	// counts them, in every namespace.
 	HyperShift bool
 	NodePools  int
+	// ClusterAPI: the cluster serves Cluster API MachineSets (cluster.x-k8s.io), read in
+	// openshift-cluster-api.
+	ClusterAPI bool
 	// Note says what of the cluster could not be read while the rest can be worked on (the
 	// MachineSets of a management cluster whose NodePools are readable, or the reverse).
 	Note string

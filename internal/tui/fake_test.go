@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
@@ -57,6 +59,13 @@ type fakeBackend struct {
 	connectNote  string // Connection.Note
 	// rwxGate, when set, holds the multi-writer check until its context ends.
 	rwxGate chan struct{}
+
+	// A cluster that serves Cluster API: capi are its MachineSets and MachineDeployments in
+	// openshift-cluster-api (the copies of Machine API MachineSets among them).
+	clusterAPI  bool
+	capi        []clusterapi.Status
+	capiPatched []string // machineset/NAME or machinedeployment/NAME, "dry:" prefix for dry runs
+	capiRolled  []string
 }
 
 func subnet(name, cidr, netID string) openstack.Subnet {
@@ -113,7 +122,7 @@ func (f *fakeBackend) Connect(_ context.Context, cloud, kctx string) (Connection
 		return Connection{}, f.connectErr
 	}
 	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx,
-		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote,
+		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote, ClusterAPI: f.clusterAPI,
 		NodeAddresses: []netip.Addr{netip.MustParseAddr("10.196.0.11"), netip.MustParseAddr("10.196.0.12")}}, nil
 }
 
@@ -162,17 +171,85 @@ func (f *fakeBackend) Patch(_ context.Context, a machinesets.Attachment, names [
 			tag = "dry:" + n
 		}
 		f.patched = append(f.patched, tag)
+		r := machinesets.PatchResult{Name: n, Role: "worker", Action: machinesets.ActionPatched, AddedNetworks: a.Networks, AddedSecurityGroups: a.SecurityGroups}
+		if slices.ContainsFunc(f.sets, func(st machinesets.SetStatus) bool { return st.Name == n && st.ClusterAPI }) {
+			// As clusterapi.PatchCopies puts it: the copy's result in the MachineSet's row.
+			r.ClusterAPI = true
+			if dryRun {
+				r.Action, r.Diff = machinesets.ActionWouldPatch, fakeTemplateDiff("MachineSet", n, a.Networks[0])
+			}
+			out = append(out, r)
+			continue
+		}
 		if n == "ostest-x7k2p-worker-1" {
 			out = append(out, machinesets.PatchResult{Name: n, Role: "worker", Action: machinesets.ActionUnchanged, Reason: "already attached"})
 			continue
 		}
-		r := machinesets.PatchResult{Name: n, Role: "worker", Action: machinesets.ActionPatched, AddedNetworks: a.Networks, AddedSecurityGroups: a.SecurityGroups}
 		if dryRun {
 			r.Action = machinesets.ActionWouldPatch
 			r.Diff = fmt.Sprintf("--- MachineSet %[1]s spec.template.spec.providerSpec.value\n+++ MachineSet %[1]s spec.template.spec.providerSpec.value (patched)\n@@ -10,6 +10,9 @@\n networks:\n - filter: {}\n   subnets:\n   - filter:\n       tags: openshiftClusterID=ostest-x7k2p\n+- noAllowedAddressPairs: true\n+  uuid: %[2]s\n securityGroups:\n - filter: {}\n   name: ostest-x7k2p-worker\n", n, a.Networks[0])
 		}
 		out = append(out, r)
 	}
+	return out, nil
+}
+
+// fakeTemplateDiff is the diff clusterapi's dry run shows for a set of kind named name.
+func fakeTemplateDiff(kind, name, network string) string {
+	return fmt.Sprintf("--- OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec\n+++ OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec (patched)\n@@ -1,3 +1,6 @@\n flavor: m1.large\n+ports:\n+- {}\n+- description: Manila storage network (manila-setup)\n+  network:\n+    id: %[3]s\n--- %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef\n+++ %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef (patched)\n@@ -1,2 +1,2 @@\n kind: OpenStackMachineTemplate\n-name: %[2]s-tmpl\n+name: %[2]s-tmpl-manila-0a1b2c3d\n", kind, name, network)
+}
+
+func (f *fakeBackend) ClusterAPI(context.Context, machinesets.Attachment) ([]clusterapi.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]clusterapi.Status(nil), f.capi...), nil
+}
+
+// PatchClusterAPI answers as clusterapi.Patch does for the names it is given.
+func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.patchErr != nil {
+		return nil, f.patchErr
+	}
+	var out []clusterapi.Result
+	for _, c := range f.capi {
+		key := strings.ToLower(c.Kind) + "/" + c.Name
+		if !slices.Contains(names, key) {
+			continue
+		}
+		tag := key
+		if dryRun {
+			tag = "dry:" + key
+		}
+		f.capiPatched = append(f.capiPatched, tag)
+		r := clusterapi.Result{PatchResult: machinesets.PatchResult{Name: c.Name}, Kind: c.Kind, Namespace: machinesets.ClusterAPINamespace, Template: c.Template}
+		switch {
+		case c.StorageNetwork == machinesets.StateAttached:
+			r.Action, r.Reason = machinesets.ActionUnchanged, "its template already has a port on every storage network and every security group"
+		default:
+			r.Action, r.AddedNetworks, r.AddedSecurityGroups = machinesets.ActionPatched, a.Networks, a.SecurityGroups
+			r.OldTemplate, r.Template = c.Template, c.Template+"-manila-0a1b2c3d"
+			if dryRun {
+				r.Action, r.Diff = machinesets.ActionWouldPatch, fakeTemplateDiff(c.Kind, c.Name, a.Networks[0])
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) RolloutClusterAPI(_ context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	var out []machinesets.SetProgress
+	for _, n := range names {
+		name := strings.TrimPrefix(n, "machineset/")
+		p := machinesets.SetProgress{Name: name, State: machinesets.RolloutDone, Replaced: 1, Total: 1, Phase: "every Machine has the template's networks"}
+		progress(p)
+		out = append(out, p)
+	}
+	f.mu.Lock()
+	f.capiRolled = append(f.capiRolled, names...)
+	f.mu.Unlock()
 	return out, nil
 }
 

@@ -125,6 +125,20 @@ var screens = []struct {
 		d.press("enter")
 		return d
 	}},
+	{"4-sets-clusterapi", func(t *testing.T, w, h int) *driver { return toSets(t, newClusterAPIBackend(), false, w, h) }},
+	{"4-sets-clusterapi-authoritative", func(t *testing.T, w, h int) *driver {
+		// Only the copy of worker-1: the screen keeps its MachineSets-only form.
+		b := newClusterAPIBackend()
+		b.capi = b.capi[:2]
+		return toSets(t, b, false, w, h)
+	}},
+	{"5-review-clusterapi", func(t *testing.T, w, h int) *driver { return toReview(t, newClusterAPIBackend(), false, w, h) }},
+	{"6-apply-clusterapi-done", func(t *testing.T, w, h int) *driver {
+		d := toReview(t, newClusterAPIBackend(), false, w, h)
+		d.press("enter")
+		d.settle(200 * time.Millisecond)
+		return d
+	}},
 	{"help-network", func(t *testing.T, w, h int) *driver {
 		d := toNetwork(t, newFakeBackend(), false, w, h)
 		d.press("?")

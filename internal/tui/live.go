@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
@@ -176,6 +177,7 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	l.mu.Unlock()
 	conn.Region, conn.Identity, conn.Cluster = client.Region(), client.Identity(), restCfg.Host
 	conn.MachineAPI, conn.MachineSets, conn.HyperShift, conn.NodePools, conn.Note = cluster.MachineAPI, cluster.MachineSets, cluster.HyperShift, cluster.NodePools, cluster.Note
+	conn.ClusterAPI = cluster.ClusterAPI
 	conn.NodeAddresses = cluster.NodeAddresses
 	return conn, nil
 }
@@ -192,7 +194,14 @@ func readCluster(ctx context.Context, host, kubeContext string, mc machineclient
 		where         = fmt.Sprintf("cluster %s (context %q)", host, kubeContext)
 		nodePoolsKind = nodepools.GVR.GroupResource().String()
 	)
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		// Only what is served counts: Cluster API is an addition to the Machine API or the
+		// NodePools, never enough on its own, so a refusal here only leaves it out.
+		_, err := dyn.Resource(clusterapi.MachineSetGVR).Namespace(machinesets.ClusterAPINamespace).List(ctx, metav1.ListOptions{Limit: 1})
+		c.ClusterAPI = err == nil
+	}()
 	go func() {
 		defer wg.Done()
 		list, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).List(ctx, metav1.ListOptions{})
@@ -300,7 +309,66 @@ func (l *LiveBackend) Patch(ctx context.Context, a machinesets.Attachment, names
 	if c != nil {
 		opts.Checker = machinesets.NeutronChecker{Client: c}
 	}
-	return machinesets.Patch(ctx, mc, opts)
+	results, err := machinesets.Patch(ctx, mc, opts)
+	if err != nil {
+		return results, err
+	}
+	results, _, err = clusterapi.PatchCopies(ctx, l.dynamic(), results, opts)
+	return results, err
+}
+
+func (l *LiveBackend) dynamic() dynamic.Interface {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dyn
+}
+
+// ClusterAPI is `clusterapi list`.
+func (l *LiveBackend) ClusterAPI(ctx context.Context, want machinesets.Attachment) ([]clusterapi.Status, error) {
+	dyn := l.dynamic()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	return clusterapi.List(ctx, dyn, machinesets.ClusterAPINamespace, want)
+}
+
+// PatchClusterAPI is `clusterapi patch --name KIND/NAME ...`, with the IDs checked in Neutron
+// first. No names patches nothing: clusterapi.Patch would take that as every one.
+func (l *LiveBackend) PatchClusterAPI(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error) {
+	c, _, _, _ := l.clients()
+	dyn := l.dynamic()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	opts := clusterapi.Options{Attachment: a, Namespace: machinesets.ClusterAPINamespace, Names: names, DryRun: dryRun, By: l.cfg.By}
+	if c != nil {
+		opts.Checker = machinesets.NeutronChecker{Client: c}
+	}
+	report, err := clusterapi.Patch(ctx, dyn, opts)
+	if report == nil {
+		return nil, err
+	}
+	return report.Results, err
+}
+
+// RolloutClusterAPI is `clusterapi rollout --name machineset/NAME ...`.
+func (l *LiveBackend) RolloutClusterAPI(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	dyn := l.dynamic()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil // clusterapi.Rollout would take that as every standalone MachineSet
+	}
+	return clusterapi.Rollout(ctx, dyn, clusterapi.RolloutOptions{
+		Namespace: machinesets.ClusterAPINamespace, Names: names,
+		MaxSurge: machinesets.DefaultMaxSurge,
+		Timeout:  l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
+		Progress: progress,
+	})
 }
 
 // NodePools is `nodepools list`, over every namespace.
@@ -342,12 +410,24 @@ func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func
 	if len(names) == 0 {
 		return nil, nil // as Patch: never every worker by omission
 	}
-	return machinesets.Rollout(ctx, mc, kc, machinesets.RolloutOptions{
+	opts := machinesets.RolloutOptions{
 		Selection: machinesets.Selection{Names: names},
 		MaxSurge:  machinesets.DefaultMaxSurge,
 		Timeout:   l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
-		Progress: progress,
-	})
+		// A set Cluster API is authoritative for is rolled after the others, through its
+		// Cluster API copy: its line waits for that rather than saying skipped.
+		Progress: func(sp machinesets.SetProgress) {
+			if sp.ClusterAPI && sp.State == machinesets.RolloutSkipped {
+				sp.State, sp.Phase = machinesets.RolloutPending, "waiting for its turn (through its Cluster API copy)"
+			}
+			progress(sp)
+		},
+	}
+	results, err := machinesets.Rollout(ctx, mc, kc, opts)
+	if err != nil {
+		return results, err
+	}
+	return clusterapi.RollCopies(ctx, l.dynamic(), results, opts, progress)
 }
 
 // Storage reads the ClusterCSIDriver and the Manila StorageClasses.

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
@@ -135,17 +136,20 @@ type (
 		key   string
 		sets  []machinesets.SetStatus
 		pools []nodepools.Status
+		capi  []clusterapi.Status
 		err   error
 	}
 	planMsg struct {
 		key     string
 		results []machinesets.PatchResult
 		pools   []nodepools.Result
+		capi    []clusterapi.Result
 		err     error
 	}
 	patchedMsg struct {
 		results []machinesets.PatchResult
 		pools   []nodepools.Result
+		capi    []clusterapi.Result
 		err     error
 	}
 	// poolsMsg is a read of the patched NodePools' progress; poolsPollMsg asks for the next.
@@ -210,13 +214,20 @@ func groupsCmd(ctx context.Context, b Backend) tea.Cmd {
 	}
 }
 
-// setsCmd reads what the cluster has: its MachineSets, and its NodePools on a management
-// cluster; a kind the cluster does not serve is not asked for.
-func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attachment, machineAPI, hyperShift bool) tea.Cmd {
+// setsCmd reads what the cluster has: its MachineSets, its Cluster API MachineSets and
+// MachineDeployments, and its NodePools on a management cluster; a kind the cluster does not
+// serve is not asked for.
+func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attachment, conn Connection) tea.Cmd {
+	machineAPI, hyperShift := conn.MachineAPI, conn.HyperShift
 	return func() tea.Msg {
 		msg := setsMsg{key: key}
 		if machineAPI {
 			if msg.sets, msg.err = b.MachineSets(ctx, want); msg.err != nil {
+				return msg
+			}
+		}
+		if conn.ClusterAPI {
+			if msg.capi, msg.err = b.ClusterAPI(ctx, want); msg.err != nil {
 				return msg
 			}
 		}
@@ -227,12 +238,18 @@ func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attach
 	}
 }
 
-// planCmd computes the diffs of the chosen MachineSets and NodePools; nothing is written.
-func planCmd(ctx context.Context, b Backend, key string, a machinesets.Attachment, names, pools []string) tea.Cmd {
+// planCmd computes the diffs of the chosen MachineSets, Cluster API objects and NodePools;
+// nothing is written.
+func planCmd(ctx context.Context, b Backend, key string, a machinesets.Attachment, names, capi, pools []string) tea.Cmd {
 	return func() tea.Msg {
 		msg := planMsg{key: key}
 		if len(names) > 0 {
 			if msg.results, msg.err = b.Patch(ctx, a, names, true); msg.err != nil {
+				return msg
+			}
+		}
+		if len(capi) > 0 {
+			if msg.capi, msg.err = b.PatchClusterAPI(ctx, a, capi, true); msg.err != nil {
 				return msg
 			}
 		}
@@ -407,27 +424,27 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		if m.sets.forKey == key && !m.sets.loading && m.sets.err == "" {
 			return m, nil // same choice as before: keep the user's selection
 		}
-		machineAPI, hyperShift := true, false
+		conn := Connection{MachineAPI: true}
 		if m.conn != nil {
-			machineAPI, hyperShift = m.conn.MachineAPI, m.conn.HyperShift
+			conn = *m.conn
 		}
-		m.sets = setsModel{loading: true, forKey: key, machineAPI: machineAPI}
-		return m, setsCmd(m.ctx, b, key, want, machineAPI, hyperShift)
+		m.sets = setsModel{loading: true, forKey: key, machineAPI: conn.MachineAPI}
+		return m, setsCmd(m.ctx, b, key, want, conn)
 	case stepSets:
-		names, pools := m.sets.chosen(), m.sets.chosenPools()
+		names, capi, pools := m.sets.chosen(), m.sets.chosenCAPI(), m.sets.chosenPools()
 		want := m.attachment()
-		key := attachmentKey(want) + "|" + strings.Join(names, ",") + "|" + strings.Join(pools, ",")
-		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.kinds(), commands: commandLines(m.conn, want, names, pools, m.network.needsForce(want.Networks))}
+		key := attachmentKey(want) + "|" + strings.Join(names, ",") + "|" + strings.Join(capi, ",") + "|" + strings.Join(pools, ",")
+		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.kinds(), commands: commandLines(m.conn, want, names, capi, pools, m.network.needsForce(want.Networks))}
 		m.step = stepReview
-		return m, planCmd(m.ctx, b, key, want, names, pools)
+		return m, planCmd(m.ctx, b, key, want, names, capi, pools)
 	case stepReview:
 		m.step = stepApply
 		var cmd tea.Cmd
-		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.review.changedNames(), m.sets.chosen(), m.sets.chosenPoolStatus(), m.opts.DryRun, m.opts.Now())
+		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.review.changedNames(), m.sets.chosen(), m.sets.chosenCAPIStatus(), m.sets.chosenPoolStatus(), m.opts.DryRun, m.opts.Now())
 		return m, cmd
 	case stepApply:
 		m.step = stepVerify
-		m.verify = newVerifyModel(m.opts.DryRun, hostedClusters(m.sets.chosenPoolStatus()), len(m.sets.chosen()) > 0)
+		m.verify = newVerifyModel(m.opts.DryRun, hostedClusters(m.sets.chosenPoolStatus()), len(m.sets.chosen())+len(m.sets.chosenCAPI()) > 0)
 		if !m.verify.checksDriver {
 			return m, nil // the driver of a hosted cluster is not on this cluster: nothing to read here
 		}

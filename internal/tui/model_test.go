@@ -477,7 +477,7 @@ func TestApplyFitsManyMachineSets(t *testing.T) {
 // the wizard was started with, quoted so that they run as copied.
 func TestCommandsCarryTheWizardsFlags(t *testing.T) {
 	conn := &Connection{Cloud: "my cloud", Flags: []string{"--kubeconfig", "/tmp/a b/kubeconfig", "--os-client-config-file", "/etc/openstack/clouds.yaml"}}
-	lines := commandLines(conn, machinesets.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"}, nil, false)
+	lines := commandLines(conn, machinesets.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"}, nil, nil, false)
 	want := []string{
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml --os-cloud 'my cloud' machinesets patch --network " + fakeStorageNet + " --name w-0",
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml machinesets rollout --name w-0",

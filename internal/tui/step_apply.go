@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 )
@@ -38,12 +39,16 @@ type applyModel struct {
 	pools        []nodepools.Status
 	poolsPatched []nodepools.Result
 	poolsErr     string // the last progress read failed
-	order        []string
-	sets         map[string]machinesets.SetProgress
-	started      time.Time
-	now          time.Time
-	ended        time.Time
-	err          string
+	// capi are the Cluster API objects chosen; capiPatched what their patch did. Their
+	// standalone MachineSets are rolled after the Machine API ones, in the same bars.
+	capi        []clusterapi.Status
+	capiPatched []clusterapi.Result
+	order       []string
+	sets        map[string]machinesets.SetProgress
+	started     time.Time
+	now         time.Time
+	ended       time.Time
+	err         string
 
 	confirmStop bool
 	stopping    bool
@@ -52,25 +57,34 @@ type applyModel struct {
 }
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
-func startApply(ctx context.Context, b Backend, want machinesets.Attachment, changed, names []string, pools []nodepools.Status, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
-	a := applyModel{names: names, changed: changed, want: want, pools: pools, started: now, now: now, sets: map[string]machinesets.SetProgress{}}
-	for _, n := range names {
+func startApply(ctx context.Context, b Backend, want machinesets.Attachment, changed, names []string, capi []clusterapi.Status, pools []nodepools.Status, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+	a := applyModel{names: names, changed: changed, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]machinesets.SetProgress{}}
+	for _, n := range append(slices.Clone(names), a.capiSets()...) {
 		a.order = append(a.order, n)
 		a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for the patch"}
 	}
 	if dryRun {
 		a.phase, a.ended = applyDry, now
-		for _, n := range names {
+		for _, n := range a.order {
 			a.sets[n] = machinesets.SetProgress{Name: n, State: "dry run", Phase: "would be patched (if it lacks something) and rolled"}
 		}
 		return a, nil
 	}
 	a.phase = applyPatching
 	poolNames := a.poolNames()
+	var capiNames []string
+	for _, c := range capi {
+		capiNames = append(capiNames, capiKey(c))
+	}
 	return a, tea.Batch(func() tea.Msg {
 		var msg patchedMsg
 		if len(names) > 0 {
 			if msg.results, msg.err = b.Patch(ctx, want, names, false); msg.err != nil {
+				return msg
+			}
+		}
+		if len(capiNames) > 0 {
+			if msg.capi, msg.err = b.PatchClusterAPI(ctx, want, capiNames, false); msg.err != nil {
 				return msg
 			}
 		}
@@ -79,6 +93,19 @@ func startApply(ctx context.Context, b Backend, want machinesets.Attachment, cha
 		}
 		return msg
 	}, clockTick())
+}
+
+// capiSets are the standalone Cluster API MachineSets chosen, which the wizard rolls; their
+// names cannot clash with the Machine API ones (a Cluster API MachineSet of a Machine API
+// MachineSet's name is its copy, never offered on its own).
+func (a applyModel) capiSets() []string {
+	var names []string
+	for _, c := range a.capi {
+		if c.Kind == clusterapi.KindMachineSet {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 func (a applyModel) poolNames() []string {
@@ -101,19 +128,34 @@ func clockTick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return clockMsg(t) })
 }
 
-// rolloutCmd runs the rollout in the background; its progress comes back through events.
-func rolloutCmd(ctx context.Context, b Backend, names []string) tea.Cmd {
+// rolloutCmd runs the rollout in the background, the Machine API MachineSets first, then the
+// standalone Cluster API ones; its progress comes back through events.
+func rolloutCmd(ctx context.Context, b Backend, names, capiSets []string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithCancel(ctx)
 		events := make(chan tea.Msg, 1024)
 		go func() {
 			defer close(events)
-			results, err := b.Rollout(ctx, names, func(p machinesets.SetProgress) {
+			progress := func(p machinesets.SetProgress) {
 				select {
 				case events <- progressMsg{p: p}:
 				default: // the screen is behind; the next update carries the state anyway
 				}
-			})
+			}
+			var results []machinesets.SetProgress
+			var err error
+			if len(names) > 0 {
+				results, err = b.Rollout(ctx, names, progress)
+			}
+			if err == nil && len(capiSets) > 0 {
+				qualified := make([]string, len(capiSets))
+				for i, n := range capiSets {
+					qualified[i] = "machineset/" + n
+				}
+				var more []machinesets.SetProgress
+				more, err = b.RolloutClusterAPI(ctx, qualified, progress)
+				results = append(results, more...)
+			}
 			events <- rolloutDoneMsg{results, err}
 		}()
 		return rolloutStartedMsg{events: events, cancel: cancel}
@@ -168,7 +210,7 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 			return a, poolsCmd(ctx, b, a.want)
 		}
 	case patchedMsg:
-		a.patched, a.poolsPatched = msg.results, msg.pools
+		a.patched, a.poolsPatched, a.capiPatched = msg.results, msg.pools, msg.capi
 		if msg.err != nil {
 			a.phase, a.err, a.ended = applyFailed, msg.err.Error(), a.now
 			return a, nil
@@ -183,15 +225,16 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 			a.phase, a.ended = applyStopped, a.now
 			return a, follow
 		}
-		if len(a.names) == 0 {
-			a.phase, a.ended = applyDone, a.now // NodePools only: HyperShift does the rest
+		if len(a.order) == 0 {
+			// NodePools and MachineDeployments only: HyperShift and Cluster API do the rest.
+			a.phase, a.ended = applyDone, a.now
 			return a, follow
 		}
-		for _, n := range a.names {
+		for _, n := range a.order {
 			a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for its turn"}
 		}
 		a.phase = applyRolling
-		return a, tea.Batch(rolloutCmd(ctx, b, a.names), follow)
+		return a, tea.Batch(rolloutCmd(ctx, b, a.names, a.capiSets()), follow)
 	case rolloutStartedMsg:
 		a.cancel, a.events = msg.cancel, msg.events
 		return a, waitEvent(msg.events)
@@ -222,17 +265,28 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 
 // resumeCommand is the command that resumes the rollout of the chosen sets.
 func (a applyModel) resumeCommand() string {
-	cmd := "manila-setup machinesets rollout"
-	for _, n := range a.names {
-		cmd += " --name " + n
+	var cmds []string
+	if len(a.names) > 0 {
+		cmd := "manila-setup machinesets rollout"
+		for _, n := range a.names {
+			cmd += " --name " + n
+		}
+		cmds = append(cmds, cmd)
 	}
-	return cmd
+	if sets := a.capiSets(); len(sets) > 0 {
+		cmd := "manila-setup clusterapi rollout"
+		for _, n := range sets {
+			cmd += " --name machineset/" + n
+		}
+		cmds = append(cmds, cmd)
+	}
+	return strings.Join(cmds, "` and `")
 }
 
 // stoppedSummary says how far the stopped rollout got and how to resume it.
 func (a applyModel) stoppedSummary() string {
 	replaced, total := 0, 0
-	for _, n := range a.names {
+	for _, n := range a.order {
 		if p, ok := a.sets[n]; ok && p.State != machinesets.RolloutSkipped {
 			replaced += p.Replaced
 			total += p.Total
@@ -255,6 +309,8 @@ func (a applyModel) outcome() Outcome {
 		return Outcome{}
 	case applyDone:
 		switch {
+		case len(a.capi) > 0:
+			o.Summary = a.capiSummary()
 		case len(a.pools) == 0:
 			o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s; their machines were replaced.", strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "))
 		case len(a.names) == 0:
@@ -271,6 +327,58 @@ func (a applyModel) outcome() Outcome {
 		o.Summary = "The attachment did not finish: " + a.err
 	}
 	return o
+}
+
+// capiSummary is the closing sentence when Cluster API objects were chosen: what was attached
+// to which kind, and who replaced or replaces its machines.
+func (a applyModel) capiSummary() string {
+	var parts []string
+	if len(a.names) > 0 {
+		parts = append(parts, "MachineSets "+strings.Join(a.names, ", ")+" (their machines were replaced)")
+	}
+	if sets := a.capiSets(); len(sets) > 0 {
+		parts = append(parts, "Cluster API MachineSets "+strings.Join(sets, ", ")+" (their Machines were replaced)")
+	}
+	var deployments []string
+	for _, c := range a.capi {
+		if c.Kind == clusterapi.KindMachineDeployment {
+			deployments = append(deployments, c.Name)
+		}
+	}
+	if len(deployments) > 0 {
+		parts = append(parts, "MachineDeployments "+strings.Join(deployments, ", ")+" (Cluster API replaces their Machines itself: watch `oc get machinedeployments -n "+machinesets.ClusterAPINamespace+"`)")
+	}
+	if len(a.pools) > 0 {
+		parts = append(parts, "NodePools "+strings.Join(a.poolNames(), ", ")+" (HyperShift rolls them out itself: watch `"+a.watchCommand()+"`)")
+	}
+	return fmt.Sprintf("Attached network %s to %s.", strings.Join(a.want.Networks, ", "), strings.Join(parts, "; "))
+}
+
+// capiLines say what the patch did to the chosen MachineDeployments and who replaces their
+// Machines; the standalone MachineSets have their bars.
+func (a applyModel) capiLines(w int) []string {
+	var lines []string
+	for _, c := range a.capi {
+		if c.Kind != clusterapi.KindMachineDeployment {
+			continue
+		}
+		name := "MachineDeployment " + c.Name
+		i := slices.IndexFunc(a.capiPatched, func(r clusterapi.Result) bool { return r.Kind == c.Kind && r.Name == c.Name })
+		switch {
+		case a.phase == applyDry:
+			lines = append(lines, wrap(name+": dry run, would get a new template with the port (if it lacks one)", w)...)
+		case i < 0:
+			lines = append(lines, cut(name+": waiting for the patch", w))
+		case a.capiPatched[i].Action == machinesets.ActionPatched:
+			r := a.capiPatched[i]
+			lines = append(lines, wrap(fmt.Sprintf("%s: patched, makes its Machines from OpenStackMachineTemplate %s (was %s)", name, r.Template, r.OldTemplate), w)...)
+			lines = append(lines, wrapStyled(styleDim, "  Cluster API replaces its Machines itself (its rolling update); watch: oc get machinedeployment -n "+machinesets.ClusterAPINamespace+" "+c.Name, w)...)
+		default:
+			r := a.capiPatched[i]
+			lines = append(lines, wrap(name+": "+r.Action+", "+r.Reason, w)...)
+		}
+	}
+	return lines
 }
 
 // watchCommand follows the chosen NodePools: those of one namespace, or all.
@@ -334,7 +442,11 @@ func (a applyModel) view(w, h int, spin string) []string {
 	var lines []string
 	switch a.phase {
 	case applyPatching:
-		lines = append(lines, spin+" patching "+strings.Join(append(slices.Clone(a.names), a.poolNames()...), ", ")+"…")
+		patching := slices.Clone(a.names)
+		for _, c := range a.capi {
+			patching = append(patching, capiKey(c))
+		}
+		lines = append(lines, spin+" patching "+strings.Join(append(patching, a.poolNames()...), ", ")+"…")
 	case applyRolling:
 		if a.stopping {
 			lines = append(lines, spin+" stopping after the current step…")
@@ -343,6 +455,8 @@ func (a applyModel) view(w, h int, spin string) []string {
 		}
 	case applyDone:
 		switch {
+		case len(a.capi) > 0:
+			lines = append(lines, wrapStyled(styleOK, "✓ every chosen set was patched and the MachineSets' machines replaced; a MachineDeployment's are replaced by Cluster API itself (below)", w)...)
 		case len(a.pools) == 0:
 			lines = append(lines, styleOK.Render("✓ every chosen MachineSet was patched and its machines replaced"))
 		case len(a.names) == 0:
@@ -366,9 +480,9 @@ func (a applyModel) view(w, h int, spin string) []string {
 	}
 	patched := a.patchedLines(w)
 	budget := h - len(lines) - len(confirm)
-	pools := a.poolLines(w, false)
+	pools := append(a.capiLines(w), a.poolLines(w, false)...)
 	if len(a.order) > 0 && len(pools) > budget/2 {
-		pools = a.poolLines(w, true) // the MachineSets' bars keep their room
+		pools = append(a.capiLines(w), a.poolLines(w, true)...) // the MachineSets' bars keep their room
 	}
 	if len(a.order) == 0 {
 		return append(append(lines, pools...), confirm...)

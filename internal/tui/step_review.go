@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 )
@@ -19,6 +20,7 @@ type reviewModel struct {
 	err      string
 	results  []machinesets.PatchResult
 	pools    []nodepools.Result
+	capi     []clusterapi.Result
 	commands []string
 	scroll   int
 }
@@ -32,7 +34,7 @@ func (r reviewModel) withPlan(msg planMsg) reviewModel {
 		r.err = msg.err.Error()
 		return r
 	}
-	r.results, r.pools = msg.results, msg.pools
+	r.results, r.pools, r.capi = msg.results, msg.pools, msg.capi
 	return r
 }
 
@@ -50,6 +52,18 @@ func (r reviewModel) changedNames() []string {
 func (r reviewModel) invalid() []machinesets.PatchResult {
 	var out []machinesets.PatchResult
 	for _, res := range r.results {
+		if res.Action == machinesets.ActionInvalid {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// invalidCAPI are the Cluster API objects that cannot be patched (their template is missing or
+// unreadable): like invalid MachineSets, they keep the review from going on.
+func (r reviewModel) invalidCAPI() []clusterapi.Result {
+	var out []clusterapi.Result
+	for _, res := range r.capi {
 		if res.Action == machinesets.ActionInvalid {
 			out = append(out, res)
 		}
@@ -75,7 +89,7 @@ func (r reviewModel) key(k string, w, h int, dryRun bool) (reviewModel, tea.Cmd)
 	case "end", "G":
 		r.scroll = last
 	case "enter":
-		if !r.loading && r.err == "" && len(r.invalid()) == 0 {
+		if !r.loading && r.err == "" && len(r.invalid()) == 0 && len(r.invalidCAPI()) == 0 {
 			return r, nav(1)
 		}
 	}
@@ -98,7 +112,7 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	for _, res := range r.results {
 		switch res.Action {
 		case machinesets.ActionWouldPatch:
-			lines = append(lines, wrap("MachineSet "+res.Name+": "+describeAdded(res), w)...)
+			lines = append(lines, wrap("MachineSet "+res.Name+": "+describeAdded(res)+viaCopy(res.ClusterAPI), w)...)
 		default:
 			lines = append(lines, wrapStyled(styleDim, "MachineSet "+res.Name+": "+res.Action+", "+res.Reason, w)...)
 		}
@@ -109,13 +123,21 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	if len(r.results) > 0 && len(changed) == 0 && len(r.invalid()) == 0 {
 		lines = append(lines, styleOK.Render("Every chosen MachineSet already has the network and groups: enter replaces the machines that still lack them."))
 	}
+	lines = append(lines, r.capiLines(w)...)
 	lines = append(lines, r.poolLines(w)...)
+	diffs := make([]string, 0, len(r.results)+len(r.capi))
 	for _, res := range r.results {
-		if res.Diff == "" {
+		diffs = append(diffs, res.Diff)
+	}
+	for _, res := range r.capi {
+		diffs = append(diffs, res.Diff)
+	}
+	for _, diff := range diffs {
+		if diff == "" {
 			continue
 		}
 		lines = append(lines, "")
-		for _, l := range strings.Split(strings.TrimRight(res.Diff, "\n"), "\n") {
+		for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
 			if strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") {
 				// The headers name the object; wrapped rather than cut at narrow widths.
 				for _, part := range wrap(l, w) {
@@ -147,6 +169,36 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	}
 	if dryRun {
 		lines = append(lines, "", styleWarn.Render("Dry run: enter walks on, but nothing is patched or rolled."))
+	}
+	return lines
+}
+
+// viaCopy says that a MachineSet is patched through its Cluster API copy: the diff that follows
+// is of the copy and its new template.
+func viaCopy(clusterAPI bool) string {
+	if !clusterAPI {
+		return ""
+	}
+	return " (via its Cluster API copy in " + machinesets.ClusterAPINamespace + ": a new OpenStackMachineTemplate)"
+}
+
+// capiLines say what the patch does to each chosen Cluster API object: a new template, and who
+// replaces its Machines.
+func (r reviewModel) capiLines(w int) []string {
+	var lines []string
+	for _, res := range r.capi {
+		name := "Cluster API " + res.Kind + " " + res.Name
+		switch res.Action {
+		case machinesets.ActionWouldPatch:
+			lines = append(lines, wrap(fmt.Sprintf("%s: new OpenStackMachineTemplate %s (from %s), %s", name, res.Template, res.OldTemplate, describeAdded(res.PatchResult)), w)...)
+		case machinesets.ActionInvalid:
+			lines = append(lines, wrapStyled(styleErr, fmt.Sprintf("✗ %s cannot be patched: %s. Fix it, or go back (esc) and leave it out.", name, res.Reason), w)...)
+		default:
+			lines = append(lines, wrapStyled(styleDim, name+": "+res.Action+", "+res.Reason, w)...)
+		}
+		if res.Warning != "" {
+			lines = append(lines, wrapStyled(styleWarn, "! "+res.Warning, w)...)
+		}
 	}
 	return lines
 }
@@ -224,7 +276,7 @@ func orKind(kinds string) string {
 // commandLines are the flag-driven commands that do what the wizard is about to do: for
 // MachineSets a patch and a rollout, for NodePools (NAMESPACE/NAME) a patch, as HyperShift rolls
 // them itself.
-func commandLines(conn *Connection, a machinesets.Attachment, names, pools []string, force bool) []string {
+func commandLines(conn *Connection, a machinesets.Attachment, names, capi, pools []string, force bool) []string {
 	prefix := "manila-setup"
 	if conn != nil {
 		for _, f := range conn.Flags {
@@ -232,6 +284,7 @@ func commandLines(conn *Connection, a machinesets.Attachment, names, pools []str
 		}
 	}
 	roll := prefix + " machinesets rollout"
+	capiRoll := prefix + " clusterapi rollout"
 	if conn != nil && conn.Cloud != "" {
 		prefix += " --os-cloud " + shellQuote(conn.Cloud)
 	}
@@ -257,6 +310,26 @@ func commandLines(conn *Connection, a machinesets.Attachment, names, pools []str
 		}
 		lines = append(lines, "  "+patch, "  "+roll)
 	}
+	if len(capi) > 0 {
+		patch := prefix + " clusterapi patch" + networks
+		for _, g := range a.SecurityGroups {
+			patch += " --security-group " + g
+		}
+		patch += forced
+		sets := false
+		for _, n := range capi {
+			patch += " --name " + n
+			// A MachineDeployment rolls by itself; only standalone MachineSets are rolled.
+			if strings.HasPrefix(n, "machineset/") {
+				capiRoll += " --name " + n
+				sets = true
+			}
+		}
+		lines = append(lines, "  "+patch)
+		if sets {
+			lines = append(lines, "  "+capiRoll)
+		}
+	}
 	if len(pools) > 0 {
 		// No --security-group: a NodePool's port takes none, the review says so instead.
 		patch := prefix + " nodepools patch" + networks + forced
@@ -266,12 +339,12 @@ func commandLines(conn *Connection, a machinesets.Attachment, names, pools []str
 		lines = append(lines, "  "+patch)
 	}
 	if conn != nil && conn.Context != "" {
-		which := "both act"
+		which := "all act"
 		switch len(lines) {
 		case 1:
 			which = "it acts"
-		case 3:
-			which = "all act"
+		case 2:
+			which = "both act"
 		}
 		lines = append(lines, styleDim.Render("  ("+which+" on the kubeconfig's current context: oc config use-context "+conn.Context+")"))
 	}
