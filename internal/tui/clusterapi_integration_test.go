@@ -161,7 +161,7 @@ func TestWizardClusterAPI(t *testing.T) {
 		}{
 			{enter, []string{"2/7 Storage network", "› * storage"}},
 			{enter, []string{"3/7 Security groups"}},
-			{enter, []string{"4/7 MachineSets", "1 of 1 MachineSets and 2 of 2 Cluster API sets selected", "via Cluster API copy",
+			{enter, []string{"4/7 MachineSets", "1 of 1 MachineSets and 2 of 2 Cluster API sets selected", "via CAPI",
 				"ostest-extra", "MachineSet 1", "ostest-md", "Deployment 1"}},
 			{enter, []string{"5/7 Review", "MachineSet ostest-worker-0: adds network " + storageNet + " (via its Cluster API copy",
 				"Cluster API MachineSet ostest-extra: new OpenStackMachineTemplate ostest-extra-manila-", "Cluster API MachineDeployment ostest-md: new OpenStackMachineTemplate",

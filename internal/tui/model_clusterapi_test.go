@@ -45,7 +45,7 @@ func TestSetsOfferClusterAPI(t *testing.T) {
 		t.Errorf("Cluster API objects preselected: %v", got)
 	}
 	v := view(d)
-	mustContain(t, v, "2 of 4 MachineSets and 2 of 5 Cluster API sets selected", "via Cluster API copy",
+	mustContain(t, v, "2 of 4 MachineSets and 2 of 5 Cluster API sets selected", "via CAPI",
 		"[x] ostest-x7k2p-worker-1 worker   1/1      missing", "Cluster API MachineSets, MachineDeployments of openshift-cluster-api",
 		"[x] capi-gpu              MachineSet 1        capi-gpu-tmpl        missing      1/1",
 		"[x] capi-md               Deployment 2", " -  capi-paused           MachineSet 1        paused (annotation cluster.x-k8s.io/paused)",

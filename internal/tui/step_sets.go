@@ -329,6 +329,7 @@ func (s setsModel) view(w, h int, spin string) []string {
 	}
 	lines = append(lines, "")
 	lines = append(lines, wrapStyled(styleDim, "MACHINES: up to date / replicas, as machinesets list counts them; the others are replaced in step 6", w)...)
+	lines = append(lines, viaLegend(s.sets, w)...)
 	if s.problem != "" {
 		lines = append(lines, wrapStyled(styleWarn, s.problem, w)...)
 	}
@@ -422,6 +423,7 @@ func (s setsModel) mixedView(w, h int) []string {
 	var foot []string
 	if s.machineAPI && len(s.sets) > 0 {
 		foot = append(foot, wrapStyled(styleDim, "MACHINES: up to date / replicas, as machinesets list counts them; the others are replaced in step 6", w)...)
+		foot = append(foot, viaLegend(s.sets, w)...)
 	}
 	if len(s.capi) > 0 {
 		foot = append(foot, wrapStyled(styleDim, "Cluster API sets get a new template with the port; ON TEMPLATE: Machines made from the current one / all; step 6 replaces the MachineSets' others, a MachineDeployment rolls by itself", w)...)
@@ -475,7 +477,18 @@ func via(st machinesets.SetStatus) string {
 	if !st.ClusterAPI {
 		return ""
 	}
-	return styleDim.Render("  via Cluster API copy")
+	return styleDim.Render("  via CAPI")
+}
+
+// viaLegend explains "via CAPI" when a row says it (the mark is short so that it fits at 80
+// columns; the legend wraps).
+func viaLegend(sets []machinesets.SetStatus, w int) []string {
+	for _, st := range sets {
+		if st.ClusterAPI {
+			return wrapStyled(styleDim, "via CAPI: Cluster API is authoritative for it: its Cluster API copy in "+machinesets.ClusterAPINamespace+" gets a new template with the port, and is rolled", w)
+		}
+	}
+	return nil
 }
 
 // capiRow is a Cluster API object's row: kind, name, replicas, template, storage network,
