@@ -4,6 +4,7 @@ package nodepools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
@@ -227,5 +229,66 @@ func TestPatchNodePools(t *testing.T) {
 
 	if _, err := Patch(ctx, dyn, Options{Attachment: opts.Attachment, HostedCluster: "nope"}); err == nil || !strings.Contains(err.Error(), `no NodePool of HostedCluster "nope"`) {
 		t.Errorf("an unknown HostedCluster: %v", err)
+	}
+}
+
+// TestPatchFileMatchesTheCluster: the NodePools of the GitOps file, created on a real apiserver,
+// then patched offline (the file) and on the cluster, end up with the same spec and record.
+func TestPatchFileMatchesTheCluster(t *testing.T) {
+	ctx := context.Background()
+	api := testenv.NewAPIServer(t)
+	if err := api.InstallHyperShiftCRDs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(api.Config)
+	f, err := filepatch.Parse("pools.yaml", []byte(gitopsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range f.Objects() {
+		if o.Kind != "NodePool" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(o.JSON, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(GVR).Namespace("clusters").Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}}, By: "test",
+		Now: func() time.Time { return time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC) }}
+	offline, err := PatchFile(ctx, "pools.yaml", []byte(gitopsFile), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Patch(ctx, dyn, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range offline.Objects {
+		var want unstructured.Unstructured
+		if err := json.Unmarshal(raw, &want.Object); err != nil {
+			t.Fatal(err)
+		}
+		got, err := dyn.Resource(GVR).Namespace("clusters").Get(ctx, want.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range [][]string{{"spec", "platform"}, {"metadata", "annotations", attachment.Annotation}} {
+			w, _, _ := unstructured.NestedFieldNoCopy(want.Object, field...)
+			g, _, _ := unstructured.NestedFieldNoCopy(got.Object, field...)
+			wj, _ := json.Marshal(w)
+			gj, _ := json.Marshal(g)
+			if w == nil || !filepatch.SameJSON(wj, gj) {
+				t.Errorf("NodePool %s .%s:\n offline %s\ncluster %s", want.GetName(), strings.Join(field, "."), wj, gj)
+			}
+		}
+	}
+	if len(offline.Objects) != 2 {
+		t.Errorf("%d NodePools compared, want 2", len(offline.Objects))
 	}
 }
