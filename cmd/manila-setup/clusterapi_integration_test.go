@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,13 +45,12 @@ func capiSet(kind, name, template string) string {
 	"infrastructureRef":{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"OpenStackMachineTemplate","name":"` + template + `"}}}}}`
 }
 
-// TestClusterAPICommands: on an OpenShift cluster running the Machine API → Cluster API
-// migration (TechPreviewNoUpgrade CRDs) with Cluster API's and CAPO's CRDs: `machinesets patch`
-// patches the Machine API set and, for the set Cluster API is authoritative for, its Cluster
-// API copy (a new template), one row each; `clusterapi patch` does the MachineDeployment, says
-// who rolls, and exits 1 for a set whose template is missing; `clusterapi patch -f` patches a
-// file with no cluster.
-func TestClusterAPICommands(t *testing.T) {
+// newMigratingCluster is an apiserver shaped like an OpenShift cluster running the Machine API →
+// Cluster API migration: the TechPreviewNoUpgrade Machine API CRDs, Cluster API's and CAPO's, the
+// two namespaces, and two worker MachineSets, ostest-worker-0 (status.authoritativeAPI
+// MachineAPI) and ostest-worker-1 (ClusterAPI), each of 2 replicas.
+func newMigratingCluster(t *testing.T) (*testenv.APIServer, machineclient.Interface, dynamic.Interface) {
+	t.Helper()
 	ctx := context.Background()
 	api := testenv.NewAPIServer(t)
 	if err := api.UseMachineAPIFeatureSet("TechPreviewNoUpgrade"); err != nil {
@@ -73,11 +73,26 @@ func TestClusterAPICommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dyn := dynamic.NewForConfigOrDie(api.Config)
-	const tmpl = `{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"OpenStackMachineTemplate","metadata":{"name":"NAME"},
+	return api, mc, dynamic.NewForConfigOrDie(api.Config)
+}
+
+// capiTemplate is an OpenStackMachineTemplate with no ports, as JSON.
+func capiTemplate(name string) string {
+	return `{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"OpenStackMachineTemplate","metadata":{"name":"` + name + `"},
 	"spec":{"template":{"spec":{"flavor":"m1.xlarge","image":{"filter":{"name":"rhcos"}}}}}}`
-	capiObject(t, dyn, clusterapi.TemplateGVR, strings.Replace(tmpl, "NAME", "ostest-worker-1", 1))
-	capiObject(t, dyn, clusterapi.TemplateGVR, strings.Replace(tmpl, "NAME", "ostest-md", 1))
+}
+
+// TestClusterAPICommands: on an OpenShift cluster running the Machine API → Cluster API
+// migration (TechPreviewNoUpgrade CRDs) with Cluster API's and CAPO's CRDs: `machinesets patch`
+// patches the Machine API set and, for the set Cluster API is authoritative for, its Cluster
+// API copy (a new template), one row each; `clusterapi patch` does the MachineDeployment, says
+// who rolls, and exits 1 for a set whose template is missing; `clusterapi patch -f` patches a
+// file with no cluster.
+func TestClusterAPICommands(t *testing.T) {
+	ctx := context.Background()
+	api, mc, dyn := newMigratingCluster(t)
+	capiObject(t, dyn, clusterapi.TemplateGVR, capiTemplate("ostest-worker-1"))
+	capiObject(t, dyn, clusterapi.TemplateGVR, capiTemplate("ostest-md"))
 	capiObject(t, dyn, clusterapi.MachineSetGVR, capiSet("MachineSet", "ostest-worker-1", "ostest-worker-1"))
 	capiObject(t, dyn, clusterapi.MachineDeploymentGVR, capiSet("MachineDeployment", "ostest-md", "ostest-md"))
 	kubeconfig, err := api.KubeconfigFor(t.TempDir(), "admin", "system:masters")

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,9 +17,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
 	"github.com/manila-setup/manila-setup/clusterapi"
-	"github.com/manila-setup/manila-setup/internal/testenv"
 	"github.com/manila-setup/manila-setup/internal/testenv/capictl"
-	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
@@ -62,37 +58,13 @@ func capiTemplatesOf(t *testing.T, dyn dynamic.Interface, set string, n int) []s
 // says up to date, exits 1 with the Machine named when a new Machine fails (the sets after it
 // left pending) and for an unknown --name, 2 for flags that cannot roll anything.
 func TestClusterAPIRolloutCommands(t *testing.T) {
-	ctx := context.Background()
-	api := testenv.NewAPIServer(t)
-	if err := api.UseMachineAPIFeatureSet("TechPreviewNoUpgrade"); err != nil {
-		t.Fatal(err)
-	}
-	if err := api.InstallClusterAPICRDs(); err != nil {
-		t.Fatal(err)
-	}
-	mc := createMachineSetNamespace(t, ctx, api)
-	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinesets.ClusterAPINamespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	// ostest-worker-0 has no Machines: the Machine API rollout finds it up to date.
-	for i, authority := range []machinev1beta1.MachineAuthority{machinev1beta1.MachineAuthorityMachineAPI, machinev1beta1.MachineAuthorityClusterAPI} {
-		ms, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet("ostest", i, 2), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms.Status.AuthoritativeAPI = authority
-		if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).UpdateStatus(ctx, ms, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dyn := dynamic.NewForConfigOrDie(api.Config)
-	const tmpl = `{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"OpenStackMachineTemplate","metadata":{"name":"NAME"},
-	"spec":{"template":{"spec":{"flavor":"m1.xlarge","image":{"filter":{"name":"rhcos"}}}}}}`
+	api, _, dyn := newMigratingCluster(t)
 	withReplicas := func(doc string, n string) string {
 		return strings.Replace(doc, `"spec":{`, `"spec":{"replicas":`+n+`,`, 1)
 	}
-	capiObject(t, dyn, clusterapi.TemplateGVR, strings.Replace(tmpl, "NAME", "ostest-worker-1", 1))
-	capiObject(t, dyn, clusterapi.TemplateGVR, strings.Replace(tmpl, "NAME", "ostest-extra", 1))
+	capiObject(t, dyn, clusterapi.TemplateGVR, capiTemplate("ostest-worker-1"))
+	capiObject(t, dyn, clusterapi.TemplateGVR, capiTemplate("ostest-extra"))
 	capiObject(t, dyn, clusterapi.MachineSetGVR, withReplicas(capiSet("MachineSet", "ostest-worker-1", "ostest-worker-1"), "2"))
 	capiObject(t, dyn, clusterapi.MachineSetGVR, withReplicas(capiSet("MachineSet", "ostest-extra", "ostest-extra"), "1"))
 	ctl := capictl.Start(t, api.Config, capictl.Options{Namespace: machinesets.ClusterAPINamespace})
