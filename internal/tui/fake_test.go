@@ -66,6 +66,7 @@ type fakeBackend struct {
 	capi        []clusterapi.Status
 	capiPatched []string // machineset/NAME or machinedeployment/NAME, "dry:" prefix for dry runs
 	capiRolled  []string
+	capiListErr error // ClusterAPI answers it
 }
 
 func subnet(name, cidr, netID string) openstack.Subnet {
@@ -202,6 +203,9 @@ func fakeTemplateDiff(kind, name, network string) string {
 func (f *fakeBackend) ClusterAPI(context.Context, machinesets.Attachment) ([]clusterapi.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.capiListErr != nil {
+		return nil, f.capiListErr
+	}
 	return append([]clusterapi.Status(nil), f.capi...), nil
 }
 

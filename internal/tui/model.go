@@ -137,6 +137,8 @@ type (
 		sets  []machinesets.SetStatus
 		pools []nodepools.Status
 		capi  []clusterapi.Status
+		// notes say which kinds could not be read (the others are offered).
+		notes []string
 		err   error
 	}
 	planMsg struct {
@@ -226,13 +228,23 @@ func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attach
 				return msg
 			}
 		}
+		// The Cluster API objects and NodePools are offered beside the MachineSets: when they
+		// cannot be read, the rest still is, with a note saying what is missing and why.
 		if conn.ClusterAPI {
-			if msg.capi, msg.err = b.ClusterAPI(ctx, want); msg.err != nil {
-				return msg
+			var err error
+			if msg.capi, err = b.ClusterAPI(ctx, want); err != nil {
+				msg.notes = append(msg.notes, fmt.Sprintf("the Cluster API objects of %s could not be read, so they are not offered (nor the MachineSets attached through them): %v", machinesets.ClusterAPINamespace, err))
 			}
 		}
 		if hyperShift {
-			msg.pools, msg.err = b.NodePools(ctx, want)
+			var err error
+			if msg.pools, err = b.NodePools(ctx, want); err != nil {
+				if !machineAPI && !conn.ClusterAPI {
+					msg.err = err // nothing else to offer
+					return msg
+				}
+				msg.notes = append(msg.notes, fmt.Sprintf("the NodePools could not be read, so they are not offered: %v", err))
+			}
 		}
 		return msg
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -62,6 +63,22 @@ func TestSetsOfferClusterAPI(t *testing.T) {
 	mustContain(t, view(d), "Cluster API MachineSet capi-md-7f9c4 cannot be chosen: made by MachineDeployment capi-md")
 	if len(d.m.sets.chosenCAPI()) != 1 {
 		t.Errorf("chosen: %v", d.m.sets.chosenCAPI())
+	}
+}
+
+// TestSetsGoOnWhenClusterAPICannotBeRead: a refused list of the Cluster API objects leaves the
+// MachineSets offered, with a note; the set attached through its copy cannot be chosen.
+func TestSetsGoOnWhenClusterAPICannotBeRead(t *testing.T) {
+	b := newClusterAPIBackend()
+	b.capiListErr = errors.New(`machinesets.cluster.x-k8s.io is forbidden: User "dev" cannot list resource "machinesets"`)
+	d := toSets(t, b, false, 120, 40)
+	v := view(d)
+	mustContain(t, v, "note: the Cluster API objects of openshift-cluster-api could not be read", "cannot list resource", "ostest-x7k2p-worker-0")
+	if got := d.m.sets.chosen(); !slices.Equal(got, []string{"ostest-x7k2p-worker-0"}) {
+		t.Errorf("MachineSets preselected: %v", got)
+	}
+	if len(d.m.sets.chosenCAPI()) != 0 {
+		t.Errorf("Cluster API objects chosen: %v", d.m.sets.chosenCAPI())
 	}
 }
 

@@ -33,6 +33,7 @@ type setsModel struct {
 	capiSel  map[string]bool // Cluster API objects by machineset/NAME or machinedeployment/NAME
 	poolsSel map[string]bool // NodePools by NAMESPACE/NAME
 	problem  string          // why enter does nothing
+	notes    []string        // kinds that could not be read
 }
 
 func (s setsModel) withSets(msg setsMsg) setsModel {
@@ -44,7 +45,7 @@ func (s setsModel) withSets(msg setsMsg) setsModel {
 		s.err = msg.err.Error()
 		return s
 	}
-	s.sets, s.pools, s.err = viaCopies(msg.sets, msg.capi), msg.pools, ""
+	s.sets, s.pools, s.err, s.notes = viaCopies(msg.sets, msg.capi), msg.pools, "", msg.notes
 	s.capi = withoutCopies(msg.capi, msg.sets)
 	s.capiSel = map[string]bool{}
 	for _, c := range s.capi {
@@ -330,6 +331,9 @@ func (s setsModel) view(w, h int, spin string) []string {
 	lines = append(lines, "")
 	lines = append(lines, wrapStyled(styleDim, "MACHINES: up to date / replicas, as machinesets list counts them; the others are replaced in step 6", w)...)
 	lines = append(lines, viaLegend(s.sets, w)...)
+	for _, n := range s.notes {
+		lines = append(lines, wrapStyled(styleWarn, "note: "+n, w)...)
+	}
 	if s.problem != "" {
 		lines = append(lines, wrapStyled(styleWarn, s.problem, w)...)
 	}
@@ -430,6 +434,9 @@ func (s setsModel) mixedView(w, h int) []string {
 	}
 	if s.hasPools() {
 		foot = append(foot, wrapStyled(styleDim, "NodePools get a port on the storage network; HyperShift rolls the change out itself (step 6 says how)", w)...)
+	}
+	for _, n := range s.notes {
+		foot = append(foot, wrapStyled(styleWarn, "note: "+n, w)...)
 	}
 	if s.problem != "" {
 		foot = append(foot, wrapStyled(styleWarn, s.problem, w)...)
