@@ -217,7 +217,7 @@ func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachmen
 		return nil, f.patchErr
 	}
 	var out []clusterapi.Result
-	for _, c := range f.capi {
+	for i, c := range f.capi {
 		key := strings.ToLower(c.Kind) + "/" + c.Name
 		if !slices.Contains(names, key) {
 			continue
@@ -236,6 +236,9 @@ func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachmen
 			r.OldTemplate, r.Template = c.Template, c.Template+"-manila-0a1b2c3d"
 			if dryRun {
 				r.Action, r.Diff = machinesets.ActionWouldPatch, fakeTemplateDiff(c.Kind, c.Name, a.Networks[0])
+			} else {
+				// As the cluster then reads: the new template, none of the Machines made from it yet.
+				f.capi[i].Template, f.capi[i].OnTemplate, f.capi[i].StorageNetwork = r.Template, 0, machinesets.StateAttached
 			}
 		}
 		out = append(out, r)

@@ -28,7 +28,8 @@ type Options struct {
 	Now func() time.Time
 	// StoragePoll is how often the verify screen reads the driver's state; zero: 2s.
 	StoragePoll time.Duration
-	// NodePoolPoll is how often the apply screen reads the patched NodePools' progress; zero: 5s.
+	// NodePoolPoll is how often the apply screen reads the progress of the patched NodePools
+	// and MachineDeployments (which their controllers roll, not the wizard); zero: 5s.
 	NodePoolPoll time.Duration
 }
 
@@ -159,8 +160,15 @@ type (
 		pools []nodepools.Status
 		err   error
 	}
-	poolsPollMsg      struct{}
-	rolloutStartedMsg struct {
+	poolsPollMsg struct{}
+	// deploymentsMsg is a read of the patched MachineDeployments' progress; deploymentsPollMsg
+	// asks for the next.
+	deploymentsMsg struct {
+		capi []clusterapi.Status
+		err  error
+	}
+	deploymentsPollMsg struct{}
+	rolloutStartedMsg  struct {
 		events <-chan tea.Msg
 		cancel context.CancelFunc
 	}
@@ -333,7 +341,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case planMsg:
 		m.review = m.review.withPlan(msg)
 		return m, nil
-	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, poolsMsg, poolsPollMsg:
+	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, poolsMsg, poolsPollMsg, deploymentsMsg, deploymentsPollMsg:
 		var cmd tea.Cmd
 		m.apply, cmd = m.apply.update(msg, m.ctx, m.opts, m.step == stepApply)
 		if o := m.apply.outcome(); o.Summary != "" {

@@ -128,6 +128,20 @@ func TestApplyClusterAPI(t *testing.T) {
 	if !o.Applied || o.Err != nil || !strings.Contains(o.Summary, "Cluster API MachineSets capi-gpu (their Machines were replaced); MachineDeployments capi-md (Cluster API replaces their Machines itself") {
 		t.Errorf("outcome %+v", o)
 	}
+	mustContain(t, view(d), "now: 0 of 2 Machines made from capi-md-tmpl-manila-0a1b2c3d")
+
+	// Cluster API rolls the MachineDeployment: the next read shows it.
+	b.mu.Lock()
+	for i := range b.capi {
+		if b.capi[i].Name == "capi-md" {
+			b.capi[i].OnTemplate, b.capi[i].Machines = 2, 2
+		}
+	}
+	b.mu.Unlock()
+	next, cmd := d.m.Update(deploymentsPollMsg{})
+	d.m = next.(Model)
+	d.run(cmd)
+	mustContain(t, view(d), "now: 2 of 2 Machines made from capi-md-tmpl-manila-0a1b2c3d")
 }
 
 // TestDryRunWritesNoClusterAPIObject: a dry run computes the diffs and writes nothing.

@@ -36,9 +36,10 @@ type applyModel struct {
 	want    machinesets.Attachment
 	patched []machinesets.PatchResult
 	// pools are the NodePools chosen, as last read; poolsPatched what their patch did.
-	pools        []nodepools.Status
-	poolsPatched []nodepools.Result
-	poolsErr     string // the last progress read failed
+	pools          []nodepools.Status
+	poolsPatched   []nodepools.Result
+	poolsErr       string // the last progress read failed
+	deploymentsErr string // the last read of the MachineDeployments' progress failed
 	// capi are the Cluster API objects chosen; capiPatched what their patch did. Their
 	// standalone MachineSets are rolled after the Machine API ones, in the same bars.
 	capi        []clusterapi.Status
@@ -122,6 +123,23 @@ func poolsCmd(ctx context.Context, b Backend, want machinesets.Attachment) tea.C
 		pools, err := b.NodePools(ctx, want)
 		return poolsMsg{pools, err}
 	}
+}
+
+// deploymentsCmd reads the Cluster API objects once, for the progress of the patched
+// MachineDeployments.
+func deploymentsCmd(ctx context.Context, b Backend, want machinesets.Attachment) tea.Cmd {
+	return func() tea.Msg {
+		capi, err := b.ClusterAPI(ctx, want)
+		return deploymentsMsg{capi, err}
+	}
+}
+
+// deploymentsPatched reports whether a MachineDeployment got a new template, whose rollout the
+// screen then follows.
+func (a applyModel) deploymentsPatched() bool {
+	return slices.ContainsFunc(a.capiPatched, func(r clusterapi.Result) bool {
+		return r.Kind == clusterapi.KindMachineDeployment && r.Action == machinesets.ActionPatched
+	})
 }
 
 func clockTick() tea.Cmd {
@@ -209,6 +227,23 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 		if active {
 			return a, poolsCmd(ctx, b, a.want)
 		}
+	case deploymentsMsg:
+		a.deploymentsErr = ""
+		if msg.err != nil {
+			a.deploymentsErr = msg.err.Error()
+		}
+		for i, c := range a.capi {
+			for _, fresh := range msg.capi {
+				if fresh.Kind == c.Kind && fresh.Name == c.Name {
+					a.capi[i] = fresh
+				}
+			}
+		}
+		return a, tea.Tick(opts.NodePoolPoll, func(time.Time) tea.Msg { return deploymentsPollMsg{} })
+	case deploymentsPollMsg:
+		if active {
+			return a, deploymentsCmd(ctx, b, a.want)
+		}
 	case patchedMsg:
 		a.patched, a.poolsPatched, a.capiPatched = msg.results, msg.pools, msg.capi
 		if msg.err != nil {
@@ -220,6 +255,11 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 			// The pools are copied so that the reads do not change the chosen ones' slice.
 			a.pools = append([]nodepools.Status(nil), a.pools...)
 			follow = poolsCmd(ctx, b, a.want)
+		}
+		if a.deploymentsPatched() {
+			// Copied, as the pools are, before the reads replace entries.
+			a.capi = append([]clusterapi.Status(nil), a.capi...)
+			follow = tea.Batch(follow, deploymentsCmd(ctx, b, a.want))
 		}
 		if a.stopping {
 			a.phase, a.ended = applyStopped, a.now
@@ -354,10 +394,13 @@ func (a applyModel) capiSummary() string {
 	return fmt.Sprintf("Attached network %s to %s.", strings.Join(a.want.Networks, ", "), strings.Join(parts, "; "))
 }
 
-// capiLines say what the patch did to the chosen MachineDeployments and who replaces their
-// Machines; the standalone MachineSets have their bars.
+// capiLines say what the patch did to the chosen MachineDeployments, who replaces their
+// Machines and how far that is; the standalone MachineSets have their bars.
 func (a applyModel) capiLines(w int) []string {
 	var lines []string
+	if a.deploymentsErr != "" {
+		lines = append(lines, wrapStyled(styleWarn, "the MachineDeployments' progress could not be read: "+a.deploymentsErr, w)...)
+	}
 	for _, c := range a.capi {
 		if c.Kind != clusterapi.KindMachineDeployment {
 			continue
@@ -373,6 +416,10 @@ func (a applyModel) capiLines(w int) []string {
 			r := a.capiPatched[i]
 			lines = append(lines, wrap(fmt.Sprintf("%s: patched, makes its Machines from OpenStackMachineTemplate %s (was %s)", name, r.Template, r.OldTemplate), w)...)
 			lines = append(lines, wrapStyled(styleDim, "  Cluster API replaces its Machines itself (its rolling update); watch: oc get machinedeployment -n "+machinesets.ClusterAPINamespace+" "+c.Name, w)...)
+			if c.Template == r.Template {
+				// Read since the patch: how far the rolling update is.
+				lines = append(lines, wrap(fmt.Sprintf("  now: %d of %d Machines made from %s", c.OnTemplate, c.Replicas, r.Template), w)...)
+			}
 		default:
 			r := a.capiPatched[i]
 			lines = append(lines, wrap(name+": "+r.Action+", "+r.Reason, w)...)
