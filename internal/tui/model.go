@@ -624,19 +624,40 @@ var helpText = [stepCount]string{
 
 // stepTitle names a screen; the fourth after what the cluster has to choose from.
 func (m Model) stepTitle(step stepID) string {
-	if step == stepSets && m.conn != nil && m.conn.HyperShift && m.conn.NodePools > 0 {
-		if !m.conn.MachineAPI {
-			return "NodePools"
-		}
-		return "MachineSets, NodePools"
+	if step != stepSets || m.conn == nil {
+		return stepTitles[step]
 	}
-	return stepTitles[step]
+	var kinds []string
+	if m.conn.MachineAPI || !m.conn.HyperShift {
+		kinds = append(kinds, "MachineSets")
+	}
+	if m.conn.ClusterAPI {
+		kinds = append(kinds, "Cluster API")
+	}
+	if m.conn.HyperShift && m.conn.NodePools > 0 {
+		kinds = append(kinds, "NodePools")
+	}
+	if len(kinds) == 0 {
+		return stepTitles[step]
+	}
+	return strings.Join(kinds, ", ")
 }
 
-// helpText is what a screen is for, with what NodePools change on a management cluster.
+// helpText is what a screen is for, with what Cluster API objects and NodePools change.
 func (m Model) helpText(step stepID) string {
 	text := helpText[step]
-	if m.conn == nil || !m.conn.HyperShift || m.conn.NodePools == 0 {
+	if m.conn == nil {
+		return text
+	}
+	if m.conn.ClusterAPI {
+		switch step {
+		case stepSets:
+			text += " Cluster API MachineSets and MachineDeployments get a new OpenStackMachineTemplate with a port on the storage network; a MachineSet that Cluster API is authoritative for is attached through its Cluster API copy (via CAPI)."
+		case stepApply:
+			text += " Cluster API MachineSets are rolled as MachineSets are (`manila-setup clusterapi rollout` resumes); a MachineDeployment replaces its Machines itself."
+		}
+	}
+	if !m.conn.HyperShift || m.conn.NodePools == 0 {
 		return text
 	}
 	switch step {
