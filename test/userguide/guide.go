@@ -111,6 +111,8 @@ var varying = []struct {
 	{regexp.MustCompile(`(worker-\d+)-[a-z0-9]{5}\b`), "$1-XXXXX"},
 	{regexp.MustCompile(`version [^\s,]+`), "version V"},
 	{regexp.MustCompile(`(main\.(version|commit))=[^\s']+`), "$1=V"},
+	// The binaries' cache follows $XDG_CACHE_HOME (else ~/.cache) of the machine.
+	{regexp.MustCompile(`\S*/(manila-setup/(kube|csi)/)`), "CACHE/$1"},
 	// Other tests share the cloud's project and create shares and networks in it meanwhile.
 	{regexp.MustCompile(`\b\d+ shares? (is|are)\b`), "N shares are"},
 	{regexp.MustCompile(`\b\d+ (available )?shares?\b`), "N ${1}shares"},
