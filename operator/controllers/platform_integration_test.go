@@ -72,6 +72,9 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 		}
 		return true, ""
 	})
+	// A write that passed its gate before the switch may still be on its way to the apiserver:
+	// count from the moment every controller has finished a sync begun after the switch.
+	h.waitSyncs(2)
 	seen := time.Now()
 	// What would make the operator write in driver mode: the platform's operator changes the
 	// ClusterCSIDriver's spec (log level: every workload would be re-rendered).

@@ -73,8 +73,10 @@ func (o *Operator) applyStatus(ctx context.Context, manager string, st *operator
 			c.LastTransitionTime = now
 		}
 	}
+	// The mode is read once: the body and where it goes must agree even if it changes meanwhile.
+	companion := o.companion()
 	apiVersion, kind, name := operatorv1.GroupVersion.String(), "ClusterCSIDriver", operator.DriverName
-	if o.companion() {
+	if companion {
 		apiVersion, kind, name = companionGVR.GroupVersion().String(), operator.CompanionKind, operator.CompanionName
 	}
 	body, err := json.Marshal(map[string]any{
@@ -92,7 +94,7 @@ func (o *Operator) applyStatus(ctx context.Context, manager string, st *operator
 	if err := writeAllowed(ctx); err != nil {
 		return err
 	}
-	if o.companion() {
+	if companion {
 		_, err = o.kube.dynamic.Resource(companionGVR).Patch(ctx, name, types.ApplyPatchType, body,
 			metav1.PatchOptions{FieldManager: manager, Force: ptrTrue()}, "status")
 	} else {
