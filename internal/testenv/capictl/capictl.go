@@ -18,9 +18,7 @@ package capictl
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +32,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+
+	"github.com/manila-setup/manila-setup/internal/testenv"
 )
 
 var (
@@ -248,7 +248,7 @@ func (c *Controller) createMachine(ctx context.Context, set *unstructured.Unstru
 	if err != nil {
 		return fmt.Errorf("reading its OpenStackMachineTemplate: %w", err)
 	}
-	name := set.GetName() + "-" + randomSuffix()
+	name := set.GetName() + "-" + testenv.NameSuffix()
 	labels := map[string]string{clusterv1.MachineSetNameLabel: set.GetName()}
 	if cluster, _, _ := unstructured.NestedString(set.Object, "spec", "clusterName"); cluster != "" {
 		labels[clusterv1.ClusterNameLabel] = cluster
@@ -387,14 +387,4 @@ func (c *Controller) collectOrphans(ctx context.Context, infra, machines []unstr
 		}
 	}
 	return nil
-}
-
-func randomSuffix() string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	b := make([]byte, 5)
-	for i := range b {
-		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		b[i] = alphabet[n.Int64()]
-	}
-	return string(b)
 }

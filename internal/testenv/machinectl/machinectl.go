@@ -20,10 +20,8 @@ package machinectl
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"sync"
@@ -330,7 +328,7 @@ func (c *Controller) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 	tmpl := ms.Spec.Template
 	m := &machinev1beta1.Machine{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        ms.Name + "-" + randomSuffix(),
+			Name:        ms.Name + "-" + testenv.NameSuffix(),
 			Namespace:   ms.Namespace,
 			Labels:      maps(tmpl.Labels),
 			Annotations: maps(tmpl.Annotations),
@@ -367,16 +365,6 @@ func maps(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func randomSuffix() string {
-	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
-	b := make([]byte, 5)
-	for i := range b {
-		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		b[i] = alphabet[n.Int64()]
-	}
-	return string(b)
 }
 
 // reconcileMachine is the actuator: provision, fail, or tear down one Machine.
