@@ -1,0 +1,289 @@
+// Package shareclient decides which addresses a Manila NFS share must admit: the addresses the
+// cluster's workers mount from. It is the one rule behind the nfs-shareClient of every
+// StorageClass manila-setup writes or recommends (the operator's classes in both modes, the
+// StorageClass lint, `storageclasses check`, the wizard's last step).
+//
+// Where a worker mounts from follows from routing, not from configuration: NFS traffic to an
+// export address inside a subnet the worker has a port on leaves through that port, from that
+// port's address (the destination is on a directly connected subnet). So a worker attached to
+// the storage network mounts from its address in the storage subnet that holds the export, and
+// a worker without that port mounts, routed, from its address on the machine network. The
+// rule therefore looks at
+//   - the machines that exist: an address inside an export subnet means they mount from that
+//     subnet, otherwise from the machine network;
+//   - the machines that will exist: a MachineSet (or template, or NodePool) that gives its
+//     machines a port on the storage network makes machines that mount from the export subnets,
+//     one that does not makes machines that mount from the machine network.
+//
+// Both at once (some sets attached and some not, or a rollout half-way) is a normal state; the
+// answer then holds both networks.
+package shareclient
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Machine is one existing worker machine and its addresses (Machine status.addresses).
+type Machine struct {
+	Name      string
+	Addresses []netip.Addr
+}
+
+// Set makes machines: a MachineSet, a Cluster API template or a NodePool.
+type Set struct {
+	Name string
+	// Attached: the machines it makes get a port on the storage network.
+	Attached bool
+}
+
+// Facts are what the rule looks at.
+type Facts struct {
+	// MachineNetworks are the cluster's machine networks (install-config networking.machineNetwork).
+	MachineNetworks []netip.Prefix
+	// ExportSubnets are the CIDRs of the storage network's subnets that hold Manila's export
+	// addresses; empty when the storage network or its subnets are not known.
+	ExportSubnets []netip.Prefix
+	// Sets are what makes worker machines; Machines the worker machines there are.
+	Sets     []Set
+	Machines []Machine
+}
+
+// Answer is where the workers mount from.
+type Answer struct {
+	// Clients are the networks the workers mount from, sorted.
+	Clients []netip.Prefix
+	// ViaMachineNetwork and ViaStorageNetwork tell which kind of network is in Clients.
+	ViaMachineNetwork bool
+	ViaStorageNetwork bool
+	// Reason says why, in one sentence (for conditions and reports).
+	Reason string
+}
+
+// ErrNoMachineNetwork is returned when the machine networks are unknown.
+var ErrNoMachineNetwork = errors.New("the machine network is not known")
+
+// Decide applies the rule.
+func Decide(f Facts) (Answer, error) {
+	if len(f.MachineNetworks) == 0 {
+		return Answer{}, ErrNoMachineNetwork
+	}
+	machine := masked(f.MachineNetworks)
+	exports := masked(f.ExportSubnets)
+	var a Answer
+	add := func(p ...netip.Prefix) {
+		for _, x := range p {
+			if !slices.Contains(a.Clients, x) {
+				a.Clients = append(a.Clients, x)
+			}
+		}
+	}
+	var viaStorage, viaMachine, attached, notAttached []string
+	for _, m := range f.Machines {
+		if s, ok := containing(exports, m.Addresses); ok {
+			add(s)
+			viaStorage = append(viaStorage, m.Name)
+			continue
+		}
+		viaMachine = append(viaMachine, m.Name)
+		if s, ok := containing(machine, m.Addresses); ok {
+			add(s)
+		} else {
+			add(machine...)
+		}
+	}
+	for _, s := range f.Sets {
+		if s.Attached && len(exports) > 0 {
+			add(exports...)
+			attached = append(attached, s.Name)
+		} else {
+			add(machine...)
+			notAttached = append(notAttached, s.Name)
+		}
+	}
+	if len(a.Clients) == 0 {
+		add(machine...)
+	}
+	slices.SortFunc(a.Clients, comparePrefix)
+	for _, c := range a.Clients {
+		if slices.Contains(exports, c) {
+			a.ViaStorageNetwork = true
+		} else {
+			a.ViaMachineNetwork = true
+		}
+	}
+	a.Reason = reason(a, len(exports) > 0, viaStorage, viaMachine, attached, notAttached)
+	return a, nil
+}
+
+func reason(a Answer, exportsKnown bool, viaStorage, viaMachine, attached, notAttached []string) string {
+	switch {
+	case !exportsKnown:
+		return "the subnet Manila exports in is not known, so the workers are taken to mount through the machine network"
+	case a.ViaStorageNetwork && a.ViaMachineNetwork:
+		var parts []string
+		if len(viaStorage)+len(attached) > 0 {
+			parts = append(parts, "through the storage network: "+describe(viaStorage, attached))
+		}
+		parts = append(parts, "through the machine network (routed): "+describe(viaMachine, notAttached))
+		return "the workers mount from two networks, " + strings.Join(parts, "; ")
+	case a.ViaStorageNetwork:
+		return "every worker has a port on the storage network, so it mounts from its address in the export subnet (" + describe(viaStorage, attached) + ")"
+	case len(viaMachine)+len(notAttached) == 0:
+		return "no worker machine or MachineSet is known, so the workers are taken to mount through the machine network"
+	}
+	return "no worker has a port on the storage network, so the workers mount through the machine network, routed (" + describe(viaMachine, notAttached) + ")"
+}
+
+func describe(machines, sets []string) string {
+	var parts []string
+	if len(machines) > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", len(machines), plural(len(machines), "machine")))
+	}
+	if len(sets) > 0 {
+		parts = append(parts, plural(len(sets), "set")+" "+strings.Join(sets, ", "))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// Value is the nfs-shareClient for the answer. A driver that takes a comma-separated list
+// (list: cloud-provider-openstack v1.35.0 and later, one Manila access rule per entry) gets the
+// networks themselves. An older driver makes one access rule of the whole value, so it gets
+// the smallest prefix that covers every network of the first one's address family (Manila's
+// NFS rules are per family): wider than each network, but the only single rule every worker
+// matches.
+func (a Answer) Value(list bool) string {
+	if len(a.Clients) == 0 {
+		return ""
+	}
+	if list {
+		s := make([]string, len(a.Clients))
+		for i, c := range a.Clients {
+			s[i] = c.String()
+		}
+		return strings.Join(s, ",")
+	}
+	return Covering(a.Clients).String()
+}
+
+// Covering is the smallest prefix that contains every prefix of ps of the first one's address
+// family.
+func Covering(ps []netip.Prefix) netip.Prefix {
+	var out netip.Prefix
+	for i, p := range ps {
+		p = p.Masked()
+		switch {
+		case i == 0:
+			out = p
+		case p.Addr().Is4() != out.Addr().Is4():
+			continue
+		default:
+			out = commonPrefix(out, p)
+		}
+	}
+	return out
+}
+
+// commonPrefix is the longest prefix that contains both a and b.
+func commonPrefix(a, b netip.Prefix) netip.Prefix {
+	bits := min(a.Bits(), b.Bits())
+	for ; bits > 0; bits-- {
+		p := netip.PrefixFrom(a.Addr(), bits).Masked()
+		if p.Contains(b.Addr()) {
+			return p
+		}
+	}
+	return netip.PrefixFrom(a.Addr(), 0).Masked()
+}
+
+// ParseValue reads an nfs-shareClient: one address or CIDR, or (newer drivers) a
+// comma-separated list of them. Addresses become host prefixes.
+func ParseValue(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		p, err := ParseRule(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ParseRule reads one address or CIDR, as a Manila ip access rule's access_to holds.
+func ParseRule(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is not an address or a CIDR", s)
+}
+
+// Missing returns the networks of clients that no rule covers whole.
+func Missing(rules, clients []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range clients {
+		if !slices.ContainsFunc(rules, func(r netip.Prefix) bool { return Covers(r, c) }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Covers tells whether every address of b is in a.
+func Covers(a, b netip.Prefix) bool {
+	return a.Addr().Is4() == b.Addr().Is4() && a.Bits() <= b.Bits() && a.Contains(b.Addr())
+}
+
+// Join prints prefixes as "a, b".
+func Join(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func masked(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ps))
+	for _, p := range ps {
+		if p.IsValid() && !slices.Contains(out, p.Masked()) {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// containing returns the most specific prefix of ps that holds one of the addresses.
+func containing(ps []netip.Prefix, addrs []netip.Addr) (netip.Prefix, bool) {
+	var best netip.Prefix
+	for _, a := range addrs {
+		for _, p := range ps {
+			if p.Contains(a) && (!best.IsValid() || p.Bits() > best.Bits()) {
+				best = p
+			}
+		}
+	}
+	return best, best.IsValid()
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Bits(), b.Bits())
+}
