@@ -51,7 +51,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	window := companionWindow(t)
 	cloud := testenv.NewCloud(t)
 	api := testenv.NewAPIServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), window+4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), window+10*time.Minute)
 	defer cancel()
 	cc := configclient.NewForConfigOrDie(api.Config)
 	infra, err := cc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
@@ -113,7 +113,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 
 	// What the platform lacks, beside what it has.
 	ours := operator.CompanionStorageClassPrefix + "default"
-	h.eventually("StorageClass "+ours, 60*time.Second, func() (bool, string) {
+	h.eventually("StorageClass "+ours, settle, func() (bool, string) {
 		sc, err := api.Client.StorageV1().StorageClasses().Get(ctx, ours, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -122,10 +122,10 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 		return p["nfs-shareClient"] == "10.196.0.0/16" && p["csi.storage.k8s.io/provisioner-secret-namespace"] == operator.PlatformDriverNamespace &&
 			p["csi.storage.k8s.io/node-stage-secret-name"] == operator.DriverSecretName && sc.Provisioner == operator.DriverName, fmt.Sprint(p)
 	})
-	h.eventually("DriverMode=False PlatformManilaOperator", 30*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, platform.ReasonPlatformManilaOperator))
-	h.eventually("PlatformDriverAvailable=True", 30*time.Second, h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected"))
-	h.eventually("ManilaReachable=True", 30*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
-	h.eventually("StorageNetworkReachable reported", 30*time.Second, func() (bool, string) {
+	h.eventually("DriverMode=False PlatformManilaOperator", settle, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, platform.ReasonPlatformManilaOperator))
+	h.eventually("PlatformDriverAvailable=True", settle, h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected"))
+	h.eventually("ManilaReachable=True", settle, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
+	h.eventually("StorageNetworkReachable reported", settle, func() (bool, string) {
 		c := h.condition(operator.ConditionStorageNetworkReachable)
 		if c == nil {
 			return false, "not set"
@@ -148,7 +148,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	name := fmt.Sprintf("Companion_%d", time.Now().UnixNano()%100000)
 	_, removeType := own.privateShareType(t, ctx, name)
 	newSC := operator.CompanionStorageClassPrefix + strings.ToLower(strings.ReplaceAll(name, "_", "-"))
-	took := h.eventually("a StorageClass for the new share type", 3*resync+10*time.Second, func() (bool, string) {
+	took := h.eventually("a StorageClass for the new share type", settle, func() (bool, string) {
 		_, err := api.Client.StorageV1().StorageClasses().Get(ctx, newSC, metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
@@ -156,10 +156,10 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 
 	at(0.25)
 	proxy.strip.Store(true)
-	h.eventually("ManilaReachable=False during the blip", 3*resync+10*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionFalse, ""))
+	h.eventually("ManilaReachable=False during the blip", settle, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionFalse, ""))
 	at(0.35)
 	proxy.strip.Store(false)
-	h.eventually("ManilaReachable=True after the blip", 3*resync+10*time.Second, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
+	h.eventually("ManilaReachable=True after the blip", settle, h.condIs(operator.ConditionManilaReachable, operatorv1.ConditionTrue, ""))
 
 	// The platform goes on with its own objects: its operator changes the ClusterCSIDriver's spec
 	// and reports its controller degraded, then recovered.
@@ -179,18 +179,18 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 			{"type":"ManilaDriverNodeServiceControllerAvailable","status":"True","reason":"AsExpected","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
 	}
 	platformPatch(degraded("True"), "status")
-	h.eventually("PlatformDriverAvailable=False while the platform reports Degraded", 3*resync+10*time.Second,
+	h.eventually("PlatformDriverAvailable=False while the platform reports Degraded", settle,
 		h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "PlatformDriverUnhealthy"))
 	t.Logf("PlatformDriverAvailable: %s", h.condition(operator.ConditionPlatformDriverAvailable).Message)
 	at(0.55)
 	platformPatch(degraded("False"), "status")
-	h.eventually("PlatformDriverAvailable=True again", 3*resync+10*time.Second, h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected"))
+	h.eventually("PlatformDriverAvailable=True again", settle, h.condIs(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected"))
 
 	at(0.7)
 	if err := removeType(); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("the gone share type's StorageClass kept and marked", 3*resync+10*time.Second, func() (bool, string) {
+	h.eventually("the gone share type's StorageClass kept and marked", settle, func() (bool, string) {
 		sc, err := api.Client.StorageV1().StorageClasses().Get(ctx, newSC, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -248,7 +248,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	if err := api.Client.AppsV1().Deployments(platform.PlatformNamespace).Delete(ctx, platform.PlatformOperatorName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("DriverMode=False NoPlatformDriver", 3*resync+10*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, ReasonNoPlatformDriver))
+	h.eventually("DriverMode=False NoPlatformDriver", settle, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, ReasonNoPlatformDriver))
 	t.Logf("after the platform left: %s", h.condition(ConditionDriverMode).Message)
 	if _, err := api.Client.StorageV1().StorageClasses().Get(ctx, ours, metav1.GetOptions{}); err != nil {
 		t.Errorf("the companion's StorageClass went with the platform: %v", err)

@@ -32,7 +32,7 @@ import (
 func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	api := testenv.NewAPIServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cc := configclient.NewForConfigOrDie(api.Config)
 	infra, err := cc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
@@ -50,8 +50,8 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 	h := installAndRun(t, ctx, api, cloudsYAMLFor(t, cloud, testenv.CloudDemo, strings.TrimSuffix(cloud.Seed.KeystoneURL, "/v3")))
 	op, dyn := h.op, h.dyn
 
-	h.eventually("DriverMode=True StorageCapabilityDisabled", 30*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionTrue, platform.ReasonStorageCapabilityDisabled))
-	h.eventually("operands deployed", 60*time.Second, h.operandsExist)
+	h.eventually("DriverMode=True StorageCapabilityDisabled", settle, h.condIs(ConditionDriverMode, operatorv1.ConditionTrue, platform.ReasonStorageCapabilityDisabled))
+	h.eventually("operands deployed", settle, h.operandsExist)
 
 	// The admin enables the Storage capability: ClusterVersion says so, the storage
 	// ClusterOperator lists the Manila ClusterCSIDriver, and CSO writes to it.
@@ -65,7 +65,7 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 	patchStatus("clusterversions", "version", `{"status":{"capabilities":{"enabledCapabilities":["baremetal","Console","Insights","Storage","CSISnapshot","MachineAPI"]}}}`)
 	patchStatus("clusteroperators", "storage", `{"status":{"relatedObjects":[{"group":"","resource":"namespaces","name":"openshift-cluster-storage-operator"},
 		{"group":"operator.openshift.io","resource":"clustercsidrivers","name":"manila.csi.openstack.org"}]}}`)
-	h.eventually("the operator sees the platform", 30*time.Second, func() (bool, string) {
+	h.eventually("the operator sees the platform", settle, func() (bool, string) {
 		d := op.Detection()
 		if d == nil || d.Mode != platform.ModeCompanion {
 			return false, fmt.Sprintf("detection %+v", d)
@@ -125,7 +125,7 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 // ClusterCSIDriver, and Events.
 func TestOperatorOffOpenStackDoesNothing(t *testing.T) {
 	api := testenv.NewAPIServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cc := configclient.NewForConfigOrDie(api.Config)
 	infra, err := cc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
@@ -157,7 +157,7 @@ func TestOperatorOffOpenStackDoesNothing(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = op.Run(opCtx) }()
 	t.Cleanup(func() { stop(); <-done })
-	h.eventually("DriverMode=False NotOpenStack", 30*time.Second, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, platform.ReasonNotOpenStack))
+	h.eventually("DriverMode=False NotOpenStack", settle, h.condIs(ConditionDriverMode, operatorv1.ConditionFalse, platform.ReasonNotOpenStack))
 	t.Logf("DriverMode: %s", h.condition(ConditionDriverMode).Message)
 	h.waitSyncs(3)
 	writes, err := api.Writes(testenv.ByUserAgent(operator.OperatorName))
