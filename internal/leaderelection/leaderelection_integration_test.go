@@ -105,6 +105,15 @@ func startCandidate(t *testing.T, client kubernetes.Interface, ns, id string, re
 	return c
 }
 
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *candidate) leading() bool {
 	select {
 	case <-c.started:
@@ -346,13 +355,14 @@ func TestLeaderElection(t *testing.T) {
 		a := startCandidate(t, s.Client, ns, "a", true)
 		waitFor(t, a.started, "a leads")
 
-		// The intruder overwrites the lease every 500 ms for five seconds.
+		// The intruder overwrites the lease every 500 ms until a has stopped leading (a fixed
+		// span could end before a, slowed by a loaded machine, has given up).
 		intruderCtx, stopIntruder := context.WithCancel(context.Background())
 		defer stopIntruder()
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			end := time.Now().Add(5 * time.Second)
-			for time.Now().Before(end) && intruderCtx.Err() == nil {
+			end := time.Now().Add(eventTimeout)
+			for time.Now().Before(end) && intruderCtx.Err() == nil && !closed(a.stopped) {
 				l, err := leases.Get(intruderCtx, leaseName, metav1.GetOptions{})
 				if err == nil {
 					now := metav1.NowMicro()
