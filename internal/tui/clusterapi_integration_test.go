@@ -45,7 +45,7 @@ func TestWizardClusterAPI(t *testing.T) {
 	if err := api.InstallClusterAPICRDs(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for _, ns := range []string{machinesets.Namespace, machinesets.ClusterAPINamespace} {
 		if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -95,7 +95,7 @@ func TestWizardClusterAPI(t *testing.T) {
 	clonedFrom := func(t *testing.T, set string, want int) []string {
 		t.Helper()
 		var from []string
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(settle); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			from = nil
 			l, err := dyn.Resource(clusterapi.MachineGVR).Namespace(machinesets.ClusterAPINamespace).List(ctx, metav1.ListOptions{LabelSelector: clusterv1.MachineSetNameLabel + "=" + set})
 			if err != nil {
@@ -150,11 +150,11 @@ func TestWizardClusterAPI(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		b := NewLiveBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test", By: "manila-setup test",
-			PollInterval: 50 * time.Millisecond, RolloutTimeout: 20 * time.Second})
+			PollInterval: 50 * time.Millisecond, RolloutTimeout: 5 * time.Minute})
 		tm := teatest.NewTestModel(t, New(Options{Backend: b, DryRun: dry, Context: ctx}), teatest.WithInitialTermSize(160, 50))
 		scr := &screen{}
 		go scr.copyFrom(tm.Output())
-		scr.waitFor(t, 0, 30*time.Second, "✓ cloud manila-setup")
+		scr.waitFor(t, 0, settle, "✓ cloud manila-setup")
 		for _, s := range []struct {
 			key  tea.KeyMsg
 			want []string
@@ -170,10 +170,10 @@ func TestWizardClusterAPI(t *testing.T) {
 		} {
 			m := scr.mark()
 			tm.Send(s.key)
-			scr.waitFor(t, m, 40*time.Second, s.want...)
+			scr.waitFor(t, m, settle, s.want...)
 		}
 		tm.Send(keyMsg("q"))
-		got := tm.FinalModel(t, teatest.WithFinalTimeout(30*time.Second)).(Model)
+		got := tm.FinalModel(t, teatest.WithFinalTimeout(settle)).(Model)
 		t.Logf("wizard run took %s", time.Since(start).Round(time.Millisecond))
 		return got
 	}

@@ -63,6 +63,11 @@ func (s *screen) mark() int {
 	return s.buf.Len()
 }
 
+// settle bounds a wait for the wizard to draw what it must. It only caps a failure: with the
+// whole suite running on two cores, a step that asks the cloud or the cluster can take many
+// times what it takes on an idle machine.
+const settle = 2 * time.Minute
+
 // waitFor waits until every text appears in what was drawn after mark.
 func (s *screen) waitFor(t *testing.T, mark int, timeout time.Duration, texts ...string) {
 	t.Helper()
@@ -167,7 +172,7 @@ var (
 func TestWizardFullFlow(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	c := testenv.NewSimCluster(t, testenv.SimOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	const infraID = "tui-7k2p"
 	mc, old := simWorkers(t, ctx, c, infraID)
@@ -177,47 +182,47 @@ func TestWizardFullFlow(t *testing.T) {
 	backend := NewLiveBackend(LiveConfig{
 		Kubeconfig: c.Kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo,
 		UserAgent: "manila-setup/test", By: "manila-setup test",
-		PollInterval: 200 * time.Millisecond, RolloutTimeout: 2 * time.Minute, CheckTimeout: 4 * time.Second,
+		PollInterval: 200 * time.Millisecond, RolloutTimeout: 5 * time.Minute, CheckTimeout: 4 * time.Second,
 	})
 	start := time.Now()
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, Context: ctx, StoragePoll: 500 * time.Millisecond}), teatest.WithInitialTermSize(120, 40))
 	scr := &screen{}
 	go scr.copyFrom(tm.Output())
 
-	scr.waitFor(t, 0, 30*time.Second, "✓ cloud manila-setup", "✓ cluster", "3 MachineSets")
+	scr.waitFor(t, 0, settle, "✓ cloud manila-setup", "✓ cluster", "3 MachineSets")
 	t.Logf("connected after %s", time.Since(start).Round(time.Millisecond))
 	m := scr.mark()
 	tm.Send(enter)
-	scr.waitFor(t, m, 30*time.Second, "2/7 Storage network", "› * storage", "exported on it", "✓ export address")
+	scr.waitFor(t, m, settle, "2/7 Storage network", "› * storage", "exported on it", "✓ export address")
 	m = scr.mark()
 	tm.Send(enter)
-	scr.waitFor(t, m, 30*time.Second, "3/7 Security groups", "› [ ] nfs", "suggested: allows NFS egress to 10.0.0.")
+	scr.waitFor(t, m, settle, "3/7 Security groups", "› [ ] nfs", "suggested: allows NFS egress to 10.0.0.")
 	m = scr.mark()
 	tm.Send(space)
-	scr.waitFor(t, m, 5*time.Second, "[x] nfs")
+	scr.waitFor(t, m, settle, "[x] nfs")
 	m = scr.mark()
 	tm.Send(enter)
-	scr.waitFor(t, m, 30*time.Second, "4/7 MachineSets", "2 of 3 MachineSets selected", "control plane: never touched")
+	scr.waitFor(t, m, settle, "4/7 MachineSets", "2 of 3 MachineSets selected", "control plane: never touched")
 	m = scr.mark()
 	tm.Send(enter)
-	scr.waitFor(t, m, 30*time.Second, "5/7 Review", "+- noAllowedAddressPairs: true", "+  uuid: "+storageNet, "+- uuid: "+nfsGroup)
+	scr.waitFor(t, m, settle, "5/7 Review", "+- noAllowedAddressPairs: true", "+  uuid: "+storageNet, "+- uuid: "+nfsGroup)
 	m = scr.mark()
 	tm.Type("G") // to the end: the equivalent commands
-	scr.waitFor(t, m, 5*time.Second, "machinesets patch --network "+storageNet, "machinesets rollout --name "+infraID+"-worker-0 --name "+infraID+"-worker-1")
+	scr.waitFor(t, m, settle, "machinesets patch --network "+storageNet, "machinesets rollout --name "+infraID+"-worker-0 --name "+infraID+"-worker-1")
 	m = scr.mark()
 	tm.Send(enter)
-	scr.waitFor(t, m, 30*time.Second, "6/7 Apply and roll", "rolling")
-	scr.waitFor(t, m, 3*time.Minute, "✓ every chosen MachineSet was patched and its machines replaced")
+	scr.waitFor(t, m, settle, "6/7 Apply and roll", "rolling")
+	scr.waitFor(t, m, 6*time.Minute, "✓ every chosen MachineSet was patched and its machines replaced")
 	t.Logf("rolled after %s", time.Since(start).Round(time.Millisecond))
 	m = scr.mark()
 	tm.Send(enter)
-	scr.waitFor(t, m, 30*time.Second, "7/7 Verify", "conditions as expected: every controller Available, none Degraded", "csi-manila-default")
+	scr.waitFor(t, m, settle, "7/7 Verify", "conditions as expected: every controller Available, none Degraded", "csi-manila-default")
 	m = scr.mark()
 	tm.Type("t")
 	// Nothing provisions volumes in a sim cluster: the check must say so, and clean up.
-	scr.waitFor(t, m, time.Minute, "✗ multi-writer check on csi-manila-default: PVC rwx-check was not bound within 4s", "cleaned up: namespace manila-setup-rwx-check-")
+	scr.waitFor(t, m, settle, "✗ multi-writer check on csi-manila-default: PVC rwx-check was not bound within 4s", "cleaned up: namespace manila-setup-rwx-check-")
 	tm.Send(enter)
-	final := tm.FinalModel(t, teatest.WithFinalTimeout(30*time.Second)).(Model)
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(settle)).(Model)
 	if o := final.Outcome(); !o.Applied || o.Err != nil || o.Interrupted {
 		t.Errorf("outcome %+v", o)
 	}
@@ -280,7 +285,7 @@ func TestWizardFullFlow(t *testing.T) {
 func TestWizardDryRunAndAFailingContext(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	api := testenv.NewAPIServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinesets.Namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -334,12 +339,12 @@ func TestWizardDryRunAndAFailingContext(t *testing.T) {
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, DryRun: true, Context: ctx}), teatest.WithInitialTermSize(80, 24))
 	scr := &screen{}
 	go scr.copyFrom(tm.Output())
-	scr.waitFor(t, 0, 30*time.Second, "cannot be reached", "127.0.0.1:1", "press r to check again")
+	scr.waitFor(t, 0, settle, "cannot be reached", "127.0.0.1:1", "press r to check again")
 	m := scr.mark()
 	tm.Send(tea.KeyMsg{Type: tea.KeyTab})
 	tm.Send(tea.KeyMsg{Type: tea.KeyDown})
 	tm.Send(enter)
-	scr.waitFor(t, m, 30*time.Second, "✓ cluster", "2 MachineSets")
+	scr.waitFor(t, m, settle, "✓ cluster", "2 MachineSets")
 	for _, step := range []struct {
 		keys []tea.KeyMsg
 		want []string
@@ -355,10 +360,10 @@ func TestWizardDryRunAndAFailingContext(t *testing.T) {
 		for _, k := range step.keys {
 			tm.Send(k)
 		}
-		scr.waitFor(t, m, 30*time.Second, step.want...)
+		scr.waitFor(t, m, settle, step.want...)
 	}
 	tm.Send(enter)
-	final := tm.FinalModel(t, teatest.WithFinalTimeout(30*time.Second)).(Model)
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(settle)).(Model)
 	if o := final.Outcome(); o.Applied || o.Summary != "Dry run: nothing was changed." {
 		t.Errorf("outcome %+v", o)
 	}

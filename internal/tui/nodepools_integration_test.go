@@ -70,7 +70,7 @@ func TestWizardNodePools(t *testing.T) {
 	if err := api.InstallHyperShiftCRDs(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for _, ns := range []string{machinesets.Namespace, "clusters"} {
 		if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -152,16 +152,16 @@ func TestWizardNodePools(t *testing.T) {
 		tm := teatest.NewTestModel(t, New(Options{Backend: backend(), DryRun: dry, Context: ctx, NodePoolPoll: 300 * time.Millisecond}), teatest.WithInitialTermSize(120, 40))
 		scr := &screen{}
 		go scr.copyFrom(tm.Output())
-		scr.waitFor(t, 0, 30*time.Second, "✓ cloud manila-setup", connected)
+		scr.waitFor(t, 0, settle, "✓ cloud manila-setup", connected)
 		for _, s := range steps {
 			m := scr.mark()
 			for _, k := range s.keys {
 				tm.Send(k)
 			}
-			scr.waitFor(t, m, 30*time.Second, s.want...)
+			scr.waitFor(t, m, settle, s.want...)
 		}
 		tm.Send(enter)
-		final := tm.FinalModel(t, teatest.WithFinalTimeout(30*time.Second)).(Model)
+		final := tm.FinalModel(t, teatest.WithFinalTimeout(settle)).(Model)
 		t.Logf("wizard run took %s", time.Since(start).Round(time.Millisecond))
 		return final
 	}
@@ -256,7 +256,7 @@ func TestWizardNodePools(t *testing.T) {
 	if err := crds.Delete(ctx, "machinesets.machine.openshift.io", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(settle)
 	for {
 		_, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) {
@@ -293,7 +293,7 @@ func TestWizardNodePools(t *testing.T) {
 	if err := crds.Delete(ctx, "nodepools.hypershift.openshift.io", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(settle); ; {
 		if _, err := pools.List(ctx, metav1.ListOptions{}); apierrors.IsNotFound(err) {
 			break
 		}
