@@ -10,7 +10,7 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 IMAGE_REPO ?= localhost/manila-setup
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.imageRepo=$(IMAGE_REPO)
 
-.PHONY: all build test test-unit lint kube csi env-up env-down demo demo-down image image-push release clean
+.PHONY: all build test test-stress test-unit lint kube csi env-up env-down demo demo-down image image-push release clean
 
 all: build
 
@@ -22,6 +22,11 @@ build:
 ## test: everything (unit, integration, e2e); brings up the real servers it needs and stops them
 test:
 	bash test/env/run-tests.sh
+
+## test-stress: the integration packages that use the loopback OpenStack most, two at once, RUNS
+## times (default 5), beside a concurrent write load on the cloud; a cloud of its own, as make test
+test-stress:
+	bash test/env/stress.sh
 
 ## test-unit: fast tests only, no servers
 test-unit:

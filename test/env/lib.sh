@@ -17,3 +17,34 @@ _env_t0=$(date +%s)
 step() { printf '[%4ds] %s\n' "$(( $(date +%s) - _env_t0 ))" "$*" >&2; }
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# own_cloud NAME gives the calling script a loopback OpenStack of its own, apart from the demo's
+# (make demo, make env-up) and from any other script's: MANILA_SETUP_RUN becomes a new folder
+# ${XDG_RUNTIME_DIR:-/tmp}/manila-setup-NAME.XXXXXX, and KEYSTONE_PORT, NEUTRON_PORT and
+# MANILA_PORT free ports of 127.0.0.1, all exported, so that up.sh, down.sh, the Go tests
+# (internal/testenv) and make demo inside a test all use that cloud. A port is reserved by an
+# flock on ${TMPDIR:-/tmp}/manila-setup-ports/PORT.lock, held by an open file descriptor that
+# this shell and its children (the services too) inherit: two scripts picking ports at the same
+# time never pick the same ones, and a port goes back to the pool when the last holder exits.
+# Ports come from 20000-32767: below Linux's ephemeral range (32768-60999), which the kernel
+# hands to the tests' own servers and to outgoing connections, and clear of the demo's defaults.
+own_cloud() {
+  local name=$1 locks="${TMPDIR:-/tmp}/manila-setup-ports" var port fd tries
+  MANILA_SETUP_RUN=$(mktemp -d "${XDG_RUNTIME_DIR:-/tmp}/manila-setup-$name.XXXXXX")
+  MANILA_SETUP_SANDBOX=$MANILA_SETUP_RUN/sandbox
+  export MANILA_SETUP_RUN MANILA_SETUP_SANDBOX
+  mkdir -p "$locks"
+  for var in KEYSTONE_PORT NEUTRON_PORT MANILA_PORT; do
+    for ((tries = 0; ; tries++)); do
+      ((tries < 200)) || die "no free port for $var in 20000-32767"
+      port=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
+      exec {fd}>>"$locks/$port.lock"
+      if flock -n "$fd" && ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        break
+      fi
+      exec {fd}>&-
+    done
+    printf -v "$var" '%s' "$port"
+    export "${var?}"
+  done
+}

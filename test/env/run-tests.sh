@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: everything, on a fresh machine or a warm one. Builds (or reuses) the kube binaries,
-# brings up the loopback OpenStack if it is not already running, runs lint and every test with the
-# integration tag, then stops exactly what it started, also when a test fails or is interrupted.
+# brings up a loopback OpenStack of its own (its own state folder and free ports: never the one of
+# make demo or make env-up, nor that of another make test running at the same time), runs lint and
+# every test with the integration tag, then stops exactly what it started, also when a test fails
+# or is interrupted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -9,8 +11,13 @@ top=$(cd "$here/../.." && pwd)
 cd "$top"
 
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-started_openstack=
 test_pgid=
+
+# The tests assert on the cloud's state, so they get a cloud nobody else touches: a running demo
+# cloud (make demo, make env-up) may hold anything a user did in it, and another make test on
+# the same machine creates and deletes its own things. own_cloud (lib.sh) exports a new
+# MANILA_SETUP_RUN and free KEYSTONE_PORT, NEUTRON_PORT, MANILA_PORT for everything below.
+own_cloud test
 
 cleanup() {
   local rc=$?
@@ -24,9 +31,12 @@ cleanup() {
   fi
   # A cloud still starting is let finish, so that down.sh finds every process group it recorded.
   [[ -n ${openstack_pid:-} ]] && wait "$openstack_pid" 2>/dev/null
-  if [[ -n $started_openstack ]]; then
-    step "stopping the loopback OpenStack this run started"
-    bash "$here/openstack/down.sh" || true
+  step "stopping this run's loopback OpenStack"
+  bash "$here/openstack/down.sh" || true
+  if ((rc == 0)); then
+    rm -rf "${MANILA_SETUP_RUN:?}"
+  else
+    step "this run's cloud state and logs are kept in $MANILA_SETUP_RUN"
   fi
   step "make test finished with exit code $rc"
   exit "$rc"
@@ -34,21 +44,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Leave a cloud that was already running (make env-up, make demo) running afterwards.
-openstack_running() {
-  local f
-  for f in "$MANILA_SETUP_RUN"/openstack/*.pgid; do
-    [[ -f $f ]] && kill -0 -- "-$(cat "$f")" 2>/dev/null && return 0
-  done
-  return 1
-}
-openstack_running || started_openstack=1
-
 # The cloud installs and starts (network and disk bound) while the kube binaries compile (CPU
 # bound): on a fresh machine that saves the 3-5 minutes the cloud takes.
-mkdir -p "$MANILA_SETUP_RUN"
 openstack_log="$MANILA_SETUP_RUN/openstack-up.log"
-step "loopback OpenStack: starting in the background (log: $openstack_log)"
+step "loopback OpenStack of this run: starting in the background on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT (state and log: $MANILA_SETUP_RUN)"
 bash "$here/openstack/up.sh" >"$openstack_log" 2>&1 &
 openstack_pid=$!
 

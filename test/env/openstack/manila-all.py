@@ -15,6 +15,10 @@ the second connection waits for the file lock its own caller holds, freezing
 the whole (single-threaded, eventlet) process until "database is locked", and
 the share stays in "deleting". See join_nested_sessions() below.
 
+And like Keystone and Neutron here, it serialises its SQLite transactions
+(sqlite_serial.py, from this script's folder): parallel writers otherwise fail
+with "database is locked".
+
 Usage: manila-all.py --config-file manila.conf
 """
 
@@ -41,6 +45,8 @@ from manila import utils  # noqa: E402
 from manila import version  # noqa: E402
 from manila.db.sqlalchemy import api as db_api  # noqa: E402
 from sqlalchemy import orm  # noqa: E402
+
+import sqlite_serial  # noqa: E402  (this script's folder is sys.path[0])
 
 CONF = cfg.CONF
 
@@ -89,6 +95,7 @@ def main():
     log.setup(CONF, 'manila')
     utils.monkey_patch()
     join_nested_sessions()
+    sqlite_serial.install()
 
     # ServiceLauncher runs every service in this process (a ProcessLauncher
     # would fork, and forked children no longer share the fake:// bus).

@@ -210,8 +210,8 @@ debug = false
 
 [database]
 # uwsgi threads share pooled connections: let pysqlite allow that (otherwise "SQLite objects
-# created in a thread can only be used in that same thread" when one is reset), and wait up to
-# 30 s for a lock instead of 5 on this busy machine.
+# created in a thread can only be used in that same thread" when one is reset). Transactions and
+# lock waits: sqlite_serial.py (keystone-wsgi.py installs it).
 connection = sqlite:///$state/keystone/keystone.sqlite?check_same_thread=false&timeout=30
 
 [token]
@@ -264,8 +264,9 @@ dhcp_agent_notification = false
 # SQLite and eventlet: the API runs as green threads in one OS thread. When one request waits
 # for the database lock another one holds, it blocks that thread, so the holder never finishes
 # and the waiter fails with "database is locked" (seen with 6 parallel rule creations). Serve one
-# request at a time instead; without keep-alive (and with a socket timeout) no idle client can
-# hold the single slot.
+# request at a time; without keep-alive (and with a socket timeout) no idle client can hold the
+# single slot. That alone is not enough: the rpc and periodic workers are processes of their own
+# that write too, hence sqlite_serial.py (neutron-server.py installs it).
 wsgi_default_pool_size = 1
 wsgi_keep_alive = false
 client_socket_timeout = 60
@@ -273,7 +274,8 @@ notify_nova_on_port_status_changes = false
 notify_nova_on_port_data_changes = false
 
 [database]
-connection = sqlite:///$state/neutron/neutron.sqlite?timeout=30
+# Transactions and lock waits: sqlite_serial.py.
+connection = sqlite:///$state/neutron/neutron.sqlite
 
 [oslo_concurrency]
 lock_path = $state/neutron/lock
@@ -318,9 +320,10 @@ enabled_share_protocols = NFS,CIFS,CEPHFS
 default_share_type = default
 
 [database]
-# All of Manila runs in one OS thread (eventlet): a busy SQLite lock is held by that same thread
-# and cannot be released while it waits, so waiting long only freezes the process. Fail fast.
-connection = sqlite:///$state/manila/manila.sqlite?timeout=2
+# All of Manila runs in one OS thread (eventlet): a wait in SQLite's busy handler would freeze the
+# green thread that holds the lock too. sqlite_serial.py (manila-all.py installs it) makes the
+# green threads queue in Python instead and sets SQLite's own busy timeout.
+connection = sqlite:///$state/manila/manila.sqlite
 
 [oslo_concurrency]
 lock_path = $state/manila/lock
@@ -369,6 +372,7 @@ prepare_keystone() {
     --bootstrap-admin-url "$keystone_url" --bootstrap-public-url "$keystone_url" \
     --bootstrap-internal-url "$keystone_url"
   # One process with threads: a second process on SQLite gives "database is locked".
+  # keystone-wsgi.py is /usr/bin/keystone-wsgi-public with sqlite_serial.py installed first.
   # "Connection: close": clients reusing keep-alive connections otherwise see resets.
   # --die-on-term: uwsgi's master would treat SIGTERM as "reload" without it. --lazy-apps loads
   # Keystone in the worker, not the master: a master busy loading it loses a SIGTERM and then
@@ -377,7 +381,7 @@ prepare_keystone() {
     --need-app --reload-mercy 3 --worker-reload-mercy 3 \
     --processes 1 --threads 4 --buffer-size 65535 \
     --http-socket "127.0.0.1:$KEYSTONE_PORT" --add-header 'Connection: close' \
-    --wsgi-file /usr/bin/keystone-wsgi-public \
+    --pythonpath "$here" --wsgi-file "$here/keystone-wsgi.py" \
     --env "OS_KEYSTONE_CONFIG_DIR=$state/keystone"
 }
 
@@ -390,7 +394,8 @@ from neutron.db.migration.models import head
 head.get_metadata().create_all(sqlalchemy.create_engine(sys.argv[1]))' "sqlite:///$db"
   neutron-db-manage --config-file "$state/neutron/neutron.conf" stamp heads
   enable_wal "$db"
-  start_service neutron neutron-server --config-file "$state/neutron/neutron.conf"
+  # neutron-server.py: /usr/bin/neutron-server with sqlite_serial.py installed first.
+  start_service neutron "$PY" "$here/neutron-server.py" --config-file "$state/neutron/neutron.conf"
 }
 
 prepare_manila() {
