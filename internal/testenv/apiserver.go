@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -145,7 +146,11 @@ func StartAPIServer() (*APIServer, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: crds, CRDs: own, ErrorIfPathMissing: true},
+		CRDInstallOptions:     envtest.CRDInstallOptions{Paths: crds, CRDs: own, ErrorIfPathMissing: true, MaxTime: crdWait},
+		// envtest's defaults (20 s to start each of etcd and the apiserver) are close to what a
+		// start takes when the whole suite starts its servers at once on two cores.
+		ControlPlaneStartTimeout: 3 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	env.ControlPlane.GetAPIServer().Configure().
 		Set("audit-policy-file", policy).
@@ -231,9 +236,13 @@ func (s *APIServer) UseMachineAPIFeatureSet(featureSet string) error {
 			machineAPI = append(machineAPI, strings.Replace(p, "-Default.crd.yaml", "-"+featureSet+".crd.yaml", 1))
 		}
 	}
-	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: machineAPI, ErrorIfPathMissing: true})
+	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: machineAPI, ErrorIfPathMissing: true, MaxTime: crdWait})
 	return err
 }
+
+// crdWait bounds the wait for installed CRDs to be served; envtest's default of 10 s is close to
+// what it takes on a loaded machine. It only caps a failure.
+const crdWait = 2 * time.Minute
 
 // InstallHyperShiftCRDs installs HyperShift's NodePool CRD (the OpenStack feature set) from the
 // github.com/openshift/hypershift/api module at the version go.mod pins, as a HyperShift
@@ -245,7 +254,7 @@ func (s *APIServer) InstallHyperShiftCRDs() error {
 	}
 	p := filepath.Join(strings.TrimSpace(string(out)), "hypershift", "v1beta1", "zz_generated.featuregated-crd-manifests",
 		"nodepools.hypershift.openshift.io", "OpenStack.yaml")
-	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: []string{p}, ErrorIfPathMissing: true})
+	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: []string{p}, ErrorIfPathMissing: true, MaxTime: crdWait})
 	return err
 }
 
@@ -268,6 +277,6 @@ func (s *APIServer) InstallClusterAPICRDs() error {
 			paths = append(paths, filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", f))
 		}
 	}
-	_, err := envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+	_, err := envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true, MaxTime: crdWait})
 	return err
 }

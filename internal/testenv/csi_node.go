@@ -80,7 +80,7 @@ func StartCSINode(ctx context.Context, opts CSINodeOptions) (_ *CSINode, err err
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if n.plugin.exited() {
 			return nil, fmt.Errorf("manila-csi-plugin (node) exited:\n%s", n.plugin.tail(20))

@@ -91,13 +91,14 @@ func StartSimCluster(ctx context.Context, opts SimOptions) (_ *SimCluster, err e
 			return nil, err
 		}
 	}
-	return c, c.WaitNodesReady(ctx, 60*time.Second)
+	return c, c.WaitNodesReady(ctx, 2*time.Minute)
 }
 
 // NewSimCluster starts a sim cluster for one test and stops it when the test ends.
 func NewSimCluster(t testing.TB, opts SimOptions) *SimCluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Generous: the suite starts its servers at once on two cores. It only caps a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, err := StartSimCluster(ctx, opts)
 	if err != nil {
