@@ -122,7 +122,7 @@ func capiMachineNames(ms []capiMachine) []string {
 func (f *capiFleet) waitRunning(t *testing.T, set string, n int) []capiMachine {
 	t.Helper()
 	var ms []capiMachine
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		ms, err = f.machines(ctx, set)
 		return err == nil && len(ms) == n && runningCount(ms) == n, nil

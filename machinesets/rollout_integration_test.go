@@ -133,7 +133,7 @@ func (f *simFleet) checkRolled(t *testing.T, ctx context.Context, name string, r
 		}
 	}
 	for _, o := range old {
-		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := f.kc.CoreV1().Nodes().Get(ctx, o, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		}); err != nil {

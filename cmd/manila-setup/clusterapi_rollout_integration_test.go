@@ -26,7 +26,7 @@ import (
 func capiTemplatesOf(t *testing.T, dyn dynamic.Interface, set string, n int) []string {
 	t.Helper()
 	var from []string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		ms, err := dyn.Resource(clusterapi.MachineGVR).Namespace(machinesets.ClusterAPINamespace).List(ctx, metav1.ListOptions{LabelSelector: clusterv1.MachineSetNameLabel + "=" + set})
 		if err != nil {
 			return false, nil

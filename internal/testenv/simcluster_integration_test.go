@@ -29,7 +29,7 @@ func TestAPIServerServesOpenShiftCRDs(t *testing.T) {
 
 func TestSimClusterRunsWorkloads(t *testing.T) {
 	c := NewSimCluster(t, SimOptions{ControlPlaneNodes: 1, WorkerNodes: 2})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
 	labels := map[string]string{"app": "probe"}
@@ -57,7 +57,7 @@ func TestSimClusterRunsWorkloads(t *testing.T) {
 
 	var lastDep *appsv1.Deployment
 	var lastDS *appsv1.DaemonSet
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if lastDep, err = c.Client.AppsV1().Deployments("default").Get(ctx, "probe", metav1.GetOptions{}); err != nil {
 			return false, err
@@ -90,7 +90,7 @@ func TestSimClusterRunsWorkloads(t *testing.T) {
 
 	// Every node keeps a heartbeat Lease, as a kubelet does: without one, kube-controller-manager
 	// would mark the nodes NotReady after its grace period and the pods with them.
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, node := range []string{"master-0", "worker-0", "worker-1"} {
 			l, err := c.Client.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
 			if err != nil || l.Spec.RenewTime == nil {
@@ -106,7 +106,7 @@ func TestSimClusterRunsWorkloads(t *testing.T) {
 
 func TestSimClusterAddsNodesLater(t *testing.T) {
 	c := NewSimCluster(t, SimOptions{WorkerNodes: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := c.AddNode(ctx, "worker-late", false); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 // honoured on scale-down with the Node removed, and a Machine told to fail going Failed.
 func TestControllerPlaysTheMachineAPI(t *testing.T) {
 	c := testenv.NewSimCluster(t, testenv.SimOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -52,11 +52,11 @@ func TestControllerPlaysTheMachineAPI(t *testing.T) {
 		}
 		return true
 	}, ctl)
-	if err := c.WaitNodesReady(ctx, 30*time.Second); err != nil {
+	if err := c.WaitNodesReady(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	// The set's status follows, as `oc get machineset` shows it.
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, ms.Name, metav1.GetOptions{})
 		return err == nil && got.Status.ReadyReplicas == 3 && got.Status.Replicas == 3, nil
 	}); err != nil {
@@ -86,7 +86,7 @@ func TestControllerPlaysTheMachineAPI(t *testing.T) {
 		}
 		return true
 	}, ctl)
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := c.Client.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
@@ -127,7 +127,7 @@ func scale(t *testing.T, ctx context.Context, mc machineclient.Interface, name s
 func waitMachines(t *testing.T, ctx context.Context, mc machineclient.Interface, selector string, ok func([]machinev1beta1.Machine) bool, ctl *Controller) []machinev1beta1.Machine {
 	t.Helper()
 	var last []machinev1beta1.Machine
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := mc.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, err
