@@ -158,7 +158,7 @@ func checkShare(t *testing.T, ctx context.Context, manila *gophercloud.ServiceCl
 	}
 	// The driver grants access and returns; Manila applies the rule shortly after.
 	var rules []shareaccessrules.ShareAccess
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		rules, err = shareaccessrules.List(ctx, manila, share.ID).Extract()
 		return err == nil && len(rules) == 1 && rules[0].State != "queued_to_apply" && rules[0].State != "applying", err
 	})

@@ -287,7 +287,7 @@ func (g *guideRun) claimFromGuide(ctx context.Context, kc kubernetes.Interface, 
 		t.Fatal(err)
 	}
 	var rules []shareaccessrules.ShareAccess
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		rules, err = shareaccessrules.List(ctx, manila, id).Extract()
 		return err == nil && len(rules) > 0 && rules[0].State == "active", err
 	}); err != nil {
