@@ -63,7 +63,7 @@ func TestUserGuideSamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", guidePath, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	got := map[string]string{}
 	g := &guideRun{t: t, top: top, env: os.Environ()}
@@ -125,24 +125,24 @@ func TestUserGuideSamples(t *testing.T) {
 
 	// The wizard, as make demo printed it, in a terminal.
 	term := testenv.NewTmux(t, 100, 16, fmt.Sprintf("cd %s && env TERM=xterm-256color %s; echo EXIT=$?; sleep 600", top, wizard))
-	term.WaitFor(time.Minute, "1/7 Connect", "✓ cloud manila-setup")
+	term.WaitFor(2*time.Minute, "1/7 Connect", "✓ cloud manila-setup")
 	term.Keys("Enter")
-	term.WaitFor(30*time.Second, "2/7 Storage network", "› * storage")
+	term.WaitFor(2*time.Minute, "2/7 Storage network", "› * storage")
 	term.Keys("Enter")
-	term.WaitFor(30*time.Second, "3/7 Security groups", "› [ ] nfs")
+	term.WaitFor(2*time.Minute, "3/7 Security groups", "› [ ] nfs")
 	term.Keys("Space")
-	term.WaitFor(5*time.Second, "[x] nfs")
+	term.WaitFor(2*time.Minute, "[x] nfs")
 	term.Keys("Enter")
-	term.WaitFor(30*time.Second, "4/7 MachineSets", "ostest-demo1-worker-0")
+	term.WaitFor(2*time.Minute, "4/7 MachineSets", "ostest-demo1-worker-0")
 	term.Keys("Enter")
-	term.WaitFor(30*time.Second, "5/7 Review", "+- noAllowedAddressPairs: true")
+	term.WaitFor(2*time.Minute, "5/7 Review", "+- noAllowedAddressPairs: true")
 	term.Keys("Enter")
-	rolled := term.WaitFor(3*time.Minute, "6/7 Apply and roll", "every chosen MachineSet was patched and its machines replaced")
+	rolled := term.WaitFor(6*time.Minute, "6/7 Apply and roll", "every chosen MachineSet was patched and its machines replaced")
 	got["wizard-rolled"] = strings.TrimRight(trimLines(rolled), "\n")
 	term.Keys("Enter")
-	term.WaitFor(time.Minute, "7/7 Verify")
+	term.WaitFor(2*time.Minute, "7/7 Verify")
 	term.Keys("Enter")
-	term.WaitFor(30*time.Second, "EXIT=0")
+	term.WaitFor(2*time.Minute, "EXIT=0")
 
 	// After the attach: the list, then the claim of the guide, as its YAML says, provisioned by the
 	// real driver.
