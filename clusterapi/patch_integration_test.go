@@ -143,7 +143,7 @@ func byName(report *Report) map[string]Result {
 // deleted only once no set and no Machine uses them; a later attachment replaces manila-setup's
 // template without growing its name.
 func TestPatchClusterAPI(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	api := testenv.NewAPIServer(t)
 	if err := api.InstallClusterAPICRDs(); err != nil {

@@ -230,7 +230,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 
 	t.Run("rolls", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		f := newRolloutFleet(t, api, "capi-roll", map[string]int64{"ms-a": 3, "ms-b": 1})
 		// A MachineDeployment's MachineSet: its deployment rolls it, never this rollout.
@@ -318,7 +318,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 
 	t.Run("a failing Machine stops it", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		f := newRolloutFleet(t, api, "capi-fail", map[string]int64{"ms-f": 2})
 		old, _ := f.machines(ctx, "ms-f")
@@ -364,7 +364,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 
 	t.Run("resumes", func(t *testing.T) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		f := newRolloutFleet(t, api, "capi-resume", map[string]int64{"ms-r": 3})
 		old, _ := f.machines(ctx, "ms-r")

@@ -338,7 +338,7 @@ func TestPatchAsReadOnlyUser(t *testing.T) {
 func TestPatchChecksIDsInNeutron(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	c := newCorpusCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	client, err := openstack.Connect(ctx, openstack.Config{Cloud: testenv.CloudDemo, CloudsFile: cloud.CloudsFile})
 	if err != nil {

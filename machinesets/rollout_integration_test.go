@@ -37,7 +37,7 @@ type simFleet struct {
 func newSimFleet(t *testing.T, sets map[string]int32) *simFleet {
 	t.Helper()
 	c := testenv.NewSimCluster(t, testenv.SimOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	createNamespace(t, ctx, c.Config)
 	mc, kc, counter := countingClients(t, c.Config)

@@ -58,7 +58,7 @@ func nodePool(name, cluster, platform string, ports ...string) *unstructured.Uns
 // first), the others are left alone with the reason, security groups are reported as not
 // expressible per port, a dry run writes nothing, and a second run changes nothing.
 func TestPatchNodePools(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	api := testenv.NewAPIServer(t)
 	if err := api.InstallHyperShiftCRDs(); err != nil {

@@ -35,7 +35,7 @@ func connect(t *testing.T, ctx context.Context, cloud string) (*gophercloud.Prov
 
 func TestLoopbackCloudListsNetworksAndShareTypes(t *testing.T) {
 	cloud := NewCloud(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	pc, eo := connect(t, ctx, CloudDemo)
 
@@ -106,7 +106,7 @@ func TestLoopbackCloudListsNetworksAndShareTypes(t *testing.T) {
 
 func TestLoopbackCloudApplicationCredential(t *testing.T) {
 	cloud := NewCloud(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	pc, eo := connect(t, ctx, CloudAppCred)
 	neutron, err := openstack.NewNetworkV2(pc, eo)
