@@ -247,7 +247,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 
 		capacity := newCapacityLog(f)
 		start := time.Now()
-		results, err := Rollout(ctx, f.admin, RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 20 * time.Second, PollInterval: poll, Progress: capacity.observe})
+		results, err := Rollout(ctx, f.admin, RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: capacity.observe})
 		if err != nil {
 			t.Fatalf("rollout: %v", err)
 		}
@@ -325,7 +325,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 		_, newTemplate := f.patch(t, ctx)
 		const quota = "Quota exceeded for resources: ['port']. (HTTP 409)"
 		f.ctl.FailNext(quota)
-		opts := RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 20 * time.Second, PollInterval: poll}
+		opts := RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll}
 		results, err := Rollout(ctx, f.admin, opts)
 		var rerr *machinesets.RolloutError
 		if !errors.As(err, &rerr) {
@@ -373,7 +373,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 		// Killed once the first old Machine is replaced.
 		stopCtx, stop := context.WithCancel(ctx)
 		capacity := newCapacityLog(f)
-		opts := RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 20 * time.Second, PollInterval: poll, Progress: func(sp machinesets.SetProgress) {
+		opts := RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: func(sp machinesets.SetProgress) {
 			capacity.observe(sp)
 			if sp.Replaced >= 1 {
 				stop()

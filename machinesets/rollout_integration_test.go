@@ -225,7 +225,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	start := time.Now()
 	results, err := Rollout(ctx, f.mc, f.kc, RolloutOptions{
 		Selection: Selection{Names: []string{"sim-worker-0"}}, MaxSurge: 1, MaxUnavailable: 0,
-		Timeout: time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree,
+		Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree,
 	})
 	if err != nil {
 		t.Fatalf("rollout: %v\nphases: %q", err, log.phases("sim-worker-0"))
@@ -286,7 +286,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	start = time.Now()
 	if _, err := Rollout(ctx, f.mc, f.kc, RolloutOptions{
 		Selection: Selection{Names: []string{"sim-worker-1"}}, MaxSurge: 0, MaxUnavailable: 1,
-		Timeout: time.Minute, PollInterval: 200 * time.Millisecond,
+		Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestRolloutStopsOnAFailedMachine(t *testing.T) {
 	const quota = "Quota exceeded for resources: ['port']. (HTTP 409)"
 	f.ctl.FailNext(quota)
 	mon := machinectl.WatchReady(t, f.c, machinectl.MachineSetLabel+"=sim-worker-0")
-	opts := RolloutOptions{MaxSurge: 1, Timeout: time.Minute, PollInterval: 200 * time.Millisecond}
+	opts := RolloutOptions{MaxSurge: 1, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond}
 	_, err := Rollout(ctx, f.mc, f.kc, opts)
 	var rerr *RolloutError
 	if !errors.As(err, &rerr) {
