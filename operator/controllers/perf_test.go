@@ -166,7 +166,14 @@ func TestPerformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	time.Sleep(3 * time.Second) // leader election and informers, before the CR exists
+	// Leader election done and the controllers started, before the CR exists.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		b, _ := os.ReadFile(logf.Name())
+		return strings.Contains(string(b), " controllers (namespace"), nil
+	}); err != nil {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("the operator did not start its controllers:\n%s", b)
+	}
 
 	// The measure starts when the ClusterCSIDriver is created, as in the reference.
 	crStart := time.Now()
