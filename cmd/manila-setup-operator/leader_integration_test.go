@@ -137,7 +137,11 @@ func TestTwoOperatorsOnOneHost(t *testing.T) {
 	}
 	// When it took over is what it wrote in the Lease, not when this test got to look (its
 	// polls and the standby's start of its controllers are slowed by the load of the machine).
-	took := lease().Spec.AcquireTime.Sub(killed)
+	acquired := lease().Spec.AcquireTime
+	if acquired == nil {
+		t.Fatalf("the Lease has no acquireTime after the takeover (holder %q)", holder())
+	}
+	took := acquired.Sub(killed)
 	if took > leaseDuration+4*retry {
 		t.Errorf("the standby took over %.1fs after the leader was killed, want within %s (lease %s)", took.Seconds(), leaseDuration+4*retry, leaseDuration)
 	}
