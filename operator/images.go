@@ -32,7 +32,7 @@ func (o Operand) Reference() string {
 // the versions the end-to-end tests build and run (a test compares this table with
 // test/env/csi/build.sh); the other sidecars are the releases that go with them.
 var Operands = []Operand{
-	{Env: "DRIVER_IMAGE", Repository: "registry.k8s.io/provider-os/manila-csi-plugin", Version: "v1.34.1", Module: "k8s.io/cloud-provider-openstack"},
+	{Env: "DRIVER_IMAGE", Repository: "registry.k8s.io/provider-os/manila-csi-plugin", Version: "v1.35.0", Module: "k8s.io/cloud-provider-openstack"},
 	{Env: "NFS_DRIVER_IMAGE", Repository: "registry.k8s.io/sig-storage/nfsplugin", Version: "v4.11.0"},
 	{Env: "PROVISIONER_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-provisioner", Version: "v5.3.0", Module: "github.com/kubernetes-csi/external-provisioner/v5"},
 	{Env: "SNAPSHOTTER_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-snapshotter", Version: "v8.3.0"},

@@ -3,8 +3,6 @@ package operator
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 
@@ -168,7 +166,7 @@ type ShareType struct {
 // StorageClassParams is what a StorageClass needs beyond the share type.
 type StorageClassParams struct {
 	Namespace      string // where csi-manila-secrets lives
-	ShareClients   string // nfs-shareClient: one CIDR covering the machine networks (ShareClient)
+	ShareClients   string // nfs-shareClient: where the workers mount from (operator/shareclient)
 	ShareNetworkID string // for share types with driver_handles_share_servers=true
 }
 
@@ -203,43 +201,4 @@ func BuildStorageClass(name string, st ShareType, p StorageClassParams) *storage
 		AllowVolumeExpansion: ptr.To(true),
 		VolumeBindingMode:    ptr.To(storagev1.VolumeBindingImmediate),
 	}
-}
-
-// ShareClient is the nfs-shareClient of the operator's StorageClasses: one CIDR, since the
-// driver makes a single Manila access rule of it. For several machine networks it is the
-// smallest prefix that covers them all (of the first one's address family: Manila NFS rules are
-// made for one family), wider than each but the only single rule every node matches.
-func ShareClient(cidrs []string) (string, error) {
-	var out netip.Prefix
-	for i, c := range cidrs {
-		p, err := netip.ParsePrefix(strings.TrimSpace(c))
-		if err != nil {
-			return "", fmt.Errorf("machine network %q: not a CIDR", c)
-		}
-		p = p.Masked()
-		switch {
-		case i == 0:
-			out = p
-		case p.Addr().Is4() != out.Addr().Is4():
-			continue
-		default:
-			out = commonPrefix(out, p)
-		}
-	}
-	if !out.IsValid() {
-		return "", fmt.Errorf("no machine network")
-	}
-	return out.String(), nil
-}
-
-// commonPrefix is the longest prefix that contains both a and b.
-func commonPrefix(a, b netip.Prefix) netip.Prefix {
-	bits := min(a.Bits(), b.Bits())
-	for ; bits > 0; bits-- {
-		p := netip.PrefixFrom(a.Addr(), bits).Masked()
-		if p.Contains(b.Addr()) {
-			return p
-		}
-	}
-	return netip.PrefixFrom(a.Addr(), 0).Masked()
 }

@@ -88,23 +88,3 @@ func TestBuildStorageClass(t *testing.T) {
 		t.Errorf("shareNetworkID must only be set for DHSS=true types")
 	}
 }
-
-func TestShareClient(t *testing.T) {
-	for _, tt := range []struct {
-		in   []string
-		want string
-	}{
-		{[]string{"10.196.0.0/16"}, "10.196.0.0/16"},
-		{[]string{"10.196.3.7/16"}, "10.196.0.0/16"},
-		{[]string{"10.196.0.0/16", "10.197.0.0/16"}, "10.196.0.0/15"},
-		{[]string{"10.0.0.0/24", "192.168.0.0/24"}, "0.0.0.0/0"},
-		{[]string{"10.196.0.0/16", "fd00::/64"}, "10.196.0.0/16"},
-	} {
-		if got, err := ShareClient(tt.in); err != nil || got != tt.want {
-			t.Errorf("ShareClient(%v) = %q, %v; want %q", tt.in, got, err, tt.want)
-		}
-	}
-	if _, err := ShareClient([]string{"nope"}); err == nil {
-		t.Error("a bad CIDR accepted")
-	}
-}

@@ -119,7 +119,7 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 	f.StringVar(&o.Namespace, "namespace", "", "namespace of the operator, its credentials and (driver mode) the driver (default: "+operator.DefaultNamespace+" in driver mode, "+operator.CompanionNamespace+" in companion mode)")
 	f.DurationVar(&o.Resync, "resync", operator.DefaultResync, "how often every controller re-checks, Manila included")
 	f.StringVar(&o.Cloud, "cloud", "", `cloud of the credentials' clouds.yaml (default: "openstack", else the only one)`)
-	f.StringSliceVar(&o.MachineNetworks, "machine-network", nil, "CIDR allowed to mount the shares (nfs-shareClient); default: install-config's machineNetwork")
+	f.StringSliceVar(&o.MachineNetworks, "machine-network", nil, "the machine network CIDRs (default: the install-config's machineNetwork); the StorageClasses' nfs-shareClient admits where the workers mount from: these, or the storage subnet once they are attached to the storage network")
 	f.StringVar(&o.StorageNetworkID, "storage-network", "", "ID of the Neutron network Manila exports on (default: found by discovery)")
 	f.StringVar(&o.HealthAddress, "health-address", controllers.DefaultHealthAddress, `address of /healthz, /readyz and /metrics ("" disables)`)
 	f.StringVar(&o.ProbeAddress, "probe-address", "", `address of /healthz and /readyz only, for the kubelet's probes, e.g. the pod IP ("" disables)`)

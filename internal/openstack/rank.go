@@ -375,3 +375,15 @@ func quoteList(names []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// ExportSubnets are the CIDRs of the candidate's subnets that hold export addresses, without
+// repeats, in the order of Exports.
+func (c *Candidate) ExportSubnets() []netip.Prefix {
+	var out []netip.Prefix
+	for _, e := range c.Exports {
+		if e.CIDR.IsValid() && !slices.Contains(out, e.CIDR.Masked()) {
+			out = append(out, e.CIDR.Masked())
+		}
+	}
+	return out
+}

@@ -13,7 +13,7 @@ import (
 
 // The versions test/env/csi/build.sh builds; the cache folder is keyed by them.
 const (
-	csiPluginVersion      = "1.34.1"
+	csiPluginVersion      = "1.35.0"
 	csiProvisionerVersion = "5.3.0"
 )
 

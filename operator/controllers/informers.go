@@ -176,7 +176,7 @@ func (o *Operator) dynamicInformer(gvr schema.GroupVersionResource) cache.Shared
 		case serviceMonitorGVR:
 			// The operator may read ServiceMonitors in its namespace only (Role, not ClusterRole).
 			ns = o.cfg.Namespace
-		case machineSetGVR:
+		case machineSetGVR, machineGVR:
 			ns, tweak = machineAPINamespace, nil
 		case clusterVersionGVR:
 			tweak = byName("version")

@@ -61,12 +61,17 @@ const discoveryEvery = 10
 const manilaName = "ManilaController"
 
 func newManilaController(o *Operator, c *manilaController) *controller {
-	return o.newController(manilaName, c.sync,
+	ctrl := o.newController(manilaName, c.sync,
 		o.inf.credentials,
 		o.inf.storageClasses,
 		o.inf.clusterConfig,
 		o.inf.crds,
 	)
+	// The StorageClasses' nfs-shareClient follows where the workers mount from: the
+	// MachineSets, the Machines they make, and what discovery finds.
+	onMachineAPI(o, ctrl)
+	o.storage.listen(func() { ctrl.queue.Add(queueKey) })
+	return ctrl
 }
 
 // sourceFor returns the ManilaSource for these credentials, reusing it (and its token) while
@@ -158,7 +163,7 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error 
 			errs = append(errs, fmt.Errorf("CSIDriver %s: %w", operator.DriverName, err))
 		}
 	}
-	scMsg, scErr := c.syncStorageClasses(ctx, types)
+	scMsg, scErr := c.syncStorageClasses(ctx, types, syncCtx.requeueAfter)
 	if scErr != nil {
 		errs = append(errs, scErr)
 	}
@@ -287,7 +292,11 @@ func (o *Operator) storageClassState() operatorv1.StorageClassStateName {
 	return operatorv1.ManagedStorageClass
 }
 
-func (c *manilaController) syncStorageClasses(ctx context.Context, types []operator.ShareType) (string, error) {
+// syncStorageClasses keeps one class per share type. Their nfs-shareClient admits where the
+// workers mount from (shareClients); when that changes (the storage network was attached after
+// the classes were made), the classes are recreated under the same names: the parameters
+// cannot change, and volumes do not refer to them.
+func (c *manilaController) syncStorageClasses(ctx context.Context, types []operator.ShareType, requeue func(time.Duration)) (string, error) {
 	o := c.o
 	switch o.storageClassState() {
 	case operatorv1.UnmanagedStorageClass:
@@ -323,14 +332,16 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 		secretNamespace = o.cfg.Namespace
 	}
 
-	nets, err := c.machineNetworks()
+	answer, err := o.shareClients()
+	if errors.Is(err, errMachinesNotCached) {
+		// Soon: writing the machine network now would mean recreating every class in a second.
+		requeue(time.Second)
+		return "waiting for the MachineSets and Machines to be read", nil
+	}
 	if err != nil {
 		return "", err
 	}
-	clients, err := operator.ShareClient(nets)
-	if err != nil {
-		return "", err
-	}
+	clients := answer.Value(o.shareClientList())
 	shareNetwork, snErr := c.shareNetworkFor(ctx, types)
 	var errs []error
 	var skipped []string
@@ -364,7 +375,7 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 			o.recorder.Warningf("ShareTypeGone", "Manila no longer offers share type %q; StorageClass %s is kept (annotated %s)", t, name, operator.AnnotationShareTypeGone)
 		}
 	}
-	msg := fmt.Sprintf("%d StorageClasses for %d Manila share types", len(types)-len(skipped), len(types))
+	msg := fmt.Sprintf("%d StorageClasses for %d Manila share types, admitting %s to their shares: %s", len(types)-len(skipped), len(types), clients, answer.Reason)
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
 		why := "no share network on the storage network was found"
@@ -394,22 +405,6 @@ func storageClassUpToDate(ex, req *storagev1.StorageClass) bool {
 		ptr.Deref(ex.AllowVolumeExpansion, false) == ptr.Deref(req.AllowVolumeExpansion, false) &&
 		ptr.Deref(ex.VolumeBindingMode, "") == ptr.Deref(req.VolumeBindingMode, "") &&
 		metaContains(ex, req)
-}
-
-// machineNetworks are the CIDRs the nodes' addresses come from.
-func (c *manilaController) machineNetworks() ([]string, error) {
-	if len(c.o.cfg.MachineNetworks) > 0 {
-		return c.o.cfg.MachineNetworks, nil
-	}
-	cm, err := c.o.lister.clusterConfig.ConfigMaps(clusterConfigNS).Get(clusterConfigName)
-	if err != nil {
-		return nil, fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", clusterConfigNS, clusterConfigName)
-	}
-	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", clusterConfigNS, clusterConfigName, err)
-	}
-	return cidrs, nil
 }
 
 // shareNetworkFor finds the share network for DHSS=true types: the one on the storage network

@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +41,10 @@ type storageNetworkController struct {
 	network func() (id, how, why string)
 	// requeueAfter asks for another sync soon (the MachineSets are not cached yet).
 	requeueAfter func(time.Duration)
+	// shareClients is where the workers mount from (Operator.shareClients); classes the
+	// StorageClasses the operator keeps.
+	shareClients func() (shareclient.Answer, error)
+	classes      func() []*storagev1.StorageClass
 }
 
 const storageNetworkName = "StorageNetworkController"
@@ -53,12 +61,30 @@ func newStorageNetworkController(o *Operator, storage *storageNetworks) *control
 			sets, err := lister.ByNamespace(machineAPINamespace).List(labels.Everything())
 			return sets, true, err
 		},
-		network: storage.network,
+		network:      storage.network,
+		shareClients: o.shareClients,
+		classes: func() []*storagev1.StorageClass {
+			all, _ := o.lister.storageClasses.List(managedSelector)
+			prefix := operator.NamesFor(o.cfg.Mode).StorageClassPrefix
+			var out []*storagev1.StorageClass
+			for _, sc := range all {
+				if ours(sc, prefix) {
+					out = append(out, sc)
+				}
+			}
+			sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+			return out
+		},
 	}
-	ctrl := o.newController(storageNetworkName, c.sync, o.inf.crds)
+	ctrl := o.newController(storageNetworkName, c.sync, o.inf.crds, o.inf.storageClasses, o.inf.clusterConfig)
 	c.requeueAfter = ctrl.requeueAfter
 	enqueue := func(any) { ctrl.queue.Add(queueKey) }
 	o.onDynamic(machineSetGVR, cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	o.onDynamic(machineGVR, cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -77,6 +103,9 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *controller) erro
 		return c.applyStatus(ctx, storageNetworkName, newStatus())
 	}
 	status, reason, msg := c.verdict()
+	if status == operatorv1.ConditionTrue {
+		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg)
+	}
 	return c.applyStatus(ctx, storageNetworkName, newStatus().WithConditions(
 		condition(operator.ConditionStorageNetworkReachable, status, reason, msg)))
 }
@@ -125,12 +154,10 @@ func (s *storageNetworks) listen(f func()) {
 	s.onChange = append(s.onChange, f)
 }
 
-// due reports whether discovery should run: never with --storage-network; else at the first
-// check with new credentials (src), then every period.
+// due reports whether discovery should run: at the first check with new credentials (src),
+// then every period. With --storage-network it runs too, for the subnets Manila exports in,
+// which the StorageClasses' nfs-shareClient follows (exportSubnets).
 func (s *storageNetworks) due(src ManilaSource, period time.Duration) bool {
-	if s.given != "" {
-		return false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.src != src || time.Since(s.at) >= period
@@ -165,20 +192,11 @@ func (s *storageNetworks) network() (id, how, why string) {
 }
 
 // exportSubnet is the CIDR of the subnet the storage network's shares are exported in (the
-// preferred export's, else the one with the most shares); "" when discovery did not name the
-// storage network (or it was given by --storage-network, which says nothing of its subnets).
+// preferred export's, else the one with the most shares), for the driver's runtime
+// configuration; "" when discovery did not find the storage network's exports.
 func (s *storageNetworks) exportSubnet() string {
-	if s.given != "" {
-		return ""
-	}
-	s.mu.Lock()
-	ranking, err := s.ranking, s.err
-	s.mu.Unlock()
-	if err != nil || ranking == nil {
-		return ""
-	}
-	best, err := ranking.StorageNetwork()
-	if err != nil || len(best.Exports) == 0 {
+	best := s.candidate()
+	if best == nil || len(best.Exports) == 0 {
 		return ""
 	}
 	pick := best.Exports[0]
@@ -191,6 +209,40 @@ func (s *storageNetworks) exportSubnet() string {
 		return ""
 	}
 	return pick.CIDR.Masked().String()
+}
+
+// exportSubnets are the CIDRs of every subnet of the storage network that holds an export
+// address, as the last discovery found them; nil when it did not.
+func (s *storageNetworks) exportSubnets() []netip.Prefix {
+	best := s.candidate()
+	if best == nil {
+		return nil
+	}
+	return best.ExportSubnets()
+}
+
+// candidate is discovery's entry for the storage network: the one --storage-network names,
+// else the one discovery's rule names; nil when there is none.
+func (s *storageNetworks) candidate() *openstack.Candidate {
+	s.mu.Lock()
+	ranking, err := s.ranking, s.err
+	s.mu.Unlock()
+	if err != nil || ranking == nil {
+		return nil
+	}
+	if s.given != "" {
+		for i := range ranking.Candidates {
+			if neutronid.Equal(ranking.Candidates[i].Network.ID, s.given) {
+				return &ranking.Candidates[i]
+			}
+		}
+		return nil
+	}
+	best, err := ranking.StorageNetwork()
+	if err != nil {
+		return nil
+	}
+	return best
 }
 
 // storageNetworkFrom applies the storage network rule to the result of a discovery.
@@ -283,4 +335,42 @@ func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
 	value, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec", "providerSpec", "value")
 	m, _ := value.(map[string]any)
 	return attachment.SpecOf(m).HasNetwork(networkID)
+}
+
+// classesVerdict: the network being attached is half of reaching the exports; the other half is
+// the share's access rule, which the StorageClasses' nfs-shareClient becomes. True stays True
+// only when every class the operator keeps admits every network the workers mount from
+// (shareclient); the message says what the classes admit and why.
+func classesVerdict(shareClients func() (shareclient.Answer, error), classes []*storagev1.StorageClass, attachedMsg string) (operatorv1.ConditionStatus, string, string) {
+	answer, err := shareClients()
+	if err != nil {
+		return operatorv1.ConditionUnknown, "Checking", attachedMsg + "; where the workers mount from is not known yet: " + err.Error()
+	}
+	if len(classes) == 0 {
+		return operatorv1.ConditionTrue, "AsExpected", fmt.Sprintf("%s; the workers mount from %s (%s)", attachedMsg, shareclient.Join(answer.Clients), answer.Reason)
+	}
+	var wrong []string
+	var missing []netip.Prefix
+	values := map[string]bool{}
+	for _, sc := range classes {
+		v := sc.Parameters["nfs-shareClient"]
+		values[v] = true
+		rules, err := shareclient.ParseValue(v)
+		m := shareclient.Missing(rules, answer.Clients)
+		if err != nil || len(m) > 0 {
+			wrong = append(wrong, sc.Name)
+			for _, p := range m {
+				if !slices.Contains(missing, p) {
+					missing = append(missing, p)
+				}
+			}
+		}
+	}
+	if len(wrong) > 0 {
+		return operatorv1.ConditionFalse, "StorageClassesExcludeWorkers",
+			fmt.Sprintf("StorageClasses %s do not admit %s, where the workers mount from (%s), so shares made from them refuse those nodes; the operator recreates them",
+				strings.Join(wrong, ", "), shareclient.Join(missing), answer.Reason)
+	}
+	return operatorv1.ConditionTrue, "AsExpected", fmt.Sprintf("%s; the StorageClasses admit %s to their shares: %s",
+		attachedMsg, strings.Join(slices.Sorted(maps.Keys(values)), " and "), answer.Reason)
 }

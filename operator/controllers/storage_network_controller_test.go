@@ -3,13 +3,18 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -45,6 +50,9 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 		want    string
 		msgHas  string
 		requeue bool
+		// classes are the operator's StorageClasses, by their nfs-shareClient; the workers
+		// mount from the storage subnet 10.0.0.0/24 (every set attached, every machine on it).
+		classes []string
 	}{
 		{name: "no ClusterCSIDriver", want: ""},
 		{name: "Unmanaged", spec: &operatorv1.OperatorSpec{ManagementState: operatorv1.Unmanaged}, want: ""},
@@ -54,6 +62,12 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 		{name: "no MachineSets", spec: managed, machineAPI: true, synced: true, want: "Unknown NoMachineSets"},
 		{name: "given network, all attached", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("b", other, storage), ms("a", storage)},
 			storage: &storageNetworks{given: storage}, want: "True AsExpected", msgHas: "every MachineSet (2)"},
+		{name: "attached, and the classes admit the storage subnet", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: &storageNetworks{given: storage}, classes: []string{"10.0.0.0/24", "10.0.0.0/24,10.196.0.0/16"}, want: "True AsExpected",
+			msgHas: "the StorageClasses admit 10.0.0.0/24 and 10.0.0.0/24,10.196.0.0/16 to their shares: every worker has a port on the storage network"},
+		{name: "attached, but a class admits only the machine network", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: &storageNetworks{given: storage}, classes: []string{"10.0.0.0/24", "10.196.0.0/16"}, want: "False StorageClassesExcludeWorkers",
+			msgHas: "StorageClasses sc1 do not admit 10.0.0.0/24, where the workers mount from"},
 		{name: "given network, one not attached", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("b", other), ms("a", storage)},
 			storage: &storageNetworks{given: storage}, want: "False MachineSetsNotAttached", msgHas: "MachineSets b do not attach"},
 		{name: "discovery tie", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
@@ -83,6 +97,17 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 				machineSets:  func() ([]runtime.Object, bool, error) { return tt.sets, tt.synced, nil },
 				network:      tt.storage.network,
 				requeueAfter: func(time.Duration) { requeued = true },
+				shareClients: func() (shareclient.Answer, error) {
+					return shareclient.Decide(shareclient.Facts{MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.196.0.0/16")},
+						ExportSubnets: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Sets: []shareclient.Set{{Name: "a", Attached: true}}})
+				},
+				classes: func() []*storagev1.StorageClass {
+					var out []*storagev1.StorageClass
+					for i, v := range tt.classes {
+						out = append(out, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sc%d", i)}, Parameters: map[string]string{"nfs-shareClient": v}})
+					}
+					return out
+				},
 			}
 			if err := c.sync(context.Background(), nil); err != nil {
 				t.Fatal(err)
@@ -131,7 +156,8 @@ func TestStorageNetworksNotify(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d notifications after a failure, want 2", n)
 	}
-	if given := (&storageNetworks{given: "x"}); given.due(src, 0) {
-		t.Error("discovery due with --storage-network")
+	// With --storage-network discovery still runs: the classes follow the subnets it exports in.
+	if given := (&storageNetworks{given: "x"}); !given.due(src, time.Hour) {
+		t.Error("discovery never due with --storage-network")
 	}
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +36,10 @@ type scLintController struct {
 
 func newStorageClassLintController(o *Operator, manila *manilaController) *controller {
 	c := &scLintController{o: o, manila: manila, warned: map[string]string{}}
-	return o.newController(scLintName+"Controller", c.sync, o.inf.storageClasses, o.inf.secrets, o.inf.clusterConfig)
+	ctrl := o.newController(scLintName+"Controller", c.sync, o.inf.storageClasses, o.inf.secrets, o.inf.clusterConfig)
+	// Where the workers mount from follows the MachineSets and their Machines.
+	onMachineAPI(o, ctrl)
+	return ctrl
 }
 
 func (c *scLintController) sync(ctx context.Context, _ *controller) error {
@@ -51,12 +53,9 @@ func (c *scLintController) sync(ctx context.Context, _ *controller) error {
 		return err
 	}
 	facts := sclint.Facts{ShareTypes: c.shareTypes(), SecretExists: func(ns, name string) (bool, bool) { return c.secretExists(ctx, ns, name) }}
-	if nets, err := c.manila.machineNetworks(); err == nil {
-		for _, s := range nets {
-			if p, err := netip.ParsePrefix(strings.TrimSpace(s)); err == nil {
-				facts.MachineNetworks = append(facts.MachineNetworks, p.Masked())
-			}
-		}
+	facts.ListAllowed = o.shareClientList()
+	if answer, err := o.shareClients(); err == nil {
+		facts.MountFrom = &answer
 	}
 	var findings []sclint.Finding
 	checked := 0

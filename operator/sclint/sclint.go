@@ -3,14 +3,13 @@
 // ignored (so `nfs-ShareClient`, the spelling of an often-copied example, leaves the share open
 // to 0.0.0.0/0), a secret reference that names no Secret fails only when a claim is made, a
 // share type Manila does not offer fails likewise, and an nfs-shareClient that leaves out the
-// machine network gives shares no node can mount. It only reads; the operator (a condition and
+// addresses the workers mount from (operator/shareclient) gives shares no node can mount. It only reads; the operator (a condition and
 // Events) and `manila-setup storageclasses check` report what it finds.
 package sclint
 
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -22,10 +21,11 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
 // driverParameters are the keys the Manila CSI driver reads from a StorageClass (its
-// ControllerVolumeContext, cloud-provider-openstack v1.34.1, pkg/csi/manila/options).
+// ControllerVolumeContext, cloud-provider-openstack v1.35.0, pkg/csi/manila/options).
 var driverParameters = []string{
 	"type", "shareNetworkID", "autoTopology", "availability", "appendShareMetadata", "affinity",
 	"antiAffinity", "groupID", "protocol",
@@ -56,8 +56,19 @@ type Facts struct {
 	// SecretExists tells whether a Secret exists; known is false when it cannot be told (no
 	// permission to read that namespace).
 	SecretExists func(namespace, name string) (exists, known bool)
-	// MachineNetworks are the cluster's node networks; nil when unknown.
-	MachineNetworks []netip.Prefix
+	// MountFrom is where the workers mount from (shareclient.Decide); nil when unknown.
+	MountFrom *shareclient.Answer
+	// ListAllowed: the driver takes a comma-separated nfs-shareClient (cloud-provider-openstack
+	// v1.35.0 and later: one access rule per entry).
+	ListAllowed bool
+}
+
+// recommended is the nfs-shareClient the rule gives, with why.
+func (f Facts) recommended() string {
+	if f.MountFrom == nil {
+		return "the networks the workers mount from"
+	}
+	return fmt.Sprintf("%s (%s)", f.MountFrom.Value(f.ListAllowed), f.MountFrom.Reason)
 }
 
 // SecretExists asks the API server whether a Secret exists, by its metadata only (its content is
@@ -145,48 +156,19 @@ func Check(sc *storagev1.StorageClass, facts Facts) []Finding {
 
 	if client, ok := sc.Parameters["nfs-shareClient"]; !ok {
 		add("nfs-shareClient", "not set: every share of this class is open to any address (the driver's default 0.0.0.0/0)",
-			"set it to the machine network"+machineNetworkHint(facts.MachineNetworks))
-	} else if strings.Contains(client, ",") {
-		add("nfs-shareClient", fmt.Sprintf("%q is a list: the driver makes one Manila access rule of the whole value, which Manila refuses", client),
-			"give one CIDR that covers the machine network"+machineNetworkHint(facts.MachineNetworks))
-	} else if p, err := netip.ParsePrefix(strings.TrimSpace(client)); err != nil {
-		if a, err := netip.ParseAddr(strings.TrimSpace(client)); err == nil {
-			p = netip.PrefixFrom(a, a.BitLen())
-			out = append(out, excludes(sc.Name, p, facts.MachineNetworks)...)
-		} else {
-			add("nfs-shareClient", fmt.Sprintf("%q is not an address or a CIDR", client), "set it to the machine network"+machineNetworkHint(facts.MachineNetworks))
+			"set it to "+facts.recommended())
+	} else if strings.Contains(client, ",") && !facts.ListAllowed {
+		add("nfs-shareClient", fmt.Sprintf("%q is a list: this driver makes one Manila access rule of the whole value, which Manila refuses", client),
+			"give one CIDR: "+facts.recommended())
+	} else if rules, err := shareclient.ParseValue(client); err != nil {
+		add("nfs-shareClient", err.Error(), "set it to "+facts.recommended())
+	} else if facts.MountFrom != nil {
+		if missing := shareclient.Missing(rules, facts.MountFrom.Clients); len(missing) > 0 {
+			add("nfs-shareClient", fmt.Sprintf("%s leaves out %s, where the workers mount from: nodes there cannot mount the shares", client, shareclient.Join(missing)),
+				"set it to "+facts.recommended())
 		}
-	} else {
-		out = append(out, excludes(sc.Name, p.Masked(), facts.MachineNetworks)...)
 	}
 	return out
-}
-
-// excludes reports the machine networks the share's access rule does not cover.
-func excludes(class string, client netip.Prefix, machine []netip.Prefix) []Finding {
-	var missing []string
-	for _, m := range machine {
-		if !(client.Bits() <= m.Bits() && client.Contains(m.Addr())) {
-			missing = append(missing, m.String())
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return []Finding{{StorageClass: class, Parameter: "nfs-shareClient",
-		Problem: fmt.Sprintf("%s leaves out the machine network %s: nodes there cannot mount the shares", client, strings.Join(missing, ", ")),
-		Fix:     "set it to a CIDR that covers " + strings.Join(missing, ", ")}}
-}
-
-func machineNetworkHint(machine []netip.Prefix) string {
-	if len(machine) == 0 {
-		return ""
-	}
-	s := make([]string, len(machine))
-	for i, m := range machine {
-		s[i] = m.String()
-	}
-	return " (" + strings.Join(s, ", ") + ")"
 }
 
 // knownKey tells whether k is a parameter the driver or the provisioner reads; if not, the

@@ -7,6 +7,8 @@ import (
 
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
 func class(name string, params map[string]string) *storagev1.StorageClass {
@@ -44,7 +46,8 @@ func TestCheck(t *testing.T) {
 			}
 			return ns == "ns" && name == "csi-manila-secrets", true
 		},
-		MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.196.0.0/16")},
+		MountFrom: mountFrom(t, shareclient.Facts{MachineNetworks: prefixes("10.196.0.0/16"), ExportSubnets: prefixes("10.0.0.0/24"),
+			Sets: []shareclient.Set{{Name: "worker"}}}),
 	}
 	for _, tt := range []struct {
 		name   string
@@ -64,7 +67,7 @@ func TestCheck(t *testing.T) {
 		{"no provisioner Secret", with(good(), "csi.storage.k8s.io/provisioner-secret-name", ""), []string{"provisioner-secret-name: missing"}},
 		{"share type not offered", with(good(), "type", "gold"), []string{`type: no share type "gold"`}},
 		{"default share type", with(good(), "type", ""), nil},
-		{"share client excludes the machine network", with(good(), "nfs-shareClient", "192.168.0.0/24"), []string{"nfs-shareClient: leaves out the machine network 10.196.0.0/16"}},
+		{"share client excludes the machine network", with(good(), "nfs-shareClient", "192.168.0.0/24"), []string{"nfs-shareClient: leaves out 10.196.0.0/16, where the workers mount from"}},
 		{"share client too narrow", with(good(), "nfs-shareClient", "10.196.4.0/24"), []string{"nfs-shareClient: leaves out"}},
 		{"share client one address", with(good(), "nfs-shareClient", "10.196.0.7"), []string{"nfs-shareClient: leaves out"}},
 		{"share client wider", with(good(), "nfs-shareClient", "10.0.0.0/8"), nil},
@@ -90,5 +93,68 @@ func TestCheck(t *testing.T) {
 	// Unknown facts skip their checks.
 	if f := Check(class("sc1", with(good(), "type", "gold", "nfs-shareClient", "192.168.0.0/24")), Facts{}); len(f) != 0 {
 		t.Errorf("without facts: %v", f)
+	}
+}
+
+func prefixes(s ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(s))
+	for i, x := range s {
+		out[i] = netip.MustParsePrefix(x)
+	}
+	return out
+}
+
+func mountFrom(t *testing.T, f shareclient.Facts) *shareclient.Answer {
+	t.Helper()
+	a, err := shareclient.Decide(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &a
+}
+
+// TestCheckShareClientByWhereWorkersMount: the lint on hand-made classes with each of the three
+// answers of the rule (machine network, storage network, both), for a driver that takes a list.
+func TestCheckShareClientByWhereWorkersMount(t *testing.T) {
+	machine, storage := prefixes("10.196.0.0/16"), prefixes("10.0.0.0/24")
+	beforeAttach := shareclient.Facts{MachineNetworks: machine, ExportSubnets: storage, Sets: []shareclient.Set{{Name: "worker"}}}
+	attached := shareclient.Facts{MachineNetworks: machine, ExportSubnets: storage, Sets: []shareclient.Set{{Name: "worker", Attached: true}},
+		Machines: []shareclient.Machine{{Name: "w1", Addresses: []netip.Addr{netip.MustParseAddr("10.196.0.5"), netip.MustParseAddr("10.0.0.55")}}}}
+	halfWay := shareclient.Facts{MachineNetworks: machine, ExportSubnets: storage, Sets: []shareclient.Set{{Name: "worker", Attached: true}},
+		Machines: []shareclient.Machine{{Name: "w1", Addresses: []netip.Addr{netip.MustParseAddr("10.196.0.5")}}}}
+	for _, tt := range []struct {
+		name   string
+		facts  shareclient.Facts
+		client string
+		want   string // fragments of the one finding, "|"-separated; "" for no finding
+	}{
+		{"before the attach, the machine network", beforeAttach, "10.196.0.0/16", ""},
+		{"before the attach, the storage subnet", beforeAttach, "10.0.0.0/24", "leaves out 10.196.0.0/16|set it to 10.196.0.0/16 (no worker has a port"},
+		{"attached, the machine network (the old premise)", attached, "10.196.0.0/16", "leaves out 10.0.0.0/24, where the workers mount from|set it to 10.0.0.0/24 (every worker has a port on the storage network"},
+		{"attached, the storage subnet", attached, "10.0.0.0/24", ""},
+		{"attached, one worker's address only", attached, "10.0.0.55", "leaves out 10.0.0.0/24"},
+		{"half-way, the storage subnet only", halfWay, "10.0.0.0/24", "leaves out 10.196.0.0/16|set it to 10.0.0.0/24,10.196.0.0/16 (the workers mount from two networks"},
+		{"half-way, both as a list", halfWay, "10.0.0.0/24,10.196.0.0/16", ""},
+		{"half-way, a covering prefix", halfWay, "10.0.0.0/8", ""},
+		{"half-way, a list with garbage", halfWay, "10.0.0.0/24,everyone", `"everyone" is not an address or a CIDR`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			facts := Facts{MountFrom: mountFrom(t, tt.facts), ListAllowed: true}
+			got := Check(class("sc1", with(good(), "nfs-shareClient", tt.client)), facts)
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("findings %v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Parameter != "nfs-shareClient" {
+				t.Fatalf("findings %v, want one on nfs-shareClient", got)
+			}
+			for _, w := range strings.Split(tt.want, "|") {
+				if !strings.Contains(got[0].Problem+"; "+got[0].Fix, w) {
+					t.Errorf("finding %v does not say %q", got[0], w)
+				}
+			}
+		})
 	}
 }

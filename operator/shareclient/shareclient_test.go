@@ -117,3 +117,21 @@ func TestParseValueAndMissing(t *testing.T) {
 		t.Error("an IPv4 rule covers an IPv6 network")
 	}
 }
+
+func TestCovering(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"10.196.0.0/16"}, "10.196.0.0/16"},
+		{[]string{"10.196.3.7/16"}, "10.196.0.0/16"},
+		{[]string{"10.196.0.0/16", "10.197.0.0/16"}, "10.196.0.0/15"},
+		{[]string{"10.0.0.0/24", "10.196.0.0/16"}, "10.0.0.0/8"},
+		{[]string{"10.0.0.0/24", "192.168.0.0/24"}, "0.0.0.0/0"},
+		{[]string{"10.196.0.0/16", "fd00::/64"}, "10.196.0.0/16"},
+	} {
+		if got := Covering(prefixes(tt.in...)).String(); got != tt.want {
+			t.Errorf("Covering(%v) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -441,11 +441,20 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 	// The server: its ID is the Machine's UID (a UUID, as Nova's are), its ports are made on
 	// the networks the providerSpec names.
 	serverID := string(m.UID)
+	// The addresses the Machine API's OpenStack provider reports: every fixed IP of the server,
+	// the primary one (the stand-in's node IP, as no cloud-side cluster network exists) and one
+	// per port on the networks the providerSpec names, such as the storage network.
+	addresses := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: testenv.NodeIP(m.Name)}}
 	if c.opts.Ports != nil {
-		if err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m)); err != nil {
+		ips, err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m))
+		if err != nil {
 			return err
 		}
+		for _, ip := range ips {
+			addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+		}
 	}
+	addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: m.Name})
 	providerID := "openstack:///" + serverID
 	if m.Spec.ProviderID == nil {
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"providerID": providerID}})
@@ -472,7 +481,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 	return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) {
 		s.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: m.Name}
 		s.Phase = ptr.To(machinev1beta1.PhaseRunning)
-		s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: testenv.NodeIP(m.Name)}, {Type: corev1.NodeHostName, Address: m.Name}}
+		s.Addresses = addresses
 		s.ProviderStatus = &runtime.RawExtension{Raw: providerStatus}
 		now := metav1.Now()
 		s.LastUpdated = &now

@@ -20,8 +20,9 @@ import (
 // cloud says about a machine's networks (ports by device_id) is what its providerSpec says,
 // as with the real machine actuator.
 type PortMaker interface {
-	// CreatePorts gives the server a port on each network, named after the machine.
-	CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) error
+	// CreatePorts gives the server a port on each network, named after the machine, and
+	// returns the fixed IPs of all the server's ports (what Nova reports as its addresses).
+	CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) ([]string, error)
 	// DeletePorts deletes every port of the server.
 	DeletePorts(ctx context.Context, serverID string) error
 }
@@ -88,10 +89,10 @@ func NeutronPorts(ctx context.Context, cloudsFile, cloud string) (PortMaker, err
 
 type neutronPorts struct{ nc *gophercloud.ServiceClient }
 
-func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) error {
+func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) ([]string, error) {
 	existing, err := n.list(ctx, serverID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	have := map[string]bool{}
 	for _, p := range existing {
@@ -101,14 +102,21 @@ func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string,
 		if have[id] {
 			continue
 		}
-		_, err := ports.Create(ctx, n.nc, ports.CreateOpts{
+		p, err := ports.Create(ctx, n.nc, ports.CreateOpts{
 			NetworkID: id, Name: fmt.Sprintf("%s-%d", machine, i), DeviceID: serverID, DeviceOwner: "compute:nova",
 		}).Extract()
 		if err != nil {
-			return fmt.Errorf("creating the port of server %s (Machine %s) on network %s: %w", serverID, machine, id, err)
+			return nil, fmt.Errorf("creating the port of server %s (Machine %s) on network %s: %w", serverID, machine, id, err)
+		}
+		existing = append(existing, *p)
+	}
+	var addrs []string
+	for _, p := range existing {
+		for _, ip := range p.FixedIPs {
+			addrs = append(addrs, ip.IPAddress)
 		}
 	}
-	return nil
+	return addrs, nil
 }
 
 func (n neutronPorts) DeletePorts(ctx context.Context, serverID string) error {

@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 PLUGIN_MODULE=k8s.io/cloud-provider-openstack
-PLUGIN_VERSION=v1.34.1
+PLUGIN_VERSION=v1.35.0
 PROVISIONER_MODULE=github.com/kubernetes-csi/external-provisioner/v5
 PROVISIONER_VERSION=v5.3.0
 dir="$MANILA_SETUP_CACHE/csi/manila-${PLUGIN_VERSION#v}_provisioner-${PROVISIONER_VERSION#v}"
