@@ -375,7 +375,8 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 			o.recorder.Warningf("ShareTypeGone", "Manila no longer offers share type %q; StorageClass %s is kept (annotated %s)", t, name, operator.AnnotationShareTypeGone)
 		}
 	}
-	msg := fmt.Sprintf("%d StorageClasses for %d Manila share types, admitting %s to their shares: %s", len(types)-len(skipped), len(types), clients, answer.Reason)
+	// What the classes admit, and why, is StorageNetworkReachable's to say.
+	msg := fmt.Sprintf("%d StorageClasses for %d Manila share types", len(types)-len(skipped), len(types))
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
 		why := "no share network on the storage network was found"

@@ -155,12 +155,14 @@ func (s *storageNetworks) listen(f func()) {
 }
 
 // due reports whether discovery should run: at the first check with new credentials (src),
-// then every period. With --storage-network it runs too, for the subnets Manila exports in,
+// then every period, and again after a failure. With --storage-network it runs too, for the subnets Manila exports in,
 // which the StorageClasses' nfs-shareClient follows (exportSubnets).
 func (s *storageNetworks) due(src ManilaSource, period time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.src != src || time.Since(s.at) >= period
+	// A failed discovery is tried again at the next check, not a period later: the
+	// StorageClasses wait on its answer.
+	return s.src != src || s.err != nil || time.Since(s.at) >= period
 }
 
 // discovered records the result of a discovery.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -156,19 +157,43 @@ func checkShare(t *testing.T, ctx context.Context, manila *gophercloud.ServiceCl
 	if share.Name != pv.Name {
 		problems = append(problems, fmt.Sprintf("share name %q, want the volume's name %q", share.Name, pv.Name))
 	}
-	// The driver grants access and returns; Manila applies the rule shortly after.
+	// The driver grants one rule per entry of nfs-shareClient (a comma-separated list since
+	// cloud-provider-openstack v1.35.0) and returns; Manila applies them shortly after.
+	want := strings.Split(shareClients, ",")
 	var rules []shareaccessrules.ShareAccess
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		rules, err = shareaccessrules.List(ctx, manila, share.ID).Extract()
-		return err == nil && len(rules) == 1 && rules[0].State != "queued_to_apply" && rules[0].State != "applying", err
+		if err != nil || len(rules) != len(want) {
+			return false, err
+		}
+		for _, r := range rules {
+			if r.State == "queued_to_apply" || r.State == "applying" {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		t.Fatalf("access rules of share %s: %v (%+v)", share.ID, err, rules)
 	}
-	if len(rules) != 1 || rules[0].AccessType != "ip" || rules[0].AccessTo != shareClients || rules[0].AccessLevel != "rw" || rules[0].State != "active" {
-		problems = append(problems, fmt.Sprintf("access rules %+v, want one active rw ip rule for %s", rules, shareClients))
-	} else if pv.Spec.CSI.VolumeAttributes["shareAccessID"] != rules[0].ID {
-		problems = append(problems, fmt.Sprintf("volume attribute shareAccessID %q, want the rule's ID %s", pv.Spec.CSI.VolumeAttributes["shareAccessID"], rules[0].ID))
+	var got, ids []string
+	for _, r := range rules {
+		if r.AccessType != "ip" || r.AccessLevel != "rw" || r.State != "active" {
+			problems = append(problems, fmt.Sprintf("access rule %+v, want an active rw ip rule", r))
+		}
+		got = append(got, r.AccessTo)
+		ids = append(ids, r.ID)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		problems = append(problems, fmt.Sprintf("access rules for %v, want one for each of %v", got, want))
+	}
+	attrIDs := strings.Split(pv.Spec.CSI.VolumeAttributes["shareAccessIDs"], ",")
+	slices.Sort(attrIDs)
+	slices.Sort(ids)
+	if !slices.Equal(attrIDs, ids) {
+		problems = append(problems, fmt.Sprintf("volume attribute shareAccessIDs %q, want the rules' IDs %v", pv.Spec.CSI.VolumeAttributes["shareAccessIDs"], ids))
 	}
 	if pv.Spec.CSI.VolumeAttributes["shareID"] != share.ID {
 		problems = append(problems, fmt.Sprintf("volume attribute shareID %q, want %s", pv.Spec.CSI.VolumeAttributes["shareID"], share.ID))

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shareaccessrules"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,7 @@ import (
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/platform"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
 // TestWholeJourney walks what an administrator and then an application developer do, against
@@ -165,11 +168,13 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Fatal(err)
 	}
 	live := 0
+	var serverIDs []string
 	for _, m := range machines.Items {
 		if m.DeletionTimestamp != nil {
 			continue
 		}
 		live++
+		serverIDs = append(serverIDs, string(m.UID)) // the stand-in's server ID
 		spec, err := machinesets.DecodeProviderSpec(m.Spec.ProviderSpec.Value.Raw)
 		if err != nil || !spec.HasNetwork(storageNet) || !spec.HasSecurityGroup(nfsSG) {
 			t.Errorf("Machine %s after the rollout: not on the storage network with the nfs group (%v)", m.Name, err)
@@ -179,6 +184,19 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Errorf("%d live worker Machines after the rollout, want 3", live)
 	}
 	t.Logf("MachineSet %s patched and its 3 Machines replaced in %s", cl.MachineSet, time.Since(t2).Round(time.Millisecond))
+	// Where the workers now mount from: their addresses on the storage network, as Neutron has
+	// them (their ports), which lie in the subnet that holds the export addresses.
+	storagePorts, err := osc.Ports(ctx, openstack.PortFilter{NetworkIDs: []string{storageNet}, DeviceIDs: serverIDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var workerStorageIPs []netip.Addr
+	for _, p := range storagePorts {
+		workerStorageIPs = append(workerStorageIPs, p.FixedIPs...)
+	}
+	if len(storagePorts) != 3 || len(workerStorageIPs) != 3 {
+		t.Fatalf("the 3 workers have %d ports with %d addresses on the storage network: %+v", len(storagePorts), len(workerStorageIPs), storagePorts)
+	}
 
 	// 3. The operator, as the real binary.
 	t3 := time.Now()
@@ -201,11 +219,16 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	}
 	op := startOperator(t, cli, kubeconfig, "--mode", string(mode))
 	classes := waitStorageClasses(t, ctx, sim, op, secretNS, []string{names.StorageClassPrefix + "cephfs-fast", names.StorageClassPrefix + "default"})
+	// Every worker is on the storage network, so the classes admit the storage subnet (where
+	// the export addresses are, and the workers mount from), not the machine network.
+	storageSubnet := cloud.Seed.Subnets["storage-subnet"].CIDR
 	for _, sc := range classes {
-		if sc.Parameters["nfs-shareClient"] != machineNetwork || sc.Parameters["csi.storage.k8s.io/provisioner-secret-name"] != operator.DriverSecretName ||
+		if sc.Parameters["nfs-shareClient"] != storageSubnet || sc.Parameters["csi.storage.k8s.io/provisioner-secret-name"] != operator.DriverSecretName ||
 			sc.Parameters["csi.storage.k8s.io/node-stage-secret-namespace"] != secretNS {
-			t.Errorf("StorageClass %s parameters %v: want nfs-shareClient %s and the driver Secret %s/%s", sc.Name, sc.Parameters, machineNetwork, secretNS, operator.DriverSecretName)
+			t.Errorf("StorageClass %s parameters %v: want nfs-shareClient %s (the storage subnet; the machine network is %s) and the driver Secret %s/%s",
+				sc.Name, sc.Parameters, storageSubnet, machineNetwork, secretNS, operator.DriverSecretName)
 		}
+		admitsAll(t, "StorageClass "+sc.Name, sc.Parameters["nfs-shareClient"], workerStorageIPs)
 	}
 	var status []byte
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -252,7 +275,17 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		c := &claims[i]
 		c.pv = waitBound(t, ctx, sim.Client, c.pvc, 2*time.Minute, alive)
 		shareType := classes[i].Annotations[operator.AnnotationShareType]
-		c.share = checkShare(t, ctx, manila, c.pv, shareType, machineNetwork, 2).ID
+		c.share = checkShare(t, ctx, manila, c.pv, shareType, storageSubnet, 2).ID
+		// The share's access rules, read back from Manila, admit every worker's storage address.
+		rules, err := shareaccessrules.List(ctx, manila, c.share).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var admitted []string
+		for _, r := range rules {
+			admitted = append(admitted, r.AccessTo)
+		}
+		admitsAll(t, "the access rules of share "+c.share, strings.Join(admitted, ","), workerStorageIPs)
 		checkVolume(t, c.pv, classes[i].Name, secretNS, operator.DriverSecretName)
 		t.Logf("claim %s on %s: Bound, share %s of type %s", c.pvc.Name, classes[i].Name, c.share, shareType)
 	}
@@ -303,6 +336,22 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Errorf("the multi-writer check's volume was not deleted: %v", err)
 	}
 	t.Logf("whole journey %s", time.Since(t0).Round(time.Millisecond))
+}
+
+// admitsAll checks that an nfs-shareClient or a share's access rules (comma-separated) admit
+// every address.
+func admitsAll(t *testing.T, what, value string, addrs []netip.Addr) {
+	t.Helper()
+	rules, err := shareclient.ParseValue(value)
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
+	}
+	for _, a := range addrs {
+		if !slices.ContainsFunc(rules, func(r netip.Prefix) bool { return r.Contains(a) }) {
+			t.Errorf("%s (%s) does not admit the worker address %s", what, value, a)
+		}
+	}
 }
 
 func hasRule(ps installconfig.Problems, rule string) bool {
