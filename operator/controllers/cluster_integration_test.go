@@ -23,6 +23,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -394,9 +395,57 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 			},
 		},
 	}}
-	if _, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
+	created, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Create(ctx, ms, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	// One Machine of the set, running, with its address on the machine network (10.0.0.0/16
+	// here, the installer's default, which holds the storage subnet 10.0.0.0/24).
+	machine := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+		"metadata": map[string]any{"name": "sim-worker-a-x1", "namespace": machineAPINamespace, "labels": map[string]any{"set": "a"},
+			"ownerReferences": []any{map[string]any{"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": "sim-worker-a",
+				"uid": string(created.GetUID()), "controller": true}}},
+		"spec": map[string]any{},
+	}}
+	machineAt := func(addrs ...string) {
+		t.Helper()
+		m, err := h.dyn.Resource(machineGVR).Namespace(machineAPINamespace).Get(ctx, machine.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			m, err = h.dyn.Resource(machineGVR).Namespace(machineAPINamespace).Create(ctx, machine, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []any
+		for _, a := range addrs {
+			list = append(list, map[string]any{"type": "InternalIP", "address": a})
+		}
+		_ = unstructured.SetNestedSlice(m.Object, list, "status", "addresses")
+		if _, err := h.dyn.Resource(machineGVR).Namespace(machineAPINamespace).UpdateStatus(ctx, m, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	machineAt("10.0.5.11")
+	// The classes' nfs-shareClient follows where the workers mount from.
+	classesAdmit := func(what, want string) {
+		t.Helper()
+		h.eventually("every StorageClass admits "+want+" ("+what+")", settle, func() (bool, string) {
+			list, err := h.kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: operator.LabelManagedBy + "=" + operator.ManagedByValue})
+			if err != nil || len(list.Items) == 0 {
+				return false, fmt.Sprintf("%v, %d classes", err, len(list.Items))
+			}
+			var got []string
+			for _, sc := range list.Items {
+				got = append(got, sc.Name+"="+sc.Parameters["nfs-shareClient"])
+				if sc.Parameters["nfs-shareClient"] != want {
+					return false, strings.Join(got, " ")
+				}
+			}
+			return true, ""
+		})
+	}
+	classesAdmit("before the attach: the machine network", "10.0.0.0/16")
 	h.eventually("StorageNetworkReachable=False from discovery", settle, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionFalse, "MachineSetsNotAttached"))
 	c := h.condition(operator.ConditionStorageNetworkReachable)
 	for _, want := range []string{"sim-worker-a", storage, "discovery", "manila-setup networks attach"} {
@@ -413,6 +462,22 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 		t.Fatal(err)
 	}
 	h.eventually("StorageNetworkReachable=True once attached", settle, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionTrue, "AsExpected"))
+	// Half-way: the set gives new machines the storage port, its running Machine has none yet,
+	// so the workers mount from both networks; here the machine network holds the storage
+	// subnet, so one rule covers both.
+	classesAdmit("half-way", "10.0.0.0/16")
+	h.eventually("StorageNetworkReachable says both networks", settle, func() (bool, string) {
+		c := h.condition(operator.ConditionStorageNetworkReachable)
+		return c != nil && c.Status == operatorv1.ConditionTrue && strings.Contains(c.Message, "the StorageClasses admit 10.0.0.0/16 to their shares: the workers mount from two networks"), fmt.Sprint(c)
+	})
+	// The rollout replaced the Machine: its server has a port on the storage subnet. The
+	// classes are recreated under the same names for the storage subnet alone.
+	machineAt("10.0.5.11", "10.0.0.31")
+	classesAdmit("after the rollout: the storage subnet", "10.0.0.0/24")
+	h.eventually("StorageNetworkReachable says the storage subnet", settle, func() (bool, string) {
+		c := h.condition(operator.ConditionStorageNetworkReachable)
+		return c != nil && c.Status == operatorv1.ConditionTrue && strings.Contains(c.Message, "the StorageClasses admit 10.0.0.0/24 to their shares: every worker has a port on the storage network"), fmt.Sprint(c)
+	})
 
 	// The driver's runtime configuration names the subnet the shares are exported in, so that
 	// mounts use the export location the attached nodes can reach.

@@ -116,6 +116,11 @@ func Decide(f Facts) (Answer, error) {
 			a.ViaMachineNetwork = true
 		}
 	}
+	// A network inside another of the answer adds nothing (a machine network that overlaps
+	// the storage subnet, which the install-config checks warn about).
+	a.Clients = slices.DeleteFunc(slices.Clone(a.Clients), func(c netip.Prefix) bool {
+		return slices.ContainsFunc(a.Clients, func(o netip.Prefix) bool { return o != c && Covers(o, c) })
+	})
 	a.Reason = reason(a, len(exports) > 0, viaStorage, viaMachine, attached, notAttached)
 	return a, nil
 }
