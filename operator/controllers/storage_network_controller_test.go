@@ -161,3 +161,35 @@ func TestStorageNetworksNotify(t *testing.T) {
 		t.Error("discovery never due with --storage-network")
 	}
 }
+
+// The export subnets the classes follow: those of the network --storage-network names, else of
+// the one discovery's rule names.
+func TestStorageNetworksExportSubnets(t *testing.T) {
+	const storage, other = "b1181383-3a48-4b5c-815c-1a4c8ec2c1b4", "0dd482e1-3ffd-4730-b40f-0fac550c4626"
+	export := func(cidr string, preferred bool) openstack.NetworkExport {
+		p := netip.MustParsePrefix(cidr)
+		return openstack.NetworkExport{Address: p.Addr().Next(), CIDR: p, Shares: 1, Preferred: preferred}
+	}
+	ranking := &openstack.Ranking{Candidates: []openstack.Candidate{
+		{Network: openstack.Network{ID: storage}, Score: 300, Confidence: openstack.ConfidenceHigh,
+			Exports: []openstack.NetworkExport{export("10.0.0.0/24", true), export("10.0.1.0/24", false), export("10.0.0.0/24", false)}},
+		{Network: openstack.Network{ID: other}, Score: 50, Confidence: openstack.ConfidenceLow, Exports: []openstack.NetworkExport{export("192.168.5.0/24", true)}},
+	}}
+	for _, tt := range []struct {
+		name       string
+		s          *storageNetworks
+		want, main string
+	}{
+		{"discovered", &storageNetworks{at: time.Now(), ranking: ranking}, "10.0.0.0/24, 10.0.1.0/24", "10.0.0.0/24"},
+		{"given, the other candidate", &storageNetworks{given: other, at: time.Now(), ranking: ranking}, "192.168.5.0/24", "192.168.5.0/24"},
+		{"given, not among the candidates", &storageNetworks{given: "7f000001-0000-4000-8000-000000000000", at: time.Now(), ranking: ranking}, "", ""},
+		{"discovery failed", &storageNetworks{at: time.Now(), err: errors.New("refused")}, "", ""},
+	} {
+		if got := shareclient.Join(tt.s.exportSubnets()); got != tt.want {
+			t.Errorf("%s: exportSubnets %q, want %q", tt.name, got, tt.want)
+		}
+		if got := tt.s.exportSubnet(); got != tt.main {
+			t.Errorf("%s: exportSubnet %q, want %q", tt.name, got, tt.main)
+		}
+	}
+}
