@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,7 +62,13 @@ storage subnet that holds Manila's export addresses when they have a port on the
 network, from the machine network (routed) when they do not, both while some do and some do
 not. It reads the MachineSets and Machines of openshift-machine-api, the machine network
 (--machine-network, else the install-config kept in kube-system/cluster-config-v1) and, with
---os-cloud, the subnets Manila exports in. Nothing is written. Exit 1 when anything is found.`,
+--os-cloud, the subnets Manila exports in.
+
+With --os-cloud it also checks the existing volumes: a share keeps the access rules it was
+created with (nfs-shareClient is read once), so a PersistentVolume of the driver made before the
+workers moved (attached to the storage network afterwards) may not admit where they mount from
+now. Each such volume is reported with the command that adds the missing rule; shares that
+cannot be read are listed as not checked. Nothing is written. Exit 1 when anything is found.`,
 		Example: `  manila-setup storageclasses check
   manila-setup storageclasses check --os-cloud mycloud -o json`,
 		Args: cobra.NoArgs,
@@ -92,6 +101,9 @@ type storageClassesReport struct {
 	Findings []sclint.Finding  `json:"findings"`
 	Skipped  []string          `json:"skipped,omitempty"`
 	Facts    map[string]string `json:"facts"`
+	// Volumes are the driver's PersistentVolumes with what their shares' access rules admit
+	// (with --os-cloud, when where the workers mount from is known).
+	Volumes []shareclient.VolumeVerdict `json:"volumes,omitempty"`
 }
 
 func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
@@ -123,6 +135,7 @@ func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
 		mountFacts.MachineNetworks = o.installConfigNetworks(ctx, kube)
 	}
 	storageID := ""
+	var cloud *openstack.Client
 	if o.g.OSCloud != "" {
 		c, err := o.cloudOpt.connect(ctx)
 		if err != nil {
@@ -139,6 +152,7 @@ func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
 			facts.ShareTypes = []string{}
 		}
 		report.Facts["shareTypes"] = strings.Join(facts.ShareTypes, ", ")
+		cloud = c
 		if d, err := c.Discover(ctx, openstack.DiscoverOptions{}); err != nil {
 			report.Skipped = append(report.Skipped, "the subnets Manila exports in: discovery failed: "+err.Error())
 		} else if best, err := d.StorageNetwork(); err != nil {
@@ -150,7 +164,7 @@ func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
 			report.Facts["exportSubnets"] = shareclient.Join(mountFacts.ExportSubnets)
 		}
 	} else {
-		report.Skipped = append(report.Skipped, "share types and the subnets Manila exports in: Manila not asked (give --os-cloud)")
+		report.Skipped = append(report.Skipped, "share types, the subnets Manila exports in and the access rules of existing volumes: Manila not asked (give --os-cloud)")
 	}
 	if len(mountFacts.MachineNetworks) == 0 {
 		report.Skipped = append(report.Skipped, "whether nfs-shareClient admits the workers: unknown machine network (give --machine-network)")
@@ -169,6 +183,19 @@ func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
 		report.Facts["mountFrom"] = shareclient.Join(answer.Clients)
 		report.Facts["mountFromReason"] = answer.Reason
 		report.Facts["nfsShareClient"] = answer.Value(facts.ListAllowed)
+		if cloud != nil {
+			volumes, err := checkVolumes(ctx, kube, cloud, answer)
+			if openstack.KindOf(err) == openstack.KindCanceled {
+				return err
+			}
+			if err != nil {
+				report.Skipped = append(report.Skipped, "the access rules of existing volumes: "+err.Error())
+			}
+			report.Volumes = volumes
+		}
+	}
+	if o.g.OSCloud != "" && facts.MountFrom == nil {
+		report.Skipped = append(report.Skipped, "the access rules of existing volumes: where the workers mount from is not known")
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	for i := range list.Items {
@@ -190,14 +217,113 @@ func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
 		if len(report.Findings) == 0 {
 			fmt.Fprintf(o.streams.Out, "%d Manila StorageClasses checked (%s): nothing wrong\n", len(report.Checked), strings.Join(report.Checked, ", "))
 		}
+		judged := 0
+		for _, v := range report.Volumes {
+			if v.Skipped != "" {
+				continue
+			}
+			judged++
+			if f := v.Finding(facts.MountFrom.Reason); f != "" {
+				fmt.Fprintf(o.streams.Out, "%s; add the %s: %s\n", f, "rule"+pluralS(len(v.Missing)), strings.Join(v.Fix, " && "))
+			}
+		}
+		if judged > 0 && volumeFindings(report.Volumes) == 0 {
+			whose := "their shares' access rules"
+			if judged == 1 {
+				whose = "its share's access rules"
+			}
+			fmt.Fprintf(o.streams.Out, "%d Manila volume%s checked: %s admit %s, where the workers mount from\n", judged, pluralS(judged), whose, shareclient.Join(facts.MountFrom.Clients))
+		}
 		for _, s := range report.Skipped {
 			fmt.Fprintf(o.streams.ErrOut, "not checked: %s\n", s)
 		}
+		for _, v := range report.Volumes {
+			if v.Skipped != "" {
+				fmt.Fprintf(o.streams.ErrOut, "not checked: volume %s (share %s): %s\n", v.Name, cmp.Or(v.ShareID, v.ShareName), v.Skipped)
+			}
+		}
 	}
-	if len(report.Findings) > 0 {
+	if len(report.Findings) > 0 || volumeFindings(report.Volumes) > 0 {
 		return silentFailure(exitInvalid)
 	}
 	return nil
+}
+
+// checkVolumes compares the access rules of the share of every PersistentVolume of the driver
+// with where the workers mount from (answer): the driver gives a share the rules of its class's
+// nfs-shareClient once, when it creates it, so volumes made before the answer changed (the
+// storage network attached afterwards) may not admit the workers' current addresses. A share
+// that cannot be read (gone, or the policy does not allow it) is skipped, with the reason. The
+// error is for PersistentVolumes that cannot be listed, or a canceled context.
+// One request per share, a few at a time.
+func checkVolumes(ctx context.Context, kube kubernetes.Interface, cloud *openstack.Client, answer shareclient.Answer) ([]shareclient.VolumeVerdict, error) {
+	pvs, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing PersistentVolumes: %v", err)
+	}
+	var volumes []shareclient.Volume
+	shares := map[string]bool{}
+	for i := range pvs.Items {
+		if v, ok := shareclient.VolumeOf(&pvs.Items[i], operator.DriverName); ok {
+			volumes = append(volumes, v)
+			if v.ShareID != "" {
+				shares[v.ShareID] = true
+			}
+		}
+	}
+	if len(volumes) == 0 {
+		return nil, nil
+	}
+	type result struct {
+		rules []shareclient.AccessRule
+		err   error
+	}
+	var mu sync.Mutex
+	results := map[string]result{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for id := range shares {
+		g.Go(func() error {
+			rules, err := cloud.AccessRules(gctx, id)
+			if openstack.KindOf(err) == openstack.KindCanceled {
+				return err
+			}
+			var r result
+			r.err = err
+			for _, x := range rules {
+				r.rules = append(r.rules, shareclient.AccessRule{ID: x.ID, Type: x.Type, To: x.To, Level: x.Level, State: x.State})
+			}
+			mu.Lock()
+			results[id] = r
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make([]shareclient.VolumeVerdict, 0, len(volumes))
+	for _, v := range volumes {
+		if r := results[v.ShareID]; v.ShareID != "" && r.err != nil {
+			out = append(out, shareclient.VolumeVerdict{Volume: v, Skipped: "its share's access rules cannot be read: " + r.err.Error()})
+			continue
+		}
+		out = append(out, shareclient.CheckVolume(v, results[v.ShareID].rules, answer))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// volumeFindings counts the volumes whose share does not admit every network the workers mount
+// from.
+func volumeFindings(vs []shareclient.VolumeVerdict) int {
+	n := 0
+	for _, v := range vs {
+		if v.Skipped == "" && len(v.Missing) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // machineAPIObjects lists the MachineSets and Machines of openshift-machine-api; none on a
