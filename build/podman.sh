@@ -15,8 +15,15 @@ podman_install() {
   local log=${TMPDIR:-/tmp}/manila-setup-apt-podman.log
   local opts=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
   export DEBIAN_FRONTEND=noninteractive
-  { apt-get "${opts[@]}" update -qq && apt-get "${opts[@]}" install -y -qq podman runc; } >"$log" 2>&1 ||
-    { tail -n 30 "$log" >&2; return 1; }
+  # DPkg::Lock::Timeout does not cover the lists lock of "apt-get update": when another apt
+  # holds it (a second make test on the machine installing too), wait for it here.
+  local try
+  for ((try = 1; ; try++)); do
+    apt-get "${opts[@]}" update -qq >"$log" 2>&1 && break
+    ((try < 60)) || { tail -n 30 "$log" >&2; return 1; }
+    sleep 10
+  done
+  apt-get "${opts[@]}" install -y -qq podman runc >>"$log" 2>&1 || { tail -n 30 "$log" >&2; return 1; }
 }
 
 podman_() {

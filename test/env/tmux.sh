@@ -13,7 +13,13 @@ fi
 step "installing tmux"
 export DEBIAN_FRONTEND=noninteractive
 apt_opts=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-apt-get "${apt_opts[@]}" update -qq
+# DPkg::Lock::Timeout does not cover the lists lock of "apt-get update": when another apt holds
+# it (a second make test on the machine installing too), wait for it here.
+for ((try = 1; ; try++)); do
+  apt-get "${apt_opts[@]}" update -qq && break
+  ((try < 60)) || die "apt-get update kept failing"
+  sleep 10
+done
 apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends tmux \
   >"${TMPDIR:-/tmp}/manila-setup-apt-tmux.log" 2>&1 ||
   { tail -n 30 "${TMPDIR:-/tmp}/manila-setup-apt-tmux.log" >&2; exit 1; }
