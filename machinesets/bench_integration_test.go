@@ -10,7 +10,7 @@ import (
 
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 const fleetSize = 200

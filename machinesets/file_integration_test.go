@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // TestPatchFileMatchesTheCluster: for every corpus MachineSet, patching its file offline and

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 var storageWant = Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}

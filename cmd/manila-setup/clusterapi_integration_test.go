@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/clusterapi"
-	"github.com/manila-setup/manila-setup/internal/testenv"
-	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
+	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 

@@ -17,7 +17,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
 	"github.com/manila-setup/manila-setup/clusterapi"
-	"github.com/manila-setup/manila-setup/internal/testenv/capictl"
+	"github.com/manila-setup/manila-setup/test/testenv/capictl"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/manila-setup/manila-setup/installconfig"
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // installConfig writes an install-config for the loopback cloud with the given tail (compute

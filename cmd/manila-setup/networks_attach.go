@@ -18,7 +18,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
-	"github.com/manila-setup/manila-setup/internal/tui"
+	"github.com/manila-setup/manila-setup/cmd/manila-setup/wizard"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
@@ -126,7 +126,7 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 	if o.NoColor {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
-	backend := tui.NewLiveBackend(tui.LiveConfig{
+	backend := wizard.NewLiveBackend(wizard.LiveConfig{
 		Kubeconfig: o.global.Kubeconfig, CloudsFile: o.global.OSClientConfigFile, Cloud: o.global.OSCloud,
 		UserAgent: userAgent(), By: "manila-setup " + version,
 		RolloutTimeout: o.MachineWait, PollInterval: o.PollInterval, CheckTimeout: o.CheckTimeout, CheckImage: o.CheckImage,
@@ -136,13 +136,13 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 		},
 		CommandFlags: repeatedGlobalFlags(o.global, os.Getenv),
 	})
-	model := tui.New(tui.Options{Backend: backend, DryRun: o.DryRun, Context: ctx})
+	model := wizard.New(wizard.Options{Backend: backend, DryRun: o.DryRun, Context: ctx})
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(o.streams.In), tea.WithOutput(o.streams.Out), tea.WithContext(ctx))
 	final, err := p.Run()
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return environmentError(fmt.Errorf("the wizard stopped: %v", err))
 	}
-	m, ok := final.(tui.Model)
+	m, ok := final.(wizard.Model)
 	if !ok {
 		return environmentError(errors.New("the wizard stopped unexpectedly"))
 	}

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/internal/openstack/ostest"
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/ostest"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // noCluster keeps a developer's own kubeconfig (~/.kube/config) out of the tests. HOME moves,

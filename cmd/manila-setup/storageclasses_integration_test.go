@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/manila-setup/manila-setup/internal/openstack/ostest"
-	"github.com/manila-setup/manila-setup/internal/testenv"
-	"github.com/manila-setup/manila-setup/internal/testenv/machinectl"
+	"github.com/manila-setup/manila-setup/test/ostest"
+	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
 
 // `storageclasses check` against a real API server and the loopback Manila: a class with the

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/openstack/ostest"
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/ostest"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 func envInt(name string, def int) int {

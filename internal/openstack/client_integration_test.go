@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 func TestConnectWithPasswordAndApplicationCredential(t *testing.T) {

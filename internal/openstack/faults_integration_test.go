@@ -29,7 +29,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/services"
 	"sigs.k8s.io/yaml"
 
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // cloudsYAML writes a clouds.yaml with one cloud "fault" and returns its path.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // counter is a RoundTripper that counts requests by method and path pattern (IDs replaced by

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/openstack/ostest"
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/ostest"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // TestDiscoverSecondLayout builds, in a project of its own, a layout with two storage networks

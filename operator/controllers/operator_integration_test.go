@@ -44,7 +44,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/manila-setup/manila-setup/internal/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 const testNS = operator.DefaultNamespace

@@ -22,7 +22,7 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # (make demo, make env-up) and from any other script's: MANILA_SETUP_RUN becomes a new folder
 # ${XDG_RUNTIME_DIR:-/tmp}/manila-setup-NAME.XXXXXX, and KEYSTONE_PORT, NEUTRON_PORT and
 # MANILA_PORT free ports of 127.0.0.1, all exported, so that up.sh, down.sh, the Go tests
-# (internal/testenv) and make demo inside a test all use that cloud. A port is reserved by an
+# (test/testenv) and make demo inside a test all use that cloud. A port is reserved by an
 # flock on ${TMPDIR:-/tmp}/manila-setup-ports/PORT.lock, held by an open file descriptor that
 # this shell and its children (the services too) inherit: two scripts picking ports at the same
 # time never pick the same ones, and a port goes back to the pool when the last holder exits.

@@ -1,0 +1,111 @@
+package wizard
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/operator/health"
+)
+
+// Backend is everything the wizard reads from and writes to the cloud and the cluster. Each
+// call runs inside a tea.Cmd, never in Update.
+type Backend interface {
+	// Targets lists the clouds of clouds.yaml and the contexts of the kubeconfig, with the ones
+	// the flags and environment preselect.
+	Targets() Targets
+	// Connect authenticates to cloud and reads the cluster of kubeContext; later calls use them.
+	Connect(ctx context.Context, cloud, kubeContext string) (Connection, error)
+	// Discover finds the network Manila exports on (and lists every network).
+	Discover(ctx context.Context) (*openstack.Discovery, error)
+	// SecurityGroups lists the project's security groups with their rules.
+	SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error)
+	// MachineSets lists the MachineSets and how far they have want.
+	MachineSets(ctx context.Context, want machinesets.Attachment) ([]machinesets.SetStatus, error)
+	// Patch attaches a to the named MachineSets (dryRun: computes the diffs only).
+	Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error)
+	// NodePools lists the NodePools of a HyperShift management cluster (Connection.HyperShift)
+	// and how far they have want, with the progress HyperShift reports.
+	NodePools(ctx context.Context, want machinesets.Attachment) ([]nodepools.Status, error)
+	// PatchNodePools adds a port on a's networks to the NodePools named NAMESPACE/NAME (dryRun:
+	// computes the diffs only); security groups are reported, not added (Result.Warning).
+	PatchNodePools(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error)
+	// ClusterAPI lists the Cluster API MachineSets and MachineDeployments of
+	// openshift-cluster-api (Connection.ClusterAPI) and how far they have want.
+	ClusterAPI(ctx context.Context, want machinesets.Attachment) ([]clusterapi.Status, error)
+	// PatchClusterAPI attaches a to the Cluster API objects named "machineset/NAME" or
+	// "machinedeployment/NAME" in openshift-cluster-api: each gets a new OpenStackMachineTemplate
+	// (dryRun: computes the diffs only).
+	PatchClusterAPI(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error)
+	// RolloutClusterAPI replaces the Machines of the named standalone Cluster API MachineSets
+	// ("machineset/NAME"), reporting every change; MachineDeployments roll by themselves.
+	RolloutClusterAPI(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
+	// Rollout replaces the machines of the named MachineSets, reporting every change. The
+	// Machines of a MachineSet Cluster API is authoritative for are replaced through its Cluster
+	// API copy (clusterapi.RollCopies), as Patch patches that copy (clusterapi.PatchCopies).
+	Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
+	// Storage reads the ClusterCSIDriver's conditions and the Manila StorageClasses.
+	Storage(ctx context.Context) (StorageStatus, error)
+	// CheckRWX creates a ReadWriteMany PVC of storageClass with two writer pods on different
+	// nodes, collects what both wrote, and deletes everything it created.
+	CheckRWX(ctx context.Context, storageClass string, report func(string)) RWXResult
+}
+
+// Targets are the choices of the connect screen.
+type Targets struct {
+	Clouds     []string
+	CloudsFile string
+	Cloud      string // preselected: --os-cloud, $OS_CLOUD, "openstack" or the only entry
+	CloudsErr  string // why no cloud can be offered, with the fix
+
+	Kubeconfig  string
+	Contexts    []string
+	Context     string // preselected: the kubeconfig's current context
+	ContextsErr string
+}
+
+// Connection is what a successful Connect found.
+type Connection struct {
+	Cloud    string
+	Region   string
+	Identity string // user "demo", project "demo"; never a secret
+	Cluster  string // the apiserver URL
+	Context  string
+	// MachineAPI: the cluster serves MachineSets (machine.openshift.io/v1beta1); MachineSets
+	// counts those in openshift-machine-api.
+	MachineAPI  bool
+	MachineSets int
+	// HyperShift: the cluster serves NodePools (a HyperShift management cluster); NodePools
+	// counts them, in every namespace.
+	HyperShift bool
+	NodePools  int
+	// ClusterAPI: the cluster serves Cluster API MachineSets (cluster.x-k8s.io), read in
+	// openshift-cluster-api.
+	ClusterAPI bool
+	// Note says what of the cluster could not be read while the rest can be worked on (the
+	// MachineSets of a management cluster whose NodePools are readable, or the reverse).
+	Note string
+	// Flags are the global flags the equivalent commands repeat (LiveConfig.CommandFlags).
+	Flags []string
+	// NodeAddresses are the nodes' internal addresses (machinesets.NodeAddresses): what tells
+	// the machines' own network.
+	NodeAddresses []netip.Addr
+}
+
+// Condition is one condition of the ClusterCSIDriver.
+type Condition = health.Condition
+
+// StorageStatus is what the verify screen shows.
+type StorageStatus struct {
+	// Driver is false when the ClusterCSIDriver does not exist (the operator is not installed).
+	Driver         bool
+	Conditions     []Condition
+	StorageClasses []string
+}
+
+// RWXResult is the outcome of the multi-writer check (internal/rwxcheck).
+type RWXResult = rwxcheck.Result

@@ -1,0 +1,477 @@
+package wizard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
+)
+
+// IDs of the fake cloud.
+const (
+	fakeStorageNet = "5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c"
+	fakeTenantNet  = "1a2b3c4d-0000-4000-8000-000000000001"
+	fakeDecoyNet   = "1a2b3c4d-0000-4000-8000-000000000002"
+	fakeNFSGroup   = "77c0a1d2-1111-4111-8111-111111111111"
+	fakeDefaultSG  = "77c0a1d2-2222-4222-8222-222222222222"
+	fakeBlockSG    = "77c0a1d2-3333-4333-8333-333333333333"
+)
+
+// fakeBackend answers at once from fixed data and records what was written.
+type fakeBackend struct {
+	mu         sync.Mutex
+	connectErr error
+	connects   int
+	nets       []openstack.Network
+	discovery  *openstack.Discovery
+	groups     []openstack.SecurityGroup
+	sets       []machinesets.SetStatus
+	patchErr   error
+	patched    []string // "dry:" prefix for dry runs
+	rolled     []string
+	rolloutErr error
+	// rolloutGate, when set, holds the rollout until it is closed or the context ends.
+	rolloutGate chan struct{}
+	storage     StorageStatus
+	rwx         RWXResult
+
+	// A HyperShift management cluster: it serves NodePools (pools); noMachineAPI, it serves no
+	// MachineSets at all.
+	hyperShift   bool
+	noMachineAPI bool
+	pools        []nodepools.Status
+	poolsPatched []string // NAMESPACE/NAME, "dry:" prefix for dry runs
+	poolPatchErr error
+	storageReads int
+	connectNote  string // Connection.Note
+	// rwxGate, when set, holds the multi-writer check until its context ends.
+	rwxGate chan struct{}
+
+	// A cluster that serves Cluster API: capi are its MachineSets and MachineDeployments in
+	// openshift-cluster-api (the copies of Machine API MachineSets among them).
+	clusterAPI  bool
+	capi        []clusterapi.Status
+	capiPatched []string // machineset/NAME or machinedeployment/NAME, "dry:" prefix for dry runs
+	capiRolled  []string
+	capiListErr error // ClusterAPI answers it
+}
+
+func subnet(name, cidr, netID string) openstack.Subnet {
+	return openstack.Subnet{ID: name + "-id", Name: name, NetworkID: netID, CIDR: netip.MustParsePrefix(cidr), IPVersion: 4}
+}
+
+func newFakeBackend() *fakeBackend {
+	storage := openstack.Network{ID: fakeStorageNet, Name: "storage", Shared: true, Subnets: []openstack.Subnet{subnet("storage-subnet", "10.0.0.0/24", fakeStorageNet)}}
+	tenant := openstack.Network{ID: fakeTenantNet, Name: "tenant", Subnets: []openstack.Subnet{subnet("tenant-subnet", "10.196.0.0/16", fakeTenantNet)}}
+	decoy := openstack.Network{ID: fakeDecoyNet, Name: "decoy", Subnets: []openstack.Subnet{subnet("decoy-subnet", "192.168.50.0/24", fakeDecoyNet)}}
+	nets := []openstack.Network{decoy, storage, tenant}
+	cand := openstack.Candidate{
+		Network: storage, Score: 105, Confidence: openstack.ConfidenceHigh, Shares: 1,
+		Reasons: []string{"1 share is exported on it", "export addresses 10.0.0.10 (preferred), 10.0.0.20 in subnet storage-subnet (10.0.0.0/24)"},
+		Exports: []openstack.NetworkExport{
+			{Address: netip.MustParseAddr("10.0.0.10"), Subnet: "storage-subnet", CIDR: netip.MustParsePrefix("10.0.0.0/24"), Shares: 1, Preferred: true},
+			{Address: netip.MustParseAddr("10.0.0.20"), Subnet: "storage-subnet", CIDR: netip.MustParsePrefix("10.0.0.0/24"), Shares: 1},
+		},
+	}
+	return &fakeBackend{
+		nets:      nets,
+		discovery: &openstack.Discovery{Cloud: "mycloud", Networks: nets, Ranking: openstack.Ranking{Candidates: []openstack.Candidate{cand}}},
+		groups: []openstack.SecurityGroup{
+			{ID: fakeDefaultSG, Name: "default", Rules: []openstack.Rule{{Direction: "egress", EtherType: "IPv4"}}},
+			{ID: fakeBlockSG, Name: "block-egress"},
+			{ID: fakeNFSGroup, Name: "nfs", Rules: []openstack.Rule{{Direction: "egress", EtherType: "IPv4", Protocol: "tcp", PortMin: 2049, PortMax: 2049, RemoteIPPrefix: "10.0.0.0/24"}}},
+		},
+		sets: []machinesets.SetStatus{
+			{Name: "ostest-x7k2p-infra-0", Role: "infra", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
+			{Name: "ostest-x7k2p-master", Role: "master", Replicas: 3, Wanted: 3, ReadyReplicas: 3, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 3, UpToDate: 3},
+			{Name: "ostest-x7k2p-worker-0", Role: "worker", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
+			{Name: "ostest-x7k2p-worker-1", Role: "worker", Replicas: 1, Wanted: 1, ReadyReplicas: 1, StorageNetwork: machinesets.StateAttached, SecurityGroups: machinesets.StateAttached, Machines: 1, UpToDate: 0},
+		},
+		storage: StorageStatus{Driver: true, Conditions: []Condition{
+			{Type: "ManilaDriverControllerServiceControllerAvailable", Status: "True", Reason: "AsExpected"},
+			{Type: "ManilaDriverControllerServiceControllerDegraded", Status: "False"},
+		}, StorageClasses: []string{"csi-manila-default"}},
+		rwx: RWXResult{StorageClass: "csi-manila-default", Namespace: "manila-setup-rwx-check-abcde", Nodes: [2]string{"worker-a", "worker-b"},
+			Lines: [2][]string{{"writer-1 on worker-a line 1", "writer-2 on worker-b line 1"}, {"writer-1 on worker-a line 1", "writer-2 on worker-b line 1"}},
+			OK:    true, CleanedUp: true},
+	}
+}
+
+func (f *fakeBackend) Targets() Targets {
+	return Targets{Clouds: []string{"mycloud", "other"}, CloudsFile: "/home/me/.config/openstack/clouds.yaml", Cloud: "mycloud",
+		Kubeconfig: "/home/me/ocp/auth/kubeconfig", Contexts: []string{"admin", "dev"}, Context: "admin"}
+}
+
+func (f *fakeBackend) Connect(_ context.Context, cloud, kctx string) (Connection, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.connects++
+	if f.connectErr != nil {
+		return Connection{}, f.connectErr
+	}
+	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx,
+		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote, ClusterAPI: f.clusterAPI,
+		NodeAddresses: []netip.Addr{netip.MustParseAddr("10.196.0.11"), netip.MustParseAddr("10.196.0.12")}}, nil
+}
+
+// newManagementBackend is a HyperShift management cluster on OpenStack: hosted clusters hc1
+// (two OpenStack NodePools, one already attached), hc2 (an InPlace one) and hc3 (KubeVirt, not
+// OpenStack); with machineAPI, also the management cluster's own MachineSets.
+func newManagementBackend(machineAPI bool) *fakeBackend {
+	f := newFakeBackend()
+	f.hyperShift = true
+	f.pools = []nodepools.Status{
+		{Namespace: "clusters", Name: "hc1-gpu", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 1, CurrentNodes: 1, UpgradeType: "Replace", StorageNetwork: machinesets.StateAttached,
+			Conditions: []nodepools.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected"}}},
+		{Namespace: "clusters", Name: "hc1-workers", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 3, CurrentNodes: 3, UpgradeType: "Replace", StorageNetwork: machinesets.StateMissing,
+			Conditions: []nodepools.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected"}}},
+		{Namespace: "clusters", Name: "hc2-workers", HostedCluster: "hc2", Platform: "OpenStack", Replicas: 2, CurrentNodes: 2, UpgradeType: "InPlace", StorageNetwork: machinesets.StateMissing},
+		{Namespace: "clusters", Name: "hc3-kubevirt", HostedCluster: "hc3", Platform: "KubeVirt", Replicas: 2, CurrentNodes: 2, UpgradeType: "Replace", StorageNetwork: machinesets.StateNA, Note: "not OpenStack"},
+	}
+	if !machineAPI {
+		f.noMachineAPI, f.sets = true, nil
+	}
+	return f
+}
+
+func (f *fakeBackend) Discover(context.Context) (*openstack.Discovery, error) {
+	return f.discovery, nil
+}
+
+func (f *fakeBackend) SecurityGroups(context.Context) ([]openstack.SecurityGroup, error) {
+	return f.groups, nil
+}
+
+func (f *fakeBackend) MachineSets(context.Context, machinesets.Attachment) ([]machinesets.SetStatus, error) {
+	return f.sets, nil
+}
+
+func (f *fakeBackend) Patch(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.patchErr != nil {
+		return nil, f.patchErr
+	}
+	var out []machinesets.PatchResult
+	for _, n := range names {
+		tag := n
+		if dryRun {
+			tag = "dry:" + n
+		}
+		f.patched = append(f.patched, tag)
+		r := machinesets.PatchResult{Name: n, Role: "worker", Action: machinesets.ActionPatched, AddedNetworks: a.Networks, AddedSecurityGroups: a.SecurityGroups}
+		if slices.ContainsFunc(f.sets, func(st machinesets.SetStatus) bool { return st.Name == n && st.ClusterAPI }) {
+			// As clusterapi.PatchCopies puts it: the copy's result in the MachineSet's row.
+			r.ClusterAPI = true
+			if dryRun {
+				r.Action, r.Diff = machinesets.ActionWouldPatch, fakeTemplateDiff("MachineSet", n, a.Networks[0])
+			}
+			out = append(out, r)
+			continue
+		}
+		if n == "ostest-x7k2p-worker-1" {
+			out = append(out, machinesets.PatchResult{Name: n, Role: "worker", Action: machinesets.ActionUnchanged, Reason: "already attached"})
+			continue
+		}
+		if dryRun {
+			r.Action = machinesets.ActionWouldPatch
+			r.Diff = fmt.Sprintf("--- MachineSet %[1]s spec.template.spec.providerSpec.value\n+++ MachineSet %[1]s spec.template.spec.providerSpec.value (patched)\n@@ -10,6 +10,9 @@\n networks:\n - filter: {}\n   subnets:\n   - filter:\n       tags: openshiftClusterID=ostest-x7k2p\n+- noAllowedAddressPairs: true\n+  uuid: %[2]s\n securityGroups:\n - filter: {}\n   name: ostest-x7k2p-worker\n", n, a.Networks[0])
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// fakeTemplateDiff is the diff clusterapi's dry run shows for a set of kind named name.
+func fakeTemplateDiff(kind, name, network string) string {
+	return fmt.Sprintf("--- OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec\n+++ OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec (patched)\n@@ -1,3 +1,6 @@\n flavor: m1.large\n+ports:\n+- {}\n+- description: Manila storage network (manila-setup)\n+  network:\n+    id: %[3]s\n--- %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef\n+++ %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef (patched)\n@@ -1,2 +1,2 @@\n kind: OpenStackMachineTemplate\n-name: %[2]s-tmpl\n+name: %[2]s-tmpl-manila-0a1b2c3d\n", kind, name, network)
+}
+
+func (f *fakeBackend) ClusterAPI(context.Context, machinesets.Attachment) ([]clusterapi.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.capiListErr != nil {
+		return nil, f.capiListErr
+	}
+	return append([]clusterapi.Status(nil), f.capi...), nil
+}
+
+// PatchClusterAPI answers as clusterapi.Patch does for the names it is given.
+func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.patchErr != nil {
+		return nil, f.patchErr
+	}
+	var out []clusterapi.Result
+	for i, c := range f.capi {
+		key := strings.ToLower(c.Kind) + "/" + c.Name
+		if !slices.Contains(names, key) {
+			continue
+		}
+		tag := key
+		if dryRun {
+			tag = "dry:" + key
+		}
+		f.capiPatched = append(f.capiPatched, tag)
+		r := clusterapi.Result{PatchResult: machinesets.PatchResult{Name: c.Name}, Kind: c.Kind, Namespace: machinesets.ClusterAPINamespace, Template: c.Template}
+		switch {
+		case c.StorageNetwork == machinesets.StateAttached:
+			r.Action, r.Reason = machinesets.ActionUnchanged, "its template already has a port on every storage network and every security group"
+		default:
+			r.Action, r.AddedNetworks, r.AddedSecurityGroups = machinesets.ActionPatched, a.Networks, a.SecurityGroups
+			r.OldTemplate, r.Template = c.Template, c.Template+"-manila-0a1b2c3d"
+			if dryRun {
+				r.Action, r.Diff = machinesets.ActionWouldPatch, fakeTemplateDiff(c.Kind, c.Name, a.Networks[0])
+			} else {
+				// As the cluster then reads: the new template, none of the Machines made from it yet.
+				f.capi[i].Template, f.capi[i].OnTemplate, f.capi[i].StorageNetwork = r.Template, 0, machinesets.StateAttached
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) RolloutClusterAPI(_ context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	var out []machinesets.SetProgress
+	for _, n := range names {
+		name := strings.TrimPrefix(n, "machineset/")
+		p := machinesets.SetProgress{Name: name, State: machinesets.RolloutDone, Replaced: 1, Total: 1, Phase: "every Machine has the template's networks"}
+		progress(p)
+		out = append(out, p)
+	}
+	f.mu.Lock()
+	f.capiRolled = append(f.capiRolled, names...)
+	f.mu.Unlock()
+	return out, nil
+}
+
+func (f *fakeBackend) NodePools(context.Context, machinesets.Attachment) ([]nodepools.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]nodepools.Status(nil), f.pools...), nil
+}
+
+// PatchNodePools answers as nodepools.Patch does; a real patch makes the pool's status say that
+// HyperShift is rolling its new machine template out.
+func (f *fakeBackend) PatchNodePools(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.poolPatchErr != nil {
+		return nil, f.poolPatchErr
+	}
+	var out []nodepools.Result
+	for i, p := range f.pools {
+		key := p.Namespace + "/" + p.Name
+		if !slices.Contains(names, key) {
+			continue
+		}
+		if dryRun {
+			f.poolsPatched = append(f.poolsPatched, "dry:"+key)
+		} else {
+			f.poolsPatched = append(f.poolsPatched, key)
+		}
+		r := nodepools.Result{PatchResult: machinesets.PatchResult{Name: p.Name}, Namespace: p.Namespace, HostedCluster: p.HostedCluster}
+		switch {
+		case p.StorageNetwork == machinesets.StateNA:
+			r.Action, r.Reason = machinesets.ActionSkipped, "platform "+p.Platform+", not OpenStack"
+		case p.StorageNetwork == machinesets.StateAttached:
+			r.Action, r.Reason = machinesets.ActionUnchanged, "already attached"
+		case dryRun:
+			r.Action, r.AddedNetworks = machinesets.ActionWouldPatch, a.Networks
+			r.Diff = fmt.Sprintf("--- NodePool %[1]s spec.platform.openstack\n+++ NodePool %[1]s spec.platform.openstack (patched)\n@@ -1 +1,5 @@\n+additionalPorts:\n+- description: %[3]s\n+  network:\n+    id: %[2]s\n flavor: m1.xlarge\n", key, a.Networks[0], nodepools.PortDescription)
+		default:
+			r.Action, r.AddedNetworks = machinesets.ActionPatched, a.Networks
+			f.pools[i].StorageNetwork = machinesets.StateAttached
+			if p.UpgradeType == "Replace" {
+				f.pools[i].CurrentNodes = p.Replicas - 1
+				f.pools[i].Conditions = []nodepools.Condition{
+					{Type: "UpdatingPlatformMachineTemplate", Status: "True", Reason: "AsExpected", Message: "platform machine template update in progress. Target template: " + p.Name + "-8d6f1b2c"},
+					{Type: "Ready", Status: "False", Reason: "WaitingForAvailableMachines", Message: "Minimum availability requires 3 replicas, current 2 available"},
+				}
+			}
+		}
+		if len(a.SecurityGroups) > 0 && p.StorageNetwork != machinesets.StateNA {
+			r.Warning = "NodePool " + key + ": security groups " + a.SecurityGroups[0] + " were not added: a NodePool's additional ports take none of their own"
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	var out []machinesets.SetProgress
+	for _, n := range names {
+		progress(machinesets.SetProgress{Name: n, State: machinesets.RolloutRunning, Replaced: 0, Total: 2, Phase: "waiting for new Machine " + n + "-abcde to become a Ready Node"})
+	}
+	if f.rolloutGate != nil {
+		select {
+		case <-f.rolloutGate:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("rollout interrupted: %w", ctx.Err())
+		}
+	}
+	f.mu.Lock()
+	f.rolled = append(f.rolled, names...)
+	f.mu.Unlock()
+	for _, n := range names {
+		p := machinesets.SetProgress{Name: n, State: machinesets.RolloutDone, Replaced: 2, Total: 2, Phase: "every Machine has the template's networks"}
+		progress(p)
+		out = append(out, p)
+	}
+	return out, f.rolloutErr
+}
+
+func (f *fakeBackend) Storage(context.Context) (StorageStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.storageReads++
+	return f.storage, nil
+}
+
+func (f *fakeBackend) CheckRWX(ctx context.Context, sc string, report func(string)) RWXResult {
+	report("namespace " + f.rwx.Namespace + " created")
+	if f.rwxGate != nil {
+		select {
+		case <-f.rwxGate:
+		case <-ctx.Done():
+			return RWXResult{StorageClass: sc, Namespace: f.rwx.Namespace, Problem: "interrupted before the writers finished", CleanedUp: true}
+		}
+	}
+	return f.rwx
+}
+
+var errFake = errors.New("fake failure")
+
+// ---- driving a model without a terminal ----
+
+// keyMsg turns "enter", "esc", "space", "up", "ctrl+c" or plain text into a key press.
+func keyMsg(s string) tea.KeyMsg {
+	switch s {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEscape}
+	case "space":
+		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "backspace":
+		return tea.KeyMsg{Type: tea.KeyBackspace}
+	case "ctrl+c":
+		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+}
+
+// driver runs a model without a terminal: it executes the commands Update returns and feeds
+// their messages back. Commands that take longer than a few milliseconds (ticks, polls, a held
+// rollout) are kept pending; settle collects their answers later, dropping the ticks.
+type driver struct {
+	t       testing.TB
+	m       Model
+	pending []chan tea.Msg
+}
+
+func (d *driver) run(cmd tea.Cmd) {
+	d.t.Helper()
+	queue := []tea.Cmd{cmd}
+	for n := 0; len(queue) > 0; n++ {
+		if n > 10000 {
+			d.t.Fatal("runaway commands")
+		}
+		c := queue[0]
+		queue = queue[1:]
+		if c == nil {
+			continue
+		}
+		ch := make(chan tea.Msg, 1)
+		go func() { ch <- c() }()
+		var msg tea.Msg
+		select {
+		case msg = <-ch:
+		case <-time.After(40 * time.Millisecond):
+			d.pending = append(d.pending, ch)
+			continue
+		}
+		queue = append(queue, d.feed(msg)...)
+	}
+}
+
+func (d *driver) feed(msg tea.Msg) []tea.Cmd {
+	switch msg := msg.(type) {
+	case nil, tea.QuitMsg:
+	case tea.BatchMsg:
+		return msg
+	default:
+		next, c := d.m.Update(msg)
+		d.m = next.(Model)
+		return []tea.Cmd{c}
+	}
+	return nil
+}
+
+// settle waits up to timeout for pending commands and feeds what they return, except ticks.
+func (d *driver) settle(timeout time.Duration) {
+	d.t.Helper()
+	deadline := time.After(timeout)
+	for len(d.pending) > 0 {
+		for i := 0; i < len(d.pending); i++ {
+			select {
+			case msg := <-d.pending[i]:
+				d.pending = append(d.pending[:i], d.pending[i+1:]...)
+				i--
+				switch msg.(type) {
+				case spinner.TickMsg, clockMsg, storagePollMsg, poolsPollMsg:
+					continue
+				}
+				for _, c := range d.feed(msg) {
+					d.run(c)
+				}
+			default:
+			}
+		}
+		select {
+		case <-deadline:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (d *driver) press(keys ...string) {
+	d.t.Helper()
+	for _, k := range keys {
+		next, cmd := d.m.Update(keyMsg(k))
+		d.m = next.(Model)
+		d.run(cmd)
+	}
+}
+
+// start returns a driver whose model has done Init at w x h.
+func start(t testing.TB, b Backend, dry bool, w, h int) *driver {
+	t.Helper()
+	m := New(Options{Backend: b, DryRun: dry, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	d := &driver{t: t, m: next.(Model)}
+	d.run(d.m.Init())
+	return d
+}

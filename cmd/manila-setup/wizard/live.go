@@ -1,0 +1,471 @@
+package wizard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/internal/rwxcheck"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/operator/health"
+)
+
+// DriverName is the Manila CSI driver, the name of its ClusterCSIDriver and the provisioner of
+// its StorageClasses.
+const DriverName = "manila.csi.openstack.org"
+
+// LiveConfig says where the live backend finds the cloud and the cluster.
+type LiveConfig struct {
+	Kubeconfig string // a path, or a list of paths like $KUBECONFIG
+	CloudsFile string // clouds.yaml; empty: the usual places
+	Cloud      string // preselected cloud; empty: $OS_CLOUD, "openstack", the only one
+	CABundle   string
+	Timeout    time.Duration // per OpenStack request
+	UserAgent  string
+	By         string // recorded in the MachineSets' attachment annotation
+
+	RolloutTimeout time.Duration // per new Machine; zero: machinesets.DefaultTimeout
+	PollInterval   time.Duration // of the rollout; zero: machinesets.DefaultPollInterval
+	CheckTimeout   time.Duration // of the multi-writer check; zero: 3 minutes
+	CheckImage     string        // of the writer pods; empty: rwxcheck.DefaultImage
+
+	// ConnectCloud, when set, is how the command connects to a cloud (its flags, user agent
+	// and transport), so that the wizard reaches the cloud as the command's other subcommands
+	// do; nil: openstack.Connect with CloudsFile, CABundle, Timeout and UserAgent.
+	ConnectCloud func(ctx context.Context, cloud string) (*openstack.Client, error)
+
+	// CommandFlags are the global flags the wizard was started with that its equivalent
+	// commands must repeat to act on the same cluster and clouds.yaml (--kubeconfig,
+	// --os-client-config-file), as arguments.
+	CommandFlags []string
+}
+
+// LiveBackend is the Backend of the command: a real cloud and a real cluster.
+type LiveBackend struct {
+	cfg LiveConfig
+
+	mu    sync.Mutex
+	cloud *openstack.Client
+	mc    machineclient.Interface
+	kc    kubernetes.Interface
+	oc    operatorclient.Interface
+	dyn   dynamic.Interface
+}
+
+// NewLiveBackend returns a backend for cfg; nothing is contacted before Connect.
+func NewLiveBackend(cfg LiveConfig) *LiveBackend { return &LiveBackend{cfg: cfg} }
+
+// kubeOptions is how the wizard reads the cluster: as every command does (internal/kubeconfig).
+func (l *LiveBackend) kubeOptions(kubeContext string) kubeconfig.Options {
+	return kubeconfig.Options{Path: l.cfg.Kubeconfig, Context: kubeContext, UserAgent: l.cfg.UserAgent, Timeout: 30 * time.Second}
+}
+
+// connectCloud authenticates to cloud, as the command does when it says how.
+func (l *LiveBackend) connectCloud(ctx context.Context, cloud string) (*openstack.Client, error) {
+	if l.cfg.ConnectCloud != nil {
+		return l.cfg.ConnectCloud(ctx, cloud)
+	}
+	return openstack.Connect(ctx, openstack.Config{Cloud: cloud, CloudsFile: l.cfg.CloudsFile, CABundle: l.cfg.CABundle,
+		Timeout: l.cfg.Timeout, UserAgent: l.cfg.UserAgent})
+}
+
+// Targets reads clouds.yaml and the kubeconfig; it authenticates nowhere.
+func (l *LiveBackend) Targets() Targets {
+	t := Targets{Kubeconfig: l.cfg.Kubeconfig}
+	names, source, err := openstack.CloudNames(openstack.Config{CloudsFile: l.cfg.CloudsFile})
+	t.Clouds, t.CloudsFile = names, source
+	if err != nil {
+		t.CloudsErr = err.Error()
+	}
+	t.Cloud = l.cfg.Cloud
+	if t.Cloud == "" {
+		t.Cloud = os.Getenv("OS_CLOUD")
+	}
+	switch {
+	case t.Cloud != "" && !slices.Contains(names, t.Cloud) && err == nil:
+		t.CloudsErr = fmt.Sprintf("cloud %q (--os-cloud or OS_CLOUD) is not in %s; choose one of the list", t.Cloud, source)
+	case t.Cloud == "" && slices.Contains(names, "openstack"):
+		t.Cloud = "openstack"
+	}
+
+	raw, err := kubeconfig.Raw(l.kubeOptions(""))
+	switch {
+	case err != nil:
+		t.ContextsErr = err.Error()
+	case len(raw.Contexts) == 0:
+		t.ContextsErr = fmt.Sprintf("kubeconfig %s has no contexts: log in first (oc login), or pass --kubeconfig", orNone(l.cfg.Kubeconfig))
+	}
+	for name := range raw.Contexts {
+		t.Contexts = append(t.Contexts, name)
+	}
+	slices.Sort(t.Contexts)
+	t.Context = raw.CurrentContext
+	return t
+}
+
+// Connect authenticates to the cloud and reads the cluster, both at once: its MachineSets and,
+// on a HyperShift management cluster, its NodePools. The cluster is refused only when neither
+// can be worked on.
+func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (Connection, error) {
+	conn := Connection{Cloud: cloud, Context: kubeContext, Flags: l.cfg.CommandFlags}
+	var (
+		wg         sync.WaitGroup
+		client     *openstack.Client
+		cloudErr   error
+		restCfg    *rest.Config
+		clusterErr error
+		mc         machineclient.Interface
+		kc         kubernetes.Interface
+		oc         operatorclient.Interface
+		dyn        dynamic.Interface
+		cluster    Connection
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		client, cloudErr = l.connectCloud(ctx, cloud)
+		if cloudErr != nil {
+			cloudErr = fmt.Errorf("cloud %q: %w", cloud, cloudErr)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if restCfg, clusterErr = kubeconfig.RESTConfig(l.kubeOptions(kubeContext)); clusterErr != nil {
+			return
+		}
+		if mc, clusterErr = machineclient.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		if kc, clusterErr = kubernetes.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		if oc, clusterErr = operatorclient.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		if dyn, clusterErr = dynamic.NewForConfig(restCfg); clusterErr != nil {
+			return
+		}
+		cluster, clusterErr = readCluster(ctx, restCfg.Host, kubeContext, mc, dyn)
+		if clusterErr == nil {
+			// Best effort: without them the wizard cannot warn about the machines' own network.
+			cluster.NodeAddresses, _ = machinesets.NodeAddresses(ctx, kc)
+		}
+	}()
+	wg.Wait()
+	if err := errors.Join(cloudErr, clusterErr); err != nil {
+		return conn, err
+	}
+	l.mu.Lock()
+	l.cloud, l.mc, l.kc, l.oc, l.dyn = client, mc, kc, oc, dyn
+	l.mu.Unlock()
+	conn.Region, conn.Identity, conn.Cluster = client.Region(), client.Identity(), restCfg.Host
+	conn.MachineAPI, conn.MachineSets, conn.HyperShift, conn.NodePools, conn.Note = cluster.MachineAPI, cluster.MachineSets, cluster.HyperShift, cluster.NodePools, cluster.Note
+	conn.ClusterAPI = cluster.ClusterAPI
+	conn.NodeAddresses = cluster.NodeAddresses
+	return conn, nil
+}
+
+// readCluster lists the MachineSets and the NodePools (one LIST each, at once). What the cluster
+// does not serve (NotFound) is simply not offered; what it refuses is an error unless the other
+// kind can be worked on, and then a note.
+func readCluster(ctx context.Context, host, kubeContext string, mc machineclient.Interface, dyn dynamic.Interface) (Connection, error) {
+	var (
+		c             Connection
+		msErr, npErr  error
+		sets, pools   int
+		wg            sync.WaitGroup
+		where         = fmt.Sprintf("cluster %s (context %q)", host, kubeContext)
+		nodePoolsKind = nodepools.GVR.GroupResource().String()
+	)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		// Only what is served counts: Cluster API is an addition to the Machine API or the
+		// NodePools, never enough on its own, so a refusal here only leaves it out.
+		_, err := dyn.Resource(clusterapi.MachineSetGVR).Namespace(machinesets.ClusterAPINamespace).List(ctx, metav1.ListOptions{Limit: 1})
+		c.ClusterAPI = err == nil
+	}()
+	go func() {
+		defer wg.Done()
+		list, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).List(ctx, metav1.ListOptions{})
+		if msErr = err; err == nil {
+			sets = len(list.Items)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		list, err := dyn.Resource(nodepools.GVR).Namespace("").List(ctx, metav1.ListOptions{})
+		if npErr = err; err == nil {
+			pools = len(list.Items)
+		}
+	}()
+	wg.Wait()
+	c.MachineAPI, c.MachineSets = msErr == nil, sets
+	c.HyperShift, c.NodePools = npErr == nil, pools
+
+	var msProblem error
+	switch {
+	case msErr == nil, apierrors.IsNotFound(msErr):
+	case apierrors.IsForbidden(msErr):
+		msProblem = fmt.Errorf("%s refused to list MachineSets in %s: the wizard needs list and patch on machinesets.machine.openshift.io there; log in as a cluster admin", where, machinesets.Namespace)
+	case apierrors.IsUnauthorized(msErr):
+		return c, fmt.Errorf("%s rejected the kubeconfig's credentials: log in again (oc login) or choose another context", where)
+	default:
+		msProblem = fmt.Errorf("%s cannot be reached: %v; check that it is up and that the kubeconfig is current", where, msErr)
+	}
+	switch {
+	case c.HyperShift:
+		if msProblem != nil {
+			// A management cluster: its NodePools can be attached without its MachineSets.
+			c.Note = msProblem.Error() + "; only its NodePools are offered"
+		}
+		return c, nil
+	case msProblem != nil:
+		return c, msProblem
+	case !c.MachineAPI:
+		if apierrors.IsForbidden(npErr) {
+			return c, fmt.Errorf("%s has no MachineSet API (machine.openshift.io/v1beta1) and refused to list NodePools: the wizard needs list and patch on %s; log in as a cluster admin", where, nodePoolsKind)
+		}
+		return c, fmt.Errorf("%s serves neither MachineSets (machine.openshift.io/v1beta1) nor NodePools (%s): the wizard works on OpenShift clusters whose machines the Machine API manages, and on HyperShift management clusters", where, nodePoolsKind)
+	case !apierrors.IsNotFound(npErr):
+		// Not a management cluster as far as this user can tell: the MachineSets carry on.
+		c.Note = fmt.Sprintf("NodePools (%s) could not be listed: %v; only the MachineSets are offered", nodePoolsKind, npErr)
+	}
+	return c, nil
+}
+
+func (l *LiveBackend) clients() (*openstack.Client, machineclient.Interface, kubernetes.Interface, operatorclient.Interface) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cloud, l.mc, l.kc, l.oc
+}
+
+var errNotConnected = errors.New("not connected: go back to the first screen")
+
+// Discover runs the discovery of `networks discover`.
+func (l *LiveBackend) Discover(ctx context.Context) (*openstack.Discovery, error) {
+	c, _, _, _ := l.clients()
+	if c == nil {
+		return nil, errNotConnected
+	}
+	d, err := c.Discover(ctx, openstack.DiscoverOptions{})
+	if openstack.KindOf(err) == openstack.KindNoEndpoint {
+		// Without Manila the networks are still offered, none preselected.
+		nets, nerr := c.Networks(ctx)
+		if nerr != nil {
+			return nil, nerr
+		}
+		return &openstack.Discovery{Networks: nets, NetworksSeen: len(nets), Ranking: openstack.Ranking{Notes: []string{err.Error()}}}, nil
+	}
+	return d, err
+}
+
+// SecurityGroups lists the project's groups.
+func (l *LiveBackend) SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error) {
+	c, _, _, _ := l.clients()
+	if c == nil {
+		return nil, errNotConnected
+	}
+	return c.SecurityGroups(ctx)
+}
+
+// MachineSets is `machinesets list`.
+func (l *LiveBackend) MachineSets(ctx context.Context, want machinesets.Attachment) ([]machinesets.SetStatus, error) {
+	_, mc, _, _ := l.clients()
+	if mc == nil {
+		return nil, errNotConnected
+	}
+	return machinesets.List(ctx, mc, want)
+}
+
+// Patch is `machinesets patch`, with the IDs checked in Neutron first. No names patches
+// nothing (a selection of NodePools only): machinesets.Patch would take that as every worker.
+func (l *LiveBackend) Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error) {
+	c, mc, _, _ := l.clients()
+	if mc == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	opts := machinesets.PatchOptions{Attachment: a, Selection: machinesets.Selection{Names: names}, DryRun: dryRun, By: l.cfg.By}
+	if c != nil {
+		opts.Checker = machinesets.NeutronChecker{Client: c}
+	}
+	results, err := machinesets.Patch(ctx, mc, opts)
+	if err != nil {
+		return results, err
+	}
+	results, _, err = clusterapi.PatchCopies(ctx, l.dynamic(), results, opts)
+	return results, err
+}
+
+func (l *LiveBackend) dynamic() dynamic.Interface {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dyn
+}
+
+// ClusterAPI is `clusterapi list`.
+func (l *LiveBackend) ClusterAPI(ctx context.Context, want machinesets.Attachment) ([]clusterapi.Status, error) {
+	dyn := l.dynamic()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	return clusterapi.List(ctx, dyn, machinesets.ClusterAPINamespace, want)
+}
+
+// PatchClusterAPI is `clusterapi patch --name KIND/NAME ...`, with the IDs checked in Neutron
+// first. No names patches nothing: clusterapi.Patch would take that as every one.
+func (l *LiveBackend) PatchClusterAPI(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error) {
+	c, _, _, _ := l.clients()
+	dyn := l.dynamic()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	opts := clusterapi.Options{Attachment: a, Namespace: machinesets.ClusterAPINamespace, Names: names, DryRun: dryRun, By: l.cfg.By}
+	if c != nil {
+		opts.Checker = machinesets.NeutronChecker{Client: c}
+	}
+	report, err := clusterapi.Patch(ctx, dyn, opts)
+	if report == nil {
+		return nil, err
+	}
+	return report.Results, err
+}
+
+// RolloutClusterAPI is `clusterapi rollout --name machineset/NAME ...`.
+func (l *LiveBackend) RolloutClusterAPI(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	dyn := l.dynamic()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil // clusterapi.Rollout would take that as every standalone MachineSet
+	}
+	return clusterapi.Rollout(ctx, dyn, clusterapi.RolloutOptions{
+		Namespace: machinesets.ClusterAPINamespace, Names: names,
+		MaxSurge: machinesets.DefaultMaxSurge,
+		Timeout:  l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
+		Progress: progress,
+	})
+}
+
+// NodePools is `nodepools list`, over every namespace.
+func (l *LiveBackend) NodePools(ctx context.Context, want machinesets.Attachment) ([]nodepools.Status, error) {
+	l.mu.Lock()
+	dyn := l.dyn
+	l.mu.Unlock()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	return nodepools.List(ctx, dyn, "", "", want)
+}
+
+// PatchNodePools is `nodepools patch --name NAMESPACE/NAME ...`, with the networks checked in
+// Neutron first. No names patches nothing: nodepools.Patch would take that as every NodePool.
+func (l *LiveBackend) PatchNodePools(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error) {
+	l.mu.Lock()
+	c, dyn := l.cloud, l.dyn
+	l.mu.Unlock()
+	if dyn == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	opts := nodepools.Options{Attachment: a, Names: names, DryRun: dryRun, By: l.cfg.By}
+	if c != nil {
+		opts.Checker = machinesets.NeutronChecker{Client: c}
+	}
+	return nodepools.Patch(ctx, dyn, opts)
+}
+
+// Rollout is `machinesets rollout`.
+func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+	_, mc, kc, _ := l.clients()
+	if mc == nil {
+		return nil, errNotConnected
+	}
+	if len(names) == 0 {
+		return nil, nil // as Patch: never every worker by omission
+	}
+	opts := machinesets.RolloutOptions{
+		Selection: machinesets.Selection{Names: names},
+		MaxSurge:  machinesets.DefaultMaxSurge,
+		Timeout:   l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
+		// A set Cluster API is authoritative for is rolled after the others, through its
+		// Cluster API copy: its line waits for that rather than saying skipped.
+		Progress: func(sp machinesets.SetProgress) {
+			if sp.ClusterAPI && sp.State == machinesets.RolloutSkipped {
+				sp.State, sp.Phase = machinesets.RolloutPending, "waiting for its turn (through its Cluster API copy)"
+			}
+			progress(sp)
+		},
+	}
+	results, err := machinesets.Rollout(ctx, mc, kc, opts)
+	if err != nil {
+		return results, err
+	}
+	return clusterapi.RollCopies(ctx, l.dynamic(), results, opts, progress)
+}
+
+// Storage reads the ClusterCSIDriver and the Manila StorageClasses.
+func (l *LiveBackend) Storage(ctx context.Context) (StorageStatus, error) {
+	_, _, kc, oc := l.clients()
+	if kc == nil {
+		return StorageStatus{}, errNotConnected
+	}
+	var s StorageStatus
+	d, err := oc.OperatorV1().ClusterCSIDrivers().Get(ctx, DriverName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		s.Driver = true
+		for _, c := range d.Status.Conditions {
+			s.Conditions = append(s.Conditions, Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+		}
+		slices.SortFunc(s.Conditions, func(a, b Condition) int { return strings.Compare(a.Type, b.Type) })
+	case apierrors.IsNotFound(err):
+	default:
+		return s, fmt.Errorf("reading ClusterCSIDriver %s: %v", DriverName, err)
+	}
+	list, err := kc.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, fmt.Errorf("listing StorageClasses: %v", err)
+	}
+	s.StorageClasses = health.StorageClasses(list.Items)
+	return s, nil
+}
+
+// CheckRWX is the multi-writer check; see rwx.go.
+func (l *LiveBackend) CheckRWX(ctx context.Context, storageClass string, report func(string)) RWXResult {
+	_, _, kc, _ := l.clients()
+	if kc == nil {
+		return RWXResult{StorageClass: storageClass, Problem: errNotConnected.Error()}
+	}
+	timeout := l.cfg.CheckTimeout
+	if timeout == 0 {
+		timeout = 3 * time.Minute
+	}
+	return rwxcheck.Run(ctx, kc, rwxcheck.Options{StorageClass: storageClass, Timeout: timeout, Image: l.cfg.CheckImage, Report: report})
+}

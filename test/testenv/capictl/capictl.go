@@ -1,0 +1,390 @@
+// Package capictl is a test-only stand-in for Cluster API's MachineSet and Machine controllers
+// with CAPO, for a test apiserver that serves their CRDs (testenv.APIServer.InstallClusterAPICRDs)
+// but runs no controller. Much smaller than machinectl: no Nodes, no cloud.
+//
+//   - For each MachineSet of its namespace that no MachineDeployment owns, it keeps
+//     spec.replicas live Machines: a new one is an OpenStackMachine cloned from the set's
+//     current OpenStackMachineTemplate (with the cloned-from-name annotation, as Cluster API
+//     writes it) and then a Machine with the set-name label and the set as controller; on
+//     scale-down it deletes the Machines annotated cluster.x-k8s.io/delete-machine first, then
+//     the oldest, with their OpenStackMachines. It writes the set's status replicas,
+//     readyReplicas and availableReplicas.
+//   - A new Machine goes Provisioning, then after Options.RunDelay Running with a nodeRef (a
+//     Node of its name, which does not exist), or Failed with a failureReason and failureMessage
+//     when told to (FailNext).
+//
+// Deleted objects go at once: there are no finalizers. It polls every Options.Interval.
+package capictl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+
+	"github.com/manila-setup/manila-setup/test/testenv"
+)
+
+var (
+	machineSetGVR       = clusterv1.GroupVersion.WithResource("machinesets")
+	machineGVR          = clusterv1.GroupVersion.WithResource("machines")
+	templateGVR         = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "openstackmachinetemplates"}
+	openStackMachineGVR = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "openstackmachines"}
+)
+
+// Options tune the controller; zero values take the defaults.
+type Options struct {
+	// Namespace of the MachineSets (required).
+	Namespace string
+	// RunDelay is the time from a Machine's creation to phase Running; default 300ms.
+	RunDelay time.Duration
+	// Interval is the reconcile period; default 50ms.
+	Interval time.Duration
+}
+
+// Controller is the simulated Cluster API. Create it with Start.
+type Controller struct {
+	dyn  dynamic.Interface
+	opts Options
+
+	mu       sync.Mutex
+	failNext []string
+	failing  map[string]string // Machine name -> failure message
+	created  []string
+	born     map[string]time.Time // Machine name -> when this controller created it
+	deleted  []Deletion
+	lastErr  error
+}
+
+// Deletion is a Machine the controller deleted to scale a set down.
+type Deletion struct {
+	Name string
+	// Marked says it carried cluster.x-k8s.io/delete-machine: it was chosen by whoever marked
+	// it, not by the controller's fallback (the oldest).
+	Marked bool
+}
+
+// Start runs a controller against the apiserver of cfg for the duration of a test.
+func Start(t testing.TB, cfg *rest.Config, opts Options) *Controller {
+	t.Helper()
+	if opts.Namespace == "" {
+		t.Fatal("capictl: Options.Namespace is required")
+	}
+	if opts.RunDelay == 0 {
+		opts.RunDelay = 300 * time.Millisecond
+	}
+	if opts.Interval == 0 {
+		opts.Interval = 50 * time.Millisecond
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	c := &Controller{dyn: dynamic.NewForConfigOrDie(cfg), opts: opts, failing: map[string]string{}, born: map[string]time.Time{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(opts.Interval)
+		defer ticker.Stop()
+		for {
+			err := c.reconcile(ctx)
+			c.mu.Lock()
+			c.lastErr = err
+			c.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return c
+}
+
+// FailNext makes the next Machine this controller creates fail with message, as CAPO does when
+// the cloud refuses to create the server.
+func (c *Controller) FailNext(message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failNext = append(c.failNext, message)
+}
+
+// Created returns the names of the Machines this controller created, oldest first.
+func (c *Controller) Created() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.created)
+}
+
+// Deleted returns the Machines this controller deleted on scale-down, first deleted first.
+func (c *Controller) Deleted() []Deletion {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.deleted)
+}
+
+// Err returns the error of the last reconcile round (conflicts, mostly, retried on the next).
+func (c *Controller) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+func (c *Controller) reconcile(ctx context.Context) error {
+	ns := c.opts.Namespace
+	sets, err := c.dyn.Resource(machineSetGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	machines, err := c.dyn.Resource(machineGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	// Listed after the Machines and before this round creates any: one without its Machine is
+	// an orphan, not one being created.
+	infra, err := c.dyn.Resource(openStackMachineGVR).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: clusterv1.MachineSetNameLabel})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range sets.Items {
+		set := &sets.Items[i]
+		if ownedByDeployment(set) {
+			continue
+		}
+		if err := c.reconcileSet(ctx, set, machines.Items); err != nil {
+			errs = append(errs, fmt.Errorf("MachineSet %s: %w", set.GetName(), err))
+		}
+	}
+	if err := c.collectOrphans(ctx, infra.Items, machines.Items); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+func ownedByDeployment(set *unstructured.Unstructured) bool {
+	for _, ref := range set.GetOwnerReferences() {
+		if ref.Kind == "MachineDeployment" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) reconcileSet(ctx context.Context, set *unstructured.Unstructured, all []unstructured.Unstructured) error {
+	var live []*unstructured.Unstructured
+	for i := range all {
+		m := &all[i]
+		if m.GetLabels()[clusterv1.MachineSetNameLabel] == set.GetName() && m.GetDeletionTimestamp() == nil {
+			live = append(live, m)
+		}
+	}
+	replicas, _, _ := unstructured.NestedInt64(set.Object, "spec", "replicas")
+	for n := len(live); n < int(replicas); n++ {
+		if err := c.createMachine(ctx, set); err != nil {
+			return err
+		}
+	}
+	if surplus := len(live) - int(replicas); surplus > 0 {
+		// Marked first, then the oldest (by creation, then name).
+		slices.SortStableFunc(live, func(a, b *unstructured.Unstructured) int {
+			_, ma := a.GetAnnotations()[clusterv1.DeleteMachineAnnotation]
+			_, mb := b.GetAnnotations()[clusterv1.DeleteMachineAnnotation]
+			if ma != mb {
+				if ma {
+					return -1
+				}
+				return 1
+			}
+			if byAge := a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time); byAge != 0 {
+				return byAge
+			}
+			return strings.Compare(a.GetName(), b.GetName())
+		})
+		for _, m := range live[:surplus] {
+			if err := c.deleteMachine(ctx, m); err != nil {
+				return err
+			}
+		}
+		live = live[surplus:]
+	}
+	running := 0
+	for _, m := range live {
+		phase, err := c.advance(ctx, m)
+		if err != nil {
+			return err
+		}
+		if phase == string(clusterv1.MachinePhaseRunning) {
+			running++
+		}
+	}
+	return c.writeStatus(ctx, set, len(live), running)
+}
+
+// createMachine clones the set's template into an OpenStackMachine, then creates the Machine
+// that points at it, in the order Cluster API's MachineSet controller does.
+func (c *Controller) createMachine(ctx context.Context, set *unstructured.Unstructured) error {
+	ns := c.opts.Namespace
+	ref, _, _ := unstructured.NestedMap(set.Object, "spec", "template", "spec", "infrastructureRef")
+	templateName, _ := ref["name"].(string)
+	template, err := c.dyn.Resource(templateGVR).Namespace(ns).Get(ctx, templateName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading its OpenStackMachineTemplate: %w", err)
+	}
+	name := set.GetName() + "-" + testenv.NameSuffix()
+	labels := map[string]string{clusterv1.MachineSetNameLabel: set.GetName()}
+	if cluster, _, _ := unstructured.NestedString(set.Object, "spec", "clusterName"); cluster != "" {
+		labels[clusterv1.ClusterNameLabel] = cluster
+	}
+	spec, _, _ := unstructured.NestedMap(template.Object, "spec", "template", "spec")
+	infra := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": template.GetAPIVersion(), "kind": "OpenStackMachine",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     spec,
+	}}
+	infra.SetLabels(labels)
+	infra.SetAnnotations(map[string]string{
+		clusterv1.TemplateClonedFromNameAnnotation:      templateName,
+		clusterv1.TemplateClonedFromGroupKindAnnotation: "OpenStackMachineTemplate.infrastructure.cluster.x-k8s.io",
+	})
+	if _, err := c.dyn.Resource(openStackMachineGVR).Namespace(ns).Create(ctx, infra, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating OpenStackMachine %s: %w", name, err)
+	}
+
+	machineSpec, _, _ := unstructured.NestedMap(set.Object, "spec", "template", "spec")
+	machineSpec["infrastructureRef"] = map[string]any{"apiVersion": template.GetAPIVersion(), "kind": "OpenStackMachine", "name": name, "namespace": ns}
+	templateLabels, _, _ := unstructured.NestedStringMap(set.Object, "spec", "template", "metadata", "labels")
+	for k, v := range templateLabels {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	m := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": clusterv1.GroupVersion.String(), "kind": "Machine",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     machineSpec,
+	}}
+	m.SetLabels(labels)
+	yes := true
+	m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: set.GetName(), UID: set.GetUID(), Controller: &yes}})
+	if _, err := c.dyn.Resource(machineGVR).Namespace(ns).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Machine %s: %w", name, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.created = append(c.created, name)
+	c.born[name] = time.Now()
+	if len(c.failNext) > 0 {
+		c.failing[name] = c.failNext[0]
+		c.failNext = c.failNext[1:]
+	}
+	return nil
+}
+
+func (c *Controller) deleteMachine(ctx context.Context, m *unstructured.Unstructured) error {
+	ns := c.opts.Namespace
+	if err := c.dyn.Resource(machineGVR).Namespace(ns).Delete(ctx, m.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, marked := m.GetAnnotations()[clusterv1.DeleteMachineAnnotation]
+	c.mu.Lock()
+	c.deleted = append(c.deleted, Deletion{Name: m.GetName(), Marked: marked})
+	c.mu.Unlock()
+	infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+	if err := c.dyn.Resource(openStackMachineGVR).Namespace(ns).Delete(ctx, infra, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// advance moves a Machine along: no phase -> Provisioning -> (after RunDelay) Running with a
+// nodeRef, or Failed. It returns the phase the Machine has now.
+func (c *Controller) advance(ctx context.Context, m *unstructured.Unstructured) (string, error) {
+	phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+	c.mu.Lock()
+	failure, failing := c.failing[m.GetName()]
+	// creationTimestamp has whole seconds: it would make RunDelay anything from 0 to 1s longer
+	// or shorter.
+	born, ok := c.born[m.GetName()]
+	c.mu.Unlock()
+	if !ok {
+		born = m.GetCreationTimestamp().Time
+	}
+	next := phase
+	switch {
+	case phase == string(clusterv1.MachinePhaseRunning), phase == string(clusterv1.MachinePhaseFailed):
+		return phase, nil
+	case failing:
+		next = string(clusterv1.MachinePhaseFailed)
+		_ = unstructured.SetNestedField(m.Object, "CreateError", "status", "failureReason")
+		_ = unstructured.SetNestedField(m.Object, failure, "status", "failureMessage")
+	case time.Since(born) >= c.opts.RunDelay:
+		next = string(clusterv1.MachinePhaseRunning)
+		_ = unstructured.SetNestedMap(m.Object, map[string]any{"apiVersion": "v1", "kind": "Node", "name": m.GetName()}, "status", "nodeRef")
+	default:
+		next = string(clusterv1.MachinePhaseProvisioning)
+	}
+	if next == phase {
+		return phase, nil
+	}
+	_ = unstructured.SetNestedField(m.Object, next, "status", "phase")
+	if _, err := c.dyn.Resource(machineGVR).Namespace(c.opts.Namespace).UpdateStatus(ctx, m, metav1.UpdateOptions{}); err != nil {
+		return phase, fmt.Errorf("Machine %s to phase %s: %w", m.GetName(), next, err)
+	}
+	return next, nil
+}
+
+func (c *Controller) writeStatus(ctx context.Context, set *unstructured.Unstructured, live, running int) error {
+	status := map[string]any{"replicas": int64(live), "readyReplicas": int64(running), "availableReplicas": int64(running), "observedGeneration": set.GetGeneration()}
+	old, _, _ := unstructured.NestedMap(set.Object, "status")
+	same := true
+	for k, v := range status {
+		if old[k] != v {
+			same = false
+		}
+	}
+	if same {
+		return nil
+	}
+	for k, v := range status {
+		_ = unstructured.SetNestedField(set.Object, v, "status", k)
+	}
+	_, err := c.dyn.Resource(machineSetGVR).Namespace(c.opts.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{})
+	return err
+}
+
+// collectOrphans deletes the OpenStackMachines of this controller (set-name label) whose
+// Machine is gone (deleted by someone else), as the garbage collector does through the owner
+// reference Cluster API gives them; so that a template no Machine uses counts as unused.
+func (c *Controller) collectOrphans(ctx context.Context, infra, machines []unstructured.Unstructured) error {
+	has := map[string]bool{}
+	for _, m := range machines {
+		name, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+		has[name] = true
+	}
+	for _, o := range infra {
+		if !has[o.GetName()] {
+			if err := c.dyn.Resource(openStackMachineGVR).Namespace(c.opts.Namespace).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
