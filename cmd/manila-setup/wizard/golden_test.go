@@ -195,7 +195,7 @@ func TestGoldenViews(t *testing.T) {
 				}
 				want, err := os.ReadFile(path)
 				if err != nil {
-					t.Fatalf("%v (run go test ./internal/tui -run TestGoldenViews -update)", err)
+					t.Fatalf("%v (run go test ./cmd/manila-setup/wizard -run TestGoldenViews -update)", err)
 				}
 				if got != string(want) {
 					t.Errorf("View() differs from %s (-update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)

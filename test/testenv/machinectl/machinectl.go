@@ -1,5 +1,5 @@
 // Package machinectl is a test-only stand-in for the OpenShift Machine API controllers, for sim
-// clusters (internal/testenv) where no cloud creates servers. It plays two parts:
+// clusters (test/testenv) where no cloud creates servers. It plays two parts:
 //
 //   - the MachineSet controller: it creates Machines from a MachineSet's template until the set
 //     has spec.replicas live Machines, and deletes the surplus when it has more, choosing first
