@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 const fleetSize = 200

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
@@ -64,7 +65,7 @@ func PatchCopies(ctx context.Context, dyn dynamic.Interface, results []machinese
 // Cluster API is authoritative for, reporting their progress (marked ClusterAPI) to progress,
 // and puts their final state in their MachineSet's row: one line per MachineSet either way.
 // opts gives the rollout's settings; its Selection and Progress are not used.
-func RollCopies(ctx context.Context, dyn dynamic.Interface, results []machinesets.SetProgress, opts machinesets.RolloutOptions, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+func RollCopies(ctx context.Context, dyn dynamic.Interface, results []rollout.SetProgress, opts rollout.Options, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
 	var names []string
 	for _, r := range results {
 		if r.ClusterAPI {
@@ -74,10 +75,9 @@ func RollCopies(ctx context.Context, dyn dynamic.Interface, results []machineset
 	if len(names) == 0 {
 		return results, nil
 	}
-	copies, err := Rollout(ctx, dyn, RolloutOptions{
-		Namespace: machinesets.ClusterAPINamespace, Names: names,
+	copies, err := Rollout(ctx, dyn, machinesets.ClusterAPINamespace, names, rollout.Options{
 		MaxSurge: opts.MaxSurge, MaxUnavailable: opts.MaxUnavailable, Timeout: opts.Timeout, PollInterval: opts.PollInterval, Now: opts.Now,
-		Progress: func(sp machinesets.SetProgress) {
+		Progress: func(sp rollout.SetProgress) {
 			sp.ClusterAPI = true
 			if progress != nil {
 				progress(sp)
@@ -85,7 +85,7 @@ func RollCopies(ctx context.Context, dyn dynamic.Interface, results []machineset
 		},
 	})
 	for _, c := range copies {
-		if i := slices.IndexFunc(results, func(r machinesets.SetProgress) bool { return r.ClusterAPI && r.Name == c.Name }); i >= 0 {
+		if i := slices.IndexFunc(results, func(r rollout.SetProgress) bool { return r.ClusterAPI && r.Name == c.Name }); i >= 0 {
 			c.ClusterAPI = true
 			results[i] = c
 		}

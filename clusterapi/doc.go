@@ -9,7 +9,7 @@
 // itself; a MachineSet makes only its new Machines from it, and Rollout replaces its running
 // ones (surge, wait for the new Machine to run, mark an old one with
 // cluster.x-k8s.io/delete-machine, scale down), with the decisions of the Machine API's rollout
-// (machinesets.RollSets). The old template stays while a Machine or another set uses it, and is
+// (rollout.RollSets). The old template stays while a Machine or another set uses it, and is
 // deleted by a later run once nothing does.
 //
 // This is the Cluster API side of OpenShift's Machine API → Cluster API migration (the copies

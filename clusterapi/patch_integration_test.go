@@ -22,9 +22,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 const (

@@ -14,25 +14,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // MachineGVR is the resource of Cluster API's Machines.
 var MachineGVR = clusterv1.GroupVersion.WithResource("machines")
-
-// RolloutOptions are the inputs of Rollout; the rollout's own settings mean what they mean in
-// machinesets.RolloutOptions.
-type RolloutOptions struct {
-	// Namespace is where the MachineSets and their Machines are (required).
-	Namespace string
-	// Names picks MachineSets by name ("NAME" or "machineset/NAME"); none: every standalone
-	// MachineSet of the namespace.
-	Names                    []string
-	MaxSurge, MaxUnavailable int32
-	Timeout, PollInterval    time.Duration
-	Progress                 func(machinesets.SetProgress)
-	Now                      func() time.Time
-}
 
 // Rollout replaces, set after set, the Machines of the standalone Cluster API MachineSets that
 // were not made from their set's current template (their OpenStackMachine's cloned-from-name
@@ -41,69 +28,65 @@ type RolloutOptions struct {
 // (Cluster API deletes marked Machines first) and scale down, repeat, then restore the replica
 // count. A MachineDeployment, and the MachineSets it owns, are left to the deployment's own
 // rolling update. Killed at any point, it continues when called again.
-func Rollout(ctx context.Context, dyn dynamic.Interface, opts RolloutOptions) ([]machinesets.SetProgress, error) {
-	if opts.Namespace == "" {
+func Rollout(ctx context.Context, dyn dynamic.Interface, namespace string, names []string, opts rollout.Options) ([]rollout.SetProgress, error) {
+	if namespace == "" {
 		return nil, fmt.Errorf("the namespace of the Cluster API MachineSets is required")
 	}
-	mopts := machinesets.RolloutOptions{
-		MaxSurge: opts.MaxSurge, MaxUnavailable: opts.MaxUnavailable,
-		Timeout: opts.Timeout, PollInterval: opts.PollInterval, Progress: opts.Progress, Now: opts.Now,
-	}
-	if err := mopts.Complete(); err != nil {
+	if err := opts.Complete(); err != nil {
 		return nil, err
 	}
 	// A MachineDeployment is listed only to say, when it is named, that it rolls by itself.
 	kinds := []string{KindMachineSet}
-	if len(opts.Names) > 0 {
+	if len(names) > 0 {
 		kinds = nil
 	}
-	objects, err := listObjects(ctx, dyn, opts.Namespace, kinds)
+	objects, err := listObjects(ctx, dyn, namespace, kinds)
 	if err != nil {
 		return nil, err
 	}
-	picked, err := pick(objects, opts.Names, opts.Namespace)
+	picked, err := pick(objects, names, namespace)
 	if err != nil {
 		return nil, err
 	}
-	progress := make([]machinesets.SetProgress, len(picked))
+	progress := make([]rollout.SetProgress, len(picked))
 	for i, o := range picked {
-		progress[i] = rolloutLine(o, mopts.Now())
+		progress[i] = rolloutLine(o, opts.Now())
 	}
-	target := &capiTarget{dyn: dyn, namespace: opts.Namespace}
-	return machinesets.RollSets(ctx, target, progress, mopts)
+	target := &capiTarget{dyn: dyn, namespace: namespace}
+	return rollout.RollSets(ctx, target, progress, opts)
 }
 
 // rolloutLine is the first progress line of o: pending, or skipped with the reason.
-func rolloutLine(o object, now time.Time) machinesets.SetProgress {
-	p := machinesets.SetProgress{Name: o.u.GetName(), State: machinesets.RolloutPending, Phase: "waiting for its turn", Since: now}
+func rolloutLine(o object, now time.Time) rollout.SetProgress {
+	p := rollout.SetProgress{Name: o.u.GetName(), State: rollout.Pending, Phase: "waiting for its turn", Since: now}
 	replicas, _, _ := unstructured.NestedInt64(o.u.Object, "spec", "replicas")
 	p.Total = int(replicas)
-	if original, _, err := machinesets.OriginalReplicas(o.u.GetAnnotations(), int32(replicas)); err == nil {
+	if original, _, err := rollout.OriginalReplicas(o.u.GetAnnotations(), int32(replicas)); err == nil {
 		p.Total = int(original)
 	}
 	ref := refOf(o.u)
 	switch {
 	case paused(o) != "":
-		p.State, p.Phase = machinesets.RolloutSkipped, paused(o)
+		p.State, p.Phase = rollout.Skipped, paused(o)
 	case o.kind == KindMachineDeployment:
 		p.Name = "machinedeployment/" + o.u.GetName()
-		p.State, p.Phase = machinesets.RolloutSkipped, "a MachineDeployment replaces its Machines itself (its rolling update)"
+		p.State, p.Phase = rollout.Skipped, "a MachineDeployment replaces its Machines itself (its rolling update)"
 	case madeByDeployment(o) != "":
-		p.State, p.Phase = machinesets.RolloutSkipped, fmt.Sprintf("made by MachineDeployment %s, which replaces its Machines itself", madeByDeployment(o))
+		p.State, p.Phase = rollout.Skipped, fmt.Sprintf("made by MachineDeployment %s, which replaces its Machines itself", madeByDeployment(o))
 	case !ref.isOpenStackTemplate():
-		p.State, p.Phase = machinesets.RolloutSkipped, fmt.Sprintf("its machines are made from a %s (%s), not an OpenStackMachineTemplate", orNone(ref.Kind), orNone(ref.APIVersion))
+		p.State, p.Phase = rollout.Skipped, fmt.Sprintf("its machines are made from a %s (%s), not an OpenStackMachineTemplate", orNone(ref.Kind), orNone(ref.APIVersion))
 	}
 	return p
 }
 
-// capiTarget is the machinesets.RolloutTarget of the Cluster API MachineSets of a namespace.
+// capiTarget is the rollout.Target of the Cluster API MachineSets of a namespace.
 type capiTarget struct {
 	dyn       dynamic.Interface
 	namespace string
 }
 
-func (c *capiTarget) API() machinesets.RolloutAPI {
-	return machinesets.RolloutAPI{Namespace: c.namespace, SetKind: "Cluster API MachineSet", MachineResource: "machines.cluster.x-k8s.io", Command: rolloutCommand(c.namespace)}
+func (c *capiTarget) API() rollout.API {
+	return rollout.API{Namespace: c.namespace, SetKind: "Cluster API MachineSet", MachineResource: "machines.cluster.x-k8s.io", Command: rolloutCommand(c.namespace)}
 }
 
 // rolloutCommand is the command that rolls the Cluster API MachineSets of namespace.
@@ -117,24 +100,24 @@ func rolloutCommand(namespace string) string {
 // Observe reads a set, the Machines in the namespace and their OpenStackMachines (three
 // requests): a Machine is the set's by the set-name label or a controller reference, and up to
 // date when its OpenStackMachine was cloned from the template the set names now.
-func (c *capiTarget) Observe(ctx context.Context, name string) (machinesets.SetView, error) {
+func (c *capiTarget) Observe(ctx context.Context, name string) (rollout.SetView, error) {
 	ms, err := c.dyn.Resource(MachineSetGVR).Namespace(c.namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return machinesets.SetView{}, fmt.Errorf("reading Cluster API MachineSet %s/%s: %w", c.namespace, name, err)
+		return rollout.SetView{}, fmt.Errorf("reading Cluster API MachineSet %s/%s: %w", c.namespace, name, err)
 	}
 	replicas, _, _ := unstructured.NestedInt64(ms.Object, "spec", "replicas")
-	v := machinesets.SetView{Name: name, ResourceVersion: ms.GetResourceVersion(), Replicas: int32(replicas), HasAnnotations: len(ms.GetAnnotations()) > 0}
-	if v.Original, v.HasOriginal, err = machinesets.OriginalReplicas(ms.GetAnnotations(), v.Replicas); err != nil {
-		return machinesets.SetView{}, fmt.Errorf("Cluster API MachineSet %s/%s: %v", c.namespace, name, err)
+	v := rollout.SetView{Name: name, ResourceVersion: ms.GetResourceVersion(), Replicas: int32(replicas), HasAnnotations: len(ms.GetAnnotations()) > 0}
+	if v.Original, v.HasOriginal, err = rollout.OriginalReplicas(ms.GetAnnotations(), v.Replicas); err != nil {
+		return rollout.SetView{}, fmt.Errorf("Cluster API MachineSet %s/%s: %v", c.namespace, name, err)
 	}
 	template := refOf(ms).Name
 	machines, err := c.dyn.Resource(MachineGVR).Namespace(c.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return machinesets.SetView{}, listError("Machines", MachineGVR.GroupResource().String(), c.namespace, err)
+		return rollout.SetView{}, listError("Machines", MachineGVR.GroupResource().String(), c.namespace, err)
 	}
 	infra, err := c.dyn.Resource(OpenStackMachineGVR).Namespace(c.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return machinesets.SetView{}, listError("OpenStackMachines", OpenStackMachineGVR.GroupResource().String(), c.namespace, err)
+		return rollout.SetView{}, listError("OpenStackMachines", OpenStackMachineGVR.GroupResource().String(), c.namespace, err)
 	}
 	clonedFrom := map[string]string{}
 	for _, m := range infra.Items {
@@ -147,7 +130,7 @@ func (c *capiTarget) Observe(ctx context.Context, name string) (machinesets.SetV
 		}
 		var m clusterv1.Machine
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &m); err != nil {
-			return machinesets.SetView{}, fmt.Errorf("Machine %s/%s does not read as Cluster API's v1beta1: %v", c.namespace, u.GetName(), err)
+			return rollout.SetView{}, fmt.Errorf("Machine %s/%s does not read as Cluster API's v1beta1: %v", c.namespace, u.GetName(), err)
 		}
 		v.Machines = append(v.Machines, machineView(&m, template, clonedFrom))
 	}
@@ -166,9 +149,9 @@ func ofSet(u *unstructured.Unstructured, set string) bool {
 // machineView is what the rollout needs of m. A Machine whose OpenStackMachine is missing
 // counts as outdated: nothing says which template it came from (Cluster API creates the
 // OpenStackMachine before the Machine, so a new Machine always has one).
-func machineView(m *clusterv1.Machine, template string, clonedFrom map[string]string) machinesets.MachineView {
+func machineView(m *clusterv1.Machine, template string, clonedFrom map[string]string) rollout.MachineView {
 	_, marked := m.Annotations[clusterv1.DeleteMachineAnnotation]
-	mv := machinesets.MachineView{
+	mv := rollout.MachineView{
 		Name:     m.Name,
 		Created:  m.CreationTimestamp.Time,
 		Deleting: m.DeletionTimestamp != nil,
@@ -191,21 +174,21 @@ func machineView(m *clusterv1.Machine, template string, clonedFrom map[string]st
 }
 
 // Scale marks the victims with cluster.x-k8s.io/delete-machine (Cluster API deletes such
-// Machines first when it scales down) and scales the set (machinesets.ScalePatch).
-func (c *capiTarget) Scale(ctx context.Context, v machinesets.SetView, replicas int32, victims []string) error {
+// Machines first when it scales down) and scales the set (rollout.ScalePatch).
+func (c *capiTarget) Scale(ctx context.Context, v rollout.SetView, replicas int32, victims []string) error {
 	for _, name := range victims {
 		mark := []byte(`{"metadata":{"annotations":{"` + clusterv1.DeleteMachineAnnotation + `":""}}}`)
 		if _, err := c.dyn.Resource(MachineGVR).Namespace(c.namespace).Patch(ctx, name, types.MergePatchType, mark, metav1.PatchOptions{FieldManager: "manila-setup"}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking Machine %s/%s for deletion: %w", c.namespace, name, err)
 		}
 	}
-	_, err := c.dyn.Resource(MachineSetGVR).Namespace(c.namespace).Patch(ctx, v.Name, types.JSONPatchType, machinesets.ScalePatch(v, replicas), metav1.PatchOptions{FieldManager: "manila-setup"})
-	return machinesets.ScaleError(err)
+	_, err := c.dyn.Resource(MachineSetGVR).Namespace(c.namespace).Patch(ctx, v.Name, types.JSONPatchType, rollout.ScalePatch(v, replicas), metav1.PatchOptions{FieldManager: "manila-setup"})
+	return rollout.ScaleError(err)
 }
 
 // Finish removes the delete mark of the Machines that stay and the original-replicas
 // annotation of the set.
-func (c *capiTarget) Finish(ctx context.Context, v machinesets.SetView) error {
+func (c *capiTarget) Finish(ctx context.Context, v rollout.SetView) error {
 	for _, m := range v.Machines {
 		if m.Marked && !m.Deleting {
 			unmark := []byte(`{"metadata":{"annotations":{"` + clusterv1.DeleteMachineAnnotation + `":null}}}`)
@@ -217,9 +200,9 @@ func (c *capiTarget) Finish(ctx context.Context, v machinesets.SetView) error {
 	if !v.HasOriginal {
 		return nil
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + machinesets.OriginalReplicasAnnotation + `":null}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + rollout.OriginalReplicasAnnotation + `":null}}}`)
 	if _, err := c.dyn.Resource(MachineSetGVR).Namespace(c.namespace).Patch(ctx, v.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "manila-setup"}); err != nil {
-		return fmt.Errorf("removing annotation %s from Cluster API MachineSet %s/%s: %w", machinesets.OriginalReplicasAnnotation, c.namespace, v.Name, err)
+		return fmt.Errorf("removing annotation %s from Cluster API MachineSet %s/%s: %w", rollout.OriginalReplicasAnnotation, c.namespace, v.Name, err)
 	}
 	return nil
 }

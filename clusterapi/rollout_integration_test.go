@@ -20,9 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/capictl"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // capiFleet is a namespace of standalone Cluster API MachineSets made from one template,
@@ -167,8 +168,8 @@ func newCapacityLog(f *capiFleet) *capacityLog {
 	return &capacityLog{f: f, minRunning: map[string]int{}, maxLive: map[string]int{}}
 }
 
-func (c *capacityLog) observe(sp machinesets.SetProgress) {
-	if sp.State != machinesets.RolloutRunning {
+func (c *capacityLog) observe(sp rollout.SetProgress) {
+	if sp.State != rollout.Running {
 		return
 	}
 	ms, err := c.f.machines(context.Background(), sp.Name)
@@ -185,8 +186,8 @@ func (c *capacityLog) observe(sp machinesets.SetProgress) {
 	c.maxLive[sp.Name] = max(c.maxLive[sp.Name], len(ms))
 }
 
-func progressOf(results []machinesets.SetProgress) map[string]machinesets.SetProgress {
-	out := map[string]machinesets.SetProgress{}
+func progressOf(results []rollout.SetProgress) map[string]rollout.SetProgress {
+	out := map[string]rollout.SetProgress{}
 	for _, r := range results {
 		out[r.Name] = r
 	}
@@ -204,8 +205,8 @@ func (f *capiFleet) checkRolled(t *testing.T, ctx context.Context, set string, r
 	if got, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); got != int64(replicas) {
 		t.Errorf("%s: replicas %d after the rollout, want %d", set, got, replicas)
 	}
-	if _, ok := u.GetAnnotations()[machinesets.OriginalReplicasAnnotation]; ok {
-		t.Errorf("%s: annotation %s left behind", set, machinesets.OriginalReplicasAnnotation)
+	if _, ok := u.GetAnnotations()[rollout.OriginalReplicasAnnotation]; ok {
+		t.Errorf("%s: annotation %s left behind", set, rollout.OriginalReplicasAnnotation)
 	}
 	for _, m := range f.waitRunning(t, set, replicas) {
 		if m.clonedFrom != template || m.marked || slices.Contains(old, m.name) {
@@ -247,15 +248,15 @@ func TestRolloutClusterAPI(t *testing.T) {
 
 		capacity := newCapacityLog(f)
 		start := time.Now()
-		results, err := Rollout(ctx, f.admin, RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: capacity.observe})
+		results, err := Rollout(ctx, f.admin, f.ns, nil, rollout.Options{MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: capacity.observe})
 		if err != nil {
 			t.Fatalf("rollout: %v", err)
 		}
 		t.Logf("rolled 4 Machines in %s, %d polls", time.Since(start).Round(time.Millisecond), capacity.polls)
 		got := progressOf(results)
-		for name, want := range map[string]machinesets.SetProgress{
-			"ms-a": {State: machinesets.RolloutDone, Replaced: 3, Total: 3}, "ms-b": {State: machinesets.RolloutDone, Replaced: 1, Total: 1},
-			"md-0-x7k2p": {State: machinesets.RolloutSkipped},
+		for name, want := range map[string]rollout.SetProgress{
+			"ms-a": {State: rollout.Done, Replaced: 3, Total: 3}, "ms-b": {State: rollout.Done, Replaced: 1, Total: 1},
+			"md-0-x7k2p": {State: rollout.Skipped},
 		} {
 			if r := got[name]; r.State != want.State || r.Replaced != want.Replaced || r.Total != want.Total {
 				t.Errorf("%s: %+v, want %s %d/%d", name, r, want.State, want.Replaced, want.Total)
@@ -286,12 +287,12 @@ func TestRolloutClusterAPI(t *testing.T) {
 		w := &requests{counts: map[string]int{}}
 		cfg := rest.CopyConfig(api.Config)
 		cfg.WrapTransport = w.wrap
-		again, err := Rollout(ctx, dynamic.NewForConfigOrDie(cfg), RolloutOptions{Namespace: f.ns, Names: []string{"ms-a", "machineset/ms-b"}, MaxSurge: 1, PollInterval: poll})
+		again, err := Rollout(ctx, dynamic.NewForConfigOrDie(cfg), f.ns, []string{"ms-a", "machineset/ms-b"}, rollout.Options{MaxSurge: 1, PollInterval: poll})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range again {
-			if r.State != machinesets.RolloutUpToDate {
+			if r.State != rollout.UpToDate {
 				t.Errorf("second rollout: %+v, want up-to-date", r)
 			}
 		}
@@ -325,9 +326,9 @@ func TestRolloutClusterAPI(t *testing.T) {
 		_, newTemplate := f.patch(t, ctx)
 		const quota = "Quota exceeded for resources: ['port']. (HTTP 409)"
 		f.ctl.FailNext(quota)
-		opts := RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll}
-		results, err := Rollout(ctx, f.admin, opts)
-		var rerr *machinesets.RolloutError
+		opts := rollout.Options{MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll}
+		results, err := Rollout(ctx, f.admin, f.ns, nil, opts)
+		var rerr *rollout.Error
 		if !errors.As(err, &rerr) {
 			t.Fatalf("rollout with a failing Machine: %v", err)
 		}
@@ -341,7 +342,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 				t.Errorf("error %q\ndoes not say %q", err, want)
 			}
 		}
-		if len(results) != 1 || results[0].State != machinesets.RolloutFailed {
+		if len(results) != 1 || results[0].State != rollout.Failed {
 			t.Errorf("results: %+v", results)
 		}
 		now, _ := f.machines(ctx, "ms-f")
@@ -356,7 +357,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 		if err := f.admin.Resource(MachineGVR).Namespace(f.ns).Delete(ctx, failed, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Rollout(ctx, f.admin, opts); err != nil {
+		if _, err := Rollout(ctx, f.admin, f.ns, nil, opts); err != nil {
 			t.Fatalf("rollout after the failed Machine was deleted: %v", err)
 		}
 		f.checkRolled(t, ctx, "ms-f", 2, newTemplate, capiMachineNames(old))
@@ -373,13 +374,13 @@ func TestRolloutClusterAPI(t *testing.T) {
 		// Killed once the first old Machine is replaced.
 		stopCtx, stop := context.WithCancel(ctx)
 		capacity := newCapacityLog(f)
-		opts := RolloutOptions{Namespace: f.ns, MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: func(sp machinesets.SetProgress) {
+		opts := rollout.Options{MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: func(sp rollout.SetProgress) {
 			capacity.observe(sp)
 			if sp.Replaced >= 1 {
 				stop()
 			}
 		}}
-		_, err := Rollout(stopCtx, f.admin, opts)
+		_, err := Rollout(stopCtx, f.admin, f.ns, nil, opts)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("stopped rollout: %v", err)
 		}
@@ -387,8 +388,8 @@ func TestRolloutClusterAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := u.GetAnnotations()[machinesets.OriginalReplicasAnnotation]; got != "3" {
-			t.Fatalf("after the stop: annotation %s = %q, want 3", machinesets.OriginalReplicasAnnotation, got)
+		if got := u.GetAnnotations()[rollout.OriginalReplicasAnnotation]; got != "3" {
+			t.Fatalf("after the stop: annotation %s = %q, want 3", rollout.OriginalReplicasAnnotation, got)
 		}
 		left, _ := f.machines(ctx, "ms-r")
 		if !slices.ContainsFunc(left, func(m capiMachine) bool { return m.clonedFrom == "workers" }) {
@@ -396,11 +397,11 @@ func TestRolloutClusterAPI(t *testing.T) {
 		}
 
 		opts.Progress = capacity.observe
-		results, err := Rollout(ctx, f.admin, opts)
+		results, err := Rollout(ctx, f.admin, f.ns, nil, opts)
 		if err != nil {
 			t.Fatalf("resumed rollout: %v", err)
 		}
-		if r := results[0]; r.State != machinesets.RolloutDone || r.Replaced != 3 || r.Total != 3 {
+		if r := results[0]; r.State != rollout.Done || r.Replaced != 3 || r.Total != 3 {
 			t.Errorf("resumed rollout: %+v", r)
 		}
 		if capacity.minRunning["ms-r"] < 3 || capacity.maxLive["ms-r"] > 4 {
@@ -410,12 +411,12 @@ func TestRolloutClusterAPI(t *testing.T) {
 	})
 
 	t.Run("selection", func(t *testing.T) {
-		_, err := Rollout(context.Background(), dynamic.NewForConfigOrDie(api.Config), RolloutOptions{Namespace: "capi-roll", Names: []string{"nope"}, MaxSurge: 1})
+		_, err := Rollout(context.Background(), dynamic.NewForConfigOrDie(api.Config), "capi-roll", []string{"nope"}, rollout.Options{MaxSurge: 1})
 		var sel *machinesets.SelectionError
 		if !errors.As(err, &sel) || !strings.Contains(err.Error(), `"nope"`) {
 			t.Errorf("unknown name: %v", err)
 		}
-		_, err = Rollout(context.Background(), dynamic.NewForConfigOrDie(api.Config), RolloutOptions{Namespace: "capi-roll"})
+		_, err = Rollout(context.Background(), dynamic.NewForConfigOrDie(api.Config), "capi-roll", nil, rollout.Options{})
 		if err == nil || !strings.Contains(err.Error(), "cannot both be 0") {
 			t.Errorf("no surge, no unavailable: %v", err)
 		}

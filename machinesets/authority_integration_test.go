@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -95,14 +96,12 @@ func TestClusterAPIAuthoritativeSetsAreLeftAlone(t *testing.T) {
 		}
 	}
 
-	progress, err := Rollout(ctx, mc, kubernetes.NewForConfigOrDie(api.Config), RolloutOptions{
-		Selection: Selection{Names: []string{"ostest-worker-capi", "ostest-worker-migrating", "ostest-worker-asked"}}, MaxSurge: 1,
-	})
+	progress, err := Rollout(ctx, mc, kubernetes.NewForConfigOrDie(api.Config), Selection{Names: []string{"ostest-worker-capi", "ostest-worker-migrating", "ostest-worker-asked"}}, rollout.Options{MaxSurge: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range progress {
-		if p.State != RolloutSkipped || !strings.Contains(p.Phase, sets[p.Name].reason) {
+		if p.State != rollout.Skipped || !strings.Contains(p.Phase, sets[p.Name].reason) {
 			t.Errorf("rollout %s: %s (%s); want skipped because %s", p.Name, p.State, p.Phase, sets[p.Name].reason)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/manila-setup/manila-setup/attach/rollout"
 )
 
 // How far a MachineSet has what List was asked about.
@@ -34,7 +36,7 @@ type SetStatus struct {
 	// Machines counts the set's Machines that are not being deleted. UpToDate counts those
 	// replaced, as the rollout counts them (Replaced): on the template's networks and security
 	// groups and running, at most one per old Machine gone, of Wanted, the replica count the set
-	// returns to (its OriginalReplicasAnnotation during a rollout). So the list and the rollout's
+	// returns to (its rollout.OriginalReplicasAnnotation during a rollout). So the list and the rollout's
 	// progress say the same "N of M" at every moment.
 	Machines int `json:"machines"`
 	UpToDate int `json:"upToDate"`
@@ -78,7 +80,7 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	if ms.Spec.Replicas != nil {
 		st.Replicas = *ms.Spec.Replicas
 	}
-	if _, ok := ms.Annotations[OriginalReplicasAnnotation]; ok {
+	if _, ok := ms.Annotations[rollout.OriginalReplicasAnnotation]; ok {
 		st.Note = "rollout in progress: run `manila-setup machinesets rollout` to finish it"
 	}
 	if why := NotMachineAPIAuthoritative(ms); why != "" {
@@ -106,7 +108,7 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 		st.SecurityGroups = StateAttached // nothing asked for, nothing missing
 	}
 	st.Wanted = int(st.Replicas)
-	if v, err := strconv.Atoi(ms.Annotations[OriginalReplicasAnnotation]); err == nil {
+	if v, err := strconv.Atoi(ms.Annotations[rollout.OriginalReplicasAnnotation]); err == nil {
 		st.Wanted = v
 	}
 	selector := machineSelector(ms)
@@ -125,7 +127,7 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 			old++
 		}
 	}
-	st.UpToDate = replacedCount(freshRunning, old, st.Wanted)
+	st.UpToDate = rollout.ReplacedCount(freshRunning, old, st.Wanted)
 	return st
 }
 
@@ -148,12 +150,6 @@ func AttachState(ids []string, has func(string) bool) string {
 		return StateMissing
 	}
 	return StatePartial
-}
-
-// replacedCount is the one count of replaced Machines, the rollout's and the list's: Machines on
-// the template that run, at most one per old Machine gone, of wanted.
-func replacedCount(freshRunning, old, wanted int) int {
-	return max(0, min(freshRunning, wanted-old))
 }
 
 // machineRunning: the Machine has a Node and is Running, what the list can tell without reading

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
@@ -115,8 +116,8 @@ func (f *simFleet) checkRolled(t *testing.T, ctx context.Context, name string, r
 	if *ms.Spec.Replicas != int32(replicas) {
 		t.Errorf("%s: replicas %d after the rollout, want %d", name, *ms.Spec.Replicas, replicas)
 	}
-	if _, ok := ms.Annotations[OriginalReplicasAnnotation]; ok {
-		t.Errorf("%s: annotation %s left behind", name, OriginalReplicasAnnotation)
+	if _, ok := ms.Annotations[rollout.OriginalReplicasAnnotation]; ok {
+		t.Errorf("%s: annotation %s left behind", name, rollout.OriginalReplicasAnnotation)
 	}
 	machines := f.waitReady(t, ctx, name, replicas)
 	template, _ := DecodeProviderSpec(templateProviderSpec(ms))
@@ -145,10 +146,10 @@ func (f *simFleet) checkRolled(t *testing.T, ctx context.Context, name string, r
 // progressLog collects what Rollout reports, for the assertions on the live progress.
 type progressLog struct {
 	mu    sync.Mutex
-	lines []SetProgress
+	lines []rollout.SetProgress
 }
 
-func (p *progressLog) add(sp SetProgress) {
+func (p *progressLog) add(sp rollout.SetProgress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lines = append(p.lines, sp)
@@ -205,9 +206,9 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	var pairs []pair
 	var listErr error
 	listClient := machineclient.NewForConfigOrDie(f.c.Config)
-	agree := func(sp SetProgress) {
+	agree := func(sp rollout.SetProgress) {
 		log.add(sp)
-		if sp.Name != "sim-worker-0" || sp.State != RolloutRunning {
+		if sp.Name != "sim-worker-0" || sp.State != rollout.Running {
 			return
 		}
 		sets, err := List(ctx, listClient, Attachment{})
@@ -223,10 +224,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	}
 	f.counter.reset()
 	start := time.Now()
-	results, err := Rollout(ctx, f.mc, f.kc, RolloutOptions{
-		Selection: Selection{Names: []string{"sim-worker-0"}}, MaxSurge: 1, MaxUnavailable: 0,
-		Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree,
-	})
+	results, err := Rollout(ctx, f.mc, f.kc, Selection{Names: []string{"sim-worker-0"}}, rollout.Options{MaxSurge: 1, MaxUnavailable: 0, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree})
 	if err != nil {
 		t.Fatalf("rollout: %v\nphases: %q", err, log.phases("sim-worker-0"))
 	}
@@ -271,7 +269,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	if stats.MinReady < 3 || stats.MaxLive > 4 || stats.EndReady != 3 {
 		t.Errorf("sim-worker-0 left its bounds: %s", stats)
 	}
-	if results[0].State != RolloutDone || results[0].Replaced != 3 || results[0].Total != 3 {
+	if results[0].State != rollout.Done || results[0].Replaced != 3 || results[0].Total != 3 {
 		t.Errorf("result %+v", results[0])
 	}
 	f.checkRolled(t, ctx, "sim-worker-0", 3, machineNames(old0))
@@ -284,10 +282,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 
 	mon1 := machinectl.WatchReady(t, f.c, machinectl.MachineSetLabel+"=sim-worker-1")
 	start = time.Now()
-	if _, err := Rollout(ctx, f.mc, f.kc, RolloutOptions{
-		Selection: Selection{Names: []string{"sim-worker-1"}}, MaxSurge: 0, MaxUnavailable: 1,
-		Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond,
-	}); err != nil {
+	if _, err := Rollout(ctx, f.mc, f.kc, Selection{Names: []string{"sim-worker-1"}}, rollout.Options{MaxSurge: 0, MaxUnavailable: 1, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	stats, err = mon1.Stop()
@@ -303,14 +298,14 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	f.checkRolled(t, ctx, "sim-worker-1", 2, machineNames(old1))
 
 	// Nothing else to do: a second rollout of everything writes nothing and says up to date.
-	results, err = Rollout(ctx, f.mc, f.kc, RolloutOptions{MaxSurge: 1, PollInterval: 200 * time.Millisecond})
+	results, err = Rollout(ctx, f.mc, f.kc, Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range results {
-		want := RolloutUpToDate
+		want := rollout.UpToDate
 		if r.Name == "sim-infra-0" {
-			want = RolloutSkipped
+			want = rollout.Skipped
 		}
 		if r.State != want {
 			t.Errorf("second rollout: %s is %s (%s), want %s", r.Name, r.State, r.Phase, want)
@@ -335,9 +330,9 @@ func TestRolloutStopsOnAFailedMachine(t *testing.T) {
 	const quota = "Quota exceeded for resources: ['port']. (HTTP 409)"
 	f.ctl.FailNext(quota)
 	mon := machinectl.WatchReady(t, f.c, machinectl.MachineSetLabel+"=sim-worker-0")
-	opts := RolloutOptions{MaxSurge: 1, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond}
-	_, err := Rollout(ctx, f.mc, f.kc, opts)
-	var rerr *RolloutError
+	opts := rollout.Options{MaxSurge: 1, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond}
+	_, err := Rollout(ctx, f.mc, f.kc, Selection{}, opts)
+	var rerr *rollout.Error
 	if !errors.As(err, &rerr) {
 		t.Fatalf("rollout with a failing Machine: %v", err)
 	}
@@ -360,7 +355,7 @@ func TestRolloutStopsOnAFailedMachine(t *testing.T) {
 	if err := f.mc.MachineV1beta1().Machines(Namespace).Delete(ctx, failed, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rollout(ctx, f.mc, f.kc, opts); err != nil {
+	if _, err := Rollout(ctx, f.mc, f.kc, Selection{}, opts); err != nil {
 		t.Fatalf("resumed rollout: %v", err)
 	}
 	stats, err := mon.Stop()
@@ -385,7 +380,7 @@ func TestRolloutStopsWhenANodeNeverComes(t *testing.T) {
 	}
 	f.ctl.StallNext()
 	start := time.Now()
-	_, err := Rollout(ctx, f.mc, f.kc, RolloutOptions{MaxSurge: 1, Timeout: 4 * time.Second, PollInterval: 200 * time.Millisecond})
+	_, err := Rollout(ctx, f.mc, f.kc, Selection{}, rollout.Options{MaxSurge: 1, Timeout: 4 * time.Second, PollInterval: 200 * time.Millisecond})
 	stalled := f.ctl.Created()[2]
 	want := fmt.Sprintf("new Machine %s has no Ready Node 4s after it was created (phase Provisioning)", stalled)
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -415,7 +410,7 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &roller{mc: mc}
-	seen := SetView{Name: ms.Name, ResourceVersion: ms.ResourceVersion, Replicas: 3, Original: 3}
+	seen := rollout.SetView{Name: ms.Name, ResourceVersion: ms.ResourceVersion, Replicas: 3, Original: 3}
 
 	// A status write moves the resourceVersion: scaling still goes through.
 	ms.Status.Replicas = 3
@@ -426,7 +421,7 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 		t.Fatalf("scale after a status write: %v", err)
 	}
 	got, _ := mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, ms.Name, metav1.GetOptions{})
-	if *got.Spec.Replicas != 4 || got.Annotations[OriginalReplicasAnnotation] != "3" {
+	if *got.Spec.Replicas != 4 || got.Annotations[rollout.OriginalReplicasAnnotation] != "3" {
 		t.Fatalf("after scaling: replicas %d, annotations %v", *got.Spec.Replicas, got.Annotations)
 	}
 
@@ -439,8 +434,8 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 	}
 	scaleTo(6)
 	seen.Replicas, seen.HasOriginal, seen.HasAnnotations = 4, true, true
-	if err := r.Scale(ctx, seen, 3, nil); !errors.Is(err, ErrReplicasChanged) {
-		t.Fatalf("scale on a stale replica count: %v, want ErrReplicasChanged", err)
+	if err := r.Scale(ctx, seen, 3, nil); !errors.Is(err, rollout.ErrReplicasChanged) {
+		t.Fatalf("scale on a stale replica count: %v, want rollout.ErrReplicasChanged", err)
 	}
 	got, _ = mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, ms.Name, metav1.GetOptions{})
 	if *got.Spec.Replicas != 6 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -334,7 +335,7 @@ original replica count back at the end. MachineDeployments, and the MachineSets 
 replace their Machines themselves and are left alone.
 
 Safe to interrupt: run it again and it continues where it stopped (the original replica count
-is kept in the annotation ` + machinesets.OriginalReplicasAnnotation + `). A new Machine that
+is kept in the annotation ` + rollout.OriginalReplicasAnnotation + `). A new Machine that
 fails, or is not Running within --timeout, stops the rollout and leaves the remaining old
 Machines as they are. Once no Machine is made from a replaced template, the next
 'clusterapi patch' deletes it.`,
@@ -346,10 +347,10 @@ Machines as they are. Once no Machine is made from a replaced template, the next
 	f := cmd.Flags()
 	f.StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API MachineSets")
 	f.StringSliceVar(&o.Names, "name", nil, "roll only these MachineSets (default: every standalone MachineSet of the namespace)")
-	f.Int32Var(&o.MaxSurge, "max-surge", machinesets.DefaultMaxSurge, "Machines a set may have above its replica count")
+	f.Int32Var(&o.MaxSurge, "max-surge", rollout.DefaultMaxSurge, "Machines a set may have above its replica count")
 	f.Int32Var(&o.MaxUnavailable, "max-unavailable", 0, "replicas of a set that may be missing (not Running) at any time")
-	f.DurationVar(&o.Timeout, "timeout", machinesets.DefaultTimeout, "how long a new Machine may take to be Running with a Node")
-	f.DurationVar(&o.PollInterval, "poll-interval", machinesets.DefaultPollInterval, "how often the cluster is read")
+	f.DurationVar(&o.Timeout, "timeout", rollout.DefaultTimeout, "how long a new Machine may take to be Running with a Node")
+	f.DurationVar(&o.PollInterval, "poll-interval", rollout.DefaultPollInterval, "how often the cluster is read")
 	_ = f.MarkHidden("poll-interval")
 	return cmd
 }
@@ -369,15 +370,7 @@ func (o *clusterAPIRolloutOptions) Run(ctx context.Context) error {
 		return err
 	}
 	printer := newRolloutPrinter(o.g, o.streams)
-	results, err := clusterapi.Rollout(ctx, dyn, clusterapi.RolloutOptions{
-		Namespace:      o.Namespace,
-		Names:          o.Names,
-		MaxSurge:       o.MaxSurge,
-		MaxUnavailable: o.MaxUnavailable,
-		Timeout:        o.Timeout,
-		PollInterval:   o.PollInterval,
-		Progress:       printer.Update,
-	})
+	results, err := clusterapi.Rollout(ctx, dyn, o.Namespace, o.Names, rollout.Options{MaxSurge: o.MaxSurge, MaxUnavailable: o.MaxUnavailable, Timeout: o.Timeout, PollInterval: o.PollInterval, Progress: printer.Update})
 	if o.g.Output != outputText && results != nil {
 		if perr := printStructured(o.streams.Out, o.g.Output, results); perr != nil && err == nil {
 			err = perr

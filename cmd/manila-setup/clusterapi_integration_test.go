@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 func capiObject(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, doc string) {

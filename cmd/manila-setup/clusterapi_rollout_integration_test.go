@@ -16,9 +16,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
-	"github.com/manila-setup/manila-setup/test/testenv/capictl"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/test/testenv/capictl"
 )
 
 // capiTemplatesOf waits until a Cluster API MachineSet of openshift-cluster-api has n Running
@@ -115,8 +116,8 @@ func TestClusterAPIRolloutCommands(t *testing.T) {
 	}
 
 	code, out, errOut = runCLI(t, "clusterapi", "rollout", "--name", "ostest-worker-1", "-o", "json")
-	var rows []machinesets.SetProgress
-	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil || len(rows) != 1 || rows[0].State != machinesets.RolloutUpToDate {
+	var rows []rollout.SetProgress
+	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil || len(rows) != 1 || rows[0].State != rollout.UpToDate {
 		t.Errorf("clusterapi rollout of a rolled set: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
@@ -515,7 +516,7 @@ scale down, repeat. A set never has more than --max-unavailable of its replicas 
 gets its original replica count back at the end.
 
 Safe to interrupt: after Ctrl-C or a kill, run it again and it continues where it stopped (the
-original replica count is kept in the annotation ` + machinesets.OriginalReplicasAnnotation + `).
+original replica count is kept in the annotation ` + rollout.OriginalReplicasAnnotation + `).
 A new Machine that fails, or has no Ready Node within --timeout, stops the rollout and leaves
 the remaining old Machines as they are.
 
@@ -529,10 +530,10 @@ Machine API → Cluster API migration) makes its machines from its Cluster API c
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Names, "name", nil, "roll only these MachineSets (default: every worker MachineSet)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "roll only the MachineSets matching this label selector")
-	f.Int32Var(&o.MaxSurge, "max-surge", machinesets.DefaultMaxSurge, "Machines a set may have above its replica count")
+	f.Int32Var(&o.MaxSurge, "max-surge", rollout.DefaultMaxSurge, "Machines a set may have above its replica count")
 	f.Int32Var(&o.MaxUnavailable, "max-unavailable", 0, "replicas of a set that may be missing (not Ready) at any time")
-	f.DurationVar(&o.Timeout, "timeout", machinesets.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
-	f.DurationVar(&o.PollInterval, "poll-interval", machinesets.DefaultPollInterval, "how often the cluster is read")
+	f.DurationVar(&o.Timeout, "timeout", rollout.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
+	f.DurationVar(&o.PollInterval, "poll-interval", rollout.DefaultPollInterval, "how often the cluster is read")
 	_ = f.MarkHidden("poll-interval")
 	return cmd
 }
@@ -567,22 +568,21 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 		return err
 	}
 	printer := newRolloutPrinter(o.g, o.streams)
-	opts := machinesets.RolloutOptions{
-		Selection:      machinesets.Selection{Names: o.Names, Selector: o.Selector},
+	opts := rollout.Options{
 		MaxSurge:       o.MaxSurge,
 		MaxUnavailable: o.MaxUnavailable,
 		Timeout:        o.Timeout,
 		PollInterval:   o.PollInterval,
 		// A set Cluster API is authoritative for is rolled after the others, through its
 		// Cluster API copy: its line waits for that rather than saying skipped.
-		Progress: func(sp machinesets.SetProgress) {
-			if sp.ClusterAPI && sp.State == machinesets.RolloutSkipped {
-				sp.State, sp.Phase = machinesets.RolloutPending, "waiting for its turn"
+		Progress: func(sp rollout.SetProgress) {
+			if sp.ClusterAPI && sp.State == rollout.Skipped {
+				sp.State, sp.Phase = rollout.Pending, "waiting for its turn"
 			}
 			printer.Update(sp)
 		},
 	}
-	results, err := machinesets.Rollout(ctx, clients.machines, clients.kube, opts)
+	results, err := machinesets.Rollout(ctx, clients.machines, clients.kube, machinesets.Selection{Names: o.Names, Selector: o.Selector}, opts)
 	if err == nil {
 		results, err = o.rollClusterAPICopies(ctx, results, opts, printer.Update)
 	}
@@ -596,8 +596,8 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 
 // rollClusterAPICopies rolls, through clusterapi.RollCopies, the Cluster API copies of the
 // MachineSets for which Cluster API is authoritative.
-func (o *machineSetsRolloutOptions) rollClusterAPICopies(ctx context.Context, results []machinesets.SetProgress, opts machinesets.RolloutOptions, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
-	if !slices.ContainsFunc(results, func(r machinesets.SetProgress) bool { return r.ClusterAPI }) {
+func (o *machineSetsRolloutOptions) rollClusterAPICopies(ctx context.Context, results []rollout.SetProgress, opts rollout.Options, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
+	if !slices.ContainsFunc(results, func(r rollout.SetProgress) bool { return r.ClusterAPI }) {
 		return results, nil
 	}
 	dyn, err := dynamicClient(o.g)
@@ -627,7 +627,7 @@ func rolloutExit(err error) error {
 // Machine that failed or a selection that matches nothing (1), or the environment (2); command
 // continues it.
 func rolloutExitFor(err error, command string) error {
-	var rolloutErr *machinesets.RolloutError
+	var rolloutErr *rollout.Error
 	var selection *machinesets.SelectionError
 	switch {
 	case err == nil:

@@ -21,9 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 const (
@@ -207,7 +208,7 @@ func TestRolloutSurvivesKill9(t *testing.T) {
 	}
 
 	mon := machinectl.WatchReady(t, c, machinectl.MachineSetLabel+"="+set)
-	rollout := func() (*exec.Cmd, *testenv.SyncBuffer) {
+	roll := func() (*exec.Cmd, *testenv.SyncBuffer) {
 		cmd := run("machinesets", "rollout", "--poll-interval", "200ms", "--timeout", "2m")
 		out := &testenv.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
@@ -229,14 +230,14 @@ func TestRolloutSurvivesKill9(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("killed %s: replicas %d, annotation %q; output so far:\n%s", when, *ms.Spec.Replicas, ms.Annotations[machinesets.OriginalReplicasAnnotation], out)
-		if ms.Annotations[machinesets.OriginalReplicasAnnotation] != "3" || *ms.Spec.Replicas < 3 {
-			t.Errorf("after the kill %s: replicas %d, original-replicas annotation %q", when, *ms.Spec.Replicas, ms.Annotations[machinesets.OriginalReplicasAnnotation])
+		t.Logf("killed %s: replicas %d, annotation %q; output so far:\n%s", when, *ms.Spec.Replicas, ms.Annotations[rollout.OriginalReplicasAnnotation], out)
+		if ms.Annotations[rollout.OriginalReplicasAnnotation] != "3" || *ms.Spec.Replicas < 3 {
+			t.Errorf("after the kill %s: replicas %d, original-replicas annotation %q", when, *ms.Spec.Replicas, ms.Annotations[rollout.OriginalReplicasAnnotation])
 		}
 	}
 
 	// Kill 1: a new Machine exists and has no Node yet.
-	cmd, out := rollout()
+	cmd, out := roll()
 	waitFor("a surge Machine without a Node", func() bool {
 		ms := live()
 		return len(ms) == 4 && slices.ContainsFunc(ms, func(m machinev1beta1.Machine) bool { return m.Status.NodeRef == nil })
@@ -244,7 +245,7 @@ func TestRolloutSurvivesKill9(t *testing.T) {
 	kill(cmd, out, "while waiting for a new Node")
 
 	// Kill 2: right after an old Machine was removed.
-	cmd, out = rollout()
+	cmd, out = roll()
 	waitFor("an old Machine removed", func() bool { return countOld(live(), old) < 3 })
 	kill(cmd, out, "right after removing an old Machine")
 
@@ -274,7 +275,7 @@ func TestRolloutSurvivesKill9(t *testing.T) {
 		t.Errorf("bounds broken (min Ready 3, max Machines 4): %s", stats)
 	}
 	ms, _ := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Get(ctx, set, metav1.GetOptions{})
-	if *ms.Spec.Replicas != 3 || ms.Annotations[machinesets.OriginalReplicasAnnotation] != "" {
+	if *ms.Spec.Replicas != 3 || ms.Annotations[rollout.OriginalReplicasAnnotation] != "" {
 		t.Errorf("set after the rollout: replicas %d, annotations %v", *ms.Spec.Replicas, ms.Annotations)
 	}
 	final := live()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/attach/rollout"
 )
 
 func TestMachineSetsHelp(t *testing.T) {
@@ -68,7 +68,7 @@ func TestRolloutExit(t *testing.T) {
 	if err := rolloutExit(stopped); exitCodeOf(err) != exitInterrupted || !strings.Contains(err.Error(), "run `manila-setup machinesets rollout` again to continue") {
 		t.Errorf("interrupted: exit %d, %v", exitCodeOf(err), err)
 	}
-	if err := rolloutExit(&machinesets.RolloutError{}); exitCodeOf(err) != exitInvalid {
+	if err := rolloutExit(&rollout.Error{}); exitCodeOf(err) != exitInvalid {
 		t.Errorf("a failed Machine: exit %d", exitCodeOf(err))
 	}
 	if err := rolloutExit(errors.New("connection refused")); exitCodeOf(err) != exitUsage {

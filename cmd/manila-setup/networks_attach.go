@@ -14,12 +14,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/cmd/manila-setup/wizard"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
-	"github.com/manila-setup/manila-setup/cmd/manila-setup/wizard"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // NetworksAttachOptions is `manila-setup networks attach`, the interactive wizard.
@@ -71,8 +71,8 @@ It needs a terminal. For scripts and CI use the commands it prints on the review
 	f := cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "walk every screen and show the diffs, but patch, roll and create nothing")
 	f.BoolVar(&o.NoColor, "no-color", false, "no colors (also when NO_COLOR is set)")
-	f.DurationVar(&o.MachineWait, "machine-timeout", machinesets.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
-	f.DurationVar(&o.PollInterval, "poll-interval", machinesets.DefaultPollInterval, "how often the rollout reads the cluster")
+	f.DurationVar(&o.MachineWait, "machine-timeout", rollout.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
+	f.DurationVar(&o.PollInterval, "poll-interval", rollout.DefaultPollInterval, "how often the rollout reads the cluster")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", 3*time.Minute, "how long the multi-writer check waits for its volume and pods")
 	f.StringVar(&o.CheckImage, "check-image", rwxcheck.DefaultImage, "image of the multi-writer check's pods")
 	_ = f.MarkHidden("poll-interval")

@@ -17,9 +17,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // TestNetworksAttachInTmux runs the real binary in a real terminal (tmux), types through every

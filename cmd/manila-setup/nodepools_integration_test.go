@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // TestNodePoolsCommands: `nodepools patch` and `nodepools list` on a HyperShift management

@@ -4,12 +4,13 @@ package rolloutview
 
 import (
 	"fmt"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"io"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/manila-setup/manila-setup/attach/rollout"
 )
 
 // ProgressPrinter shows a rollout as one line per MachineSet. On a terminal it redraws the lines
@@ -24,7 +25,7 @@ type ProgressPrinter struct {
 
 	mu      sync.Mutex
 	order   []string
-	sets    map[string]machinesets.SetProgress
+	sets    map[string]rollout.SetProgress
 	printed map[string]string // non-terminal: the last line printed per set
 	drawn   int               // terminal: lines currently on screen
 }
@@ -32,11 +33,11 @@ type ProgressPrinter struct {
 // NewProgressPrinter writes to out; tty says whether out is a terminal of width columns (0:
 // unknown).
 func NewProgressPrinter(out io.Writer, tty bool, width int) *ProgressPrinter {
-	return &ProgressPrinter{out: out, tty: tty, width: width, now: time.Now, sets: map[string]machinesets.SetProgress{}, printed: map[string]string{}}
+	return &ProgressPrinter{out: out, tty: tty, width: width, now: time.Now, sets: map[string]rollout.SetProgress{}, printed: map[string]string{}}
 }
 
 // Update records the state of one set and shows it.
-func (p *ProgressPrinter) Update(sp machinesets.SetProgress) {
+func (p *ProgressPrinter) Update(sp rollout.SetProgress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.sets[sp.Name]; !ok {
@@ -73,19 +74,19 @@ func (p *ProgressPrinter) redraw() {
 
 // line is the text of one set: name, replaced/total, state and phase; on a terminal with the
 // time spent in the current phase.
-func (p *ProgressPrinter) line(sp machinesets.SetProgress, elapsed bool) string {
+func (p *ProgressPrinter) line(sp rollout.SetProgress, elapsed bool) string {
 	nameWidth := 0
 	for _, n := range p.order {
 		nameWidth = max(nameWidth, len(n))
 	}
 	phase := sp.Phase
-	if elapsed && sp.State == machinesets.RolloutRunning && !sp.Since.IsZero() {
+	if elapsed && sp.State == rollout.Running && !sp.Since.IsZero() {
 		if d := p.now().Sub(sp.Since).Truncate(time.Second); d >= time.Second {
 			phase += fmt.Sprintf(" [%s]", d)
 		}
 	}
 	counts := fmt.Sprintf("%d/%d replaced", sp.Replaced, sp.Total)
-	if sp.State == machinesets.RolloutSkipped {
+	if sp.State == rollout.Skipped {
 		counts = "-"
 	}
 	return fmt.Sprintf("%-*s  %-12s  %-10s  %s", nameWidth, sp.Name, counts, sp.State, phase)

@@ -2,21 +2,22 @@ package rolloutview
 
 import (
 	"bytes"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/manila-setup/manila-setup/attach/rollout"
 )
 
 func TestProgressPrinterPlainPrintsChangesOnly(t *testing.T) {
 	var out bytes.Buffer
 	p := NewProgressPrinter(&out, false, 0)
-	p.Update(machinesets.SetProgress{Name: "ostest-worker-0", State: machinesets.RolloutPending, Total: 3, Phase: "waiting for its turn"})
-	p.Update(machinesets.SetProgress{Name: "ostest-worker-1", State: machinesets.RolloutPending, Total: 2, Phase: "waiting for its turn"})
+	p.Update(rollout.SetProgress{Name: "ostest-worker-0", State: rollout.Pending, Total: 3, Phase: "waiting for its turn"})
+	p.Update(rollout.SetProgress{Name: "ostest-worker-1", State: rollout.Pending, Total: 2, Phase: "waiting for its turn"})
 	for i := 0; i < 5; i++ { // polls that change nothing print nothing
-		p.Update(machinesets.SetProgress{Name: "ostest-worker-0", State: machinesets.RolloutRunning, Total: 3, Phase: "surging to 4 replicas"})
+		p.Update(rollout.SetProgress{Name: "ostest-worker-0", State: rollout.Running, Total: 3, Phase: "surging to 4 replicas"})
 	}
-	p.Update(machinesets.SetProgress{Name: "ostest-worker-0", State: machinesets.RolloutDone, Replaced: 3, Total: 3, Phase: "done: 3 of 3 replaced"})
+	p.Update(rollout.SetProgress{Name: "ostest-worker-0", State: rollout.Done, Replaced: 3, Total: 3, Phase: "done: 3 of 3 replaced"})
 	got := out.String()
 	want := `ostest-worker-0  0/3 replaced  pending     waiting for its turn
 ostest-worker-1  0/2 replaced  pending     waiting for its turn
@@ -36,10 +37,10 @@ func TestProgressPrinterTerminalRewritesLines(t *testing.T) {
 	p := NewProgressPrinter(&out, true, 60)
 	start := time.Unix(1000, 0)
 	p.now = func() time.Time { return start.Add(75 * time.Second) }
-	p.Update(machinesets.SetProgress{Name: "a", State: machinesets.RolloutPending, Total: 3, Phase: "waiting for its turn"})
-	p.Update(machinesets.SetProgress{Name: "b", State: machinesets.RolloutPending, Total: 3, Phase: "waiting for its turn"})
+	p.Update(rollout.SetProgress{Name: "a", State: rollout.Pending, Total: 3, Phase: "waiting for its turn"})
+	p.Update(rollout.SetProgress{Name: "b", State: rollout.Pending, Total: 3, Phase: "waiting for its turn"})
 	out.Reset()
-	p.Update(machinesets.SetProgress{Name: "a", State: machinesets.RolloutRunning, Replaced: 1, Total: 3, Since: start,
+	p.Update(rollout.SetProgress{Name: "a", State: rollout.Running, Replaced: 1, Total: 3, Since: start,
 		Phase: "waiting for new Machine a-x7k2p to become a Ready Node (Provisioned)"})
 	got := out.String()
 	// Cursor up over the two lines drawn, then both lines rewritten, each cleared first.
@@ -58,7 +59,7 @@ func TestProgressPrinterTerminalRewritesLines(t *testing.T) {
 	// On a wide terminal the elapsed time in the phase shows.
 	p.width = 200
 	out.Reset()
-	p.Update(machinesets.SetProgress{Name: "a", State: machinesets.RolloutRunning, Replaced: 1, Total: 3, Since: start, Phase: "surging to 4 replicas"})
+	p.Update(rollout.SetProgress{Name: "a", State: rollout.Running, Replaced: 1, Total: 3, Since: start, Phase: "surging to 4 replicas"})
 	if !strings.Contains(out.String(), "surging to 4 replicas [1m15s]") {
 		t.Errorf("no elapsed time: %q", out.String())
 	}

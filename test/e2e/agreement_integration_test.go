@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // attachmentViews is what the three tools that judge the workers' attachment say: the cloud's

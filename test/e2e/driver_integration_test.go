@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // TestRealDriverProvisionsFromGeneratedSecretAndClass runs the real Manila CSI driver's

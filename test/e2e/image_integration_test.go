@@ -26,9 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/operator"
 )
 
 // TestOperatorImage builds the operator image as `make image` does (build/image.sh), checks that

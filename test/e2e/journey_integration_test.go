@@ -31,16 +31,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
-	"github.com/manila-setup/manila-setup/test/testenv"
-	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/platform"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
+	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
 
 // TestWholeJourney walks what an administrator and then an application developer do, against
@@ -156,11 +157,8 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Fatalf("machinesets.Patch: %v, %+v", err, results)
 	}
 	t2 := time.Now()
-	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.RolloutOptions{
-		MaxSurge: 1, PollInterval: 200 * time.Millisecond, Timeout: 2 * time.Minute,
-		Progress: func(p machinesets.SetProgress) {},
-	})
-	if err != nil || len(progress) != 1 || progress[0].State != machinesets.RolloutDone || progress[0].Replaced != 3 {
+	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 200 * time.Millisecond, Timeout: 2 * time.Minute, Progress: func(p rollout.SetProgress) {}})
+	if err != nil || len(progress) != 1 || progress[0].State != rollout.Done || progress[0].Replaced != 3 {
 		t.Fatalf("machinesets.Rollout: %v, %+v", err, progress)
 	}
 	machines, err := mc.MachineV1beta1().Machines(machinectl.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + cl.MachineSet})

@@ -14,9 +14,9 @@ import (
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/platform"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // TestInstallKnowsThePlatform runs `manila-setup operator install` against clusters shaped like

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
@@ -43,11 +44,11 @@ type Backend interface {
 	PatchClusterAPI(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error)
 	// RolloutClusterAPI replaces the Machines of the named standalone Cluster API MachineSets
 	// ("machineset/NAME"), reporting every change; MachineDeployments roll by themselves.
-	RolloutClusterAPI(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
+	RolloutClusterAPI(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error)
 	// Rollout replaces the machines of the named MachineSets, reporting every change. The
 	// Machines of a MachineSet Cluster API is authoritative for are replaced through its Cluster
 	// API copy (clusterapi.RollCopies), as Patch patches that copy (clusterapi.PatchCopies).
-	Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error)
+	Rollout(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error)
 	// Storage reads the ClusterCSIDriver's conditions and the Manila StorageClasses.
 	Storage(ctx context.Context) (StorageStatus, error)
 	// CheckRWX creates a ReadWriteMany PVC of storageClass with two writer pods on different

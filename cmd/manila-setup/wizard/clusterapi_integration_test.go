@@ -22,10 +22,10 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/capictl"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // TestWizardClusterAPI drives the wizard against the loopback OpenStack and a real

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -246,11 +247,11 @@ func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachmen
 	return out, nil
 }
 
-func (f *fakeBackend) RolloutClusterAPI(_ context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
-	var out []machinesets.SetProgress
+func (f *fakeBackend) RolloutClusterAPI(_ context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
+	var out []rollout.SetProgress
 	for _, n := range names {
 		name := strings.TrimPrefix(n, "machineset/")
-		p := machinesets.SetProgress{Name: name, State: machinesets.RolloutDone, Replaced: 1, Total: 1, Phase: "every Machine has the template's networks"}
+		p := rollout.SetProgress{Name: name, State: rollout.Done, Replaced: 1, Total: 1, Phase: "every Machine has the template's networks"}
 		progress(p)
 		out = append(out, p)
 	}
@@ -313,10 +314,10 @@ func (f *fakeBackend) PatchNodePools(_ context.Context, a machinesets.Attachment
 	return out, nil
 }
 
-func (f *fakeBackend) Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
-	var out []machinesets.SetProgress
+func (f *fakeBackend) Rollout(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
+	var out []rollout.SetProgress
 	for _, n := range names {
-		progress(machinesets.SetProgress{Name: n, State: machinesets.RolloutRunning, Replaced: 0, Total: 2, Phase: "waiting for new Machine " + n + "-abcde to become a Ready Node"})
+		progress(rollout.SetProgress{Name: n, State: rollout.Running, Replaced: 0, Total: 2, Phase: "waiting for new Machine " + n + "-abcde to become a Ready Node"})
 	}
 	if f.rolloutGate != nil {
 		select {
@@ -329,7 +330,7 @@ func (f *fakeBackend) Rollout(ctx context.Context, names []string, progress func
 	f.rolled = append(f.rolled, names...)
 	f.mu.Unlock()
 	for _, n := range names {
-		p := machinesets.SetProgress{Name: n, State: machinesets.RolloutDone, Replaced: 2, Total: 2, Phase: "every Machine has the template's networks"}
+		p := rollout.SetProgress{Name: n, State: rollout.Done, Replaced: 2, Total: 2, Phase: "every Machine has the template's networks"}
 		progress(p)
 		out = append(out, p)
 	}

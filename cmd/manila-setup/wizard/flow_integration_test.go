@@ -27,9 +27,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // screen collects everything the program draws, so that a wait can look at what was drawn

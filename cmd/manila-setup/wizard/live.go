@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
@@ -41,8 +42,8 @@ type LiveConfig struct {
 	UserAgent  string
 	By         string // recorded in the MachineSets' attachment annotation
 
-	RolloutTimeout time.Duration // per new Machine; zero: machinesets.DefaultTimeout
-	PollInterval   time.Duration // of the rollout; zero: machinesets.DefaultPollInterval
+	RolloutTimeout time.Duration // per new Machine; zero: rollout.DefaultTimeout
+	PollInterval   time.Duration // of the rollout; zero: rollout.DefaultPollInterval
 	CheckTimeout   time.Duration // of the multi-writer check; zero: 3 minutes
 	CheckImage     string        // of the writer pods; empty: rwxcheck.DefaultImage
 
@@ -355,7 +356,7 @@ func (l *LiveBackend) PatchClusterAPI(ctx context.Context, a machinesets.Attachm
 }
 
 // RolloutClusterAPI is `clusterapi rollout --name machineset/NAME ...`.
-func (l *LiveBackend) RolloutClusterAPI(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+func (l *LiveBackend) RolloutClusterAPI(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
 	dyn := l.dynamic()
 	if dyn == nil {
 		return nil, errNotConnected
@@ -363,12 +364,7 @@ func (l *LiveBackend) RolloutClusterAPI(ctx context.Context, names []string, pro
 	if len(names) == 0 {
 		return nil, nil // clusterapi.Rollout would take that as every standalone MachineSet
 	}
-	return clusterapi.Rollout(ctx, dyn, clusterapi.RolloutOptions{
-		Namespace: machinesets.ClusterAPINamespace, Names: names,
-		MaxSurge: machinesets.DefaultMaxSurge,
-		Timeout:  l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
-		Progress: progress,
-	})
+	return clusterapi.Rollout(ctx, dyn, machinesets.ClusterAPINamespace, names, rollout.Options{MaxSurge: rollout.DefaultMaxSurge, Timeout: l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval, Progress: progress})
 }
 
 // NodePools is `nodepools list`, over every namespace.
@@ -402,7 +398,7 @@ func (l *LiveBackend) PatchNodePools(ctx context.Context, a machinesets.Attachme
 }
 
 // Rollout is `machinesets rollout`.
-func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func(machinesets.SetProgress)) ([]machinesets.SetProgress, error) {
+func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
 	_, mc, kc, _ := l.clients()
 	if mc == nil {
 		return nil, errNotConnected
@@ -410,20 +406,19 @@ func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func
 	if len(names) == 0 {
 		return nil, nil // as Patch: never every worker by omission
 	}
-	opts := machinesets.RolloutOptions{
-		Selection: machinesets.Selection{Names: names},
-		MaxSurge:  machinesets.DefaultMaxSurge,
-		Timeout:   l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
+	opts := rollout.Options{
+		MaxSurge: rollout.DefaultMaxSurge,
+		Timeout:  l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
 		// A set Cluster API is authoritative for is rolled after the others, through its
 		// Cluster API copy: its line waits for that rather than saying skipped.
-		Progress: func(sp machinesets.SetProgress) {
-			if sp.ClusterAPI && sp.State == machinesets.RolloutSkipped {
-				sp.State, sp.Phase = machinesets.RolloutPending, "waiting for its turn (through its Cluster API copy)"
+		Progress: func(sp rollout.SetProgress) {
+			if sp.ClusterAPI && sp.State == rollout.Skipped {
+				sp.State, sp.Phase = rollout.Pending, "waiting for its turn (through its Cluster API copy)"
 			}
 			progress(sp)
 		},
 	}
-	results, err := machinesets.Rollout(ctx, mc, kc, opts)
+	results, err := machinesets.Rollout(ctx, mc, kc, machinesets.Selection{Names: names}, opts)
 	if err != nil {
 		return results, err
 	}

@@ -3,13 +3,15 @@ package wizard
 import (
 	"context"
 	"fmt"
-	"github.com/charmbracelet/x/ansi"
 	"strings"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -173,11 +175,11 @@ type (
 		cancel context.CancelFunc
 	}
 	progressMsg struct {
-		p      machinesets.SetProgress
+		p      rollout.SetProgress
 		events <-chan tea.Msg
 	}
 	rolloutDoneMsg struct {
-		results []machinesets.SetProgress
+		results []rollout.SetProgress
 		err     error
 	}
 	clockMsg   time.Time

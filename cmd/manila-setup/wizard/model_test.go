@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
@@ -447,15 +448,15 @@ func TestVerifyShowsWhatNeedsAttention(t *testing.T) {
 // phase, the others are counted, and the stop question stays on screen.
 func TestApplyFitsManyMachineSets(t *testing.T) {
 	now := time.Now()
-	a := applyModel{phase: applyRolling, started: now, now: now, confirmStop: true, sets: map[string]machinesets.SetProgress{}}
+	a := applyModel{phase: applyRolling, started: now, now: now, confirmStop: true, sets: map[string]rollout.SetProgress{}}
 	for i := 0; i < 14; i++ {
 		n := fmt.Sprintf("ostest-x7k2p-worker-%d", i)
-		p := machinesets.SetProgress{Name: n, Total: 3, State: machinesets.RolloutPending, Phase: "waiting"}
+		p := rollout.SetProgress{Name: n, Total: 3, State: rollout.Pending, Phase: "waiting"}
 		switch {
 		case i < 5:
-			p.State, p.Replaced, p.Phase = machinesets.RolloutDone, 3, "done: 3 of 3 replaced"
+			p.State, p.Replaced, p.Phase = rollout.Done, 3, "done: 3 of 3 replaced"
 		case i == 5:
-			p.State, p.Replaced, p.Phase = machinesets.RolloutRunning, 1, "waiting for new Machine ostest-x7k2p-worker-5-abcde to become a Ready Node"
+			p.State, p.Replaced, p.Phase = rollout.Running, 1, "waiting for new Machine ostest-x7k2p-worker-5-abcde to become a Ready Node"
 		}
 		a.order = append(a.order, n)
 		a.sets[n] = p

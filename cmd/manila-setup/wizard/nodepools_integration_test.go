@@ -22,11 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
-	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
 
 // hostedNodePool is a NodePool of HostedCluster cluster in namespace "clusters": platform

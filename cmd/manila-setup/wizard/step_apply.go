@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
@@ -45,7 +46,7 @@ type applyModel struct {
 	capi        []clusterapi.Status
 	capiPatched []clusterapi.Result
 	order       []string
-	sets        map[string]machinesets.SetProgress
+	sets        map[string]rollout.SetProgress
 	started     time.Time
 	now         time.Time
 	ended       time.Time
@@ -59,15 +60,15 @@ type applyModel struct {
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
 func startApply(ctx context.Context, b Backend, want machinesets.Attachment, changed, names []string, capi []clusterapi.Status, pools []nodepools.Status, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
-	a := applyModel{names: names, changed: changed, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]machinesets.SetProgress{}}
+	a := applyModel{names: names, changed: changed, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
 	for _, n := range append(slices.Clone(names), a.capiSets()...) {
 		a.order = append(a.order, n)
-		a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for the patch"}
+		a.sets[n] = rollout.SetProgress{Name: n, State: rollout.Pending, Phase: "waiting for the patch"}
 	}
 	if dryRun {
 		a.phase, a.ended = applyDry, now
 		for _, n := range a.order {
-			a.sets[n] = machinesets.SetProgress{Name: n, State: "dry run", Phase: "would be patched (if it lacks something) and rolled"}
+			a.sets[n] = rollout.SetProgress{Name: n, State: "dry run", Phase: "would be patched (if it lacks something) and rolled"}
 		}
 		return a, nil
 	}
@@ -154,13 +155,13 @@ func rolloutCmd(ctx context.Context, b Backend, names, capiSets []string) tea.Cm
 		events := make(chan tea.Msg, 1024)
 		go func() {
 			defer close(events)
-			progress := func(p machinesets.SetProgress) {
+			progress := func(p rollout.SetProgress) {
 				select {
 				case events <- progressMsg{p: p}:
 				default: // the screen is behind; the next update carries the state anyway
 				}
 			}
-			var results []machinesets.SetProgress
+			var results []rollout.SetProgress
 			var err error
 			if len(names) > 0 {
 				results, err = b.Rollout(ctx, names, progress)
@@ -170,7 +171,7 @@ func rolloutCmd(ctx context.Context, b Backend, names, capiSets []string) tea.Cm
 				for i, n := range capiSets {
 					qualified[i] = "machineset/" + n
 				}
-				var more []machinesets.SetProgress
+				var more []rollout.SetProgress
 				more, err = b.RolloutClusterAPI(ctx, qualified, progress)
 				results = append(results, more...)
 			}
@@ -271,7 +272,7 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 			return a, follow
 		}
 		for _, n := range a.order {
-			a.sets[n] = machinesets.SetProgress{Name: n, State: machinesets.RolloutPending, Phase: "waiting for its turn"}
+			a.sets[n] = rollout.SetProgress{Name: n, State: rollout.Pending, Phase: "waiting for its turn"}
 		}
 		a.phase = applyRolling
 		return a, tea.Batch(rolloutCmd(ctx, b, a.names, a.capiSets()), follow)
@@ -327,7 +328,7 @@ func (a applyModel) resumeCommand() string {
 func (a applyModel) stoppedSummary() string {
 	replaced, total := 0, 0
 	for _, n := range a.order {
-		if p, ok := a.sets[n]; ok && p.State != machinesets.RolloutSkipped {
+		if p, ok := a.sets[n]; ok && p.State != rollout.Skipped {
 			replaced += p.Replaced
 			total += p.Total
 		}
@@ -639,14 +640,14 @@ func (a applyModel) setLines(w, height int) []string {
 	}
 	barW := max(min(w-nameW-22, 40), 10)
 	bar := progress.New(progress.WithWidth(barW), progress.WithoutPercentage(), progress.WithSolidFill("#5fafff"))
-	active := func(p machinesets.SetProgress) bool {
-		return p.State == machinesets.RolloutRunning || p.State == machinesets.RolloutFailed
+	active := func(p rollout.SetProgress) bool {
+		return p.State == rollout.Running || p.State == rollout.Failed
 	}
 	draw := func(n string, withPhase bool) []string {
 		p := a.sets[n]
-		if a.phase == applyStopped && (p.State == machinesets.RolloutRunning || p.State == machinesets.RolloutPending) {
+		if a.phase == applyStopped && (p.State == rollout.Running || p.State == rollout.Pending) {
 			// The rollout no longer runs: say where it stopped, not what it was waiting for.
-			if p.State == machinesets.RolloutPending {
+			if p.State == rollout.Pending {
 				p.Phase = "not started"
 			} else {
 				p.Phase = fmt.Sprintf("stopped after %d of %d replaced", p.Replaced, p.Total)
@@ -657,14 +658,14 @@ func (a applyModel) setLines(w, height int) []string {
 		if p.Total > 0 {
 			frac = float64(p.Replaced) / float64(p.Total)
 		}
-		if p.State == machinesets.RolloutDone || p.State == machinesets.RolloutUpToDate {
+		if p.State == rollout.Done || p.State == rollout.UpToDate {
 			frac = 1
 		}
 		counts := fmt.Sprintf("%d/%d", p.Replaced, p.Total)
 		out := []string{cut(fmt.Sprintf("%-*s %s %-7s %s", nameW, cut(n, nameW), bar.ViewAs(frac), counts, p.State), w)}
 		if withPhase && p.Phase != "" {
 			st := styleDim
-			if p.State == machinesets.RolloutFailed {
+			if p.State == rollout.Failed {
 				st = styleErr
 			}
 			out = append(out, st.Render(cut("  "+p.Phase, w)))
@@ -687,7 +688,7 @@ func (a applyModel) setLines(w, height int) []string {
 		switch {
 		case active(p):
 			lines = append(lines, draw(n, true)...)
-		case p.State == machinesets.RolloutDone || p.State == machinesets.RolloutUpToDate:
+		case p.State == rollout.Done || p.State == rollout.UpToDate:
 			done++
 		default:
 			pending++

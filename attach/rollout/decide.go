@@ -1,4 +1,4 @@
-package machinesets
+package rollout
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ type MachineView struct {
 	Phase    string
 }
 
-// SetView is a MachineSet as the rollout sees it at one instant: what RolloutTarget.Observe
+// SetView is a MachineSet as the rollout sees it at one instant: what Target.Observe
 // returns and decide works from.
 type SetView struct {
 	Name            string
@@ -87,7 +87,7 @@ func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time
 			replaced++
 		}
 	}
-	replaced = replacedCount(replaced, len(old), int(R))
+	replaced = ReplacedCount(replaced, len(old), int(R))
 	st := step{Replaced: replaced}
 
 	if !v.HasOriginal && len(old) == 0 {
@@ -231,4 +231,10 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// ReplacedCount is the one count of replaced Machines, the rollout's and the lists': Machines on
+// the template that run, at most one per old Machine gone, of wanted.
+func ReplacedCount(freshRunning, old, wanted int) int {
+	return max(0, min(freshRunning, wanted-old))
 }

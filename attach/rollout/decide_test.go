@@ -1,4 +1,4 @@
-package machinesets
+package rollout
 
 import (
 	"fmt"

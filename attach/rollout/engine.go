@@ -1,4 +1,4 @@
-package machinesets
+package rollout
 
 import (
 	"context"
@@ -7,18 +7,19 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// RolloutTarget is an API whose MachineSets RollSets replaces the Machines of: the Machine API's
+// Target is an API whose MachineSets RollSets replaces the Machines of: the Machine API's
 // (Rollout) or Cluster API's (package clusterapi). It reads and writes; the decisions are
 // RollSets', the same for both, so both keep the same capacity guarantees and resume the same
 // way.
-type RolloutTarget interface {
+type Target interface {
 	// API names the sets and Machines in messages.
-	API() RolloutAPI
+	API() API
 	// Observe reads a set and its Machines (those being deleted included).
 	Observe(ctx context.Context, set string) (SetView, error)
 	// Scale marks the victims with the API's delete-machine annotation, then sets the set's
@@ -30,8 +31,8 @@ type RolloutTarget interface {
 	Finish(ctx context.Context, v SetView) error
 }
 
-// RolloutAPI names where a target's sets are and how to continue a rollout, for the messages.
-type RolloutAPI struct {
+// API names where a target's sets are and how to continue a rollout, for the messages.
+type API struct {
 	Namespace string
 	// SetKind is how a set is called: "MachineSet", "Cluster API MachineSet".
 	SetKind string
@@ -42,10 +43,10 @@ type RolloutAPI struct {
 	Command string
 }
 
-// RollSets rolls the sets of progress that are RolloutPending, one after the other, through
+// RollSets rolls the sets of progress that are Pending, one after the other, through
 // target; the others (skipped) are only reported. It returns the final state of every set, and
 // stops at the first set that fails. Killed at any point, it continues when called again.
-func RollSets(ctx context.Context, target RolloutTarget, progress []SetProgress, opts RolloutOptions) ([]SetProgress, error) {
+func RollSets(ctx context.Context, target Target, progress []SetProgress, opts Options) ([]SetProgress, error) {
 	if err := opts.Complete(); err != nil {
 		return progress, err
 	}
@@ -54,7 +55,7 @@ func RollSets(ctx context.Context, target RolloutTarget, progress []SetProgress,
 		r.report(i)
 	}
 	for i := range r.progress {
-		if r.progress[i].State != RolloutPending {
+		if r.progress[i].State != Pending {
 			continue
 		}
 		if err := r.rollSet(ctx, i); err != nil {
@@ -116,8 +117,8 @@ var ErrReplicasChanged = errors.New("spec.replicas changed since it was read")
 
 // sequencer drives the sets of one RollSets call.
 type sequencer struct {
-	target   RolloutTarget
-	opts     RolloutOptions
+	target   Target
+	opts     Options
 	progress []SetProgress
 }
 
@@ -149,7 +150,7 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 		if err != nil {
 			if transient(err) && hiccups < 5 && ctx.Err() == nil {
 				hiccups++
-				r.setPhase(i, RolloutRunning, fmt.Sprintf("reading the cluster failed (%v), trying again", err), r.progress[i].Replaced, r.progress[i].Total)
+				r.setPhase(i, Running, fmt.Sprintf("reading the cluster failed (%v), trying again", err), r.progress[i].Replaced, r.progress[i].Total)
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
@@ -157,7 +158,7 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 				}
 				continue
 			}
-			r.setPhase(i, RolloutFailed, err.Error(), r.progress[i].Replaced, r.progress[i].Total)
+			r.setPhase(i, Failed, err.Error(), r.progress[i].Replaced, r.progress[i].Total)
 			return err
 		}
 		hiccups = 0
@@ -177,34 +178,34 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 		switch st.Kind {
 		case stepDone:
 			if err := r.target.Finish(ctx, v); err != nil {
-				r.setPhase(i, RolloutFailed, err.Error(), st.Replaced, total)
+				r.setPhase(i, Failed, err.Error(), st.Replaced, total)
 				return err
 			}
-			state := RolloutDone
+			state := Done
 			if !v.HasOriginal {
-				state = RolloutUpToDate
+				state = UpToDate
 			}
 			r.setPhase(i, state, st.Phase, st.Replaced, total)
 			return nil
 		case stepFail:
-			err := &RolloutError{MachineSet: name, Machine: st.Machine, Reason: st.Err, Replaced: st.Replaced, Total: total, API: api}
-			r.setPhase(i, RolloutFailed, st.Err, st.Replaced, total)
+			err := &Error{MachineSet: name, Machine: st.Machine, Reason: st.Err, Replaced: st.Replaced, Total: total, API: api}
+			r.setPhase(i, Failed, st.Err, st.Replaced, total)
 			return err
 		case stepScale:
-			r.setPhase(i, RolloutRunning, st.Phase, st.Replaced, total)
+			r.setPhase(i, Running, st.Phase, st.Replaced, total)
 			if err := r.target.Scale(ctx, v, st.Replicas, st.Victims); err != nil {
 				if (errors.Is(err, ErrReplicasChanged) || apierrors.IsConflict(err)) && refused < 5 {
 					refused++
 					continue // the set changed under us: look again
 				}
 				err = fmt.Errorf("rollout of %s %s/%s: %s: %w", api.SetKind, api.Namespace, name, st.Phase, err)
-				r.setPhase(i, RolloutFailed, err.Error(), st.Replaced, total)
+				r.setPhase(i, Failed, err.Error(), st.Replaced, total)
 				return err
 			}
 			refused = 0
 		case stepWait:
 			refused = 0
-			r.setPhase(i, RolloutRunning, st.Phase, st.Replaced, total)
+			r.setPhase(i, Running, st.Phase, st.Replaced, total)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -227,4 +228,16 @@ func transient(err error) bool {
 	// No answer at all: the connection failed (refused, reset, timed out).
 	var urlErr *url.Error
 	return errors.As(err, &urlErr)
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// escapePointer escapes a key for use in a JSON pointer (RFC 6901).
+func escapePointer(key string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }
