@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // Two `manila-setup-operator start` processes on one host, with the same flags (a sandbox's and

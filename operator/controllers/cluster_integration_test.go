@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/deploy"
 	"net/http"
 	"net/http/httptest"
@@ -30,8 +31,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // forwardProxy is an HTTP forward proxy that serves one made-up host name by passing its
@@ -198,9 +199,9 @@ func TestOperatorClusterSettings(t *testing.T) {
 	h.eventually("static resources applied", settle, h.condIs(staticName+"Available", operatorv1.ConditionTrue, ""))
 
 	t.Run("only the operator's own objects are cached; unlabelled namesakes are taken over", func(t *testing.T) {
-		secrets, _ := op.lister.secrets.List(everything)
-		creds, _ := op.lister.credentials.List(everything)
-		cms, _ := op.lister.configMaps.List(everything)
+		secrets, _ := op.listers.Secrets.List(machinery.Everything)
+		creds, _ := op.listers.Credentials.List(machinery.Everything)
+		cms, _ := op.listers.ConfigMaps.List(machinery.Everything)
 		var names []string
 		for _, o := range secrets {
 			names = append(names, "secret/"+o.Name)
@@ -262,7 +263,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 
 	t.Run("ServiceMonitor applied when its CRD exists", func(t *testing.T) {
 		h.eventually("ServiceMonitor", settle, func() (bool, string) {
-			sm, err := h.dyn.Resource(serviceMonitorGVR).Namespace(testNS).Get(ctx, "manila-csi-driver-controller-monitor", metav1.GetOptions{})
+			sm, err := h.dyn.Resource(machinery.ServiceMonitorGVR).Namespace(testNS).Get(ctx, "manila-csi-driver-controller-monitor", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -282,7 +283,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		took := h.eventually("VolumeSnapshotClass", settle, func() (bool, string) {
-			v, err := h.dyn.Resource(snapshotClassGVR).Get(ctx, "csi-manila-standard", metav1.GetOptions{})
+			v, err := h.dyn.Resource(machinery.SnapshotClassGVR).Get(ctx, "csi-manila-standard", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -341,7 +342,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 			dep, _ := h.kube.AppsV1().Deployments(testNS).Get(ctx, d, metav1.GetOptions{})
 			gens[d] = dep.Generation
 		}
-		if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
+		if _, err := h.dyn.Resource(machinery.ClusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
 			[]byte(`{"spec":{"logLevel":"Debug","operatorLogLevel":"Debug"}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -379,12 +380,12 @@ func TestOperatorClusterSettings(t *testing.T) {
 func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cloud) {
 	ctx := h.ctx
 	storage := cloud.Seed.Networks["storage"]
-	if _, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machineAPINamespace}}, metav1.CreateOptions{}); err != nil {
+	if _, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinery.MachineAPINamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ms := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
-		"metadata": map[string]any{"name": "sim-worker-a", "namespace": machineAPINamespace},
+		"metadata": map[string]any{"name": "sim-worker-a", "namespace": machinery.MachineAPINamespace},
 		"spec": map[string]any{
 			"selector": map[string]any{"matchLabels": map[string]any{"set": "a"}},
 			"template": map[string]any{
@@ -395,7 +396,7 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 			},
 		},
 	}}
-	created, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Create(ctx, ms, metav1.CreateOptions{})
+	created, err := h.dyn.Resource(machinery.MachineSetGVR).Namespace(machinery.MachineAPINamespace).Create(ctx, ms, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,16 +404,16 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 	// here, the installer's default, which holds the storage subnet 10.0.0.0/24).
 	machine := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-		"metadata": map[string]any{"name": "sim-worker-a-x1", "namespace": machineAPINamespace, "labels": map[string]any{"set": "a"},
+		"metadata": map[string]any{"name": "sim-worker-a-x1", "namespace": machinery.MachineAPINamespace, "labels": map[string]any{"set": "a"},
 			"ownerReferences": []any{map[string]any{"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": "sim-worker-a",
 				"uid": string(created.GetUID()), "controller": true}}},
 		"spec": map[string]any{},
 	}}
 	machineAt := func(addrs ...string) {
 		t.Helper()
-		m, err := h.dyn.Resource(machineGVR).Namespace(machineAPINamespace).Get(ctx, machine.GetName(), metav1.GetOptions{})
+		m, err := h.dyn.Resource(machinery.MachineGVR).Namespace(machinery.MachineAPINamespace).Get(ctx, machine.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			m, err = h.dyn.Resource(machineGVR).Namespace(machineAPINamespace).Create(ctx, machine, metav1.CreateOptions{})
+			m, err = h.dyn.Resource(machinery.MachineGVR).Namespace(machinery.MachineAPINamespace).Create(ctx, machine, metav1.CreateOptions{})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -422,7 +423,7 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 			list = append(list, map[string]any{"type": "InternalIP", "address": a})
 		}
 		_ = unstructured.SetNestedSlice(m.Object, list, "status", "addresses")
-		if _, err := h.dyn.Resource(machineGVR).Namespace(machineAPINamespace).UpdateStatus(ctx, m, metav1.UpdateOptions{}); err != nil {
+		if _, err := h.dyn.Resource(machinery.MachineGVR).Namespace(machinery.MachineAPINamespace).UpdateStatus(ctx, m, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -458,7 +459,7 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 	record := fmt.Sprintf(`{"networks":[%q],"time":"2026-11-22T08:00:00Z","by":"manila-setup test"}`, storage)
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"template":{"spec":{"providerSpec":{"value":{"ports":[{"networkID":%q}]}}}}}}`,
 		attachment.Annotation, record, strings.ToUpper(storage))
-	if _, err := h.dyn.Resource(machineSetGVR).Namespace(machineAPINamespace).Patch(ctx, "sim-worker-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := h.dyn.Resource(machinery.MachineSetGVR).Namespace(machinery.MachineAPINamespace).Patch(ctx, "sim-worker-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("StorageNetworkReachable=True once attached", settle, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionTrue, "AsExpected"))

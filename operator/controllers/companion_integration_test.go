@@ -19,10 +19,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/deploy"
 	"github.com/manila-setup/manila-setup/operator/platform"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // companionWindow is how long the companion runs beside the platform under watch. Five minutes
@@ -67,7 +68,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := api.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: clusterConfigName},
+		ObjectMeta: metav1.ObjectMeta{Name: machinery.ClusterConfigName},
 		Data:       map[string]string{"install-config": "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\n"},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	at(0.45)
 	platformPatch := func(body string, subresource ...string) {
 		t.Helper()
-		if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType, []byte(body),
+		if _, err := h.dyn.Resource(machinery.ClusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType, []byte(body),
 			metav1.PatchOptions{FieldManager: "csi-operator"}, subresource...); err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +238,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 
 	// The platform's Manila operator goes away (the Storage capability cannot be disabled once
 	// enabled, but CSO can stop running a driver): the companion says so, deletes nothing.
-	if err := h.dyn.Resource(clusterCSIDriverGVR).Delete(ctx, operator.DriverName, metav1.DeleteOptions{}); err != nil {
+	if err := h.dyn.Resource(machinery.ClusterCSIDriverGVR).Delete(ctx, operator.DriverName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.dyn.Resource(configv1.GroupVersion.WithResource("clusteroperators")).Patch(ctx, "storage", types.MergePatchType,

@@ -5,7 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/operator"
+	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -13,13 +14,16 @@ import (
 	"time"
 
 	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 )
 
 // manilaController asks Manila, once per resync, whether it is there and which share types it
@@ -30,8 +34,12 @@ import (
 // installed, the driver is never removed because Manila went away or failed: pods must still
 // be able to unmount. StorageClasses are never deleted when a share type disappears; they are
 // annotated instead.
+//
+// What it learns of Manila (the share types) it publishes as an immutable manilaFindings, which
+// the StorageClass lint controller reads.
 type manilaController struct {
-	o *Operator
+	operands
+	manilaInputs
 
 	mu         sync.Mutex
 	sourceKey  [32]byte
@@ -47,10 +55,64 @@ type manilaController struct {
 	lastErr    error
 	lastNets   []ShareNetwork
 	lastNetErr error
+}
 
-	// The storage network, as given or discovered; the Manila controller runs discovery with
-	// its OpenStack client, and the storage network controller reports it.
+// manilaInputs is what the Manila controller reads and writes besides its operands.
+type manilaInputs struct {
+	version          string
+	resync           time.Duration
+	gracePeriod      time.Duration
+	openStackTimeout time.Duration
+	newSource        func(*operator.Credentials, time.Duration) (ManilaSource, error)
+	// installsDriver: the operator creates the CSIDriver object (driver mode); otherwise the
+	// driver is the platform's, installed by it, and the controller keeps StorageClasses only.
+	installsDriver bool
+	classes        classNames
+	// listShareClients: the driver that serves the classes takes a comma-separated
+	// nfs-shareClient (see shareClientSource).
+	listShareClients bool
+	credentials      func() (*operator.Credentials, error)
+	proxy            func(*http.Request) (*url.URL, error)
+	storageClasses   storagelisters.StorageClassLister
+	shareClients     func() (shareclient.Answer, error)
+	patchAnnotations func(ctx context.Context, name string, annotations map[string]*string) error
+	vars             func(*operatorv1.OperatorSpec) map[string]string
+	recorder         machinery.Recorder
+	// storage is the storage network, as given or discovered: the Manila controller runs
+	// discovery with its OpenStack client, and the storage network controller reports it.
 	storage *storageNetworks
+	// findings is where it publishes what it learned of Manila.
+	findings *machinery.Published[manilaFindings]
+}
+
+// classNames are the names of the StorageClasses an operator of one mode keeps.
+type classNames struct {
+	// prefix starts their names.
+	prefix string
+	// secretNamespace holds the Secret they name.
+	secretNamespace string
+}
+
+// manilaFindings is what the Manila controller learned at its last check of Manila, published
+// for the other controllers. Nobody changes it once published.
+type manilaFindings struct {
+	// ShareTypes are the share types Manila offered; nil when it did not answer (Err).
+	ShareTypes []operator.ShareType
+	Err        error
+	At         time.Time
+}
+
+// shareTypeNames are the names Manila offered at the last check; nil when it was not asked yet
+// or did not answer.
+func (f *manilaFindings) shareTypeNames() []string {
+	if f == nil || f.Err != nil || f.ShareTypes == nil {
+		return nil
+	}
+	names := make([]string, 0, len(f.ShareTypes))
+	for _, t := range f.ShareTypes {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // discoveryEvery is how many resyncs apart discovery runs: it lists networks, subnets, shares
@@ -60,17 +122,15 @@ const discoveryEvery = 10
 
 const manilaName = "ManilaController"
 
-func newManilaController(o *Operator, c *manilaController) *controller {
-	ctrl := o.newController(manilaName, c.sync,
-		o.inf.credentials,
-		o.inf.storageClasses,
-		o.inf.clusterConfig,
-		o.inf.crds,
-	)
+// newManilaController watches the credentials, the StorageClasses, the install-config, the CRDs
+// (crds), and through machineAPI the MachineSets and Machines.
+func newManilaController(loop machinery.Loop, ops operands, in manilaInputs, credentials, storageClasses, clusterConfig, crds cache.SharedIndexInformer, machineAPI dynamicEvents) *machinery.Controller {
+	c := &manilaController{operands: ops, manilaInputs: in}
+	ctrl := loop.Controller(manilaName, c.sync, credentials, storageClasses, clusterConfig, crds)
 	// The StorageClasses' nfs-shareClient follows where the workers mount from: the
 	// MachineSets, the Machines they make, and what discovery finds.
-	onMachineAPI(o, ctrl)
-	o.storage.listen(func() { ctrl.queue.Add(queueKey) })
+	onMachineAPI(machineAPI, ctrl)
+	in.storage.listen(ctrl.Enqueue)
 	return ctrl
 }
 
@@ -84,7 +144,7 @@ func (c *manilaController) sourceFor(creds *operator.Credentials) (ManilaSource,
 	if c.source != nil && key == c.sourceKey {
 		return c.source, nil
 	}
-	s, err := c.o.cfg.NewManilaSource(creds, c.o.cfg.OpenStackTimeout)
+	s, err := c.newSource(creds, c.openStackTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -92,103 +152,103 @@ func (c *manilaController) sourceFor(creds *operator.Credentials) (ManilaSource,
 	return s, nil
 }
 
-func (c *manilaController) sync(ctx context.Context, syncCtx *controller) error {
-	o := c.o
-	spec, _, err := o.spec()
-	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
-		return err
+func (c *manilaController) sync(ctx context.Context, syncCtx *machinery.Controller) error {
+	self := c.self()
+	if self == nil || self.Spec.ManagementState == operatorv1.Unmanaged {
+		return nil
 	}
-	base := newStatus().WithObservedGeneration(o.clusterCSIDriver().Generation).WithVersion(o.cfg.Version)
+	spec := &self.Spec.OperatorSpec
+	base := machinery.NewStatus().WithObservedGeneration(self.Generation).WithVersion(c.version)
 
 	if spec.ManagementState == operatorv1.Removed {
 		err := c.remove(ctx)
-		st := removedStatus(manilaName, err)
-		st.WithObservedGeneration(o.clusterCSIDriver().Generation).WithVersion(o.cfg.Version)
-		st.WithConditions(condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "Removed", "managementState is Removed"))
-		return firstErr(o.applyStatus(ctx, manilaName, st), err)
+		st := machinery.RemovedStatus(manilaName, err)
+		st.WithObservedGeneration(self.Generation).WithVersion(c.version)
+		st.WithConditions(machinery.Condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "Removed", "managementState is Removed"))
+		return firstErr(c.applyStatus(ctx, manilaName, st), err)
 	}
 
 	types, detectErr := c.detect(ctx)
-	// In companion mode the driver is the platform's, installed by it.
-	installed := o.companion() || o.enabled()
+	// Unless this operator installs the driver, the driver is the platform's, installed by it.
+	installed := !c.installsDriver || c.enabled()
 	if detectErr != nil {
 		var me *ManilaError
 		if !errors.As(detectErr, &me) {
 			me = &ManilaError{Reason: ReasonUnreachable, Message: detectErr.Error()}
 		}
 		c.noteTransition(me.Reason, me.Message)
-		unreachable := condition(operator.ConditionManilaReachable, operatorv1.ConditionFalse, me.Reason, me.Message)
+		unreachable := machinery.Condition(operator.ConditionManilaReachable, operatorv1.ConditionFalse, me.Reason, me.Message)
 		if !installed {
 			// A cloud without (usable) Manila is a normal cloud: nothing to install, nothing wrong.
 			base.WithConditions(
-				condition(operator.ConditionDisabled, operatorv1.ConditionTrue, me.Reason, me.Message),
-				condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaNotUsed", "the cluster runs normally without Manila"),
-				condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
+				machinery.Condition(operator.ConditionDisabled, operatorv1.ConditionTrue, me.Reason, me.Message),
+				machinery.Condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaNotUsed", "the cluster runs normally without Manila"),
+				machinery.Condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
 				unreachable,
 			)
-			return o.applyStatus(ctx, manilaName, base)
+			return c.applyStatus(ctx, manilaName, base)
 		}
 		// Installed: what exists keeps working (the driver, the StorageClasses, mounted volumes)
 		// while Manila cannot be asked, so the driver is neither disabled nor unavailable; what
 		// is lost is news from Manila (new share types). Degraded only once that has lasted
 		// longer than the grace period: a Manila restart or a Keystone blip is not an alarm.
 		since := c.unreachableSince()
-		degraded := condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", "")
-		if time.Since(since) >= o.cfg.ManilaGracePeriod {
+		degraded := machinery.Condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", "")
+		if time.Since(since) >= c.gracePeriod {
 			// No running duration in the message: it would change, and be written, every resync.
-			degraded = condition(manilaName+"Degraded", operatorv1.ConditionTrue, me.Reason,
+			degraded = machinery.Condition(manilaName+"Degraded", operatorv1.ConditionTrue, me.Reason,
 				fmt.Sprintf("Manila has not answered since %s, longer than the grace period of %s: %s",
-					since.UTC().Format(time.RFC3339), o.cfg.ManilaGracePeriod, me.Message))
+					since.UTC().Format(time.RFC3339), c.gracePeriod, me.Message))
 		}
 		base.WithConditions(
-			condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "Installed",
+			machinery.Condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "Installed",
 				"the Manila CSI driver is installed; it stays so while Manila cannot be asked, so that volumes keep mounting and unmounting"),
-			condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaUnreachable",
+			machinery.Condition(manilaName+"Available", operatorv1.ConditionTrue, "ManilaUnreachable",
 				"the StorageClasses are in place and keep working; share types added in Manila meanwhile get theirs when Manila answers again"),
 			degraded,
 			unreachable,
 		)
-		return o.applyStatus(ctx, manilaName, base)
+		return c.applyStatus(ctx, manilaName, base)
 	}
 
 	// Manila is there with share types: install the driver (once) and the StorageClasses.
 	c.noteTransition("", fmt.Sprintf("Manila found with %d share types", len(types)))
 	var errs []error
-	if !o.companion() {
-		csiDriver, err := operator.ReadAsset("csidriver.yaml", o.vars(spec))
+	if c.installsDriver {
+		csiDriver, err := operator.ReadAsset("csidriver.yaml", c.vars(spec))
 		if err == nil {
-			_, err = o.apply(ctx, csiDriver)
+			_, err = c.apply(ctx, csiDriver)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("CSIDriver %s: %w", operator.DriverName, err))
 		}
 	}
-	scMsg, scErr := c.syncStorageClasses(ctx, types, syncCtx.requeueAfter)
+	scMsg, scErr := c.syncStorageClasses(ctx, types, syncCtx.RequeueAfter)
 	if scErr != nil {
 		errs = append(errs, scErr)
 	}
-	err = errors.Join(errs...)
-	disabled := condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable",
+	err := errors.Join(errs...)
+	disabled := machinery.Condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable",
 		fmt.Sprintf("Manila is in the Keystone catalog with %d share types", len(types)))
-	base.WithConditions(condition(operator.ConditionManilaReachable, operatorv1.ConditionTrue, "AsExpected",
+	base.WithConditions(machinery.Condition(operator.ConditionManilaReachable, operatorv1.ConditionTrue, "AsExpected",
 		fmt.Sprintf("Manila answered with %d share types", len(types))))
 	if err != nil {
 		base.WithConditions(disabled,
-			condition(manilaName+"Available", operatorv1.ConditionFalse, "ApplyFailed", err.Error()),
-			condition(manilaName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", err.Error()))
+			machinery.Condition(manilaName+"Available", operatorv1.ConditionFalse, "ApplyFailed", err.Error()),
+			machinery.Condition(manilaName+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", err.Error()))
 	} else {
 		base.WithConditions(disabled,
-			condition(manilaName+"Available", operatorv1.ConditionTrue, "AsExpected", scMsg),
-			condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
+			machinery.Condition(manilaName+"Available", operatorv1.ConditionTrue, "AsExpected", scMsg),
+			machinery.Condition(manilaName+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""))
 	}
-	return firstErr(o.applyStatus(ctx, manilaName, base), err)
+	return firstErr(c.applyStatus(ctx, manilaName, base), err)
 }
 
 // unreachableSince is when Manila stopped answering: the ManilaReachable condition's transition
 // time when it is already False (so that a restarted operator keeps counting), else now.
 func (c *manilaController) unreachableSince() time.Time {
-	if d := c.o.clusterCSIDriver(); d != nil {
-		if ex := findCondition(d.Status.Conditions, operator.ConditionManilaReachable); ex != nil &&
+	if d := c.self(); d != nil {
+		if ex := machinery.FindCondition(d.Status.Conditions, operator.ConditionManilaReachable); ex != nil &&
 			ex.Status == operatorv1.ConditionFalse && !ex.LastTransitionTime.IsZero() {
 			return ex.LastTransitionTime.Time
 		}
@@ -198,11 +258,11 @@ func (c *manilaController) unreachableSince() time.Time {
 
 // detect asks Manila for its share types; an error is a *ManilaError with a reason.
 func (c *manilaController) detect(ctx context.Context) ([]operator.ShareType, error) {
-	creds, err := c.o.credentials()
+	creds, err := c.credentials()
 	if err != nil {
 		return nil, err
 	}
-	creds.Proxy = c.o.proxyFunc()
+	creds.Proxy = c.proxy
 	src, err := c.sourceFor(creds)
 	if err != nil {
 		if operator.IsCredentialsError(err) {
@@ -211,21 +271,23 @@ func (c *manilaController) detect(ctx context.Context) ([]operator.ShareType, er
 		return nil, err
 	}
 	c.mu.Lock()
-	fresh := c.checkedSrc == src && time.Since(c.checkedAt) < c.o.cfg.Resync*9/10
+	fresh := c.checkedSrc == src && time.Since(c.checkedAt) < c.resync*9/10
 	types, err := c.lastTypes, c.lastErr
 	c.mu.Unlock()
 	if fresh {
 		return types, err
 	}
 	types, err = c.check(ctx, src)
+	now := time.Now()
 	c.mu.Lock()
-	c.checkedAt, c.checkedSrc, c.lastTypes, c.lastErr = time.Now(), src, types, err
+	c.checkedAt, c.checkedSrc, c.lastTypes, c.lastErr = now, src, types, err
 	c.mu.Unlock()
+	c.findings.Publish(&manilaFindings{ShareTypes: slices.Clone(types), Err: err, At: now})
 	return types, err
 }
 
 func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]operator.ShareType, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*c.o.cfg.OpenStackTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 3*c.openStackTimeout)
 	defer cancel()
 	if err := src.Detect(ctx); err != nil {
 		return nil, err
@@ -249,8 +311,8 @@ func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]opera
 	c.mu.Lock()
 	c.lastNets, c.lastNetErr = nets, netErr
 	c.mu.Unlock()
-	if c.storage.due(src, discoveryEvery*c.o.cfg.Resync) {
-		dctx, cancel := context.WithTimeout(context.Background(), 3*c.o.cfg.OpenStackTimeout)
+	if c.storage.due(src, discoveryEvery*c.resync) {
+		dctx, cancel := context.WithTimeout(context.Background(), 3*c.openStackTimeout)
 		found, err := src.Discover(dctx)
 		cancel()
 		c.storage.discovered(src, found, err)
@@ -277,16 +339,16 @@ func (c *manilaController) noteTransition(reason, msg string) {
 	switch {
 	case reason == "":
 		klog.Infof("Manila available: %s", msg)
-		c.o.recorder.Eventf("ManilaAvailable", "%s", msg)
+		c.recorder.Eventf("ManilaAvailable", "%s", msg)
 	default:
 		klog.Infof("Manila not usable (%s): %s", reason, msg)
-		c.o.recorder.Warningf("ManilaUnavailable", "%s: %s", reason, msg)
+		c.recorder.Warningf("ManilaUnavailable", "%s: %s", reason, msg)
 	}
 }
 
 // storageClassState reads spec.storageClassState (empty means Managed).
-func (o *Operator) storageClassState() operatorv1.StorageClassStateName {
-	if d := o.clusterCSIDriver(); d != nil && d.Spec.StorageClassState != "" {
+func (c *manilaController) storageClassState() operatorv1.StorageClassStateName {
+	if d := c.self(); d != nil && d.Spec.StorageClassState != "" {
 		return d.Spec.StorageClassState
 	}
 	return operatorv1.ManagedStorageClass
@@ -297,24 +359,22 @@ func (o *Operator) storageClassState() operatorv1.StorageClassStateName {
 // the classes were made), the classes are recreated under the same names: the parameters
 // cannot change, and volumes do not refer to them.
 func (c *manilaController) syncStorageClasses(ctx context.Context, types []operator.ShareType, requeue func(time.Duration)) (string, error) {
-	o := c.o
-	switch o.storageClassState() {
+	switch c.storageClassState() {
 	case operatorv1.UnmanagedStorageClass:
 		return "StorageClasses are not managed (storageClassState Unmanaged)", nil
 	case operatorv1.RemovedStorageClass:
 		return "StorageClasses removed (storageClassState Removed)", c.deleteStorageClasses(ctx)
 	}
-	all, err := o.lister.storageClasses.List(labels.Everything())
+	all, err := c.storageClasses.List(labels.Everything())
 	if err != nil {
 		return "", err
 	}
-	names := operator.NamesFor(o.cfg.Mode)
 	existing := map[string]string{}
 	taken := map[string]bool{}
 	byName := map[string]*storagev1.StorageClass{}
 	for _, sc := range all {
 		byName[sc.Name] = sc
-		if ours(sc, names.StorageClassPrefix) {
+		if ours(sc, c.classes.prefix) {
 			existing[sc.Name] = sc.Annotations[operator.AnnotationShareType]
 		} else {
 			taken[sc.Name] = true
@@ -326,13 +386,9 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 		typeNames = append(typeNames, t.Name)
 		byType[t.Name] = t
 	}
-	assigned := operator.StorageClassNamesWithPrefix(names.StorageClassPrefix, typeNames, existing, taken)
-	secretNamespace := names.SecretNamespace
-	if secretNamespace == "" {
-		secretNamespace = o.cfg.Namespace
-	}
+	assigned := operator.StorageClassNamesWithPrefix(c.classes.prefix, typeNames, existing, taken)
 
-	answer, err := o.shareClients()
+	answer, err := c.shareClients()
 	if errors.Is(err, errMachinesNotCached) {
 		// Soon: writing the machine network now would mean recreating every class in a second.
 		requeue(time.Second)
@@ -341,7 +397,7 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 	if err != nil {
 		return "", err
 	}
-	clients := answer.Value(o.shareClientList())
+	clients := answer.Value(c.listShareClients)
 	shareNetwork, snErr := c.shareNetworkFor(ctx, types)
 	var errs []error
 	var skipped []string
@@ -350,13 +406,13 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 			skipped = append(skipped, t.Name)
 			continue
 		}
-		req := operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: secretNamespace, ShareClients: clients, ShareNetworkID: shareNetwork})
-		if _, err := o.apply(ctx, req); err != nil {
+		req := operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: c.classes.secretNamespace, ShareClients: clients, ShareNetworkID: shareNetwork})
+		if _, err := c.apply(ctx, req); err != nil {
 			errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
 			continue
 		}
 		if ex := byName[req.Name]; ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
-			if err := o.patchStorageClassAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
+			if err := c.patchAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -368,11 +424,11 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 		}
 		if byName[name].Annotations[operator.AnnotationShareTypeGone] == "" {
 			now := time.Now().UTC().Format(time.RFC3339)
-			if err := o.patchStorageClassAnnotations(ctx, name, map[string]*string{operator.AnnotationShareTypeGone: &now}); err != nil {
+			if err := c.patchAnnotations(ctx, name, map[string]*string{operator.AnnotationShareTypeGone: &now}); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			o.recorder.Warningf("ShareTypeGone", "Manila no longer offers share type %q; StorageClass %s is kept (annotated %s)", t, name, operator.AnnotationShareTypeGone)
+			c.recorder.Warningf("ShareTypeGone", "Manila no longer offers share type %q; StorageClass %s is kept (annotated %s)", t, name, operator.AnnotationShareTypeGone)
 		}
 	}
 	// What the classes admit, and why, is StorageNetworkReachable's to say.
@@ -394,18 +450,6 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 func ours(sc *storagev1.StorageClass, prefix string) bool {
 	return sc.Labels[operator.LabelManagedBy] == operator.ManagedByValue && sc.Provisioner == operator.DriverName &&
 		strings.HasPrefix(sc.Name, prefix)
-}
-
-// storageClassUpToDate compares what the operator sets; other annotations (a user's
-// is-default-class) are not the operator's business, and the share-type-gone annotation is
-// patched on its own.
-func storageClassUpToDate(ex, req *storagev1.StorageClass) bool {
-	return ex.Provisioner == req.Provisioner &&
-		equality.Semantic.DeepEqual(ex.Parameters, req.Parameters) &&
-		ptr.Deref(ex.ReclaimPolicy, "") == ptr.Deref(req.ReclaimPolicy, "") &&
-		ptr.Deref(ex.AllowVolumeExpansion, false) == ptr.Deref(req.AllowVolumeExpansion, false) &&
-		ptr.Deref(ex.VolumeBindingMode, "") == ptr.Deref(req.VolumeBindingMode, "") &&
-		metaContains(ex, req)
 }
 
 // shareNetworkFor finds the share network for DHSS=true types: the one on the storage network
@@ -444,22 +488,21 @@ func (c *manilaController) shareNetworkFor(ctx context.Context, types []operator
 func (c *manilaController) remove(ctx context.Context) error {
 	var errs []error
 	errs = append(errs, c.deleteStorageClasses(ctx))
-	if !c.o.companion() {
-		errs = append(errs, c.o.deleteIfPresent(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverName}}))
+	if c.installsDriver {
+		errs = append(errs, c.deleteIfPresent(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverName}}))
 	}
 	return errors.Join(errs...)
 }
 
 func (c *manilaController) deleteStorageClasses(ctx context.Context) error {
-	all, err := c.o.lister.storageClasses.List(managedSelector)
+	all, err := c.storageClasses.List(machinery.ManagedSelector)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	prefix := operator.NamesFor(c.o.cfg.Mode).StorageClassPrefix
 	for _, sc := range all {
-		if ours(sc, prefix) {
-			errs = append(errs, c.o.deleteIfPresent(ctx, sc))
+		if ours(sc, c.classes.prefix) {
+			errs = append(errs, c.deleteIfPresent(ctx, sc))
 		}
 	}
 	return errors.Join(errs...)

@@ -2,43 +2,41 @@
 // OpenShift's CSI driver operators (library-go's): the objects it applies live as YAML in
 // assets/, each controller is one file with a sync, and every controller reports its own
 // conditions on the ClusterCSIDriver manila.csi.openstack.org through server-side apply (one
-// field manager per controller, so controllers never conflict on the status). It is built on
-// client-go's REST clients, informers and work queues directly, over a scheme of the few API
-// groups it uses (see kube.go for why).
+// field manager per controller, so controllers never conflict on the status).
+//
+// The machinery every controller runs on (clients over a scheme of the few API groups it uses,
+// informers, the controller loop, the kind table and the writes, status, events, metrics) is
+// in operator/controllers/machinery. Each controller here is a struct of its own, built by a
+// constructor from the listers, clients and functions it uses; start.go builds them all, and
+// is the one place that knows the operator's mode.
 //
 // It reads from informer caches only: in steady state it makes no API writes and no direct GETs.
 package controllers
 
 import (
 	"context"
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/platform"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/platform"
+
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	configlisters "github.com/openshift/client-go/config/listers/config/v1"
 	"golang.org/x/net/http/httpproxy"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
 const (
-	trustedCAConfigMap  = "manila-csi-driver-trusted-ca-bundle"
-	trustedCAKey        = "ca-bundle.crt"
-	clusterConfigNS     = "kube-system"
-	clusterConfigName   = "cluster-config-v1"
-	machineAPINamespace = "openshift-machine-api"
+	trustedCAConfigMap = "manila-csi-driver-trusted-ca-bundle"
+	trustedCAKey       = "ca-bundle.crt"
+	trustedCAHashAnnot = "manila.csi.openstack.org/trusted-ca-hash"
 )
 
 // Config configures the operator.
@@ -95,119 +93,29 @@ func (c *Config) defaults() {
 	}
 }
 
-var (
-	clusterCSIDriverGVR  = operatorv1.GroupVersion.WithResource("clustercsidrivers")
-	serviceMonitorGVR    = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
-	snapshotClassGVR     = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
-	machineSetGVR        = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
-	crdGVR               = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	companionGVR         = schema.GroupVersionResource{Group: operator.CompanionGroup, Version: operator.CompanionVersion, Resource: operator.CompanionResource}
-	clusterVersionGVR    = configv1.GroupVersion.WithResource("clusterversions")
-	clusterOperatorGVR   = configv1.GroupVersion.WithResource("clusteroperators")
-	nodeGVR              = corev1.SchemeGroupVersion.WithResource("nodes")
-	everything           = labels.Everything()
-	managedSelector      = labels.SelectorFromSet(labels.Set{operator.LabelManagedBy: operator.ManagedByValue})
-	managedSelectorTweak = func(o *metav1.ListOptions) { o.LabelSelector = managedSelector.String() }
-)
-
 // DefaultManilaGracePeriod: ten resyncs. Long enough for a Manila or Keystone restart, a
 // control-plane upgrade of the cloud or a load balancer failover; short enough that an admin
 // hears of a real outage before users do.
 const DefaultManilaGracePeriod = 10 * time.Minute
 
-// Operator holds the clients, the informers and the controllers.
+// Operator holds the informers and the controllers that start.go built for one mode.
 type Operator struct {
-	cfg      Config
-	kube     *kubeClients
-	recorder Recorder
-	inf      informerSet
-	lister   listerSet
+	cfg       Config
+	informers *machinery.Informers
+	listers   machinery.Listers
+	// self reads the operator's own object (see ownObject).
+	self ownObject
+	// credentials reads the credentials Secret.
+	credentials func() (*operator.Credentials, error)
+	// guard says whether the operator may write in this cluster (the platform controller decides).
+	guard *platformGuard
 
-	// Informers of resources whose CRD may appear at run time, created on first use.
-	dynMu        sync.Mutex
-	dynInformers map[schema.GroupVersionResource]cache.SharedIndexInformer
-	dynHandlers  map[schema.GroupVersionResource][]cache.ResourceEventHandler
-	stopCh       <-chan struct{}
-
-	// What each controller (field manager) last wrote to the status.
-	statusMu   sync.Mutex
-	lastStatus map[string]string
-
-	// guard says whether the operator may deploy the driver in this cluster.
-	guard platformGuard
-	// storage is the storage network, as given or discovered (the Manila controller discovers).
-	storage *storageNetworks
-
-	controllers []*controller
-}
-
-// New builds the operator. kubeConfig should allow enough client-side rate to create every
-// operand in one burst; New raises QPS and burst when they are unset. A nil recorder writes
-// Events into the operator namespace.
-func New(kubeConfig *rest.Config, recorder Recorder, cfg Config) (*Operator, error) {
-	cfg.defaults()
-	kc := rest.CopyConfig(kubeConfig)
-	if kc.QPS == 0 {
-		kc.QPS, kc.Burst = 50, 100
-	}
-	kc = rest.AddUserAgent(kc, operator.NamesFor(cfg.Mode).Operator)
-	kc.Wrap(countRequests("operator"))
-	kube, err := newKubeClients(kc)
-	if err != nil {
-		return nil, err
-	}
-	if recorder == nil {
-		recorder = newKubeRecorder(kube, cfg.Namespace, operator.NamesFor(cfg.Mode).Operator)
-	}
-	o := &Operator{
-		cfg: cfg, kube: kube, recorder: recorder,
-		dynInformers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-		dynHandlers:  map[schema.GroupVersionResource][]cache.ResourceEventHandler{},
-		lastStatus:   map[string]string{},
-	}
-	o.buildInformers()
-	o.buildControllers()
-	if o.companion() {
-		// Only what the companion's controllers read: its RBAC allows no more (nothing of the
-		// driver's, which is the platform's).
-		i := &o.inf
-		o.inf.all = []cache.SharedIndexInformer{i.self, i.clusterCSIDriver, i.csiDrivers, i.credentials, i.storageClasses,
-			i.clusterConfig, i.crds, i.infrastructures, i.proxies, i.nodes, i.deployments}
-	}
-	return o, nil
-}
-
-// stripManagedFields drops what managedFields record of each field (often the largest part of
-// an object) and keeps only who wrote it: the platform check (operator/platform) tells the
-// platform's objects from ours by their field managers.
-func stripManagedFields(obj any) (any, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return obj, nil
-	}
-	fields := m.GetManagedFields()
-	if len(fields) == 0 {
-		return obj, nil
-	}
-	managers := make([]metav1.ManagedFieldsEntry, 0, len(fields))
-	for _, f := range fields {
-		managers = append(managers, metav1.ManagedFieldsEntry{Manager: f.Manager, Operation: f.Operation, Subresource: f.Subresource})
-	}
-	m.SetManagedFields(managers)
-	return obj, nil
+	controllers []*machinery.Controller
 }
 
 // Run starts the informers and the controllers and blocks until ctx ends.
 func (o *Operator) Run(ctx context.Context) error {
-	for _, inf := range o.inf.all {
-		go inf.Run(ctx.Done())
-	}
-	o.dynMu.Lock()
-	o.stopCh = ctx.Done()
-	for _, inf := range o.dynInformers {
-		go inf.Run(ctx.Done())
-	}
-	o.dynMu.Unlock()
+	o.informers.Run(ctx.Done())
 	klog.Infof("starting %d controllers (namespace %s, resync %s)", len(o.controllers), o.cfg.Namespace, o.cfg.Resync)
 	var wg sync.WaitGroup
 	for _, c := range o.controllers {
@@ -222,118 +130,38 @@ func (o *Operator) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *Operator) buildControllers() {
-	storage := &storageNetworks{given: o.cfg.StorageNetworkID}
-	o.storage = storage
-	manila := &manilaController{o: o, storage: storage}
-	if o.companion() {
-		// Beside the platform's driver: what the platform lacks, and nothing it has.
-		o.controllers = append(o.controllers,
-			newPlatformController(o),
-			newLogLevelController(o),
-			newManilaController(o, manila),
-			newStorageNetworkController(o, storage),
-		)
-		return
-	}
-	o.controllers = append(o.controllers,
-		newPlatformController(o),
-		newLogLevelController(o),
-		newManilaController(o, manila),
-		newStorageClassLintController(o, manila),
-		newStorageNetworkController(o, storage),
-		newSecretController(o),
-		newStaticController(o),
-		newWorkloadController(o, workloadControllerService),
-		newWorkloadController(o, workloadNodeService),
-		newWorkloadController(o, workloadNFSNodeService),
-	)
-}
+// Detection is the operator's current answer to "which kind of cluster is this", nil before
+// the first check.
+func (o *Operator) Detection() *platform.Detection { return o.guard.detection() }
 
 // operands is what a controller's sync needs from the operator besides its own inputs: the
-// ClusterCSIDriver's spec and the operator's writes. *Operator provides them over its caches
-// and clients; a unit test of a sync provides fakes.
+// operator's own object and the writes. start.go provides them over the caches and clients;
+// a unit test of a sync provides fakes.
 type operands struct {
 	namespace string
-	// spec is the ClusterCSIDriver's spec, nil when there is none.
+	// self is the operator's own object (ClusterCSIDriver, or ManilaCompanion in the same
+	// type), nil when there is none; spec is its spec.
+	self func() *operatorv1.ClusterCSIDriver
 	spec func() *operatorv1.OperatorSpec
-	// enabled tells whether the driver is installed (see Operator.enabled).
+	// enabled tells whether the driver is installed (see installed).
 	enabled         func() bool
 	apply           func(context.Context, runtime.Object) (runtime.Object, error)
 	deleteIfPresent func(context.Context, runtime.Object) error
-	applyStatus     func(ctx context.Context, manager string, st *operatorStatus) error
+	applyStatus     func(ctx context.Context, manager string, st *machinery.Status) error
 }
 
-func (o *Operator) operands() operands {
-	return operands{
-		namespace: o.cfg.Namespace,
-		spec: func() *operatorv1.OperatorSpec {
-			spec, _, _ := o.spec()
-			return spec
-		},
-		enabled:         o.enabled,
-		apply:           o.apply,
-		deleteIfPresent: o.deleteIfPresent,
-		applyStatus:     o.applyStatus,
-	}
-}
+// ownObject reads the operator's own object from the cache, nil when it does not exist: the
+// ClusterCSIDriver in driver mode, the ManilaCompanion (which has the same spec and status
+// shapes) in companion mode. start.go picks which.
+type ownObject func() *operatorv1.ClusterCSIDriver
 
-// companion tells whether the operator runs in companion mode.
-func (o *Operator) companion() bool { return o.cfg.Mode == platform.ModeCompanion }
-
-// clusterCSIDriver returns the operator's own object from the cache, nil when it does not
-// exist: the ClusterCSIDriver in driver mode, the ManilaCompanion (which has the same spec and
-// status shapes) in companion mode.
-func (o *Operator) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
-	if o.companion() {
-		return o.companionObject()
-	}
-	return o.platformClusterCSIDriver()
-}
-
-// platformClusterCSIDriver returns the ClusterCSIDriver manila.csi.openstack.org from the
-// cache: the operator's own in driver mode, the platform's in companion mode.
-func (o *Operator) platformClusterCSIDriver() *operatorv1.ClusterCSIDriver {
-	d, err := o.lister.clusterCSIDrivers.Get(operator.DriverName)
-	if err != nil {
-		return nil
-	}
-	return d
-}
-
-// companionObject reads the ManilaCompanion "cluster" into the ClusterCSIDriver type.
-func (o *Operator) companionObject() *operatorv1.ClusterCSIDriver {
-	item, exists, err := o.inf.self.GetIndexer().GetByKey(operator.CompanionName)
-	if err != nil || !exists {
-		return nil
-	}
-	u, ok := item.(*unstructured.Unstructured)
-	if !ok {
-		return nil
-	}
-	var d operatorv1.ClusterCSIDriver
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
-		klog.Errorf("%s %s: %v", operator.CompanionKind, operator.CompanionName, err)
-		return nil
-	}
-	return &d
-}
-
-// spec returns the ClusterCSIDriver's spec and status from the cache, nil when it does not exist.
-func (o *Operator) spec() (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, error) {
-	d := o.clusterCSIDriver()
+// spec returns the object's spec and status, nil when it does not exist.
+func (f ownObject) spec() (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus) {
+	d := f()
 	if d == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return &d.Spec.OperatorSpec, &d.Status.OperatorStatus, nil
-}
-
-// enabled reports whether the driver is installed: the operator creates the CSIDriver object
-// when it first finds Manila, and from then on keeps the driver even when Manila goes away, so
-// that pods can still unmount. It is read from the cluster, so it survives restarts.
-func (o *Operator) enabled() bool {
-	d, err := o.lister.csiDrivers.Get(operator.DriverName)
-	return err == nil && d.DeletionTimestamp == nil
+	return &d.Spec.OperatorSpec, &d.Status.OperatorStatus
 }
 
 // logVerbosity maps the ClusterCSIDriver's logLevel (and operatorLogLevel) to --v.
@@ -350,9 +178,9 @@ func logVerbosity(l operatorv1.LogLevel) int {
 }
 
 // newLogLevelController sets the operator's own verbosity from spec.operatorLogLevel.
-func newLogLevelController(o *Operator) *controller {
-	return o.newController("LoggingController", func(context.Context, *controller) error {
-		spec, _, _ := o.spec()
+func newLogLevelController(loop machinery.Loop, spec func() *operatorv1.OperatorSpec) *machinery.Controller {
+	return loop.Controller("LoggingController", func(context.Context, *machinery.Controller) error {
+		spec := spec()
 		if spec == nil {
 			return nil
 		}
@@ -369,29 +197,33 @@ func newLogLevelController(o *Operator) *controller {
 	})
 }
 
-// infrastructure returns config.openshift.io Infrastructure "cluster", nil when absent.
-func (o *Operator) infrastructure() *configv1.Infrastructure {
-	infra, err := o.lister.infrastructures.Get("cluster")
-	if err != nil {
-		return nil
+// infrastructureOf returns config.openshift.io Infrastructure "cluster", nil when absent.
+func infrastructureOf(l configlisters.InfrastructureLister) func() *configv1.Infrastructure {
+	return func() *configv1.Infrastructure {
+		infra, err := l.Get("cluster")
+		if err != nil {
+			return nil
+		}
+		return infra
 	}
-	return infra
 }
 
-// proxy returns the cluster proxy's effective settings (status), nil when absent.
-func (o *Operator) proxy() *configv1.ProxyStatus {
-	p, err := o.lister.proxies.Get("cluster")
-	if err != nil {
-		return nil
+// proxyOf returns the cluster proxy's effective settings (status), nil when absent.
+func proxyOf(l configlisters.ProxyLister) func() *configv1.ProxyStatus {
+	return func() *configv1.ProxyStatus {
+		p, err := l.Get("cluster")
+		if err != nil {
+			return nil
+		}
+		return &p.Status
 	}
-	return &p.Status
 }
 
 // proxyFunc routes OpenStack requests through the cluster proxy as it is now (read at each
 // request, so a changed Proxy applies without a restart).
-func (o *Operator) proxyFunc() func(*http.Request) (*url.URL, error) {
+func proxyFunc(proxy func() *configv1.ProxyStatus) func(*http.Request) (*url.URL, error) {
 	return func(r *http.Request) (*url.URL, error) {
-		p := o.proxy()
+		p := proxy()
 		if p == nil || (p.HTTPProxy == "" && p.HTTPSProxy == "") {
 			return http.ProxyFromEnvironment(r)
 		}
@@ -399,8 +231,11 @@ func (o *Operator) proxyFunc() func(*http.Request) (*url.URL, error) {
 	}
 }
 
-// crdExists tells from the metadata cache whether a CRD is installed.
-func (o *Operator) crdExists(name string) bool {
-	_, err := o.lister.crds.Get(name)
-	return err == nil
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }

@@ -9,8 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/deploy"
+	"github.com/manila-setup/manila-setup/operator/platform"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -276,9 +279,9 @@ type harness struct {
 // clusterCSIDriver reads the operator's own object: the ClusterCSIDriver, or in companion mode
 // the ManilaCompanion (same shapes).
 func (h *harness) clusterCSIDriver() *operatorv1.ClusterCSIDriver {
-	gvr, name := clusterCSIDriverGVR, operator.DriverName
-	if h.op != nil && h.op.companion() {
-		gvr, name = companionGVR, operator.CompanionName
+	gvr, name := machinery.ClusterCSIDriverGVR, operator.DriverName
+	if h.op != nil && h.op.cfg.Mode == platform.ModeCompanion {
+		gvr, name = machinery.CompanionGVR, operator.CompanionName
 	}
 	u, err := h.dyn.Resource(gvr).Get(h.ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -354,10 +357,10 @@ func (h *harness) noDegraded() {
 // controllers rather than a sleep. With n >= 2, at least one whole sync began after the call.
 func (h *harness) waitSyncs(n int64, names ...string) {
 	h.t.Helper()
-	start := map[*controller]int64{}
+	start := map[*machinery.Controller]int64{}
 	for _, c := range h.op.controllers {
-		if len(names) == 0 || slices.Contains(names, c.name) {
-			start[c] = c.syncs.Load()
+		if len(names) == 0 || slices.Contains(names, c.Name()) {
+			start[c] = c.Syncs()
 		}
 	}
 	if len(start) == 0 || len(names) > 0 && len(start) != len(names) {
@@ -365,8 +368,8 @@ func (h *harness) waitSyncs(n int64, names ...string) {
 	}
 	h.eventually(fmt.Sprintf("%d more syncs of %v", n, names), settle, func() (bool, string) {
 		for c, s := range start {
-			if got := c.syncs.Load() - s; got < n {
-				return false, fmt.Sprintf("%s: %d syncs", c.name, got)
+			if got := c.Syncs() - s; got < n {
+				return false, fmt.Sprintf("%s: %d syncs", c.Name(), got)
 			}
 		}
 		return true, ""
@@ -415,7 +418,7 @@ func (h *harness) afterCredentials(has func(*operator.Credentials) bool) {
 
 func (h *harness) setManagementState(s operatorv1.ManagementState) {
 	patch := fmt.Sprintf(`{"spec":{"managementState":%q}}`, s)
-	if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(h.ctx, operator.DriverName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := h.dyn.Resource(machinery.ClusterCSIDriverGVR).Patch(h.ctx, operator.DriverName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -482,7 +485,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := sim.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: clusterConfigName},
+		ObjectMeta: metav1.ObjectMeta{Name: machinery.ClusterConfigName},
 		Data:       map[string]string{"install-config": "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\n"},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -508,7 +511,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	}
 
 	// The most verbose operator log, so that the secret search below has teeth.
-	if _, err := h.dyn.Resource(clusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
+	if _, err := h.dyn.Resource(machinery.ClusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
 		[]byte(`{"spec":{"operatorLogLevel":"TraceAll"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +615,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(sec.Data["os-userName"]) != "demo" || len(sec.Data["os-password"]) == 0 || string(sec.Data["os-authURL"]) != proxy.URL+"/v3" {
-			t.Errorf("driver secret keys %s, user %q, authURL %q", keyList(sec.Data), sec.Data["os-userName"], sec.Data["os-authURL"])
+			t.Errorf("driver secret keys %v, user %q, authURL %q", slices.Sorted(maps.Keys(sec.Data)), sec.Data["os-userName"], sec.Data["os-authURL"])
 		}
 		for name := range cloud.Seed.ShareTypes {
 			scName := operator.StorageClassNames([]string{name}, nil, nil)[name]
@@ -784,7 +787,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, hasPassword := s.Data["os-password"]; len(s.Data["os-applicationCredentialID"]) == 0 || len(s.Data["os-applicationCredentialSecret"]) == 0 || hasPassword {
-			t.Errorf("the driver Secret's controller synced with the rotated credentials in its cache, yet the driver secret has %s", keyList(s.Data))
+			t.Errorf("the driver Secret's controller synced with the rotated credentials in its cache, yet the driver secret has %v", slices.Sorted(maps.Keys(s.Data)))
 		}
 		t.Logf("PERF rotated credentials in the driver secret %.2fs after the update (resync %s)", time.Since(rotated).Seconds(), resync)
 		h.eventually("Manila still available with the new credentials", settle, h.condIs(operator.ConditionDisabled, operatorv1.ConditionFalse, ""))
@@ -822,7 +825,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		if ok, msg := h.operandsExist(); !ok {
 			t.Errorf("an operand was deleted: %s", msg)
 		}
-		scs, _ := h.kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: managedSelector.String()})
+		scs, _ := h.kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: machinery.ManagedSelector.String()})
 		if len(scs.Items) < len(cloud.Seed.ShareTypes) {
 			t.Errorf("StorageClasses deleted: %d left", len(scs.Items))
 		}
@@ -851,7 +854,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 		h.t = t
 		h.setManagementState(operatorv1.Unmanaged)
 		h.eventually("Unmanaged in the operator's cache", settle, func() (bool, string) {
-			spec, _, _ := h.op.spec()
+			spec, _ := h.op.self.spec()
 			return spec != nil && spec.ManagementState == operatorv1.Unmanaged, "not yet"
 		})
 		patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"example.test/edited-by":"admin"}}}}}`)
@@ -930,7 +933,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 			}
 			return true, ""
 		})
-		scs, _ := h.kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: managedSelector.String()})
+		scs, _ := h.kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: machinery.ManagedSelector.String()})
 		if len(scs.Items) != 0 {
 			var names []string
 			for _, sc := range scs.Items {

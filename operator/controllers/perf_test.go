@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/deploy"
 	"io"
 	"net"
@@ -127,7 +128,7 @@ func TestPerformance(t *testing.T) {
 	if _, err := cfgc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sim.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: clusterConfigName},
+	if _, err := sim.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: machinery.ClusterConfigName},
 		Data: map[string]string{"install-config": "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\n"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestPerformance(t *testing.T) {
 	})
 	created := time.Since(crStart)
 	poll("200 StorageClasses", 3*time.Minute, func() bool {
-		l, err := sim.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: managedSelector.String()})
+		l, err := sim.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{LabelSelector: machinery.ManagedSelector.String()})
 		return err == nil && len(l.Items) >= 200
 	})
 	classes := time.Since(crStart)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/health"
 	"github.com/manila-setup/manila-setup/operator/platform"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -60,76 +61,82 @@ func (g *platformGuard) set(d platform.Detection) *platform.Detection {
 	return prev
 }
 
-// Detection is the operator's current answer to "which kind of cluster is this", nil before
-// the first check.
-func (o *Operator) Detection() *platform.Detection {
-	o.guard.mu.Lock()
-	defer o.guard.mu.Unlock()
-	if o.guard.current == nil {
+// detection is the last answer, nil before the first one.
+func (g *platformGuard) detection() *platform.Detection {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.current == nil {
 		return nil
 	}
-	d := *o.guard.current
+	d := *g.current
 	return &d
 }
 
-func newPlatformController(o *Operator) *controller {
-	ctrl := o.newController(platformName, nil, o.inf.infrastructures, o.inf.deployments, o.inf.crds)
-	ctrl.gate = nil // it decides the gate of the others
-	ctrl.sync = func(ctx context.Context, c *controller) error { return o.syncPlatform(ctx, c) }
-	enqueue := func(any) { ctrl.queue.Add(queueKey) }
-	for _, gvr := range []schema.GroupVersionResource{clusterVersionGVR, clusterOperatorGVR} {
-		o.onDynamic(gvr, cache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueue,
-			UpdateFunc: func(_, obj any) { enqueue(obj) },
-			DeleteFunc: enqueue,
-		})
+// platformController decides the gate of the other controllers.
+type platformController struct {
+	// report says what the detection means for this operator (syncDriverMode or
+	// syncCompanionMode, after the mode it was started in).
+	report      func(c *platformController, ctx context.Context, ctrl *machinery.Controller, prev *platform.Detection, d platform.Detection) error
+	guard       *platformGuard
+	cluster     platform.Getter
+	recorder    machinery.Recorder
+	applyStatus func(ctx context.Context, manager string, st *machinery.Status) error
+	// platformDriver is the platform's ClusterCSIDriver (a companion reports its health).
+	platformDriver func() *operatorv1.ClusterCSIDriver
+	// kickOthers makes every other controller sync at once (the gate opened).
+	kickOthers func(except *machinery.Controller)
+}
+
+// newPlatformController watches what the platform check reads: the Infrastructure, the
+// Deployments, the CRDs, and through onDynamic the ClusterVersion and the storage ClusterOperator.
+// loop must be ungated: this controller decides the gate of the others.
+func newPlatformController(loop machinery.Loop, c *platformController, onDynamic dynamicEvents, infrastructures, deployments, crds cache.SharedIndexInformer) *machinery.Controller {
+	ctrl := loop.Controller(platformName, func(ctx context.Context, ctrl *machinery.Controller) error {
+		d, err := platform.Detect(ctx, c.cluster)
+		if errors.Is(err, machinery.ErrNotCached) {
+			// Not an error: a cache that has just been created has not listed yet.
+			ctrl.RequeueAfter(time.Second)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		prev := c.guard.set(d)
+		return c.report(c, ctx, ctrl, prev, d)
+	}, infrastructures, deployments, crds)
+	for _, gvr := range []schema.GroupVersionResource{machinery.ClusterVersionGVR, machinery.ClusterOperatorGVR} {
+		onDynamic(gvr, ctrl.EventHandler())
 	}
 	return ctrl
 }
 
-func (o *Operator) syncPlatform(ctx context.Context, c *controller) error {
-	d, err := platform.Detect(ctx, cacheGetter{o})
-	if errors.Is(err, errNotCached) {
-		// Not an error: a cache that has just been created has not listed yet.
-		c.requeueAfter(time.Second)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	prev := o.guard.set(d)
-	if o.companion() {
-		return o.syncCompanionMode(ctx, c, prev, d)
-	}
+// syncDriverMode reports, on the operator's ClusterCSIDriver, whether it deploys the driver here.
+func (c *platformController) syncDriverMode(ctx context.Context, ctrl *machinery.Controller, prev *platform.Detection, d platform.Detection) error {
 	if prev == nil || prev.Mode != d.Mode {
 		klog.Infof("mode %s (%s): %s", d.Mode, d.Reason, d.Message)
 		switch {
 		case prev != nil && d.Mode == platform.ModeCompanion:
-			o.recorder.Warningf("PlatformTookOver", "%s. The operator stopped writing and deleted nothing; the driver it deployed keeps serving until the platform's replaces it. It writes nothing while the platform runs its own.", d.Message)
+			c.recorder.Warningf("PlatformTookOver", "%s. The operator stopped writing and deleted nothing; the driver it deployed keeps serving until the platform's replaces it. It writes nothing while the platform runs its own.", d.Message)
 		case prev != nil:
-			o.recorder.Warningf("ModeChanged", "mode %s, was %s: %s", d.Mode, prev.Mode, d.Message)
+			c.recorder.Warningf("ModeChanged", "mode %s, was %s: %s", d.Mode, prev.Mode, d.Message)
 		case d.Mode != platform.ModeDriver:
-			o.recorder.Warningf("NotDeploying", "mode %s: %s", d.Mode, d.Message)
+			c.recorder.Warningf("NotDeploying", "mode %s: %s", d.Mode, d.Message)
 		}
 		if d.Mode == platform.ModeDriver {
 			// The others skipped their syncs until now: let them run at once rather than at
 			// their next resync.
-			for _, other := range o.controllers {
-				if other != c {
-					other.queue.Add(queueKey)
-				}
-			}
+			c.kickOthers(ctrl)
 		}
 	}
 	switch d.Mode {
 	case platform.ModeDriver:
-		return o.applyStatus(ctx, platformName, newStatus().WithConditions(
-			condition(ConditionDriverMode, operatorv1.ConditionTrue, d.Reason, d.Message)))
+		return c.applyStatus(ctx, platformName, machinery.NewStatus().WithConditions(
+			machinery.Condition(ConditionDriverMode, operatorv1.ConditionTrue, d.Reason, d.Message)))
 	case platform.ModeNone:
 		// The ClusterCSIDriver, if there is one, is ours (on a cluster not on OpenStack there
 		// is no platform Manila operator to own it).
-		return o.applyStatus(ctx, platformName, newStatus().WithConditions(
-			condition(ConditionDriverMode, operatorv1.ConditionFalse, d.Reason, d.Message)))
+		return c.applyStatus(ctx, platformName, machinery.NewStatus().WithConditions(
+			machinery.Condition(ConditionDriverMode, operatorv1.ConditionFalse, d.Reason, d.Message)))
 	}
 	// Companion: the ClusterCSIDriver is the platform's; not one write to it.
 	return nil
@@ -139,36 +146,32 @@ func (o *Operator) syncPlatform(ctx context.Context, c *controller) error {
 // platform runs the driver, and how the platform's driver is as its ClusterCSIDriver says. A
 // companion never becomes the driver by itself: when the platform's operator goes away it says
 // so and what to do, and keeps its StorageClasses.
-func (o *Operator) syncCompanionMode(ctx context.Context, c *controller, prev *platform.Detection, d platform.Detection) error {
+func (c *platformController) syncCompanionMode(ctx context.Context, ctrl *machinery.Controller, prev *platform.Detection, d platform.Detection) error {
 	if prev == nil || prev.Mode != d.Mode {
 		klog.Infof("mode %s (%s): %s", d.Mode, d.Reason, d.Message)
 		switch {
 		case d.Mode == platform.ModeCompanion && prev != nil:
-			o.recorder.Eventf("PlatformDriverBack", "%s", d.Message)
+			c.recorder.Eventf("PlatformDriverBack", "%s", d.Message)
 		case d.Mode != platform.ModeCompanion:
-			o.recorder.Warningf("NoPlatformDriver", "mode %s, this operator runs as a companion: %s. It changes nothing by itself; to have manila-setup deploy the driver, run manila-setup operator install --mode driver", d.Mode, d.Message)
+			c.recorder.Warningf("NoPlatformDriver", "mode %s, this operator runs as a companion: %s. It changes nothing by itself; to have manila-setup deploy the driver, run manila-setup operator install --mode driver", d.Mode, d.Message)
 		}
 		if d.Mode == platform.ModeCompanion {
-			for _, other := range o.controllers {
-				if other != c {
-					other.queue.Add(queueKey)
-				}
-			}
+			c.kickOthers(ctrl)
 		}
 	}
 	if d.Mode != platform.ModeCompanion {
-		return o.applyStatus(ctx, platformName, newStatus().WithConditions(
-			condition(ConditionDriverMode, operatorv1.ConditionFalse, ReasonNoPlatformDriver,
+		return c.applyStatus(ctx, platformName, machinery.NewStatus().WithConditions(
+			machinery.Condition(ConditionDriverMode, operatorv1.ConditionFalse, ReasonNoPlatformDriver,
 				fmt.Sprintf("the cluster is of mode %s (%s): the platform runs no Manila CSI driver operator to accompany. "+
 					"This operator runs as a companion and deploys no driver; its StorageClasses stay. To have manila-setup deploy "+
 					"the driver, run manila-setup operator install --mode driver", d.Mode, d.Reason)),
-			condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, ReasonNoPlatformDriver,
+			machinery.Condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, ReasonNoPlatformDriver,
 				"the platform runs no Manila CSI driver operator")))
 	}
-	return o.applyStatus(ctx, platformName, newStatus().WithConditions(
-		condition(ConditionDriverMode, operatorv1.ConditionFalse, d.Reason,
+	return c.applyStatus(ctx, platformName, machinery.NewStatus().WithConditions(
+		machinery.Condition(ConditionDriverMode, operatorv1.ConditionFalse, d.Reason,
 			"companion: "+d.Message+". This operator keeps StorageClasses "+operator.CompanionStorageClassPrefix+"<share type> restricted to the machine network and reports the storage network"),
-		o.platformDriverCondition()))
+		c.platformDriverCondition()))
 }
 
 // ReasonNoPlatformDriver: a companion whose platform runs no Manila CSI driver operator (any more).
@@ -177,58 +180,61 @@ const ReasonNoPlatformDriver = "NoPlatformDriver"
 // platformDriverCondition is the platform's driver as its ClusterCSIDriver reports it, judged
 // the way `manila-setup operator status` judges it (operator/health). The message names what is
 // wrong and nothing that changes by itself (no times), so that it is written on changes only.
-func (o *Operator) platformDriverCondition() operatorv1.OperatorCondition {
-	d := o.platformClusterCSIDriver()
+func (c *platformController) platformDriverCondition() operatorv1.OperatorCondition {
+	d := c.platformDriver()
 	if d == nil {
-		return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "NotFound",
+		return machinery.Condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "NotFound",
 			"the platform's ClusterCSIDriver "+operator.DriverName+" does not exist (yet)")
 	}
 	var conds []health.Condition
 	var bad []string
-	for _, c := range d.Status.Conditions {
-		hc := health.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+	for _, cond := range d.Status.Conditions {
+		hc := health.Condition{Type: cond.Type, Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message}
 		conds = append(conds, hc)
-		if !health.Informative(c.Type) && health.Judge(hc) == health.Bad {
-			bad = append(bad, fmt.Sprintf("%s=%s (%s)", c.Type, c.Status, c.Reason))
+		if !health.Informative(cond.Type) && health.Judge(hc) == health.Bad {
+			bad = append(bad, fmt.Sprintf("%s=%s (%s)", cond.Type, cond.Status, cond.Reason))
 		}
 	}
 	switch {
 	case len(conds) == 0:
-		return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionUnknown, "NoConditions",
+		return machinery.Condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionUnknown, "NoConditions",
 			"the platform's ClusterCSIDriver "+operator.DriverName+" reports no conditions yet")
 	case len(bad) > 0:
 		sort.Strings(bad)
-		return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "PlatformDriverUnhealthy",
+		return machinery.Condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionFalse, "PlatformDriverUnhealthy",
 			"the platform's ClusterCSIDriver "+operator.DriverName+" reports "+strings.Join(bad, ", "))
 	}
-	return condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected",
+	return machinery.Condition(operator.ConditionPlatformDriverAvailable, operatorv1.ConditionTrue, "AsExpected",
 		fmt.Sprintf("the platform's ClusterCSIDriver %s reports its driver available and nothing degraded (%d conditions)", operator.DriverName, len(conds)))
 }
 
 // cacheGetter answers operator/platform from the operator's informer caches, so that the check
 // on every resync makes no request. Resources whose CRD is missing are NotFound, as the API
 // would say.
-type cacheGetter struct{ o *Operator }
+type cacheGetter struct {
+	inf       *machinery.Informers
+	namespace string
+}
 
 func (g cacheGetter) Get(_ context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
-	o := g.o
+	l := g.inf.Listers()
 	var obj runtime.Object
 	var err error
 	switch gvr.Resource {
 	case "infrastructures":
-		obj, err = o.lister.infrastructures.Get(name)
+		obj, err = l.Infrastructures.Get(name)
 	case "clustercsidrivers":
-		obj, err = o.lister.clusterCSIDrivers.Get(name)
+		obj, err = l.ClusterCSIDrivers.Get(name)
 	case "deployments":
 		// Cached are the Deployments the operator writes (its operands, by label), not its own:
 		// the platform's operator is seen through the ClusterCSIDriver's writers and the
 		// storage ClusterOperator instead; a platform writer on an operand counts too.
-		if namespace != o.cfg.Namespace {
+		if namespace != g.namespace {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 		}
 		var item any
 		var exists bool
-		item, exists, err = o.inf.deployments.GetIndexer().GetByKey(namespace + "/" + name)
+		item, exists, err = g.inf.Deployments.GetIndexer().GetByKey(namespace + "/" + name)
 		if err == nil && !exists {
 			err = apierrors.NewNotFound(gvr.GroupResource(), name)
 		}
@@ -236,12 +242,12 @@ func (g cacheGetter) Get(_ context.Context, gvr schema.GroupVersionResource, nam
 			obj = item.(runtime.Object)
 		}
 	case "clusterversions", "clusteroperators":
-		if !o.crdExists(gvr.Resource + "." + gvr.Group) {
+		if !g.inf.CRDExists(gvr.Resource + "." + gvr.Group) {
 			return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 		}
-		lister, synced := o.dynamicLister(gvr)
+		lister, synced := g.inf.DynamicLister(gvr)
 		if !synced {
-			return nil, errNotCached
+			return nil, machinery.ErrNotCached
 		}
 		obj, err = lister.Get(name)
 	default:

@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/platform"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // TestOperatorStepsAsideForThePlatform: the operator deploys the driver on OpenShift on
@@ -78,7 +79,7 @@ func TestOperatorStepsAsideForThePlatform(t *testing.T) {
 	seen := time.Now()
 	// What would make the operator write in driver mode: the platform's operator changes the
 	// ClusterCSIDriver's spec (log level: every workload would be re-rendered).
-	if _, err := dyn.Resource(clusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
+	if _, err := dyn.Resource(machinery.ClusterCSIDriverGVR).Patch(ctx, operator.DriverName, types.MergePatchType,
 		[]byte(`{"spec":{"logLevel":"Debug"}}`), metav1.PatchOptions{FieldManager: "cluster-storage-operator"}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestOperatorOffOpenStackDoesNothing(t *testing.T) {
 	csi := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
 		"metadata": map[string]any{"name": operator.DriverName, "labels": map[string]any{operator.LabelManagedBy: "manila-setup"}},
 		"spec":     map[string]any{"managementState": "Managed"}}}
-	if _, err := dyn.Resource(clusterCSIDriverGVR).Create(ctx, csi, metav1.CreateOptions{FieldManager: "manila-setup"}); err != nil {
+	if _, err := dyn.Resource(machinery.ClusterCSIDriverGVR).Create(ctx, csi, metav1.CreateOptions{FieldManager: "manila-setup"}); err != nil {
 		t.Fatal(err)
 	}
 	op, err := New(api.Config, nil, Config{Namespace: testNS, Images: testImages, Resync: 2 * time.Second, MachineNetworks: []string{"10.0.0.0/8"}})

@@ -3,10 +3,13 @@ package controllers
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,7 +43,7 @@ func TestSecretControllerSync(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var writes []string
 			var applied *corev1.Secret
-			var status *operatorStatus
+			var status *machinery.Status
 			c := &secretController{
 				operands: operands{
 					namespace: "ns",
@@ -55,7 +58,7 @@ func TestSecretControllerSync(t *testing.T) {
 						writes = append(writes, "delete")
 						return nil
 					},
-					applyStatus: func(_ context.Context, manager string, st *operatorStatus) error {
+					applyStatus: func(_ context.Context, manager string, st *machinery.Status) error {
 						status = st
 						return nil
 					},
@@ -76,7 +79,7 @@ func TestSecretControllerSync(t *testing.T) {
 			}
 			got := ""
 			if status != nil {
-				if a := findCondition(status.Conditions, secretName+"Available"); a != nil {
+				if a := machinery.FindCondition(status.Conditions, secretName+"Available"); a != nil {
 					got = string(a.Status) + " " + a.Reason
 					if strings.Contains(a.Message, "s3cret-value") {
 						t.Errorf("a secret value in the condition: %s", a.Message)
@@ -88,7 +91,7 @@ func TestSecretControllerSync(t *testing.T) {
 			}
 			if applied != nil && (applied.Namespace != "ns" || applied.Name != operator.DriverSecretName ||
 				applied.Labels[operator.LabelManagedBy] != operator.ManagedByValue || string(applied.Data["os-password"]) != "s3cret-value") {
-				t.Errorf("applied Secret %s/%s labels %v keys %s", applied.Namespace, applied.Name, applied.Labels, keyList(applied.Data))
+				t.Errorf("applied Secret %s/%s labels %v keys %v", applied.Namespace, applied.Name, applied.Labels, slices.Sorted(maps.Keys(applied.Data)))
 			}
 		})
 	}

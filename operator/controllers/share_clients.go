@@ -9,24 +9,42 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
-
-var machineGVR = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}
 
 // errMachinesNotCached: the MachineSets or Machines are not cached yet, so where the workers
 // mount from cannot be told; the caller waits rather than write an answer it would soon undo.
 var errMachinesNotCached = errors.New("reading MachineSets and Machines")
 
-// shareClients applies the one rule of where the workers mount from (operator/shareclient) to
-// what the operator sees: the machine networks, the storage network's export subnets (from
+// shareClientSource tells where the workers mount from, for the StorageClasses'
+// nfs-shareClient (the Manila controller), StorageNetworkReachable (the storage network
+// controller) and the lint. Whether the driver serving the classes takes a comma-separated
+// list (the operator's own, cloud-provider-openstack v1.35.0 and later, does; the platform's,
+// beside which the companion runs, may be older, so the companion writes one CIDR) is decided
+// with the mode, in start.go.
+type shareClientSource struct {
+	// given are the machine networks of --machine-network; else clusterConfig's install-config
+	// says.
+	given         []string
+	clusterConfig corelisters.ConfigMapLister
+	// storage is the storage network and its export subnets, as discovery found them.
+	storage *storageNetworks
+	// crdExists and machineAPI read the CRDs and the Machine API resources from the caches.
+	crdExists  func(name string) bool
+	machineAPI func(schema.GroupVersionResource) (cache.GenericLister, bool)
+}
+
+// answer applies the one rule of where the workers mount from (operator/shareclient) to what
+// the operator sees: the machine networks, the storage network's export subnets (from
 // discovery), the MachineSets of openshift-machine-api (attached or not) and the Machines they
 // made, with their addresses.
-func (o *Operator) shareClients() (shareclient.Answer, error) {
-	nets, err := o.machineNetworks()
+func (s *shareClientSource) answer() (shareclient.Answer, error) {
+	nets, err := s.machineNetworks()
 	if err != nil {
 		return shareclient.Answer{}, err
 	}
@@ -37,18 +55,18 @@ func (o *Operator) shareClients() (shareclient.Answer, error) {
 		}
 	}
 	storageID := ""
-	if o.storage != nil {
-		facts.ExportSubnets = o.storage.exportSubnets()
-		storageID, _, _ = o.storage.network()
+	if s.storage != nil {
+		facts.ExportSubnets = s.storage.exportSubnets()
+		storageID, _, _ = s.storage.network()
 	}
 	var sets, machines []*unstructured.Unstructured
-	if o.crdExists("machinesets.machine.openshift.io") {
-		if sets, err = o.cachedMachineAPI(machineSetGVR); err != nil {
+	if s.crdExists("machinesets.machine.openshift.io") {
+		if sets, err = s.cached(machinery.MachineSetGVR); err != nil {
 			return shareclient.Answer{}, err
 		}
 	}
-	if o.crdExists("machines.machine.openshift.io") {
-		if machines, err = o.cachedMachineAPI(machineGVR); err != nil {
+	if s.crdExists("machines.machine.openshift.io") {
+		if machines, err = s.cached(machinery.MachineGVR); err != nil {
 			return shareclient.Answer{}, err
 		}
 	}
@@ -56,22 +74,25 @@ func (o *Operator) shareClients() (shareclient.Answer, error) {
 	return shareclient.Decide(facts)
 }
 
+// dynamicEvents registers an event handler on the informer of a resource whose CRD may appear
+// at run time (machinery.Informers.OnDynamic).
+type dynamicEvents func(schema.GroupVersionResource, cache.ResourceEventHandler)
+
 // onMachineAPI syncs ctrl when a MachineSet or a Machine of openshift-machine-api changes.
-func onMachineAPI(o *Operator, ctrl *controller) {
-	enqueue := func(any) { ctrl.queue.Add(queueKey) }
-	for _, gvr := range []schema.GroupVersionResource{machineSetGVR, machineGVR} {
-		o.onDynamic(gvr, cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue})
+func onMachineAPI(on dynamicEvents, ctrl *machinery.Controller) {
+	for _, gvr := range []schema.GroupVersionResource{machinery.MachineSetGVR, machinery.MachineGVR} {
+		on(gvr, ctrl.EventHandler())
 	}
 }
 
-// cachedMachineAPI lists a Machine API resource of openshift-machine-api from its informer,
-// sorted by name.
-func (o *Operator) cachedMachineAPI(gvr schema.GroupVersionResource) ([]*unstructured.Unstructured, error) {
-	lister, synced := o.dynamicLister(gvr)
+// cached lists a Machine API resource of openshift-machine-api from its informer, sorted by
+// name.
+func (s *shareClientSource) cached(gvr schema.GroupVersionResource) ([]*unstructured.Unstructured, error) {
+	lister, synced := s.machineAPI(gvr)
 	if !synced {
 		return nil, errMachinesNotCached
 	}
-	objs, err := lister.ByNamespace(machineAPINamespace).List(everything)
+	objs, err := lister.ByNamespace(machinery.MachineAPINamespace).List(machinery.Everything)
 	if err != nil {
 		return nil, err
 	}
@@ -85,26 +106,20 @@ func (o *Operator) cachedMachineAPI(gvr schema.GroupVersionResource) ([]*unstruc
 	return out, nil
 }
 
-// shareClientList tells whether the driver that serves the classes takes a comma-separated
-// nfs-shareClient: the operator's own (cloud-provider-openstack v1.35.0 and later) does; the
-// platform's, beside which the companion runs, may be older, so the companion writes one CIDR.
-func (o *Operator) shareClientList() bool {
-	return !o.companion()
-}
-
 // machineNetworks are the CIDRs the nodes' primary addresses come from: --machine-network, else
 // the install-config kept in kube-system/cluster-config-v1.
-func (o *Operator) machineNetworks() ([]string, error) {
-	if len(o.cfg.MachineNetworks) > 0 {
-		return o.cfg.MachineNetworks, nil
+func (s *shareClientSource) machineNetworks() ([]string, error) {
+	if len(s.given) > 0 {
+		return s.given, nil
 	}
-	cm, err := o.lister.clusterConfig.ConfigMaps(clusterConfigNS).Get(clusterConfigName)
+	const ns, name = machinery.ClusterConfigNamespace, machinery.ClusterConfigName
+	cm, err := s.clusterConfig.ConfigMaps(ns).Get(name)
 	if err != nil {
-		return nil, fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", clusterConfigNS, clusterConfigName)
+		return nil, fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", ns, name)
 	}
 	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", clusterConfigNS, clusterConfigName, err)
+		return nil, fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", ns, name, err)
 	}
 	return cidrs, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/operator"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -16,9 +15,18 @@ import (
 	"time"
 
 	"github.com/manila-setup/manila-setup/internal/leaderelection"
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/platform"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -107,14 +115,14 @@ func Start(ctx context.Context, opts StartOptions) error {
 	}
 	lock := operator.NamesFor(opts.Config.Mode).Operator + "-lock"
 	leCfg := rest.AddUserAgent(rest.CopyConfig(opts.KubeConfig), operator.NamesFor(opts.Config.Mode).Operator+"-leader-election")
-	leCfg.Wrap(countRequests("leader-election"))
-	kube, err := newKubeClients(leCfg)
+	leCfg.Wrap(machinery.CountRequests("leader-election"))
+	kube, err := machinery.NewClients(leCfg)
 	if err != nil {
 		return err
 	}
 	klog.Infof("leader election on Lease %s/%s as %q", opts.Config.Namespace, lock, opts.Identity)
 	err = leaderelection.Run(ctx, leaderelection.Config{
-		Client:           kube.leases(opts.Config.Namespace),
+		Client:           kube.Leases(opts.Config.Namespace),
 		Namespace:        opts.Config.Namespace,
 		Name:             lock,
 		Identity:         opts.Identity,
@@ -133,6 +141,215 @@ func Start(ctx context.Context, opts StartOptions) error {
 		return errors.New("lost the leader lease; exiting so that a fresh process can compete for it")
 	}
 	return nil
+}
+
+// New builds the operator. kubeConfig should allow enough client-side rate to create every
+// operand in one burst; New raises QPS and burst when they are unset. A nil recorder writes
+// Events into the operator namespace.
+func New(kubeConfig *rest.Config, recorder machinery.Recorder, cfg Config) (*Operator, error) {
+	cfg.defaults()
+	names := operator.NamesFor(cfg.Mode)
+	kc := rest.CopyConfig(kubeConfig)
+	if kc.QPS == 0 {
+		kc.QPS, kc.Burst = 50, 100
+	}
+	kc = rest.AddUserAgent(kc, names.Operator)
+	kc.Wrap(machinery.CountRequests("operator"))
+	kube, err := machinery.NewClients(kc)
+	if err != nil {
+		return nil, err
+	}
+	if recorder == nil {
+		recorder = machinery.NewKubeRecorder(kube, cfg.Namespace, names.Operator)
+	}
+	return build(kube, recorder, cfg), nil
+}
+
+// modeProfile is what the operator's mode implies, decided once here: the controllers and the
+// informers get the part they need as plain values, and none of them asks for the mode.
+type modeProfile struct {
+	names operator.Names
+	// self is the operator's own object when it is not the ClusterCSIDriver.
+	self *machinery.CustomResource
+	// fieldManager owns what the operator writes; writes are the only kinds it may write
+	// (none: every kind of machinery.Kinds).
+	fieldManager string
+	writes       []schema.GroupVersionKind
+	// deploysDriver: the operator installs the driver and runs its controllers (the Secret,
+	// the static resources, the workloads, the StorageClass lint); otherwise it accompanies
+	// the platform's driver with StorageClasses and a status of its own.
+	deploysDriver bool
+	// listShareClients: the driver serving the classes takes a comma-separated nfs-shareClient.
+	listShareClients bool
+	// informers, when set, are the only informers to start: what the operator's RBAC lets it read.
+	informers func(*machinery.Informers) []cache.SharedIndexInformer
+	// reportMode is what the platform controller says of the cluster's mode, and where.
+	reportMode func(*platformController, context.Context, *machinery.Controller, *platform.Detection, platform.Detection) error
+}
+
+func profileOf(mode platform.Mode) modeProfile {
+	names := operator.NamesFor(mode)
+	if mode != platform.ModeCompanion {
+		return modeProfile{names: names, fieldManager: operator.OperatorName, deploysDriver: true, listShareClients: true,
+			reportMode: (*platformController).syncDriverMode}
+	}
+	// Beside the platform's driver: what the platform lacks, and nothing it has.
+	return modeProfile{
+		names:        names,
+		self:         &machinery.CustomResource{GVR: machinery.CompanionGVR, Kind: operator.CompanionKind, Name: operator.CompanionName},
+		fieldManager: operator.CompanionOperatorName,
+		writes:       []schema.GroupVersionKind{storagev1.SchemeGroupVersion.WithKind("StorageClass")},
+		// The platform's driver may be older than v1.35.0: one CIDR.
+		listShareClients: false,
+		// Only what the companion's controllers read: its RBAC allows no more (nothing of the
+		// driver's, which is the platform's).
+		informers: func(i *machinery.Informers) []cache.SharedIndexInformer {
+			return []cache.SharedIndexInformer{i.Self, i.ClusterCSIDriver, i.CSIDrivers, i.Credentials, i.StorageClasses,
+				i.ClusterConfig, i.CRDs, i.Infrastructures, i.Proxies, i.Nodes, i.Deployments}
+		},
+		reportMode: (*platformController).syncCompanionMode,
+	}
+}
+
+// build wires the informers, the writers and the controllers of cfg's mode.
+func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Operator {
+	p := profileOf(cfg.Mode)
+	inf := machinery.NewInformers(kube, cfg.Namespace, p.self)
+	if p.informers != nil {
+		inf.Restrict(p.informers(inf)...)
+	}
+	l := inf.Listers()
+	platformDriver := clusterCSIDriverOf(l)
+	self, target := ownObject(platformDriver), machinery.ClusterCSIDriverStatus(kube, operator.DriverName)
+	if p.self != nil {
+		self, target = customObject(inf.Self, *p.self), machinery.CustomResourceStatus(kube, *p.self)
+	}
+	common := []cache.SharedIndexInformer{inf.Self, inf.CSIDrivers}
+	if inf.Self != inf.ClusterCSIDriver {
+		// The platform's ClusterCSIDriver too.
+		common = []cache.SharedIndexInformer{inf.Self, inf.ClusterCSIDriver, inf.CSIDrivers}
+	}
+	guard := &platformGuard{}
+	loop := machinery.Loop{Resync: cfg.Resync, Gate: guard.allows(cfg.Mode), Common: common}
+	writer := machinery.NewWriter(kube, inf, machinery.WriterOptions{Namespace: cfg.Namespace, FieldManager: p.fieldManager, Recorder: recorder, Kinds: p.writes})
+	status := machinery.NewStatusWriter(self, target)
+	ops := operands{
+		namespace:       cfg.Namespace,
+		self:            self,
+		spec:            func() *operatorv1.OperatorSpec { spec, _ := self.spec(); return spec },
+		enabled:         driverInstalled(l),
+		apply:           writer.Apply,
+		deleteIfPresent: writer.DeleteIfPresent,
+		applyStatus:     status.Apply,
+	}
+	o := &Operator{cfg: cfg, informers: inf, listers: l, self: self, guard: guard,
+		credentials: credentialsReader{secrets: l.Credentials, namespace: cfg.Namespace, cloud: cfg.CloudName}.read}
+
+	storage := &storageNetworks{given: cfg.StorageNetworkID}
+	mounts := &shareClientSource{given: cfg.MachineNetworks, clusterConfig: l.ClusterConfig, storage: storage,
+		crdExists: inf.CRDExists, machineAPI: inf.DynamicLister}
+	infrastructure := infrastructureOf(l.Infrastructures)
+	vars := assetVars{namespace: cfg.Namespace, images: cfg.Images, infrastructure: infrastructure, storage: storage}.of
+	secretNamespace := p.names.SecretNamespace
+	if secretNamespace == "" {
+		secretNamespace = cfg.Namespace
+	}
+	findings := &machinery.Published[manilaFindings]{}
+
+	o.controllers = append(o.controllers,
+		newPlatformController(loop.Ungated(), &platformController{
+			report: p.reportMode, guard: guard, cluster: cacheGetter{inf: inf, namespace: cfg.Namespace}, recorder: recorder,
+			applyStatus: status.Apply, platformDriver: platformDriver,
+			kickOthers: func(except *machinery.Controller) {
+				for _, c := range o.controllers {
+					if c != except {
+						c.Enqueue()
+					}
+				}
+			},
+		}, inf.OnDynamic, inf.Infrastructures, inf.Deployments, inf.CRDs),
+		newLogLevelController(loop, ops.spec),
+		newManilaController(loop, ops, manilaInputs{
+			version: cfg.Version, resync: cfg.Resync, gracePeriod: cfg.ManilaGracePeriod, openStackTimeout: cfg.OpenStackTimeout,
+			newSource: cfg.NewManilaSource, installsDriver: p.deploysDriver,
+			classes:          classNames{prefix: p.names.StorageClassPrefix, secretNamespace: secretNamespace},
+			listShareClients: p.listShareClients,
+			credentials:      o.credentials, proxy: proxyFunc(proxyOf(l.Proxies)),
+			storageClasses: l.StorageClasses, shareClients: mounts.answer, patchAnnotations: writer.PatchStorageClassAnnotations,
+			vars: vars, recorder: recorder, storage: storage, findings: findings,
+		}, inf.Credentials, inf.StorageClasses, inf.ClusterConfig, inf.CRDs, inf.OnDynamic),
+	)
+	if p.deploysDriver {
+		o.controllers = append(o.controllers, newStorageClassLintController(loop, &scLintController{
+			spec: ops.spec, applyStatus: status.Apply, storageClasses: l.StorageClasses, manila: findings,
+			listShareClients: p.listShareClients, shareClients: mounts.answer,
+			secretExists: secretLookup{namespace: cfg.Namespace, secrets: l.Secrets, metadata: kube.Metadata}.exists,
+			recorder:     recorder,
+		}, inf.OnDynamic, inf.StorageClasses, inf.Secrets, inf.ClusterConfig))
+	}
+	o.controllers = append(o.controllers, newStorageNetworkController(loop, ops, storage, inf.CRDExists, inf.DynamicLister, mounts.answer,
+		l.StorageClasses, p.names.StorageClassPrefix, inf.OnDynamic, inf.CRDs, inf.StorageClasses, inf.ClusterConfig))
+	if !p.deploysDriver {
+		return o
+	}
+	workloads := workloadInputs{vars: vars, serviceAccounts: l.ServiceAccounts, configMaps: l.ConfigMaps, secrets: l.Secrets, nodes: l.Nodes,
+		infrastructure: infrastructure, proxy: proxyOf(l.Proxies)}
+	workloadInf := workloadInformers{serviceAccounts: inf.ServiceAccounts, configMaps: inf.ConfigMaps, secrets: inf.Secrets,
+		infrastructures: inf.Infrastructures, proxies: inf.Proxies, nodes: inf.Nodes,
+		workloads: func(k *machinery.Kind) cache.SharedIndexInformer { return k.Informer(inf) }}
+	o.controllers = append(o.controllers,
+		newSecretController(loop, ops, o.credentials, inf.Credentials, inf.Secrets),
+		newStaticController(loop, ops, vars, inf.CRDExists, storage,
+			inf.ServiceAccounts, inf.Services, inf.ConfigMaps, inf.Roles, inf.RoleBindings, inf.PDBs, inf.NetworkPolicies,
+			inf.ClusterRoles, inf.ClusterRoleBindings, inf.CRDs, inf.Infrastructures),
+		newWorkloadController(loop, ops, workloads, workloadControllerService, workloadInf),
+		newWorkloadController(loop, ops, workloads, workloadNodeService, workloadInf),
+		newWorkloadController(loop, ops, workloads, workloadNFSNodeService, workloadInf),
+	)
+	return o
+}
+
+// clusterCSIDriverOf returns the ClusterCSIDriver manila.csi.openstack.org from the cache: the
+// operator's own in driver mode, the platform's in companion mode.
+func clusterCSIDriverOf(l machinery.Listers) func() *operatorv1.ClusterCSIDriver {
+	return func() *operatorv1.ClusterCSIDriver {
+		d, err := l.ClusterCSIDrivers.Get(operator.DriverName)
+		if err != nil {
+			return nil
+		}
+		return d
+	}
+}
+
+// customObject reads the custom resource r (the ManilaCompanion "cluster") from its informer
+// into the ClusterCSIDriver type, whose spec and status shapes it has.
+func customObject(inf cache.SharedIndexInformer, r machinery.CustomResource) ownObject {
+	return func() *operatorv1.ClusterCSIDriver {
+		item, exists, err := inf.GetIndexer().GetByKey(r.Name)
+		if err != nil || !exists {
+			return nil
+		}
+		u, ok := item.(*unstructured.Unstructured)
+		if !ok {
+			return nil
+		}
+		var d operatorv1.ClusterCSIDriver
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+			klog.Errorf("%s %s: %v", r.Kind, r.Name, err)
+			return nil
+		}
+		return &d
+	}
+}
+
+// driverInstalled reports whether the driver is installed: the operator creates the CSIDriver
+// object when it first finds Manila, and from then on keeps the driver even when Manila goes
+// away, so that pods can still unmount. It is read from the cluster, so it survives restarts.
+func driverInstalled(l machinery.Listers) func() bool {
+	return func() bool {
+		d, err := l.CSIDrivers.Get(operator.DriverName)
+		return err == nil && d.DeletionTimestamp == nil
+	}
 }
 
 // serveHealth serves /healthz (the process is alive), /readyz (this replica is leading and
@@ -192,7 +409,7 @@ func listenAddress(addr string) string {
 
 func metricsRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), KubeRequests)
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), machinery.KubeRequests)
 	for name, c := range map[string]func() int64{
 		"tokens":              OpenStackCalls.Tokens.Load,
 		"catalog_reads":       OpenStackCalls.Catalogs.Load,

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/operator"
 	"sync"
 	"time"
 
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // StaticAssets are applied in this order: RBAC first, then the ServiceAccounts (the workloads
@@ -47,20 +50,28 @@ var conditionalAssets = []struct{ file, crd string }{
 	{"volumesnapshotclass.yaml", "volumesnapshotclasses.snapshot.storage.k8s.io"},
 }
 
-// vars are the placeholder values of the driver's manifests.
-func (o *Operator) vars(spec *operatorv1.OperatorSpec) map[string]string {
-	v := map[string]string{"NAMESPACE": o.cfg.Namespace, "LOG_LEVEL": "2", "CLUSTER_ID": "kubernetes"}
+// assetVars are what the placeholders of the driver's manifests are filled with.
+type assetVars struct {
+	namespace      string
+	images         operator.Images
+	infrastructure func() *configv1.Infrastructure
+	storage        *storageNetworks
+}
+
+// of are the placeholder values of the driver's manifests.
+func (a assetVars) of(spec *operatorv1.OperatorSpec) map[string]string {
+	v := map[string]string{"NAMESPACE": a.namespace, "LOG_LEVEL": "2", "CLUSTER_ID": "kubernetes"}
 	if spec != nil {
 		v["LOG_LEVEL"] = fmt.Sprint(logVerbosity(spec.LogLevel))
 	}
-	if infra := o.infrastructure(); infra != nil && infra.Status.InfrastructureName != "" {
+	if infra := a.infrastructure(); infra != nil && infra.Status.InfrastructureName != "" {
 		v["CLUSTER_ID"] = infra.Status.InfrastructureName
 	}
-	im := o.cfg.Images
+	im := a.images
 	for k, p := range im.ImageEnv() {
 		v[k] = *p
 	}
-	v["RUNTIME_CONFIG"] = runtimeConfig(o.storage)
+	v["RUNTIME_CONFIG"] = runtimeConfig(a.storage)
 	return v
 }
 
@@ -79,51 +90,46 @@ func runtimeConfig(storage *storageNetworks) string {
 	return string(b)
 }
 
-type staticController struct{ o *Operator }
+// staticController applies the driver's static resources (RBAC, ServiceAccounts, the Service,
+// ConfigMaps, ...), and those whose CRD is installed (crdExists).
+type staticController struct {
+	operands
+	vars      func(*operatorv1.OperatorSpec) map[string]string
+	crdExists func(name string) bool
+}
 
 const staticName = "ManilaDriverStaticResources"
 
-func newStaticController(o *Operator) *controller {
-	c := &staticController{o: o}
-	ctrl := o.newController(staticName+"Controller", c.sync,
-		o.inf.serviceAccounts,
-		o.inf.services,
-		o.inf.configMaps,
-		o.inf.roles,
-		o.inf.roleBindings,
-		o.inf.pdbs,
-		o.inf.networkPolicies,
-		o.inf.clusterRoles,
-		o.inf.clusterRoleBindings,
-		o.inf.crds,
-		o.inf.infrastructures,
-	)
-	// The runtime configuration follows the storage network discovery finds.
-	if o.storage != nil {
-		o.storage.listen(func() { ctrl.queue.Add(queueKey) })
+// newStaticController watches the kinds of the static resources (informers), and follows the
+// storage network discovery finds (the runtime configuration names its export subnet).
+func newStaticController(loop machinery.Loop, ops operands, vars func(*operatorv1.OperatorSpec) map[string]string, crdExists func(string) bool,
+	storage *storageNetworks, informers ...cache.SharedIndexInformer) *machinery.Controller {
+	c := &staticController{operands: ops, vars: vars, crdExists: crdExists}
+	ctrl := loop.Controller(staticName+"Controller", c.sync, informers...)
+	if storage != nil {
+		storage.listen(ctrl.Enqueue)
 	}
 	return ctrl
 }
 
-func (c *staticController) sync(ctx context.Context, syncCtx *controller) error {
-	o := c.o
-	spec, _, err := o.spec()
-	if err != nil || spec == nil || spec.ManagementState == operatorv1.Unmanaged {
-		return err
+func (c *staticController) sync(ctx context.Context, syncCtx *machinery.Controller) error {
+	spec := c.spec()
+	if spec == nil || spec.ManagementState == operatorv1.Unmanaged {
+		return nil
 	}
-	vars := o.vars(spec)
+	vars := c.vars(spec)
 	if spec.ManagementState == operatorv1.Removed {
 		var errs []error
 		for i := len(StaticAssets) - 1; i >= 0; i-- {
 			obj, err := operator.ReadAsset(StaticAssets[i], vars)
 			if err == nil {
-				err = o.deleteIfPresent(ctx, obj)
+				err = c.deleteIfPresent(ctx, obj)
 			}
 			errs = append(errs, err)
 		}
-		return o.applyStatus(ctx, staticName, removedStatus(staticName, errors.Join(errs...)))
+		return c.applyStatus(ctx, staticName, machinery.RemovedStatus(staticName, errors.Join(errs...)))
 	}
-	if !o.enabled() {
+	if !c.enabled() {
 		return nil
 	}
 	// RBAC first, in parallel; then the rest, in parallel.
@@ -137,7 +143,7 @@ func (c *staticController) sync(ctx context.Context, syncCtx *controller) error 
 				defer wg.Done()
 				obj, err := operator.ReadAsset(name, vars)
 				if err == nil {
-					_, err = o.apply(ctx, obj)
+					_, err = c.apply(ctx, obj)
 				}
 				if err != nil {
 					mu.Lock()
@@ -150,7 +156,7 @@ func (c *staticController) sync(ctx context.Context, syncCtx *controller) error 
 	}
 	waiting := false
 	for _, ca := range conditionalAssets {
-		if !o.crdExists(ca.crd) {
+		if !c.crdExists(ca.crd) {
 			continue
 		}
 		u, err := operator.ReadUnstructuredAsset(ca.file, vars)
@@ -158,54 +164,17 @@ func (c *staticController) sync(ctx context.Context, syncCtx *controller) error 
 			errs = append(errs, err)
 			continue
 		}
-		_, err = o.apply(ctx, u)
+		_, err = c.apply(ctx, u)
 		switch {
-		case errors.Is(err, errNotCached):
+		case errors.Is(err, machinery.ErrNotCached):
 			waiting = true
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", ca.file, err))
 		}
 	}
 	if waiting {
-		syncCtx.requeueAfter(500 * time.Millisecond)
+		syncCtx.RequeueAfter(500 * time.Millisecond)
 	}
-	err = errors.Join(errs...)
-	return firstErr(o.applyStatus(ctx, staticName, availabilityStatus(staticName, err, "all static resources applied")), err)
-}
-
-// availabilityStatus is Available/Degraded for a controller that only applies objects.
-func availabilityStatus(prefix string, err error, okMsg string) *operatorStatus {
-	if err != nil {
-		return newStatus().WithConditions(
-			condition(prefix+"Available", operatorv1.ConditionFalse, "ApplyFailed", err.Error()),
-			condition(prefix+"Degraded", operatorv1.ConditionTrue, "ApplyFailed", err.Error()),
-		)
-	}
-	return newStatus().WithConditions(
-		condition(prefix+"Available", operatorv1.ConditionTrue, "AsExpected", okMsg),
-		condition(prefix+"Degraded", operatorv1.ConditionFalse, "AsExpected", ""),
-	)
-}
-
-// removedStatus reports managementState Removed.
-func removedStatus(prefix string, err error) *operatorStatus {
-	if err != nil {
-		return newStatus().WithConditions(
-			condition(prefix+"Available", operatorv1.ConditionFalse, "Removed", "managementState is Removed"),
-			condition(prefix+"Degraded", operatorv1.ConditionTrue, "RemovalFailed", err.Error()),
-		)
-	}
-	return newStatus().WithConditions(
-		condition(prefix+"Available", operatorv1.ConditionFalse, "Removed", "managementState is Removed: the operands are deleted"),
-		condition(prefix+"Degraded", operatorv1.ConditionFalse, "Removed", ""),
-	)
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
+	err := errors.Join(errs...)
+	return firstErr(c.applyStatus(ctx, staticName, machinery.AvailabilityStatus(staticName, err, "all static resources applied")), err)
 }

@@ -16,12 +16,15 @@ import (
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -41,7 +44,7 @@ type storageNetworkController struct {
 	network func() (id, how, why string)
 	// requeueAfter asks for another sync soon (the MachineSets are not cached yet).
 	requeueAfter func(time.Duration)
-	// shareClients is where the workers mount from (Operator.shareClients); classes the
+	// shareClients is where the workers mount from (shareClientSource); classes the
 	// StorageClasses the operator keeps.
 	shareClients func() (shareclient.Answer, error)
 	classes      func() []*storagev1.StorageClass
@@ -49,23 +52,27 @@ type storageNetworkController struct {
 
 const storageNetworkName = "StorageNetworkController"
 
-func newStorageNetworkController(o *Operator, storage *storageNetworks) *controller {
+// newStorageNetworkController reports on the MachineSets (machineSets, and their events through
+// machineAPI) against the storage network, and on the StorageClasses the operator keeps (classes,
+// storageClasses).
+func newStorageNetworkController(loop machinery.Loop, ops operands, storage *storageNetworks, crdExists func(string) bool,
+	machineSets func(schema.GroupVersionResource) (cache.GenericLister, bool), shareClients func() (shareclient.Answer, error),
+	storageClasses storagelisters.StorageClassLister, prefix string, machineAPI dynamicEvents, crds, storageClassesInf, clusterConfig cache.SharedIndexInformer) *machinery.Controller {
 	c := &storageNetworkController{
-		operands:   o.operands(),
-		machineAPI: func() bool { return o.crdExists("machinesets.machine.openshift.io") },
+		operands:   ops,
+		machineAPI: func() bool { return crdExists("machinesets.machine.openshift.io") },
 		machineSets: func() ([]runtime.Object, bool, error) {
-			lister, synced := o.dynamicLister(machineSetGVR)
+			lister, synced := machineSets(machinery.MachineSetGVR)
 			if !synced {
 				return nil, false, nil
 			}
-			sets, err := lister.ByNamespace(machineAPINamespace).List(labels.Everything())
+			sets, err := lister.ByNamespace(machinery.MachineAPINamespace).List(labels.Everything())
 			return sets, true, err
 		},
 		network:      storage.network,
-		shareClients: o.shareClients,
+		shareClients: shareClients,
 		classes: func() []*storagev1.StorageClass {
-			all, _ := o.lister.storageClasses.List(managedSelector)
-			prefix := operator.NamesFor(o.cfg.Mode).StorageClassPrefix
+			all, _ := storageClasses.List(machinery.ManagedSelector)
 			var out []*storagev1.StorageClass
 			for _, sc := range all {
 				if ours(sc, prefix) {
@@ -76,38 +83,28 @@ func newStorageNetworkController(o *Operator, storage *storageNetworks) *control
 			return out
 		},
 	}
-	ctrl := o.newController(storageNetworkName, c.sync, o.inf.crds, o.inf.storageClasses, o.inf.clusterConfig)
-	c.requeueAfter = ctrl.requeueAfter
-	enqueue := func(any) { ctrl.queue.Add(queueKey) }
-	o.onDynamic(machineSetGVR, cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	})
-	o.onDynamic(machineGVR, cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	})
-	storage.listen(func() { ctrl.queue.Add(queueKey) })
+	ctrl := loop.Controller(storageNetworkName, c.sync, crds, storageClassesInf, clusterConfig)
+	c.requeueAfter = ctrl.RequeueAfter
+	onMachineAPI(machineAPI, ctrl)
+	storage.listen(ctrl.Enqueue)
 	return ctrl
 }
 
-func (c *storageNetworkController) sync(ctx context.Context, _ *controller) error {
+func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Controller) error {
 	spec := c.spec()
 	if spec == nil || spec.ManagementState == operatorv1.Unmanaged {
 		return nil
 	}
 	if spec.ManagementState == operatorv1.Removed {
 		// No condition: the one this controller wrote goes away with its apply.
-		return c.applyStatus(ctx, storageNetworkName, newStatus())
+		return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus())
 	}
 	status, reason, msg := c.verdict()
 	if status == operatorv1.ConditionTrue {
 		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg)
 	}
-	return c.applyStatus(ctx, storageNetworkName, newStatus().WithConditions(
-		condition(operator.ConditionStorageNetworkReachable, status, reason, msg)))
+	return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus().WithConditions(
+		machinery.Condition(operator.ConditionStorageNetworkReachable, status, reason, msg)))
 }
 
 func (c *storageNetworkController) verdict() (operatorv1.ConditionStatus, string, string) {
@@ -120,7 +117,7 @@ func (c *storageNetworkController) verdict() (operatorv1.ConditionStatus, string
 		return operatorv1.ConditionUnknown, "Checking", "reading MachineSets"
 	}
 	if len(objs) == 0 {
-		return operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in " + machineAPINamespace
+		return operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in " + machinery.MachineAPINamespace
 	}
 	sets := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -80,12 +81,12 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 			if tt.storage == nil {
 				tt.storage = &storageNetworks{}
 			}
-			var written *operatorStatus
+			var written *machinery.Status
 			requeued := false
 			c := &storageNetworkController{
 				operands: operands{
 					spec: func() *operatorv1.OperatorSpec { return tt.spec },
-					applyStatus: func(_ context.Context, manager string, st *operatorStatus) error {
+					applyStatus: func(_ context.Context, manager string, st *machinery.Status) error {
 						if manager != storageNetworkName {
 							t.Errorf("status written as %s", manager)
 						}

@@ -11,9 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/sclint"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
 // The StorageClass lint controller checks the Manila StorageClasses the operator did not write
@@ -27,34 +33,42 @@ const scLintName = "StorageClassLint"
 const ConditionStorageClassesValid = "StorageClassesValid"
 
 type scLintController struct {
-	o      *Operator
-	manila *manilaController
+	spec           func() *operatorv1.OperatorSpec
+	applyStatus    func(ctx context.Context, manager string, st *machinery.Status) error
+	storageClasses storagelisters.StorageClassLister
+	// manila is what the Manila controller last learned of Manila (the share types).
+	manila *machinery.Published[manilaFindings]
+	// listShareClients: the driver takes a comma-separated nfs-shareClient.
+	listShareClients bool
+	shareClients     func() (shareclient.Answer, error)
+	// secretExists tells whether a Secret exists, and whether it can tell.
+	secretExists func(ctx context.Context, namespace, name string) (exists, known bool)
+	recorder     machinery.Recorder
 
 	mu     sync.Mutex
 	warned map[string]string // class -> the findings last reported in an Event
 }
 
-func newStorageClassLintController(o *Operator, manila *manilaController) *controller {
-	c := &scLintController{o: o, manila: manila, warned: map[string]string{}}
-	ctrl := o.newController(scLintName+"Controller", c.sync, o.inf.storageClasses, o.inf.secrets, o.inf.clusterConfig)
+func newStorageClassLintController(loop machinery.Loop, c *scLintController, machineAPI dynamicEvents, storageClasses, secrets, clusterConfig cache.SharedIndexInformer) *machinery.Controller {
+	c.warned = map[string]string{}
+	ctrl := loop.Controller(scLintName+"Controller", c.sync, storageClasses, secrets, clusterConfig)
 	// Where the workers mount from follows the MachineSets and their Machines.
-	onMachineAPI(o, ctrl)
+	onMachineAPI(machineAPI, ctrl)
 	return ctrl
 }
 
-func (c *scLintController) sync(ctx context.Context, _ *controller) error {
-	o := c.o
-	spec, _, _ := o.spec()
+func (c *scLintController) sync(ctx context.Context, _ *machinery.Controller) error {
+	spec := c.spec()
 	if spec == nil || spec.ManagementState != operatorv1.Managed {
 		return nil
 	}
-	all, err := o.lister.storageClasses.List(labels.Everything())
+	all, err := c.storageClasses.List(labels.Everything())
 	if err != nil {
 		return err
 	}
-	facts := sclint.Facts{ShareTypes: c.shareTypes(), SecretExists: func(ns, name string) (bool, bool) { return c.secretExists(ctx, ns, name) }}
-	facts.ListAllowed = o.shareClientList()
-	if answer, err := o.shareClients(); err == nil {
+	facts := sclint.Facts{ShareTypes: c.manila.Load().shareTypeNames(), SecretExists: func(ns, name string) (bool, bool) { return c.secretExists(ctx, ns, name) }}
+	facts.ListAllowed = c.listShareClients
+	if answer, err := c.shareClients(); err == nil {
 		facts.MountFrom = &answer
 	}
 	var findings []sclint.Finding
@@ -73,7 +87,7 @@ func (c *scLintController) sync(ctx context.Context, _ *controller) error {
 	if checked > 0 {
 		msg = fmt.Sprintf("%d Manila StorageClasses besides the operator's own checked: nothing wrong", checked)
 	}
-	cond := condition(ConditionStorageClassesValid, operatorv1.ConditionTrue, "AsExpected", msg)
+	cond := machinery.Condition(ConditionStorageClassesValid, operatorv1.ConditionTrue, "AsExpected", msg)
 	if len(findings) > 0 {
 		lines := make([]string, 0, len(findings))
 		for i, f := range findings {
@@ -83,37 +97,29 @@ func (c *scLintController) sync(ctx context.Context, _ *controller) error {
 			}
 			lines = append(lines, f.String())
 		}
-		cond = condition(ConditionStorageClassesValid, operatorv1.ConditionFalse, "InvalidParameters", strings.Join(lines, "\n"))
+		cond = machinery.Condition(ConditionStorageClassesValid, operatorv1.ConditionFalse, "InvalidParameters", strings.Join(lines, "\n"))
 	}
-	return o.applyStatus(ctx, scLintName, newStatus().WithConditions(cond))
+	return c.applyStatus(ctx, scLintName, machinery.NewStatus().WithConditions(cond))
 }
 
-// shareTypes are the names Manila offered at the last check; nil when it was not asked yet or
-// did not answer (the share type check is then skipped, not failed).
-func (c *scLintController) shareTypes() []string {
-	c.manila.mu.Lock()
-	defer c.manila.mu.Unlock()
-	if c.manila.lastErr != nil || c.manila.lastTypes == nil {
-		return nil
-	}
-	names := make([]string, 0, len(c.manila.lastTypes))
-	for _, t := range c.manila.lastTypes {
-		names = append(names, t.Name)
-	}
-	return names
+// secretLookup tells whether a Secret exists, for the lint.
+type secretLookup struct {
+	namespace string
+	secrets   corelisters.SecretLister
+	metadata  metadata.Interface
 }
 
 // secretExists can tell only in the operator's namespace, the one where it may read Secrets:
 // from its cache for its own, else with one GET (made only while a user's class names such a
 // Secret). Elsewhere it cannot tell; `manila-setup storageclasses check` can.
-func (c *scLintController) secretExists(ctx context.Context, namespace, name string) (exists, known bool) {
-	if namespace != c.o.cfg.Namespace {
+func (s secretLookup) exists(ctx context.Context, namespace, name string) (exists, known bool) {
+	if namespace != s.namespace {
 		return false, false
 	}
-	if _, err := c.o.lister.secrets.Secrets(namespace).Get(name); err == nil {
+	if _, err := s.secrets.Secrets(namespace).Get(name); err == nil {
 		return true, true
 	}
-	return sclint.SecretExists(ctx, c.o.kube.metadata, namespace, name)
+	return sclint.SecretExists(ctx, s.metadata, namespace, name)
 }
 
 // warn records a Warning Event about the class when its findings changed since the last one.
@@ -129,6 +135,6 @@ func (c *scLintController) warn(sc *storagev1.StorageClass, findings []sclint.Fi
 	if same || text == "" {
 		return
 	}
-	c.o.recorder.WarningOn(corev1.ObjectReference{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: sc.Name, UID: sc.UID},
+	c.recorder.WarningOn(corev1.ObjectReference{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: sc.Name, UID: sc.UID},
 		"StorageClassInvalid", "%s", strings.TrimSuffix(text, "\n"))
 }

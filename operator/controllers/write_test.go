@@ -1,15 +1,13 @@
 package controllers
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 )
 
 // Every asset the operator applies has a row in kindTable, found from the decoded object.
@@ -25,13 +23,13 @@ func TestEveryAssetHasAKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := kindOf(obj)
+		k, err := machinery.KindOf(obj)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if k.client == nil || k.informer == nil || k.upToDate == nil {
-			t.Errorf("%s: row %s lacks a client, an informer or a comparison", f, k.gvk)
+		if k.Client == nil || k.Informer == nil || k.UpToDate == nil {
+			t.Errorf("%s: row %s lacks a client, an informer or a comparison", f, k.GVK)
 		}
 	}
 	for _, ca := range conditionalAssets {
@@ -39,14 +37,14 @@ func TestEveryAssetHasAKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := kindOf(u); err != nil {
+		if _, err := machinery.KindOf(u); err != nil {
 			t.Errorf("%s: %v", ca.file, err)
 		}
 	}
-	for _, k := range kindTable {
-		if k.namespaced != (k.gvk.Kind != "ClusterRole" && k.gvk.Kind != "ClusterRoleBinding" && k.gvk.Kind != "CSIDriver" &&
-			k.gvk.Kind != "StorageClass" && k.gvk.Kind != "VolumeSnapshotClass") {
-			t.Errorf("%s: namespaced %v", k.gvk.Kind, k.namespaced)
+	for _, k := range machinery.Kinds {
+		if k.Namespaced != (k.GVK.Kind != "ClusterRole" && k.GVK.Kind != "ClusterRoleBinding" && k.GVK.Kind != "CSIDriver" &&
+			k.GVK.Kind != "StorageClass" && k.GVK.Kind != "VolumeSnapshotClass") {
+			t.Errorf("%s: namespaced %v", k.GVK.Kind, k.Namespaced)
 		}
 	}
 }
@@ -56,43 +54,14 @@ var testImagesForUnit = operator.Images{
 	NodeDriverRegistrar: "g:1", KubeRBACProxy: "k:1",
 }
 
-// The apply body holds what the operator sets and nothing the apiserver keeps: no status, no
-// server-side metadata, no nulls (which an apply would make the operator own).
-func TestApplyBody(t *testing.T) {
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Generation: 7, ResourceVersion: "9", UID: "u",
-			Labels: map[string]string{"app": "x"}, Annotations: map[string]string{specHashAnnotation: "h"}},
-		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To(int32(2)), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "i"}}}}},
-		Status: appsv1.DeploymentStatus{Replicas: 2},
-	}
-	k, err := kindOf(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := applyBody(d, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{
-		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "c", "namespace": "ns", "labels": map[string]any{"app": "x"}, "annotations": map[string]any{specHashAnnotation: "h"}},
-		"spec": map[string]any{"replicas": int64(2), "strategy": map[string]any{},
-			"template": map[string]any{"metadata": map[string]any{}, "spec": map[string]any{"containers": []any{map[string]any{"name": "a", "image": "i", "resources": map[string]any{}}}}}},
-	}
-	if !reflect.DeepEqual(u.Object, want) {
-		t.Errorf("apply body:\n got %v\nwant %v", u.Object, want)
-	}
-
-}
-
 // Workloads: the generation the operator last wrote decides whether someone else changed the
 // spec (restored, taking over their fields), the spec hash whether the operator's own changed.
 func TestWorkloadComparison(t *testing.T) {
 	k := workloadNodeService.kind
 	cached := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", Generation: 3,
-		Annotations: map[string]string{specHashAnnotation: "h", "deprecated.daemonset.template.generation": "3"}}}
+		Annotations: map[string]string{machinery.SpecHashAnnotation: "h", "deprecated.daemonset.template.generation": "3"}}}
 	req := func(gen int64, hash string) runtime.Object {
-		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", Generation: gen, Annotations: map[string]string{specHashAnnotation: hash}}}
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", Generation: gen, Annotations: map[string]string{machinery.SpecHashAnnotation: hash}}}
 	}
 	for _, c := range []struct {
 		name              string
@@ -104,32 +73,11 @@ func TestWorkloadComparison(t *testing.T) {
 		{"new assets", req(3, "h2"), false, false},
 		{"generation unknown", req(-1, "h"), false, true},
 	} {
-		if got := k.upToDate(cached, c.req); got != c.upToDate {
+		if got := k.UpToDate(cached, c.req); got != c.upToDate {
 			t.Errorf("%s: upToDate %v", c.name, got)
 		}
-		if got := k.drifted(cached, c.req); got != c.drifted {
+		if got := k.Drifted(cached, c.req); got != c.drifted {
 			t.Errorf("%s: drifted %v", c.name, got)
 		}
-	}
-}
-
-// A key of the driver Secret the operator does not set is others' to remove only by taking over.
-func TestSecretDrift(t *testing.T) {
-	k, _ := kindOf(&corev1.Secret{})
-	cached := &corev1.Secret{Data: map[string][]byte{"os-password": []byte("p"), "os-userName": []byte("u")}}
-	req := &corev1.Secret{Data: map[string][]byte{"os-applicationCredentialID": []byte("a"), "os-userName": []byte("u")}}
-	if k.upToDate(cached, req) || !k.drifted(cached, req) {
-		t.Errorf("a rotation from password to application credential: upToDate %v, drifted %v", k.upToDate(cached, req), k.drifted(cached, req))
-	}
-	if !k.upToDate(cached, cached) || k.drifted(cached, cached) {
-		t.Errorf("same data: upToDate %v, drifted %v", k.upToDate(cached, cached), k.drifted(cached, cached))
-	}
-}
-
-func TestDropNulls(t *testing.T) {
-	got := dropNulls(map[string]any{"a": nil, "b": map[string]any{"c": nil, "d": 1}, "e": []any{map[string]any{"f": nil}}})
-	want := map[string]any{"b": map[string]any{"d": 1}, "e": []any{map[string]any{}}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("dropNulls = %v", got)
 	}
 }

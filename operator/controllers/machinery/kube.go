@@ -1,4 +1,4 @@
-package controllers
+package machinery
 
 import (
 	"net/http"
@@ -44,15 +44,16 @@ func init() {
 	}
 }
 
-// kubeClients holds one REST client per API group, all over one HTTP client and one
-// client-side rate limiter, and the dynamic and metadata clients for kinds the scheme lacks.
-type kubeClients struct {
-	core, apps, rbac, storage, policy, networking, coordination, config, operator rest.Interface
-	dynamic                                                                       dynamic.Interface
-	metadata                                                                      metadata.Interface
+// Clients holds one REST client per API group, all over one HTTP client and one client-side
+// rate limiter, and the dynamic and metadata clients for kinds the scheme lacks.
+type Clients struct {
+	Core, Apps, RBAC, Storage, Policy, Networking, Coordination, Config, Operator rest.Interface
+	Dynamic                                                                       dynamic.Interface
+	Metadata                                                                      metadata.Interface
 }
 
-func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
+// NewClients builds the clients of cfg.
+func NewClients(cfg *rest.Config) (*Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.RateLimiter == nil && cfg.QPS > 0 {
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
@@ -61,14 +62,14 @@ func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &kubeClients{}
+	k := &Clients{}
 	for _, g := range []struct {
 		gv  schema.GroupVersion
 		out *rest.Interface
 	}{
-		{corev1.SchemeGroupVersion, &k.core}, {appsv1.SchemeGroupVersion, &k.apps}, {rbacv1.SchemeGroupVersion, &k.rbac},
-		{storagev1.SchemeGroupVersion, &k.storage}, {policyv1.SchemeGroupVersion, &k.policy}, {networkingv1.SchemeGroupVersion, &k.networking},
-		{coordinationv1.SchemeGroupVersion, &k.coordination}, {configv1.GroupVersion, &k.config}, {operatorv1.GroupVersion, &k.operator},
+		{corev1.SchemeGroupVersion, &k.Core}, {appsv1.SchemeGroupVersion, &k.Apps}, {rbacv1.SchemeGroupVersion, &k.RBAC},
+		{storagev1.SchemeGroupVersion, &k.Storage}, {policyv1.SchemeGroupVersion, &k.Policy}, {networkingv1.SchemeGroupVersion, &k.Networking},
+		{coordinationv1.SchemeGroupVersion, &k.Coordination}, {configv1.GroupVersion, &k.Config}, {operatorv1.GroupVersion, &k.Operator},
 	} {
 		c, err := restClientFor(cfg, httpClient, g.gv)
 		if err != nil {
@@ -76,10 +77,10 @@ func newKubeClients(cfg *rest.Config) (*kubeClients, error) {
 		}
 		*g.out = c
 	}
-	if k.dynamic, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
+	if k.Dynamic, err = dynamic.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, err
 	}
-	if k.metadata, err = metadata.NewForConfigAndClient(cfg, httpClient); err != nil {
+	if k.Metadata, err = metadata.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -111,10 +112,12 @@ func typed[T object[E], E any](c rest.Interface, resource, namespace string) *ge
 	return gentype.NewClient[T](resource, c, parameterCodec, namespace, func() T { return T(new(E)) })
 }
 
-func (k *kubeClients) events(ns string) *gentype.Client[*corev1.Event] {
-	return typed[*corev1.Event](k.core, "events", ns)
+// Events is a typed client of the Events of a namespace.
+func (k *Clients) Events(ns string) *gentype.Client[*corev1.Event] {
+	return typed[*corev1.Event](k.Core, "events", ns)
 }
 
-func (k *kubeClients) leases(ns string) *gentype.Client[*coordinationv1.Lease] {
-	return typed[*coordinationv1.Lease](k.coordination, "leases", ns)
+// Leases is a typed client of the Leases of a namespace.
+func (k *Clients) Leases(ns string) *gentype.Client[*coordinationv1.Lease] {
+	return typed[*coordinationv1.Lease](k.Coordination, "leases", ns)
 }

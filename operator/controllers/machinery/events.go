@@ -1,4 +1,4 @@
-package controllers
+package machinery
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/gentype"
 	"k8s.io/klog/v2"
@@ -31,11 +32,12 @@ type kubeRecorder struct {
 	host          string
 }
 
-func newKubeRecorder(k *kubeClients, namespace, operatorName string) *kubeRecorder {
+// NewKubeRecorder writes Events about the Deployment operatorName of namespace.
+func NewKubeRecorder(k *Clients, namespace, operatorName string) Recorder {
 	host, _ := os.Hostname()
 	return &kubeRecorder{
-		events:        k.events(namespace),
-		clusterEvents: k.events(metav1.NamespaceDefault),
+		events:        k.Events(namespace),
+		clusterEvents: k.Events(metav1.NamespaceDefault),
 		ref:           corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: namespace, Name: operatorName},
 		host:          host,
 	}
@@ -83,6 +85,15 @@ func (r *kubeRecorder) recordAbout(ref corev1.ObjectReference, eventType, reason
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := client.Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		klog.Warningf("recording event %s: %s", reason, apiReason(err))
+		klog.Warningf("recording event %s: %s", reason, APIReason(err))
 	}
+}
+
+// APIReason is an API error's reason and code, without the object it carried.
+func APIReason(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		st := s.Status()
+		return fmt.Sprintf("%s (HTTP %d)", st.Reason, st.Code)
+	}
+	return "request failed"
 }

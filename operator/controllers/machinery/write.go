@@ -1,4 +1,4 @@
-package controllers
+package machinery
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/manila-setup/manila-setup/operator"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 // The operator writes its operands by server-side apply under one field manager, through the
@@ -25,67 +27,111 @@ import (
 // It applies only after the informer cache showed a difference, so in steady state it makes
 // no request at all; an object missing from the cache is created by the same single request.
 
-// fieldManager owns the operands' fields. Each controller's status has a manager of its own
-// (status.go).
-const fieldManager = operator.OperatorName
-
-// companionFieldManager owns what the companion writes (its StorageClasses).
-const companionFieldManager = operator.CompanionOperatorName
-
 const (
-	specHashAnnotation    = "operator.openshift.io/spec-hash"
+	// SpecHashAnnotation is library-go's hash of the spec an operator wrote.
+	SpecHashAnnotation    = "operator.openshift.io/spec-hash"
 	appliedHashAnnotation = "manila.csi.openstack.org/applied-hash"
-	trustedCAHashAnnot    = "manila.csi.openstack.org/trusted-ca-hash"
 )
 
-// errNotCached is returned for a kind whose informer (created on first use, for a CRD that
+// ErrNotCached is returned for a kind whose informer (created on first use, for a CRD that
 // appeared at run time) has not listed yet: try again shortly.
-var errNotCached = errors.New("not cached yet")
+var ErrNotCached = errors.New("not cached yet")
 
-// apply makes the object in the cluster what required says, unless the cache shows it already
+// Writer writes the operands: by server-side apply under one field manager (each controller's
+// status has a manager of its own, see StatusWriter), comparing with the informers' caches
+// first so that in steady state it makes no request. The mode of the operator decides its
+// field manager and the kinds it may write, once, when it is built.
+type Writer struct {
+	kube         *Clients
+	inf          *Informers
+	namespace    string
+	fieldManager string
+	recorder     Recorder
+	// kinds, when not nil, are the only kinds the writer may write.
+	kinds map[schema.GroupVersionKind]bool
+}
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	// Namespace is where namespaced objects without a namespace go.
+	Namespace string
+	// FieldManager owns what the writer writes.
+	FieldManager string
+	// Recorder hears of every write.
+	Recorder Recorder
+	// Kinds, when not empty, are the only kinds the writer may write (Kinds has a row for
+	// each kind any writer may write).
+	Kinds []schema.GroupVersionKind
+}
+
+// NewWriter writes through kube, comparing with the caches of inf.
+func NewWriter(kube *Clients, inf *Informers, opts WriterOptions) *Writer {
+	w := &Writer{kube: kube, inf: inf, namespace: opts.Namespace, fieldManager: opts.FieldManager, recorder: opts.Recorder}
+	if len(opts.Kinds) > 0 {
+		w.kinds = map[schema.GroupVersionKind]bool{}
+		for _, k := range opts.Kinds {
+			w.kinds[k] = true
+		}
+	}
+	return w
+}
+
+// kindOf is the row of obj, if this writer may write it.
+func (w *Writer) kindOf(obj runtime.Object) (*Kind, error) {
+	k, err := KindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	if w.kinds != nil && !w.kinds[k.GVK] {
+		return nil, fmt.Errorf("the operator does not write %s in this mode", k.GVK.Kind)
+	}
+	return k, nil
+}
+
+// Apply makes the object in the cluster what required says, unless the cache shows it already
 // is. It returns the object as the apiserver answered, or the cached one when nothing was
 // written. A field that cannot change (a StorageClass's parameters, a binding's roleRef) makes
 // it delete and re-create the object, keeping the labels and annotations others put on it.
-func (o *Operator) apply(ctx context.Context, required runtime.Object) (runtime.Object, error) {
-	k, err := kindOf(required)
+func (w *Writer) Apply(ctx context.Context, required runtime.Object) (runtime.Object, error) {
+	k, err := w.kindOf(required)
 	if err != nil {
 		return nil, err
 	}
 	required = required.DeepCopyObject()
 	meta := required.(metav1.Object)
-	if k.namespaced && meta.GetNamespace() == "" {
-		meta.SetNamespace(o.cfg.Namespace)
+	if k.Namespaced && meta.GetNamespace() == "" {
+		meta.SetNamespace(w.namespace)
 	}
-	if k.stamp != nil {
-		if err := k.stamp(required); err != nil {
+	if k.Stamp != nil {
+		if err := k.Stamp(required); err != nil {
 			return nil, err
 		}
 	}
-	cached, err := o.cached(k, meta.GetNamespace(), meta.GetName())
+	cached, err := w.cached(k, meta.GetNamespace(), meta.GetName())
 	if err != nil {
 		return nil, err
 	}
-	if cached != nil && k.upToDate(cached, required) {
+	if cached != nil && k.UpToDate(cached, required) {
 		return cached, nil
 	}
-	what := k.gvk.Kind + " " + qualifiedName(meta)
+	what := k.GVK.Kind + " " + qualifiedName(meta)
 	body, err := applyBody(required, k)
 	if err != nil {
 		return nil, err
 	}
-	if cached != nil && k.drifted != nil && k.drifted(cached, required) {
+	if cached != nil && k.Drifted != nil && k.Drifted(cached, required) {
 		// Someone else changed it. An apply sets the operator's fields again but never
 		// removes fields others own (an annotation an admin added to the pod template, a
 		// Secret key): replace the content as a whole first. The apply below then changes
 		// nothing but the field ownership.
 		klog.Infof("%s was changed by someone else; restoring it", what)
-		if err := o.replaceContent(ctx, k, body); err != nil {
+		if err := w.replaceContent(ctx, k, body); err != nil {
 			return nil, err
 		}
 	}
-	out, err := o.serverSideApply(ctx, k, body)
+	out, err := w.serverSideApply(ctx, k, body)
 	if apierrors.IsInvalid(err) && cached != nil {
-		return o.recreate(ctx, k, cached, required, apiReason(err))
+		return w.recreate(ctx, k, cached, required, APIReason(err))
 	}
 	if err != nil {
 		return nil, err
@@ -94,26 +140,26 @@ func (o *Operator) apply(ctx context.Context, required runtime.Object) (runtime.
 	if cached == nil {
 		reason, verb = "Created", "Created"
 	}
-	o.recordWrite(k, required, reason, verb+" "+what)
+	w.recordWrite(k, required, reason, verb+" "+what)
 	return out, nil
 }
 
-func (o *Operator) recordWrite(k *kind, required runtime.Object, reason, msg string) {
-	if k.detail != nil {
-		msg += " (" + k.detail(required) + ")"
+func (w *Writer) recordWrite(k *Kind, required runtime.Object, reason, msg string) {
+	if k.Detail != nil {
+		msg += " (" + k.Detail(required) + ")"
 	}
-	o.recorder.Eventf(k.gvk.Kind+reason, "%s", msg)
+	w.recorder.Eventf(k.GVK.Kind+reason, "%s", msg)
 }
 
 // recreate deletes the cached object and creates the required one, with the labels and
 // annotations others had put on the old one. It creates by POST, not apply, so that those stay
 // outside the operator's manager, as they were.
-func (o *Operator) recreate(ctx context.Context, k *kind, cached, required runtime.Object, why string) (runtime.Object, error) {
+func (w *Writer) recreate(ctx context.Context, k *Kind, cached, required runtime.Object, why string) (runtime.Object, error) {
 	cm, rm := cached.(metav1.Object), required.(metav1.Object)
-	what := k.gvk.Kind + " " + qualifiedName(rm)
+	what := k.GVK.Kind + " " + qualifiedName(rm)
 	klog.Infof("%s: %s; re-creating it", what, why)
 	uid := cm.GetUID()
-	if err := o.remove(ctx, k, rm.GetNamespace(), rm.GetName(), &uid); err != nil && !apierrors.IsNotFound(err) {
+	if err := w.remove(ctx, k, rm.GetNamespace(), rm.GetName(), &uid); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
 	fresh, err := applyBody(required, k)
@@ -122,30 +168,30 @@ func (o *Operator) recreate(ctx context.Context, k *kind, cached, required runti
 	}
 	fresh.SetLabels(union(cm.GetLabels(), rm.GetLabels()))
 	fresh.SetAnnotations(union(cm.GetAnnotations(), rm.GetAnnotations()))
-	out, err := o.create(ctx, k, fresh)
+	out, err := w.create(ctx, k, fresh)
 	if err == nil {
-		o.recordWrite(k, required, "Recreated", "Re-created "+what+": a field that cannot change had to")
+		w.recordWrite(k, required, "Recreated", "Re-created "+what+": a field that cannot change had to")
 	}
 	return out, err
 }
 
 // cached returns the object of that namespace and name from the kind's informer, nil when the
 // cache has none.
-func (o *Operator) cached(k *kind, namespace, name string) (runtime.Object, error) {
+func (w *Writer) cached(k *Kind, namespace, name string) (runtime.Object, error) {
 	var indexer interface {
 		GetByKey(string) (any, bool, error)
 	}
-	if k.informer != nil {
-		indexer = k.informer(&o.inf).GetIndexer()
+	if k.Informer != nil {
+		indexer = k.Informer(w.inf).GetIndexer()
 	} else {
-		inf := o.dynamicInformer(k.gvr())
+		inf := w.inf.Dynamic(k.GVR())
 		if !inf.HasSynced() {
-			return nil, errNotCached
+			return nil, ErrNotCached
 		}
 		indexer = inf.GetIndexer()
 	}
 	key := name
-	if k.namespaced {
+	if k.Namespaced {
 		key = namespace + "/" + name
 	}
 	obj, ok, err := indexer.GetByKey(key)
@@ -155,33 +201,36 @@ func (o *Operator) cached(k *kind, namespace, name string) (runtime.Object, erro
 	return obj.(runtime.Object), nil
 }
 
-// inCache reports whether the cache holds an object of obj's kind and name.
-func (o *Operator) inCache(obj runtime.Object) bool {
-	k, err := kindOf(obj)
+// InCache reports whether the cache holds an object of obj's kind and name.
+func (w *Writer) InCache(obj runtime.Object) bool {
+	k, err := KindOf(obj)
 	if err != nil {
 		return false
 	}
 	m := obj.(metav1.Object)
 	ns := m.GetNamespace()
-	if k.namespaced && ns == "" {
-		ns = o.cfg.Namespace
+	if k.Namespaced && ns == "" {
+		ns = w.namespace
 	}
-	cached, err := o.cached(k, ns, m.GetName())
+	cached, err := w.cached(k, ns, m.GetName())
 	return err == nil && cached != nil
 }
 
-// deleteIfPresent deletes an object the cache still shows, for managementState Removed.
-func (o *Operator) deleteIfPresent(ctx context.Context, obj runtime.Object) error {
-	if !o.inCache(obj) {
+// DeleteIfPresent deletes an object the cache still shows, for managementState Removed.
+func (w *Writer) DeleteIfPresent(ctx context.Context, obj runtime.Object) error {
+	if !w.InCache(obj) {
 		return nil
 	}
-	k, _ := kindOf(obj)
+	k, err := w.kindOf(obj)
+	if err != nil {
+		return err
+	}
 	m := obj.(metav1.Object)
 	ns := m.GetNamespace()
-	if k.namespaced && ns == "" {
-		ns = o.cfg.Namespace
+	if k.Namespaced && ns == "" {
+		ns = w.namespace
 	}
-	if err := o.remove(ctx, k, ns, m.GetName(), nil); err != nil && !apierrors.IsNotFound(err) {
+	if err := w.remove(ctx, k, ns, m.GetName(), nil); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil
@@ -189,70 +238,70 @@ func (o *Operator) deleteIfPresent(ctx context.Context, obj runtime.Object) erro
 
 // serverSideApply sends an apply patch under the operator's field manager, forcing ownership
 // of the fields it sets: they are the operator's to keep.
-func (o *Operator) serverSideApply(ctx context.Context, k *kind, body *unstructured.Unstructured) (runtime.Object, error) {
-	if err := writeAllowed(ctx); err != nil {
+func (w *Writer) serverSideApply(ctx context.Context, k *Kind, body *unstructured.Unstructured) (runtime.Object, error) {
+	if err := WriteAllowed(ctx); err != nil {
 		return nil, err
 	}
 	b, err := json.Marshal(body.Object)
 	if err != nil {
 		return nil, err
 	}
-	if k.client == nil {
-		ri := o.kube.dynamic.Resource(k.gvr())
-		if k.namespaced {
+	if k.Client == nil {
+		ri := w.kube.Dynamic.Resource(k.GVR())
+		if k.Namespaced {
 			return ri.Namespace(body.GetNamespace()).Patch(ctx, body.GetName(), types.ApplyPatchType, b,
-				metav1.PatchOptions{FieldManager: o.fieldManager(), Force: ptrTrue()})
+				metav1.PatchOptions{FieldManager: w.fieldManager, Force: ptr.To(true)})
 		}
-		return ri.Patch(ctx, body.GetName(), types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: o.fieldManager(), Force: ptrTrue()})
+		return ri.Patch(ctx, body.GetName(), types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: w.fieldManager, Force: ptr.To(true)})
 	}
-	r := k.client(o.kube).Patch(types.ApplyPatchType).Resource(k.resource).Name(body.GetName()).
-		Param("fieldManager", o.fieldManager()).Param("force", "true").Body(b)
-	if k.namespaced {
+	r := k.Client(w.kube).Patch(types.ApplyPatchType).Resource(k.Resource).Name(body.GetName()).
+		Param("fieldManager", w.fieldManager).Param("force", "true").Body(b)
+	if k.Namespaced {
 		r = r.Namespace(body.GetNamespace())
 	}
 	return r.Do(ctx).Get()
 }
 
-func (o *Operator) create(ctx context.Context, k *kind, body *unstructured.Unstructured) (runtime.Object, error) {
-	if err := writeAllowed(ctx); err != nil {
+func (w *Writer) create(ctx context.Context, k *Kind, body *unstructured.Unstructured) (runtime.Object, error) {
+	if err := WriteAllowed(ctx); err != nil {
 		return nil, err
 	}
-	if k.client == nil {
-		ri := o.kube.dynamic.Resource(k.gvr())
-		if k.namespaced {
-			return ri.Namespace(body.GetNamespace()).Create(ctx, body, metav1.CreateOptions{FieldManager: o.fieldManager()})
+	if k.Client == nil {
+		ri := w.kube.Dynamic.Resource(k.GVR())
+		if k.Namespaced {
+			return ri.Namespace(body.GetNamespace()).Create(ctx, body, metav1.CreateOptions{FieldManager: w.fieldManager})
 		}
-		return ri.Create(ctx, body, metav1.CreateOptions{FieldManager: o.fieldManager()})
+		return ri.Create(ctx, body, metav1.CreateOptions{FieldManager: w.fieldManager})
 	}
 	b, err := json.Marshal(body.Object)
 	if err != nil {
 		return nil, err
 	}
-	r := k.client(o.kube).Post().Resource(k.resource).Param("fieldManager", o.fieldManager()).Body(b)
-	if k.namespaced {
+	r := k.Client(w.kube).Post().Resource(k.Resource).Param("fieldManager", w.fieldManager).Body(b)
+	if k.Namespaced {
 		r = r.Namespace(body.GetNamespace())
 	}
 	return r.Do(ctx).Get()
 }
 
 // remove deletes an object of the kind; with uid, only that very object.
-func (o *Operator) remove(ctx context.Context, k *kind, namespace, name string, uid *types.UID) error {
-	if err := writeAllowed(ctx); err != nil {
+func (w *Writer) remove(ctx context.Context, k *Kind, namespace, name string, uid *types.UID) error {
+	if err := WriteAllowed(ctx); err != nil {
 		return err
 	}
 	opts := metav1.DeleteOptions{}
 	if uid != nil {
 		opts.Preconditions = &metav1.Preconditions{UID: uid}
 	}
-	if k.client == nil {
-		ri := o.kube.dynamic.Resource(k.gvr())
-		if k.namespaced {
+	if k.Client == nil {
+		ri := w.kube.Dynamic.Resource(k.GVR())
+		if k.Namespaced {
 			return ri.Namespace(namespace).Delete(ctx, name, opts)
 		}
 		return ri.Delete(ctx, name, opts)
 	}
-	r := k.client(o.kube).Delete().Resource(k.resource).Name(name).Body(&opts)
-	if k.namespaced {
+	r := k.Client(w.kube).Delete().Resource(k.Resource).Name(name).Body(&opts)
+	if k.Namespaced {
 		r = r.Namespace(namespace)
 	}
 	return r.Do(ctx).Error()
@@ -261,7 +310,7 @@ func (o *Operator) remove(ctx context.Context, k *kind, namespace, name string, 
 // applyBody is what the operator applies: the required object without its status and without
 // the metadata the apiserver keeps (generation, resourceVersion, ...), and no nulls, which an
 // apply would read as fields to own.
-func applyBody(required runtime.Object, k *kind) (*unstructured.Unstructured, error) {
+func applyBody(required runtime.Object, k *Kind) (*unstructured.Unstructured, error) {
 	u, err := contentOf(required, k)
 	if err != nil {
 		return nil, err
@@ -274,7 +323,7 @@ func applyBody(required runtime.Object, k *kind) (*unstructured.Unstructured, er
 
 // contentOf is the object as JSON without status and with no metadata but its name and
 // namespace, for an apply or a replacement.
-func contentOf(obj runtime.Object, k *kind) (*unstructured.Unstructured, error) {
+func contentOf(obj runtime.Object, k *Kind) (*unstructured.Unstructured, error) {
 	var content map[string]any
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		content = u.DeepCopy().Object
@@ -288,9 +337,9 @@ func contentOf(obj runtime.Object, k *kind) (*unstructured.Unstructured, error) 
 	u := &unstructured.Unstructured{Object: dropNulls(content)}
 	delete(u.Object, "status")
 	u.Object["metadata"] = map[string]any{}
-	u.SetGroupVersionKind(k.gvk)
+	u.SetGroupVersionKind(k.GVK)
 	u.SetName(m.GetName())
-	if k.namespaced {
+	if k.Namespaced {
 		u.SetNamespace(m.GetNamespace())
 	}
 	return u, nil
@@ -298,13 +347,13 @@ func contentOf(obj runtime.Object, k *kind) (*unstructured.Unstructured, error) 
 
 // replaceContent reads the live object and writes it back with every field but its metadata
 // and status replaced by body's, keeping the labels and annotations others put on it.
-func (o *Operator) replaceContent(ctx context.Context, k *kind, body *unstructured.Unstructured) error {
-	if err := writeAllowed(ctx); err != nil {
+func (w *Writer) replaceContent(ctx context.Context, k *Kind, body *unstructured.Unstructured) error {
+	if err := WriteAllowed(ctx); err != nil {
 		return err
 	}
-	var ri dynamic.ResourceInterface = o.kube.dynamic.Resource(k.gvr())
-	if k.namespaced {
-		ri = o.kube.dynamic.Resource(k.gvr()).Namespace(body.GetNamespace())
+	var ri dynamic.ResourceInterface = w.kube.Dynamic.Resource(k.GVR())
+	if k.Namespaced {
+		ri = w.kube.Dynamic.Resource(k.GVR()).Namespace(body.GetNamespace())
 	}
 	live, err := ri.Get(ctx, body.GetName(), metav1.GetOptions{})
 	if err != nil {
@@ -326,7 +375,7 @@ func (o *Operator) replaceContent(ctx context.Context, k *kind, body *unstructur
 	}
 	live.SetLabels(union(live.GetLabels(), body.GetLabels()))
 	live.SetAnnotations(union(live.GetAnnotations(), body.GetAnnotations()))
-	_, err = ri.Update(ctx, live, metav1.UpdateOptions{FieldManager: o.fieldManager()})
+	_, err = ri.Update(ctx, live, metav1.UpdateOptions{FieldManager: w.fieldManager})
 	return err
 }
 
@@ -361,7 +410,7 @@ func setSpecHash(meta *metav1.ObjectMeta, spec any) error {
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	meta.Annotations[specHashAnnotation] = fmt.Sprintf("%x", sha256.Sum256(b))
+	meta.Annotations[SpecHashAnnotation] = fmt.Sprintf("%x", sha256.Sum256(b))
 	return nil
 }
 
@@ -416,21 +465,14 @@ func qualifiedName(m metav1.Object) string {
 	return m.GetName()
 }
 
-func ptrTrue() *bool { b := true; return &b }
-
-// patchStorageClassAnnotations sets or (nil) removes annotations of a StorageClass.
-func (o *Operator) patchStorageClassAnnotations(ctx context.Context, name string, annotations map[string]*string) error {
+// PatchStorageClassAnnotations sets or (nil) removes annotations of a StorageClass.
+func (w *Writer) PatchStorageClassAnnotations(ctx context.Context, name string, annotations map[string]*string) error {
+	if w.kinds != nil && !w.kinds[storagev1.SchemeGroupVersion.WithKind("StorageClass")] {
+		return fmt.Errorf("the operator does not write StorageClass in this mode")
+	}
 	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}
-	return o.kube.storage.Patch(types.MergePatchType).Resource("storageclasses").Name(name).Body(b).Do(ctx).Error()
-}
-
-// fieldManager is the field manager of the operator's writes in its mode.
-func (o *Operator) fieldManager() string {
-	if o.companion() {
-		return companionFieldManager
-	}
-	return fieldManager
+	return w.kube.Storage.Patch(types.MergePatchType).Resource("storageclasses").Name(name).Body(b).Do(ctx).Error()
 }

@@ -1,4 +1,4 @@
-package controllers
+package machinery
 
 import (
 	"net/http"
@@ -17,8 +17,9 @@ var KubeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Kubernetes API requests made by the operator, by client, verb and HTTP code.",
 }, []string{"client", "verb", "code"})
 
-// countRequests wraps a transport of the given client.
-func countRequests(client string) func(http.RoundTripper) http.RoundTripper {
+// CountRequests wraps a transport of the given client so that its requests count in
+// KubeRequests.
+func CountRequests(client string) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return kubeCounter{client: client, next: rt}
 	}

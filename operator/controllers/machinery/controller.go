@@ -1,0 +1,167 @@
+package machinery
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// SyncFunc is a controller's sync: it looks at everything the controller is responsible for.
+// c is the controller running it (for RequeueAfter); nil in a unit test of the sync.
+type SyncFunc func(ctx context.Context, c *Controller) error
+
+// Controller runs one sync function, in the style of library-go's controllers: after any
+// change in the informers it watches, every resync period, and again with backoff after an
+// error. There is one queue key: a sync looks at everything it is responsible for.
+type Controller struct {
+	name      string
+	sync      SyncFunc
+	informers []cache.SharedIndexInformer
+	resync    time.Duration
+	// gate, when set, must say yes for a sync to run (the platform check); a skipped sync
+	// still counts in syncs.
+	gate  func() bool
+	queue workqueue.TypedRateLimitingInterface[string]
+	// syncs counts finished syncs, so that a test can wait for the controller to have looked
+	// again rather than for time to pass.
+	syncs atomic.Int64
+}
+
+const queueKey = "key"
+
+// Loop is what every controller of one operator shares: the resync period, the gate of its
+// writes (nil: always open), and the informers every controller reacts to.
+type Loop struct {
+	Resync time.Duration
+	Gate   func() bool
+	Common []cache.SharedIndexInformer
+}
+
+// Controller wires a sync function to the loop's common informers and the extra ones given.
+func (l Loop) Controller(name string, sync SyncFunc, extra ...cache.SharedIndexInformer) *Controller {
+	return NewController(name, l.Resync, l.Gate, sync, append(append([]cache.SharedIndexInformer(nil), l.Common...), extra...)...)
+}
+
+// Ungated is the loop without its gate, for the controller that decides the gate.
+func (l Loop) Ungated() Loop {
+	l.Gate = nil
+	return l
+}
+
+// NewController runs sync after changes in informers, every resync and after errors; gate, when
+// not nil, must say yes for a sync to run.
+func NewController(name string, resync time.Duration, gate func() bool, sync SyncFunc, informers ...cache.SharedIndexInformer) *Controller {
+	return &Controller{
+		name:      name,
+		sync:      sync,
+		informers: informers,
+		resync:    resync,
+		gate:      gate,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+	}
+}
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return c.name }
+
+// Syncs is how many syncs the controller has finished (skipped ones included).
+func (c *Controller) Syncs() int64 { return c.syncs.Load() }
+
+// Enqueue asks for a sync.
+func (c *Controller) Enqueue() { c.queue.Add(queueKey) }
+
+// RequeueAfter asks for another sync after d (something the sync waits for is not cached yet).
+func (c *Controller) RequeueAfter(d time.Duration) { c.queue.AddAfter(queueKey, d) }
+
+// EventHandler enqueues a sync on every event of an informer.
+func (c *Controller) EventHandler() cache.ResourceEventHandler {
+	enqueue := func(any) { c.Enqueue() }
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+}
+
+// Run syncs until ctx ends. The informers must be started by the caller.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.queue.ShutDown()
+	synced := make([]cache.InformerSynced, 0, len(c.informers))
+	for _, inf := range c.informers {
+		reg, err := inf.AddEventHandler(c.EventHandler())
+		if err != nil {
+			klog.Errorf("%s: %v", c.name, err)
+			return
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	if !cache.WaitForNamedCacheSync(c.name, ctx.Done(), synced...) {
+		return
+	}
+	go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(queueKey) }, c.resync)
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if c.gate != nil && !c.gate() {
+		c.syncs.Add(1)
+		c.queue.Forget(key)
+		return true
+	}
+	syncCtx := ctx
+	if c.gate != nil {
+		syncCtx = WithGate(ctx, c.gate)
+	}
+	err := c.sync(syncCtx, c)
+	c.syncs.Add(1)
+	if errors.Is(err, ErrSteppedAside) {
+		err = nil // the gate closed during the sync: nothing more to do until it opens
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			klog.Errorf("%s: %v", c.name, err)
+		}
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// gateKey carries a controller's gate to the writes of its sync, which check it again right
+// before each request: a sync that began before the platform took over (or the cluster changed
+// mode) writes nothing after, however long its calls to the cloud took.
+type gateKey struct{}
+
+// WithGate carries gate to the writes made with ctx.
+func WithGate(ctx context.Context, gate func() bool) context.Context {
+	return context.WithValue(ctx, gateKey{}, gate)
+}
+
+// ErrSteppedAside is what a write returns when its sync's gate has closed meanwhile.
+var ErrSteppedAside = errors.New("not written: the cluster changed mode during the sync, the operator stepped aside")
+
+// WriteAllowed is nil unless ctx carries a gate that is now closed.
+func WriteAllowed(ctx context.Context) error {
+	if gate, ok := ctx.Value(gateKey{}).(func() bool); ok && !gate() {
+		return ErrSteppedAside
+	}
+	return nil
+}

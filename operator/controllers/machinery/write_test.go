@@ -1,0 +1,62 @@
+package machinery
+
+import (
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The apply body holds what the operator sets and nothing the apiserver keeps: no status, no
+// server-side metadata, no nulls (which an apply would make the operator own).
+func TestApplyBody(t *testing.T) {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Generation: 7, ResourceVersion: "9", UID: "u",
+			Labels: map[string]string{"app": "x"}, Annotations: map[string]string{SpecHashAnnotation: "h"}},
+		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To(int32(2)), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "i"}}}}},
+		Status: appsv1.DeploymentStatus{Replicas: 2},
+	}
+	k, err := KindOf(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := applyBody(d, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "c", "namespace": "ns", "labels": map[string]any{"app": "x"}, "annotations": map[string]any{SpecHashAnnotation: "h"}},
+		"spec": map[string]any{"replicas": int64(2), "strategy": map[string]any{},
+			"template": map[string]any{"metadata": map[string]any{}, "spec": map[string]any{"containers": []any{map[string]any{"name": "a", "image": "i", "resources": map[string]any{}}}}}},
+	}
+	if !reflect.DeepEqual(u.Object, want) {
+		t.Errorf("apply body:\n got %v\nwant %v", u.Object, want)
+	}
+
+}
+
+// A key of the driver Secret the operator does not set is others' to remove only by taking over.
+func TestSecretDrift(t *testing.T) {
+	k, _ := KindOf(&corev1.Secret{})
+	cached := &corev1.Secret{Data: map[string][]byte{"os-password": []byte("p"), "os-userName": []byte("u")}}
+	req := &corev1.Secret{Data: map[string][]byte{"os-applicationCredentialID": []byte("a"), "os-userName": []byte("u")}}
+	if k.UpToDate(cached, req) || !k.Drifted(cached, req) {
+		t.Errorf("a rotation from password to application credential: upToDate %v, drifted %v", k.UpToDate(cached, req), k.Drifted(cached, req))
+	}
+	if !k.UpToDate(cached, cached) || k.Drifted(cached, cached) {
+		t.Errorf("same data: upToDate %v, drifted %v", k.UpToDate(cached, cached), k.Drifted(cached, cached))
+	}
+}
+
+func TestDropNulls(t *testing.T) {
+	got := dropNulls(map[string]any{"a": nil, "b": map[string]any{"c": nil, "d": 1}, "e": []any{map[string]any{"f": nil}}})
+	want := map[string]any{"b": map[string]any{"d": 1}, "e": []any{map[string]any{}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("dropNulls = %v", got)
+	}
+}
+
