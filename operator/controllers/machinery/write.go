@@ -465,8 +465,13 @@ func qualifiedName(m metav1.Object) string {
 	return m.GetName()
 }
 
-// PatchStorageClassAnnotations sets or (nil) removes annotations of a StorageClass.
+// PatchStorageClassAnnotations sets or (nil) removes annotations of a StorageClass. Like every
+// write, it is made only while the sync's gate is open: a class of this name may be the
+// platform's once it took over.
 func (w *Writer) PatchStorageClassAnnotations(ctx context.Context, name string, annotations map[string]*string) error {
+	if err := WriteAllowed(ctx); err != nil {
+		return err
+	}
 	if w.kinds != nil && !w.kinds[storagev1.SchemeGroupVersion.WithKind("StorageClass")] {
 		return fmt.Errorf("the operator does not write StorageClass in this mode")
 	}

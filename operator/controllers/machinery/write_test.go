@@ -1,12 +1,18 @@
 package machinery
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -60,3 +66,50 @@ func TestDropNulls(t *testing.T) {
 	}
 }
 
+// The share-type-gone annotation is patched onto a StorageClass by name. A class of that name
+// may be the platform's once it took over, so the patch, like every other write, is made only
+// while the sync's gate is open; and a writer restricted to other kinds makes none.
+func TestPatchStorageClassAnnotationsGate(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.Method != http.MethodPatch || r.URL.Path != "/apis/storage.k8s.io/v1/storageclasses/csi-manila-default" {
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"csi-manila-default"},"provisioner":"manila.csi.openstack.org"}`))
+	}))
+	defer srv.Close()
+	kube, err := NewClients(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(kube, nil, WriterOptions{Namespace: "ns", FieldManager: "test"})
+	now := "2026-01-01T00:00:00Z"
+	ann := map[string]*string{"manila.csi.openstack.org/share-type-gone": &now}
+
+	open, closed := WithGate(context.Background(), func() bool { return true }), WithGate(context.Background(), func() bool { return false })
+	if err := w.PatchStorageClassAnnotations(closed, "csi-manila-default", ann); err != ErrSteppedAside {
+		t.Errorf("with the gate closed: %v, want %v", err, ErrSteppedAside)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("with the gate closed: %d requests, want none", n)
+	}
+	if err := w.PatchStorageClassAnnotations(open, "csi-manila-default", ann); err != nil {
+		t.Errorf("with the gate open: %v", err)
+	}
+	if err := w.PatchStorageClassAnnotations(context.Background(), "csi-manila-default", ann); err != nil {
+		t.Errorf("without a gate: %v", err)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("with the gate open and without one: %d requests, want 2", n)
+	}
+
+	secretsOnly := NewWriter(kube, nil, WriterOptions{Namespace: "ns", FieldManager: "test", Kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Secret")}})
+	if err := secretsOnly.PatchStorageClassAnnotations(open, "csi-manila-default", ann); err == nil {
+		t.Error("a writer of Secrets only patched a StorageClass")
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("a writer of Secrets only: %d requests in all, want 2", n)
+	}
+}
