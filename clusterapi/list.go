@@ -11,7 +11,7 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/attach"
 )
 
 // Status is one line of `clusterapi list`.
@@ -30,14 +30,14 @@ type Status struct {
 	Machines   int `json:"machines"`
 	OnTemplate int `json:"onTemplate"`
 	// Note says why it is n/a.
-	Note     string                        `json:"note,omitempty"`
-	Recorded *machinesets.AttachmentRecord `json:"recorded,omitempty"`
+	Note     string         `json:"note,omitempty"`
+	Recorded *attach.Record `json:"recorded,omitempty"`
 }
 
 // List reports the MachineSets and MachineDeployments of a namespace (four LISTs: both kinds,
 // the templates, the OpenStackMachines). It looks for the IDs of want; when want is empty, for
 // those recorded on each by Patch.
-func List(ctx context.Context, dyn dynamic.Interface, namespace string, want machinesets.Attachment) ([]Status, error) {
+func List(ctx context.Context, dyn dynamic.Interface, namespace string, want attach.Attachment) ([]Status, error) {
 	objects, err := listObjects(ctx, dyn, namespace, nil)
 	if err != nil {
 		return nil, err
@@ -57,9 +57,9 @@ func List(ctx context.Context, dyn dynamic.Interface, namespace string, want mac
 	return out, nil
 }
 
-func statusOf(o object, templates map[string]*unstructured.Unstructured, machines []unstructured.Unstructured, want machinesets.Attachment) Status {
+func statusOf(o object, templates map[string]*unstructured.Unstructured, machines []unstructured.Unstructured, want attach.Attachment) Status {
 	ref := refOf(o.u)
-	st := Status{Kind: o.kind, Namespace: o.u.GetNamespace(), Name: o.u.GetName(), Template: ref.Name, Recorded: machinesets.RecordIn(o.u.GetAnnotations())}
+	st := Status{Kind: o.kind, Namespace: o.u.GetNamespace(), Name: o.u.GetName(), Template: ref.Name, Recorded: attach.RecordIn(o.u.GetAnnotations())}
 	st.Replicas, _, _ = unstructured.NestedInt64(o.u.Object, "spec", "replicas")
 	// Cluster API labels a Machine, and the OpenStackMachine cloned for it, with its set or
 	// deployment.
@@ -79,31 +79,31 @@ func statusOf(o object, templates map[string]*unstructured.Unstructured, machine
 	tmpl := templates[ref.Name]
 	switch {
 	case paused(o) != "":
-		st.StorageNetwork, st.SecurityGroups, st.Note = machinesets.StateNA, machinesets.StateNA, paused(o)
+		st.StorageNetwork, st.SecurityGroups, st.Note = attach.StateNA, attach.StateNA, paused(o)
 		return st
 	case madeByDeployment(o) != "":
-		st.StorageNetwork, st.SecurityGroups, st.Note = machinesets.StateNA, machinesets.StateNA, "made by MachineDeployment "+madeByDeployment(o)
+		st.StorageNetwork, st.SecurityGroups, st.Note = attach.StateNA, attach.StateNA, "made by MachineDeployment "+madeByDeployment(o)
 		return st
 	case !ref.isOpenStackTemplate():
-		st.StorageNetwork, st.SecurityGroups, st.Note = machinesets.StateNA, machinesets.StateNA, fmt.Sprintf("machines made from a %s, not an OpenStackMachineTemplate", orNone(ref.Kind))
+		st.StorageNetwork, st.SecurityGroups, st.Note = attach.StateNA, attach.StateNA, fmt.Sprintf("machines made from a %s, not an OpenStackMachineTemplate", orNone(ref.Kind))
 		return st
 	case tmpl == nil:
-		st.StorageNetwork, st.SecurityGroups, st.Note = machinesets.StateNA, machinesets.StateNA, fmt.Sprintf("OpenStackMachineTemplate %q not found", ref.Name)
+		st.StorageNetwork, st.SecurityGroups, st.Note = attach.StateNA, attach.StateNA, fmt.Sprintf("OpenStackMachineTemplate %q not found", ref.Name)
 		return st
 	}
 	var t infrav1.OpenStackMachineTemplate
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl.Object, &t); err != nil {
-		st.StorageNetwork, st.SecurityGroups, st.Note = machinesets.StateNA, machinesets.StateNA, err.Error()
+		st.StorageNetwork, st.SecurityGroups, st.Note = attach.StateNA, attach.StateNA, err.Error()
 		return st
 	}
 	if len(want.Networks) == 0 && len(want.SecurityGroups) == 0 && st.Recorded != nil {
 		want = st.Recorded.Attachment
 	}
 	spec := t.Spec.Template.Spec
-	st.StorageNetwork = machinesets.AttachState(want.Networks, func(id string) bool { return hasPortOn(spec.Ports, id) })
-	st.SecurityGroups = machinesets.AttachState(want.SecurityGroups, func(id string) bool { return hasGroup(spec.SecurityGroups, id) })
+	st.StorageNetwork = attach.AttachState(want.Networks, func(id string) bool { return hasPortOn(spec.Ports, id) })
+	st.SecurityGroups = attach.AttachState(want.SecurityGroups, func(id string) bool { return hasGroup(spec.SecurityGroups, id) })
 	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
-		st.SecurityGroups = machinesets.StateAttached // nothing asked for, nothing missing
+		st.SecurityGroups = attach.StateAttached // nothing asked for, nothing missing
 	}
 	return st
 }

@@ -9,53 +9,32 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
-// Options say what to attach to which sets and deployments.
-type Options struct {
-	Attachment machinesets.Attachment
+// OpenShiftNamespace is where OpenShift keeps the Cluster API copies of its Machine API
+// MachineSets (the Machine API → Cluster API migration).
+const OpenShiftNamespace = "openshift-cluster-api"
+
+// Scope says which MachineSets and MachineDeployments Patch works on, and what it leaves.
+type Scope struct {
 	// Namespace is where the MachineSets, MachineDeployments and templates are (required).
 	Namespace string
 	// Names picks by name: "NAME" (a MachineSet or a MachineDeployment of that name),
 	// "machineset/NAME" or "machinedeployment/NAME". None: every one of the namespace.
 	Names []string
 	// Kinds restricts to these kinds (KindMachineSet, KindMachineDeployment); none: both.
-	Kinds  []string
-	DryRun bool
+	Kinds []string
 	// KeepTemplates leaves the templates manila-setup replaced in place even when unused.
 	KeepTemplates bool
-	// Checker looks the IDs up in Neutron before anything is written (nil: not checked).
-	Checker machinesets.IDChecker
-	By      string
-	Now     func() time.Time
-	// Concurrency is how many sets are patched at once; zero: machinesets.DefaultPatchConcurrency.
-	Concurrency int
-}
-
-// Result is what happened to one MachineSet or MachineDeployment: what a Machine API
-// MachineSet's patch says (Action one of machinesets' Action constants, Role unused), with its
-// kind and the templates.
-type Result struct {
-	machinesets.PatchResult
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	// Template is the OpenStackMachineTemplate its machines are (or would be) made from now;
-	// OldTemplate the one it was pointed away from.
-	Template    string `json:"template,omitempty"`
-	OldTemplate string `json:"oldTemplate,omitempty"`
-	// Rolls says who replaces the running machines.
-	Rolls string `json:"rolls,omitempty"`
 }
 
 // TemplateResult is what happened to a template manila-setup replaced earlier.
@@ -68,133 +47,109 @@ type TemplateResult struct {
 
 // Report is what Patch did.
 type Report struct {
-	Results []Result `json:"results"`
+	Results []attach.Result `json:"results"`
 	// Templates are the replaced templates looked at after patching: deleted once unused.
 	Templates []TemplateResult `json:"templates,omitempty"`
 }
 
 // Patch attaches the storage networks and security groups to the selected MachineSets and
-// MachineDeployments of a namespace: one LIST of each kind and of the templates, then, per set
-// that lacks something, one CREATE of its new template (shared by the sets that shared the old
-// one) and one JSON PATCH of the set (with its resourceVersion, retried on conflict). Then the
-// templates it replaced, in this run or before, are deleted where no set and no Machine uses
-// them any more.
-func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) (*Report, error) {
-	if opts.Namespace == "" {
+// MachineDeployments of a namespace (attach.Patch over Target): one LIST of each kind and of the
+// templates, then, per set that lacks something, one CREATE of its new template (shared by the
+// sets that shared the old one) and one JSON PATCH of the set (with its resourceVersion,
+// retried on conflict). Then the templates it replaced, in this run or before, are deleted
+// where no set and no Machine uses them any more.
+func Patch(ctx context.Context, dyn dynamic.Interface, scope Scope, opts attach.Options) (*Report, error) {
+	if scope.Namespace == "" {
 		return nil, fmt.Errorf("the namespace of the Cluster API objects is required")
 	}
-	now, err := opts.check(ctx)
-	if err != nil {
-		return nil, err
+	results, err := attach.Patch(ctx, NewTarget(dyn, scope), opts)
+	report := &Report{Results: results}
+	if err != nil || opts.DryRun || scope.KeepTemplates {
+		return report, err
 	}
-	objects, err := listObjects(ctx, dyn, opts.Namespace, opts.Kinds)
-	if err != nil {
-		return nil, err
-	}
-	picked, err := pick(objects, opts.Names, opts.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	templates, err := listTemplates(ctx, dyn, opts.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	p := &patcher{dyn: dyn, opts: opts, now: now, templates: templates, creating: map[string]*creation{}}
-	report := &Report{Results: make([]Result, len(picked))}
-	workers := opts.Concurrency
-	if workers <= 0 {
-		workers = machinesets.DefaultPatchConcurrency
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	errs := make([]error, len(picked))
-	for i, o := range picked {
-		g.Go(func() error {
-			report.Results[i], errs[i] = p.patchOne(gctx, o)
-			return errs[i]
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return report, fmt.Errorf("%w; %s", firstError(errs), alreadyDone(report.Results))
-	}
-	if opts.DryRun || opts.KeepTemplates {
-		return report, nil
-	}
-	report.Templates, err = prune(ctx, dyn, opts.Namespace)
+	report.Templates, err = prune(ctx, dyn, scope.Namespace)
 	return report, err
 }
 
-func (opts Options) check(ctx context.Context) (func() time.Time, error) {
-	if errs := opts.Attachment.Validate(); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	if err := machinesets.CheckIDs(ctx, opts.Checker, opts.Attachment); err != nil {
-		return nil, err
-	}
-	if opts.Now != nil {
-		return opts.Now, nil
-	}
-	return time.Now, nil
-}
-
-// patcher patches sets concurrently; templates holds those of the namespace by name.
-type patcher struct {
-	dyn  dynamic.Interface
-	opts Options
-	now  func() time.Time
+// Target is the Cluster API MachineSets and MachineDeployments of a scope as an attach.Target.
+// One Target serves one Patch: it keeps the namespace's templates and the CREATEs under way.
+type Target struct {
+	dyn   dynamic.Interface
+	scope Scope
 
 	mu        sync.Mutex
 	templates map[string]*unstructured.Unstructured
 	creating  map[string]*creation
 }
 
-// patchOne plans and applies one set, reading it again and starting over when a concurrent
-// writer makes the PATCH conflict.
-func (p *patcher) patchOne(ctx context.Context, o object) (Result, error) {
-	gvr := gvrOf(o.kind)
-	api := p.dyn.Resource(gvr).Namespace(o.u.GetNamespace())
-	var res Result
-	attempt, retries := 0, 0
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if attempt++; attempt > 1 {
-			retries++
-			fresh, err := api.Get(ctx, o.u.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			o.u = fresh
-		}
-		tmpl, err := p.template(ctx, o)
-		if err != nil {
-			return err
-		}
-		pl, err := planFor(o, tmpl, p.opts, p.now())
-		if err != nil {
-			return err
-		}
-		res = pl.result
-		res.ConflictRetries = retries
-		switch {
-		case res.Action != machinesets.ActionPatched:
-			return nil
-		case p.opts.DryRun:
-			res.Action, res.Diff = machinesets.ActionWouldPatch, pl.diff()
-			return nil
-		}
-		if err := p.create(ctx, pl.template); err != nil {
-			return err
-		}
-		_, err = api.Patch(ctx, o.u.GetName(), types.JSONPatchType, pl.patch, metav1.PatchOptions{FieldManager: "manila-setup"})
-		return err
-	})
+// NewTarget is the Target of scope in the cluster of dyn.
+func NewTarget(dyn dynamic.Interface, scope Scope) *Target {
+	return &Target{dyn: dyn, scope: scope, creating: map[string]*creation{}}
+}
+
+// Select lists the sets, the deployments and the templates, and picks those of the scope.
+func (t *Target) Select(ctx context.Context) ([]attach.Selected[object], error) {
+	objects, err := listObjects(ctx, t.dyn, t.scope.Namespace, t.scope.Kinds)
 	if err != nil {
-		return res, fmt.Errorf("patching %s: %w", o, err)
+		return nil, err
 	}
-	return res, nil
+	picked, err := pick(objects, t.scope.Names, t.scope.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	templates, err := listTemplates(ctx, t.dyn, t.scope.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.templates = templates
+	t.mu.Unlock()
+	out := make([]attach.Selected[object], len(picked))
+	for i, o := range picked {
+		out[i] = attach.Selected[object]{Object: o}
+	}
+	return out, nil
+}
+
+// Ref names a set or deployment in messages.
+func (*Target) Ref(o object) attach.Ref {
+	return attach.Ref{Kind: o.kind, Namespace: o.u.GetNamespace(), Name: o.u.GetName(), Resource: gvrOf(o.kind).GroupResource().String()}
+}
+
+// Plan plans o against the template it is made from now.
+func (t *Target) Plan(ctx context.Context, o object, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
+	tmpl, err := t.template(ctx, o)
+	if err != nil {
+		return attach.Plan{}, err
+	}
+	pl, err := planFor(o, tmpl, a, by, now)
+	if err != nil {
+		return attach.Plan{}, err
+	}
+	return attach.Plan{Result: pl.result, Change: pl, Diff: pl.diff}, nil
+}
+
+// Write creates the new template (once for the sets that share it), then points o at it.
+func (t *Target) Write(ctx context.Context, o object, p attach.Plan) error {
+	pl := p.Change.(*plan)
+	if err := t.create(ctx, pl.template); err != nil {
+		return err
+	}
+	_, err := t.dyn.Resource(gvrOf(o.kind)).Namespace(o.u.GetNamespace()).Patch(ctx, o.u.GetName(), types.JSONPatchType, pl.patch, metav1.PatchOptions{FieldManager: "manila-setup"})
+	return err
+}
+
+// Get reads o again.
+func (t *Target) Get(ctx context.Context, o object) (object, error) {
+	fresh, err := t.dyn.Resource(gvrOf(o.kind)).Namespace(o.u.GetNamespace()).Get(ctx, o.u.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return o, err
+	}
+	return object{kind: o.kind, u: fresh}, nil
 }
 
 // template is the template o's machines are made from, nil when it does not exist.
-func (p *patcher) template(ctx context.Context, o object) (*unstructured.Unstructured, error) {
+func (p *Target) template(ctx context.Context, o object) (*unstructured.Unstructured, error) {
 	ref := refOf(o.u)
 	if !ref.isOpenStackTemplate() {
 		return nil, nil
@@ -203,7 +158,7 @@ func (p *patcher) template(ctx context.Context, o object) (*unstructured.Unstruc
 	p.mu.Lock()
 	t, ok := p.templates[ref.Name]
 	p.mu.Unlock()
-	if ok && ns == p.opts.Namespace {
+	if ok && ns == p.scope.Namespace {
 		return t, nil
 	}
 	t, err := p.dyn.Resource(TemplateGVR).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -216,7 +171,7 @@ func (p *patcher) template(ctx context.Context, o object) (*unstructured.Unstruc
 // create creates a new template once; one that exists with the same spec (made by an earlier
 // run that stopped before patching the set) is used as it is. Sets that share the new template
 // wait for the one CREATE; the others go on in parallel.
-func (p *patcher) create(ctx context.Context, t *unstructured.Unstructured) error {
+func (p *Target) create(ctx context.Context, t *unstructured.Unstructured) error {
 	p.mu.Lock()
 	c, started := p.creating[t.GetName()]
 	if !started {
@@ -330,7 +285,7 @@ func pick(objects []object, names []string, namespace string) ([]object, error) 
 			}
 		}
 		if !found {
-			return nil, machinesets.NewSelectionError(fmt.Sprintf("--name: Not found: %q: no Cluster API MachineSet or MachineDeployment of that name in namespace %s", n, namespace))
+			return nil, attach.NewSelectionError(fmt.Sprintf("--name: Not found: %q: no Cluster API MachineSet or MachineDeployment of that name in namespace %s", n, namespace))
 		}
 	}
 	return out, nil
@@ -341,27 +296,4 @@ func gvrOf(kind string) schema.GroupVersionResource {
 		return MachineDeploymentGVR
 	}
 	return MachineSetGVR
-}
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("interrupted")
-}
-
-// alreadyDone says which sets were patched before a failure.
-func alreadyDone(results []Result) string {
-	var names []string
-	for _, r := range results {
-		if r.Action == machinesets.ActionPatched {
-			names = append(names, r.Kind+" "+r.Name)
-		}
-	}
-	if len(names) == 0 {
-		return "no set was changed"
-	}
-	return "already patched: " + strings.Join(names, ", ")
 }

@@ -17,9 +17,8 @@ import (
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
-	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
 
 // The resources this package reads and writes.
@@ -96,7 +95,7 @@ func paused(o object) string {
 
 // plan is what attaching does to one MachineSet or MachineDeployment.
 type plan struct {
-	result Result
+	result attach.Result
 	// template is the new template to create; nil when nothing changes.
 	template *unstructured.Unstructured
 	// patch is the JSON patch of the set or deployment: infrastructureRef.name and the record.
@@ -125,44 +124,41 @@ type networkParam struct {
 // planFor decides what to do to o, whose template is tmpl (nil: not found): skipped, unchanged
 // (the template has a port on every network and every security group), or patched: a new
 // template and the patch pointing o at it.
-func planFor(o object, tmpl *unstructured.Unstructured, opts Options, now time.Time) (*plan, error) {
+func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by string, now time.Time) (*plan, error) {
 	ref := refOf(o.u)
-	p := &plan{result: Result{
-		PatchResult: machinesets.PatchResult{Name: o.u.GetName()},
-		Kind:        o.kind, Namespace: o.u.GetNamespace(), Template: ref.Name,
-	}}
+	p := &plan{result: attach.Result{Kind: o.kind, Namespace: o.u.GetNamespace(), Name: o.u.GetName(), Template: ref.Name}}
 	r := &p.result
 	switch {
 	case paused(o) != "":
-		r.Action, r.Reason = machinesets.ActionSkipped, paused(o)
+		r.Action, r.Reason = attach.ActionSkipped, paused(o)
 		return p, nil
 	case madeByDeployment(o) != "":
-		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("made by MachineDeployment %s, which is patched instead", madeByDeployment(o))
+		r.Action, r.Reason = attach.ActionSkipped, fmt.Sprintf("made by MachineDeployment %s, which is patched instead", madeByDeployment(o))
 		return p, nil
 	case !ref.isOpenStackTemplate():
-		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("its machines are made from a %s (%s), not an OpenStackMachineTemplate", orNone(ref.Kind), orNone(ref.APIVersion))
+		r.Action, r.Reason = attach.ActionSkipped, fmt.Sprintf("its machines are made from a %s (%s), not an OpenStackMachineTemplate", orNone(ref.Kind), orNone(ref.APIVersion))
 		return p, nil
 	case tmpl == nil:
-		r.Action, r.Reason = machinesets.ActionInvalid, fmt.Sprintf("spec.template.spec.infrastructureRef: Not found: OpenStackMachineTemplate %q in namespace %s", ref.Name, templateNamespace(o, ref))
+		r.Action, r.Reason = attach.ActionInvalid, fmt.Sprintf("spec.template.spec.infrastructureRef: Not found: OpenStackMachineTemplate %q in namespace %s", ref.Name, templateNamespace(o, ref))
 		return p, nil
 	}
 	var t infrav1.OpenStackMachineTemplate
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl.Object, &t); err != nil {
-		r.Action, r.Reason = machinesets.ActionInvalid, fmt.Sprintf("OpenStackMachineTemplate %s/%s does not read as CAPO's v1beta1: %v", tmpl.GetNamespace(), tmpl.GetName(), err)
+		r.Action, r.Reason = attach.ActionInvalid, fmt.Sprintf("OpenStackMachineTemplate %s/%s does not read as CAPO's v1beta1: %v", tmpl.GetNamespace(), tmpl.GetName(), err)
 		return p, nil
 	}
 	spec := t.Spec.Template.Spec
 	var ops []jsonPatchOp
 	const specPath = "/spec/template/spec"
 	var newPorts []any
-	for _, id := range opts.Attachment.Networks {
+	for _, id := range a.Networks {
 		if !hasPortOn(spec.Ports, id) && !slices.Contains(r.AddedNetworks, neutronid.Key(id)) {
 			newPorts = append(newPorts, port{Network: networkParam{ID: neutronid.Key(id)}, Description: PortDescription})
 			r.AddedNetworks = append(r.AddedNetworks, neutronid.Key(id))
 		}
 	}
 	var newGroups []any
-	for _, id := range opts.Attachment.SecurityGroups {
+	for _, id := range a.SecurityGroups {
 		if !hasGroup(spec.SecurityGroups, id) && !slices.Contains(r.AddedSecurityGroups, neutronid.Key(id)) {
 			newGroups = append(newGroups, networkParam{ID: neutronid.Key(id)})
 			r.AddedSecurityGroups = append(r.AddedSecurityGroups, neutronid.Key(id))
@@ -172,7 +168,7 @@ func planFor(o object, tmpl *unstructured.Unstructured, opts Options, now time.T
 		r.Warning = fmt.Sprintf("%s: OpenStackMachineTemplate %s names the network of %s by filter: if that is the storage network, the machines get two ports on it; remove the one manila-setup added (description %q)", o, tmpl.GetName(), filtered, PortDescription)
 	}
 	if len(newPorts) == 0 && len(newGroups) == 0 {
-		r.Action, r.Reason = machinesets.ActionUnchanged, "its template already has a port on every storage network and every security group"
+		r.Action, r.Reason = attach.ActionUnchanged, "its template already has a port on every storage network and every security group"
 		return p, nil
 	}
 	if len(newPorts) > 0 {
@@ -195,10 +191,10 @@ func planFor(o object, tmpl *unstructured.Unstructured, opts Options, now time.T
 			}
 		}
 	}
-	if err := p.newTemplate(tmpl, ops, opts, now); err != nil {
+	if err := p.newTemplate(tmpl, ops, a, by, now); err != nil {
 		return nil, fmt.Errorf("%s: %w", o, err)
 	}
-	r.Action, r.OldTemplate, r.Template = machinesets.ActionPatched, tmpl.GetName(), p.template.GetName()
+	r.Action, r.OldTemplate, r.Template = attach.ActionPatched, tmpl.GetName(), p.template.GetName()
 	r.Rolls = rolls(o.kind, o.u.GetNamespace())
 
 	// The set or deployment: its resourceVersion as precondition (409 when it changed since it
@@ -208,7 +204,7 @@ func planFor(o object, tmpl *unstructured.Unstructured, opts Options, now time.T
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: rv})
 	}
 	ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/template/spec/infrastructureRef/name", Value: p.template.GetName()})
-	ops = append(ops, recordOp(o.u.GetAnnotations(), machinesets.Attachment{Networks: r.AddedNetworks, SecurityGroups: r.AddedSecurityGroups}, opts.By, now))
+	ops = append(ops, recordOp(o.u.GetAnnotations(), attach.Attachment{Networks: r.AddedNetworks, SecurityGroups: r.AddedSecurityGroups}, by, now))
 	var err error
 	p.patch, err = json.Marshal(ops)
 	return p, err
@@ -218,7 +214,7 @@ func planFor(o object, tmpl *unstructured.Unstructured, opts Options, now time.T
 // annotations and owners, the record of what was attached and the name of the template it
 // replaces, named after the old one and a hash of the new spec (so the sets that shared a
 // template share the new one, and a run that stopped half-way finds it again).
-func (p *plan) newTemplate(old *unstructured.Unstructured, ops []jsonPatchOp, opts Options, now time.Time) error {
+func (p *plan) newTemplate(old *unstructured.Unstructured, ops []jsonPatchOp, a attach.Attachment, by string, now time.Time) error {
 	oldSpec, _, _ := unstructured.NestedMap(old.Object, "spec")
 	oldJSON, err := json.Marshal(map[string]any{"spec": oldSpec})
 	if err != nil {
@@ -251,11 +247,11 @@ func (p *plan) newTemplate(old *unstructured.Unstructured, ops []jsonPatchOp, op
 		annotations = map[string]string{}
 	}
 	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	record, err := json.Marshal(machinesets.RecordIn(annotations).Merged(opts.Attachment, now, opts.By))
+	record, err := json.Marshal(attach.RecordIn(annotations).Merged(a, now, by))
 	if err != nil {
 		return err
 	}
-	annotations[attachment.Annotation] = string(record)
+	annotations[attach.Annotation] = string(record)
 	annotations[ReplacesAnnotation] = old.GetName()
 	t.SetAnnotations(annotations)
 	p.template = t
@@ -287,12 +283,12 @@ func templateName(old *unstructured.Unstructured, hash string) string {
 
 // recordOp is the JSON-patch operation that writes the attachment record, merged with the one
 // already in annotations.
-func recordOp(annotations map[string]string, a machinesets.Attachment, by string, now time.Time) jsonPatchOp {
-	record, _ := json.Marshal(machinesets.RecordIn(annotations).Merged(a, now, by))
+func recordOp(annotations map[string]string, a attach.Attachment, by string, now time.Time) jsonPatchOp {
+	record, _ := json.Marshal(attach.RecordIn(annotations).Merged(a, now, by))
 	if len(annotations) == 0 {
-		return jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attachment.Annotation: string(record)}}
+		return jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attach.Annotation: string(record)}}
 	}
-	return jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(attachment.Annotation, "/", "~1"), Value: string(record)}
+	return jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(attach.Annotation, "/", "~1"), Value: string(record)}
 }
 
 // rolls says who replaces the running machines of a kind, in namespace.
@@ -310,8 +306,8 @@ func (p *plan) diff() string {
 	var before, after any
 	_ = json.Unmarshal(p.before, &before)
 	_ = json.Unmarshal(p.after, &after)
-	return machinesets.YAMLDiff(fmt.Sprintf("OpenStackMachineTemplate %s/%s spec.template.spec", r.Namespace, r.OldTemplate), before, after) +
-		machinesets.YAMLDiff(fmt.Sprintf("%s %s/%s spec.template.spec.infrastructureRef", r.Kind, r.Namespace, r.Name),
+	return attach.YAMLDiff(fmt.Sprintf("OpenStackMachineTemplate %s/%s spec.template.spec", r.Namespace, r.OldTemplate), before, after) +
+		attach.YAMLDiff(fmt.Sprintf("%s %s/%s spec.template.spec.infrastructureRef", r.Kind, r.Namespace, r.Name),
 			map[string]string{"kind": TemplateKind, "name": r.OldTemplate}, map[string]string{"kind": TemplateKind, "name": r.Template})
 }
 

@@ -15,7 +15,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // MachineGVR is the resource of Cluster API's Machines.
@@ -91,7 +90,7 @@ func (c *capiTarget) API() rollout.API {
 
 // rolloutCommand is the command that rolls the Cluster API MachineSets of namespace.
 func rolloutCommand(namespace string) string {
-	if namespace == machinesets.ClusterAPINamespace {
+	if namespace == OpenShiftNamespace {
 		return "manila-setup clusterapi rollout"
 	}
 	return "manila-setup clusterapi rollout -n " + namespace

@@ -12,16 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-)
-
-// How far a MachineSet has what List was asked about.
-const (
-	StateAttached = "attached" // every ID is in the providerSpec
-	StatePartial  = "partial"  // some are
-	StateMissing  = "missing"  // none is
-	StateUnknown  = "unknown"  // no IDs to look for: none given and none recorded
-	StateNA       = "n/a"      // not an OpenStack MachineSet, or a broken one
 )
 
 // SetStatus is one line of `machinesets list`.
@@ -43,8 +35,8 @@ type SetStatus struct {
 	Wanted   int `json:"wanted"`
 	// Note says why the set is n/a, or that a rollout is in progress.
 	Note string `json:"note,omitempty"`
-	// Recorded is what manila-setup attached to the set, from the AttachmentAnnotation.
-	Recorded *AttachmentRecord `json:"recorded,omitempty"`
+	// Recorded is what manila-setup attached to the set, from the attach.Annotation.
+	Recorded *attach.Record `json:"recorded,omitempty"`
 	// ClusterAPI says Cluster API is authoritative for the set (ClusterAPIAuthoritative): it is
 	// n/a here, and its machines follow its Cluster API copy of the same name in
 	// ClusterAPINamespace, which is where the storage network is attached.
@@ -53,7 +45,7 @@ type SetStatus struct {
 
 // List reports every MachineSet in openshift-machine-api (two LISTs: MachineSets and Machines).
 // It looks for the IDs of want; when want is empty, for those recorded on each set by Patch.
-func List(ctx context.Context, client machineclient.Interface, want Attachment) ([]SetStatus, error) {
+func List(ctx context.Context, client machineclient.Interface, want attach.Attachment) ([]SetStatus, error) {
 	sets, err := client.MachineV1beta1().MachineSets(Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, listError("MachineSets", err)
@@ -70,12 +62,12 @@ func List(ctx context.Context, client machineclient.Interface, want Attachment) 
 	return out, nil
 }
 
-func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, want Attachment) SetStatus {
+func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, want attach.Attachment) SetStatus {
 	st := SetStatus{
 		Name:          ms.Name,
 		Role:          Role(ms),
 		ReadyReplicas: ms.Status.ReadyReplicas,
-		Recorded:      RecordOf(ms),
+		Recorded:      attach.RecordIn(ms.Annotations),
 	}
 	if ms.Spec.Replicas != nil {
 		st.Replicas = *ms.Spec.Replicas
@@ -84,13 +76,13 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 		st.Note = "rollout in progress: run `manila-setup machinesets rollout` to finish it"
 	}
 	if why := NotMachineAPIAuthoritative(ms); why != "" {
-		st.StorageNetwork, st.SecurityGroups, st.Note = StateNA, StateNA, why
+		st.StorageNetwork, st.SecurityGroups, st.Note = attach.StateNA, attach.StateNA, why
 		st.ClusterAPI = ClusterAPIAuthoritative(ms)
 		return st
 	}
 	spec, err := DecodeProviderSpec(templateProviderSpec(ms))
 	if err != nil {
-		st.StorageNetwork, st.SecurityGroups = StateNA, StateNA
+		st.StorageNetwork, st.SecurityGroups = attach.StateNA, attach.StateNA
 		var notOpenStack *NotOpenStackError
 		if errors.As(err, &notOpenStack) {
 			st.Note = "not OpenStack: " + err.Error()
@@ -102,10 +94,10 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	if len(want.Networks) == 0 && len(want.SecurityGroups) == 0 && st.Recorded != nil {
 		want = st.Recorded.Attachment
 	}
-	st.StorageNetwork = AttachState(want.Networks, spec.HasNetwork)
-	st.SecurityGroups = AttachState(want.SecurityGroups, spec.HasSecurityGroup)
+	st.StorageNetwork = attach.AttachState(want.Networks, spec.HasNetwork)
+	st.SecurityGroups = attach.AttachState(want.SecurityGroups, spec.HasSecurityGroup)
 	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
-		st.SecurityGroups = StateAttached // nothing asked for, nothing missing
+		st.SecurityGroups = attach.StateAttached // nothing asked for, nothing missing
 	}
 	st.Wanted = int(st.Replicas)
 	if v, err := strconv.Atoi(ms.Annotations[rollout.OriginalReplicasAnnotation]); err == nil {
@@ -131,26 +123,6 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	return st
 }
 
-// AttachState says whether an object has every one of ids (attached), some (partial) or none
-// (missing); unknown when no ID is asked about.
-func AttachState(ids []string, has func(string) bool) string {
-	if len(ids) == 0 {
-		return StateUnknown
-	}
-	n := 0
-	for _, id := range ids {
-		if has(id) {
-			n++
-		}
-	}
-	switch n {
-	case len(ids):
-		return StateAttached
-	case 0:
-		return StateMissing
-	}
-	return StatePartial
-}
 
 // machineRunning: the Machine has a Node and is Running, what the list can tell without reading
 // Nodes (the rollout also waits for the Node to be Ready).

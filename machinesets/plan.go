@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
-	"github.com/manila-setup/manila-setup/internal/textdiff"
 	"strings"
 	"time"
 
+	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/textdiff"
+
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	"sigs.k8s.io/yaml"
 )
 
 // providerSpecPointer is the JSON pointer of the providerSpec inside a MachineSet.
@@ -43,25 +44,21 @@ type Plan struct {
 	previewErr    error
 }
 
-// result fills res with what the plan means before anything is written, and says whether the
-// patch is to be written: not when the set is skipped, invalid or unchanged, nor on a dry run
-// (would-patch, with the diff).
-func (p *Plan) result(res *PatchResult, dryRun bool) bool {
-	res.AddedNetworks, res.AddedSecurityGroups, res.Warning = p.AddNetworks, p.AddSecurityGroups, p.Warning
+// Result is what the plan means before anything is written: patched when it writes, else
+// invalid, skipped or unchanged.
+func (p *Plan) Result() attach.Result {
+	res := attach.Result{Kind: "MachineSet", Namespace: Namespace, Name: p.Name, Role: p.Role, Action: attach.ActionPatched,
+		AddedNetworks: p.AddNetworks, AddedSecurityGroups: p.AddSecurityGroups, Warning: p.Warning}
 	res.ClusterAPI = p.ms != nil && ClusterAPIAuthoritative(p.ms)
 	switch {
 	case p.Invalid:
-		res.Action, res.Reason = ActionInvalid, p.Skip
+		res.Action, res.Reason = attach.ActionInvalid, p.Skip
 	case p.Skip != "":
-		res.Action, res.Reason = ActionSkipped, p.Skip
+		res.Action, res.Reason = attach.ActionSkipped, p.Skip
 	case !p.Changed():
-		res.Action, res.Reason = ActionUnchanged, "already attached"
-	case dryRun:
-		res.Action, res.Diff = ActionWouldPatch, p.Diff()
-	default:
-		return true
+		res.Action, res.Reason = attach.ActionUnchanged, "already attached"
 	}
-	return false
+	return res
 }
 
 // Changed reports whether the plan writes anything.
@@ -72,12 +69,12 @@ func (p *Plan) Changed() bool { return p.Patch != nil }
 func (p *Plan) Preview() (before, after string, err error) {
 	if !p.previewed {
 		p.previewed = true
-		p.before = toYAML(templateProviderSpec(p.ms))
+		p.before = attach.ToYAML(templateProviderSpec(p.ms))
 		p.after = p.before
 		if p.Changed() {
 			var raw []byte
 			if raw, p.previewErr = applyToProviderSpec(p.ms, p.Patch); p.previewErr == nil {
-				p.after = toYAML(raw)
+				p.after = attach.ToYAML(raw)
 			}
 		}
 	}
@@ -117,8 +114,8 @@ type securityGroup struct {
 }
 
 // PlanPatch computes the patch that attaches want to ms, recording now and by in the
-// AttachmentAnnotation. It never fails: a MachineSet that cannot be patched gets a Skip reason.
-func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by string) *Plan {
+// attach.Annotation. It never fails: a MachineSet that cannot be patched gets a Skip reason.
+func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.Time, by string) *Plan {
 	p := &Plan{Name: ms.Name, Role: Role(ms), ResourceVersion: ms.ResourceVersion, ms: ms}
 	if IsControlPlane(p.Role) {
 		p.Skip = fmt.Sprintf("control-plane MachineSet (role %s): control-plane machines are never touched", p.Role)
@@ -138,12 +135,12 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by
 		return p
 	}
 	for _, id := range want.Networks {
-		if !spec.HasNetwork(id) && !containsID(p.AddNetworks, id) {
+		if !spec.HasNetwork(id) && !attach.ContainsID(p.AddNetworks, id) {
 			p.AddNetworks = append(p.AddNetworks, neutronid.Key(id))
 		}
 	}
 	for _, id := range want.SecurityGroups {
-		if !spec.HasSecurityGroup(id) && !containsID(p.AddSecurityGroups, id) {
+		if !spec.HasSecurityGroup(id) && !attach.ContainsID(p.AddSecurityGroups, id) {
 			p.AddSecurityGroups = append(p.AddSecurityGroups, neutronid.Key(id))
 		}
 	}
@@ -171,11 +168,11 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want Attachment, now time.Time, by
 	}
 	ops = append(ops, appendOps(spec.Fields, "securityGroups", sgs)...)
 
-	record, _ := json.Marshal(RecordOf(ms).Merged(want, now, by))
+	record, _ := json.Marshal(attach.RecordIn(ms.Annotations).Merged(want, now, by))
 	if len(ms.Annotations) == 0 {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{AttachmentAnnotation: string(record)}})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attach.Annotation: string(record)}})
 	} else {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(AttachmentAnnotation), Value: string(record)})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(attach.Annotation), Value: string(record)})
 	}
 	p.Patch, _ = json.Marshal(ops)
 	return p
@@ -232,27 +229,4 @@ func applyToProviderSpec(ms *machinev1beta1.MachineSet, patch []byte) ([]byte, e
 		return nil, err
 	}
 	return out.Spec.Template.Spec.ProviderSpec.Value, nil
-}
-
-// YAMLDiff is a unified diff of two values as YAML (sorted keys, as `oc get -o yaml` shows
-// them), titled; "" when they are the same.
-func YAMLDiff(title string, before, after any) string {
-	b, errB := json.Marshal(before)
-	a, errA := json.Marshal(after)
-	if errB != nil || errA != nil {
-		return fmt.Sprintf("(no preview: %v %v)\n", errB, errA)
-	}
-	return textdiff.Unified(title, title+" (patched)", []byte(toYAML(b)), []byte(toYAML(a)))
-}
-
-// toYAML renders JSON as YAML with sorted keys, the way `oc get -o yaml` shows it.
-func toYAML(raw []byte) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	y, err := yaml.JSONToYAML(raw)
-	if err != nil {
-		return string(raw)
-	}
-	return string(y)
 }

@@ -15,12 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
-	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
 
 // GVR is the NodePool resource of HyperShift.
@@ -32,11 +30,8 @@ const MaxAdditionalPorts = 10
 // PortDescription is the description of the ports manila-setup adds.
 const PortDescription = "Manila storage network (manila-setup)"
 
-// Options say what to attach to which NodePools.
-type Options struct {
-	// Attachment holds the storage networks; security groups cannot be given per port on a
-	// NodePool and are only reported (Result.Warning).
-	Attachment machinesets.Attachment
+// Scope says which NodePools Patch works on.
+type Scope struct {
 	// Namespace restricts to one namespace (default: all); HostedCluster to the NodePools of
 	// one HostedCluster (spec.clusterName).
 	Namespace     string
@@ -44,106 +39,86 @@ type Options struct {
 	// Names, when set, are the only NodePools patched, each as NAMESPACE/NAME (NodePool names
 	// are unique per namespace only); one that is not there (or not within Namespace and
 	// HostedCluster) is a SelectionError before anything is written.
-	Names  []string
-	DryRun bool
-	// Checker looks the IDs up in Neutron before anything is written (nil: not checked).
-	Checker machinesets.IDChecker
-	By      string
-	Now     func() time.Time
+	Names []string
 }
 
-// Result is what happened to one NodePool: what a MachineSet's patch says (Action is one of
-// machinesets' Action constants; Name is the NodePool's, Role unused; Diff, on a dry run, is of
-// spec.platform.openstack), with where the NodePool is.
-type Result struct {
-	machinesets.PatchResult
-	Namespace     string `json:"namespace"`
-	HostedCluster string `json:"hostedCluster"`
+// Patch adds a port on each storage network to the OpenStack NodePools of scope, where there is
+// none yet (attach.Patch over Target): one LIST, then one JSON PATCH per NodePool that lacks a
+// network (with its resourceVersion as precondition, retried on conflict). Security groups
+// cannot be given per port on a NodePool: they are only reported (Result.Warning).
+func Patch(ctx context.Context, dyn dynamic.Interface, scope Scope, opts attach.Options) ([]attach.Result, error) {
+	opts.NetworksOnly = true
+	return attach.Patch(ctx, Target{Dyn: dyn, Scope: scope}, opts)
 }
 
-// Patch adds a port on each storage network to the OpenStack NodePools selected, where there is
-// none yet: one LIST, then one JSON PATCH per NodePool that lacks a network (with its
-// resourceVersion as precondition, retried on conflict).
-func Patch(ctx context.Context, dyn dynamic.Interface, opts Options) ([]Result, error) {
-	now, err := opts.check(ctx)
+// Target is the NodePools of a scope as an attach.Target (and attach.FileTarget).
+type Target struct {
+	Dyn   dynamic.Interface
+	Scope Scope
+}
+
+// Select lists the NodePools once and picks those of the scope.
+func (t Target) Select(ctx context.Context) ([]attach.Selected[*unstructured.Unstructured], error) {
+	if err := t.Scope.check(); err != nil {
+		return nil, err
+	}
+	pools, err := list(ctx, t.Dyn, t.Scope.Namespace, t.Scope.HostedCluster)
 	if err != nil {
 		return nil, err
 	}
-	pools, err := list(ctx, dyn, opts.Namespace, opts.HostedCluster)
-	if err != nil {
+	if pools, err = pick(pools, t.Scope.Names, t.Scope.Namespace, t.Scope.HostedCluster); err != nil {
 		return nil, err
 	}
-	if pools, err = pick(pools, opts.Names, opts.Namespace, opts.HostedCluster); err != nil {
-		return nil, err
+	out := make([]attach.Selected[*unstructured.Unstructured], len(pools))
+	for i := range pools {
+		out[i] = attach.Selected[*unstructured.Unstructured]{Object: &pools[i]}
 	}
-	var results []Result
-	for _, u := range pools {
-		res, err := patchOne(ctx, dyn, u, opts, now)
-		if err != nil {
-			return results, fmt.Errorf("patching NodePool %s/%s: %w; %s", u.GetNamespace(), u.GetName(), err, done(results))
-		}
-		results = append(results, res)
-	}
-	return results, nil
+	return out, nil
 }
 
-// check validates the attachment and, with a Checker, looks the networks up (security groups
-// are not attached to NodePools); it returns the clock.
-func (opts Options) check(ctx context.Context) (func() time.Time, error) {
-	if errs := opts.Attachment.Validate(); len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	for _, n := range opts.Names {
+// check refuses names that are not NAMESPACE/NAME.
+func (s Scope) check() error {
+	for _, n := range s.Names {
 		if ns, name, ok := strings.Cut(n, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return nil, machinesets.NewSelectionError(fmt.Sprintf("NodePool %q: must be NAMESPACE/NAME, such as clusters/%s-workers", n, orNone(strings.Trim(n, "/"))))
+			return attach.NewSelectionError(fmt.Sprintf("NodePool %q: must be NAMESPACE/NAME, such as clusters/%s-workers", n, orNone(strings.Trim(n, "/"))))
 		}
 	}
-	if err := machinesets.CheckIDs(ctx, opts.Checker, machinesets.Attachment{Networks: opts.Attachment.Networks}); err != nil {
-		return nil, err
-	}
-	if opts.Now != nil {
-		return opts.Now, nil
-	}
-	return time.Now, nil
+	return nil
 }
 
-func patchOne(ctx context.Context, dyn dynamic.Interface, u unstructured.Unstructured, opts Options, now func() time.Time) (Result, error) {
-	api := dyn.Resource(GVR).Namespace(u.GetNamespace())
-	var res Result
-	attempt := 0
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if attempt > 0 {
-			res.ConflictRetries++
-			fresh, err := api.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			u = *fresh
-		}
-		attempt++
-		plan, err := planPatch(&u, opts, now())
-		if err != nil {
-			return err
-		}
-		retries := res.ConflictRetries
-		res = plan.result
-		res.ConflictRetries = retries
-		switch {
-		case res.Action != machinesets.ActionPatched:
-			return nil
-		case opts.DryRun:
-			res.Action, res.Diff = machinesets.ActionWouldPatch, plan.diff()
-			return nil
-		}
-		_, err = api.Patch(ctx, u.GetName(), types.JSONPatchType, plan.patch, metav1.PatchOptions{FieldManager: "manila-setup"})
-		return err
-	})
-	return res, err
+// Ref names a NodePool in messages.
+func (Target) Ref(u *unstructured.Unstructured) attach.Ref {
+	return attach.Ref{Kind: "NodePool", Namespace: u.GetNamespace(), Name: u.GetName(), Resource: GVR.GroupResource().String()}
+}
+
+// Plan is planPatch as attach.Patch takes it.
+func (t Target) Plan(_ context.Context, u *unstructured.Unstructured, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
+	return t.PlanFile(u, a, now, by)
+}
+
+// PlanFile plans a NodePool of a file as of a cluster.
+func (Target) PlanFile(u *unstructured.Unstructured, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
+	p, err := planPatch(u, a, by, now)
+	if err != nil {
+		return attach.Plan{}, err
+	}
+	return attach.Plan{Result: p.result, Change: attach.FileChange{Patch: p.patch}, Diff: p.diff}, nil
+}
+
+// Write sends the plan's JSON patch.
+func (t Target) Write(ctx context.Context, u *unstructured.Unstructured, p attach.Plan) error {
+	_, err := t.Dyn.Resource(GVR).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.JSONPatchType, p.Change.(attach.FileChange).Patch, metav1.PatchOptions{FieldManager: "manila-setup"})
+	return err
+}
+
+// Get reads a NodePool again.
+func (t Target) Get(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return t.Dyn.Resource(GVR).Namespace(u.GetNamespace()).Get(ctx, u.GetName(), metav1.GetOptions{})
 }
 
 // plan is what patching one NodePool would do.
 type plan struct {
-	result Result
+	result attach.Result
 	patch  []byte
 	before *hyperv1.OpenStackNodePoolPlatform
 	ports  []hyperv1.PortSpec // the ports added
@@ -158,40 +133,40 @@ type jsonPatchOp struct {
 // planPatch decides what to do to one NodePool: skipped (not OpenStack, too many ports),
 // unchanged (every network has a port), or patched with the JSON patch that appends the ports
 // and records the attachment.
-func planPatch(u *unstructured.Unstructured, opts Options, now time.Time) (*plan, error) {
+func planPatch(u *unstructured.Unstructured, a attach.Attachment, by string, now time.Time) (*plan, error) {
 	var np hyperv1.NodePool
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &np); err != nil {
 		return nil, fmt.Errorf("reading NodePool %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 	}
-	p := &plan{result: Result{PatchResult: machinesets.PatchResult{Name: np.Name}, Namespace: np.Namespace, HostedCluster: np.Spec.ClusterName}}
+	p := &plan{result: attach.Result{Kind: "NodePool", Namespace: np.Namespace, Name: np.Name, HostedCluster: np.Spec.ClusterName}}
 	r := &p.result
 	if np.Spec.Platform.Type != hyperv1.OpenStackPlatform || np.Spec.Platform.OpenStack == nil {
-		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("platform %s, not OpenStack", orNone(string(np.Spec.Platform.Type)))
+		r.Action, r.Reason = attach.ActionSkipped, fmt.Sprintf("platform %s, not OpenStack", orNone(string(np.Spec.Platform.Type)))
 		return p, nil
 	}
 	p.before = np.Spec.Platform.OpenStack
 	existing := np.Spec.Platform.OpenStack.AdditionalPorts
-	for _, id := range opts.Attachment.Networks {
+	for _, id := range a.Networks {
 		if !hasNetwork(existing, id) && !slices.ContainsFunc(p.ports, func(ps hyperv1.PortSpec) bool { return neutronid.Equal(*ps.Network.ID, id) }) {
 			key := neutronid.Key(id)
 			p.ports = append(p.ports, hyperv1.PortSpec{Network: &hyperv1.NetworkParam{ID: &key}, Description: PortDescription})
 			r.AddedNetworks = append(r.AddedNetworks, key)
 		}
 	}
-	if len(opts.Attachment.SecurityGroups) > 0 {
+	if len(a.SecurityGroups) > 0 {
 		r.Warning = fmt.Sprintf("NodePool %s/%s: security groups %s were not added: a NodePool's additional ports take none of their own; NFS to the export addresses must be allowed by the security groups its HostedCluster gives the nodes, or the port's portSecurityPolicy set to Disabled",
-			np.Namespace, np.Name, strings.Join(opts.Attachment.SecurityGroups, ", "))
+			np.Namespace, np.Name, strings.Join(a.SecurityGroups, ", "))
 	}
 	switch {
 	case len(p.ports) == 0:
-		r.Action, r.Reason = machinesets.ActionUnchanged, "already attached"
+		r.Action, r.Reason = attach.ActionUnchanged, "already attached"
 		return p, nil
 	case len(existing)+len(p.ports) > MaxAdditionalPorts:
-		r.Action, r.Reason = machinesets.ActionSkipped, fmt.Sprintf("spec.platform.openstack.additionalPorts would hold %d ports, more than the %d the NodePool API allows", len(existing)+len(p.ports), MaxAdditionalPorts)
+		r.Action, r.Reason = attach.ActionSkipped, fmt.Sprintf("spec.platform.openstack.additionalPorts would hold %d ports, more than the %d the NodePool API allows", len(existing)+len(p.ports), MaxAdditionalPorts)
 		r.AddedNetworks = nil
 		return p, nil
 	}
-	r.Action = machinesets.ActionPatched
+	r.Action = attach.ActionPatched
 
 	var ops []jsonPatchOp
 	if np.ResourceVersion != "" {
@@ -206,14 +181,14 @@ func planPatch(u *unstructured.Unstructured, opts Options, now time.Time) (*plan
 	} else {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: portsPath, Value: p.ports})
 	}
-	record, err := json.Marshal(machinesets.RecordIn(np.Annotations).Merged(machinesets.Attachment{Networks: r.AddedNetworks}, now, opts.By))
+	record, err := json.Marshal(attach.RecordIn(np.Annotations).Merged(attach.Attachment{Networks: r.AddedNetworks}, now, by))
 	if err != nil {
 		return nil, err
 	}
 	if len(np.Annotations) == 0 {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attachment.Annotation: string(record)}})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attach.Annotation: string(record)}})
 	} else {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(attachment.Annotation, "/", "~1"), Value: string(record)})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(attach.Annotation, "/", "~1"), Value: string(record)})
 	}
 	if p.patch, err = json.Marshal(ops); err != nil {
 		return nil, err
@@ -225,7 +200,7 @@ func planPatch(u *unstructured.Unstructured, opts Options, now time.Time) (*plan
 func (p *plan) diff() string {
 	after := *p.before
 	after.AdditionalPorts = append(slices.Clone(p.before.AdditionalPorts), p.ports...)
-	return machinesets.YAMLDiff(fmt.Sprintf("NodePool %s/%s spec.platform.openstack", p.result.Namespace, p.result.Name), p.before, &after)
+	return attach.YAMLDiff(fmt.Sprintf("NodePool %s/%s spec.platform.openstack", p.result.Namespace, p.result.Name), p.before, &after)
 }
 
 // hasNetwork reports whether a port of ports is on network id.
@@ -257,7 +232,7 @@ func list(ctx context.Context, dyn dynamic.Interface, namespace, cluster string)
 		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
 	})
 	if len(out) == 0 && cluster != "" {
-		return nil, machinesets.NewSelectionError(fmt.Sprintf("no NodePool of HostedCluster %q%s", cluster, inNamespace(namespace)))
+		return nil, attach.NewSelectionError(fmt.Sprintf("no NodePool of HostedCluster %q%s", cluster, inNamespace(namespace)))
 	}
 	return out, nil
 }
@@ -288,7 +263,7 @@ func pick(pools []unstructured.Unstructured, names []string, namespace, cluster 
 		for i, u := range pools {
 			there[i] = u.GetNamespace() + "/" + u.GetName()
 		}
-		return nil, machinesets.NewSelectionError(fmt.Sprintf("NodePool %s not found%s (there: %s)", strings.Join(missing, ", "), where, orNone(strings.Join(there, ", "))))
+		return nil, attach.NewSelectionError(fmt.Sprintf("NodePool %s not found%s (there: %s)", strings.Join(missing, ", "), where, orNone(strings.Join(there, ", "))))
 	}
 	return out, nil
 }
@@ -332,7 +307,7 @@ var ProgressConditions = []string{
 
 // List says, per NodePool, whether it has a port on the storage networks: want's, else those
 // recorded in its annotation.
-func List(ctx context.Context, dyn dynamic.Interface, namespace, cluster string, want machinesets.Attachment) ([]Status, error) {
+func List(ctx context.Context, dyn dynamic.Interface, namespace, cluster string, want attach.Attachment) ([]Status, error) {
 	pools, err := list(ctx, dyn, namespace, cluster)
 	if err != nil {
 		return nil, err
@@ -355,31 +330,18 @@ func List(ctx context.Context, dyn dynamic.Interface, namespace, cluster string,
 			}
 		}
 		nets := want.Networks
-		if rec := machinesets.RecordIn(np.Annotations); len(nets) == 0 && rec != nil {
+		if rec := attach.RecordIn(np.Annotations); len(nets) == 0 && rec != nil {
 			nets = rec.Networks
 		}
 		switch {
 		case np.Spec.Platform.Type != hyperv1.OpenStackPlatform || np.Spec.Platform.OpenStack == nil:
-			st.StorageNetwork, st.Note = machinesets.StateNA, "not OpenStack"
+			st.StorageNetwork, st.Note = attach.StateNA, "not OpenStack"
 		default:
-			st.StorageNetwork = machinesets.AttachState(nets, func(id string) bool { return hasNetwork(np.Spec.Platform.OpenStack.AdditionalPorts, id) })
+			st.StorageNetwork = attach.AttachState(nets, func(id string) bool { return hasNetwork(np.Spec.Platform.OpenStack.AdditionalPorts, id) })
 		}
 		out = append(out, st)
 	}
 	return out, nil
-}
-
-func done(results []Result) string {
-	var names []string
-	for _, r := range results {
-		if r.Action == machinesets.ActionPatched {
-			names = append(names, r.Namespace+"/"+r.Name)
-		}
-	}
-	if len(names) == 0 {
-		return "no NodePool was changed"
-	}
-	return "already patched: " + strings.Join(names, ", ")
 }
 
 func inNamespace(ns string) string {
@@ -396,64 +358,43 @@ func orNone(s string) string {
 	return s
 }
 
-// FileResult is what PatchFile made of a file of NodePools.
-type FileResult struct {
-	// Output is the file with the NodePools patched (only lines added, unless Reformatted).
-	Output      []byte
-	Reformatted bool
-	Results     []Result
-	// Objects are the NodePools of Output, as JSON, in file order.
-	Objects []json.RawMessage
+// PatchFile does what Patch does, to the NodePools of a file (GitOps), with no cluster: the
+// same plan, spliced into the text and checked against it (attach.PatchFile).
+func PatchFile(ctx context.Context, name string, data []byte, scope Scope, opts attach.Options) (*attach.FileResult, error) {
+	opts.NetworksOnly = true
+	return attach.PatchFile(ctx, Target{Scope: scope}, name, data, opts)
 }
 
-// PatchFile does what Patch does, to the NodePools of a file (GitOps), with no cluster: the same
-// plan, spliced into the text and checked against it (internal/filepatch).
-func PatchFile(ctx context.Context, name string, data []byte, opts Options) (*FileResult, error) {
-	now, err := opts.check(ctx)
-	if err != nil {
-		return nil, err
-	}
-	f, err := filepatch.Parse(name, data)
-	if err != nil {
-		return nil, err
-	}
-	res := &FileResult{}
-	patches := map[int][]byte{}
+// FromFile decodes the NodePools of a file and keeps those of the scope's namespace and
+// HostedCluster, in file order.
+func (t Target) FromFile(name string, objects []filepatch.Object) ([]attach.FileSelected[*unstructured.Unstructured], int, error) {
+	var out []attach.FileSelected[*unstructured.Unstructured]
 	found := 0
-	for i, o := range f.Objects() {
+	for i, o := range objects {
 		if !o.Is(hyperv1.GroupVersion.String(), "NodePool") {
 			continue
 		}
 		found++
 		u := &unstructured.Unstructured{}
 		if err := json.Unmarshal(o.JSON, &u.Object); err != nil {
-			return nil, filepatch.Errorf("%s: %s: %v", name, o.Where, err)
+			return nil, 0, filepatch.Errorf("%s: %s: %v", name, o.Where, err)
 		}
-		if c, _, _ := unstructured.NestedString(u.Object, "spec", "clusterName"); opts.HostedCluster != "" && c != opts.HostedCluster {
+		if c, _, _ := unstructured.NestedString(u.Object, "spec", "clusterName"); t.Scope.HostedCluster != "" && c != t.Scope.HostedCluster {
 			continue
 		}
-		if opts.Namespace != "" && u.GetNamespace() != opts.Namespace {
+		if t.Scope.Namespace != "" && u.GetNamespace() != t.Scope.Namespace {
 			continue
 		}
-		p, err := planPatch(u, opts, now())
-		if err != nil {
-			return nil, filepatch.Errorf("%s: %s: %v", name, o.Where, err)
-		}
-		if p.result.Action == machinesets.ActionPatched {
-			patches[i] = p.patch
-		}
-		res.Results = append(res.Results, p.result)
+		out = append(out, attach.FileSelected[*unstructured.Unstructured]{Selected: attach.Selected[*unstructured.Unstructured]{Object: u}, Index: i})
 	}
 	switch {
 	case found == 0:
-		return nil, filepatch.Errorf("%s: no NodePool (apiVersion %s, kind NodePool) in it", name, hyperv1.GroupVersion)
-	case len(res.Results) == 0:
-		return nil, machinesets.NewSelectionError(fmt.Sprintf("no NodePool in %s is of HostedCluster %q%s", name, opts.HostedCluster, inNamespace(opts.Namespace)))
+		return nil, 0, filepatch.Errorf("%s: no NodePool (apiVersion %s, kind NodePool) in it", name, hyperv1.GroupVersion)
+	case len(out) == 0:
+		return nil, 0, attach.NewSelectionError(fmt.Sprintf("no NodePool in %s is of HostedCluster %q%s", name, t.Scope.HostedCluster, inNamespace(t.Scope.Namespace)))
 	}
-	var objects []filepatch.Object
-	if res.Output, res.Reformatted, objects, err = f.Apply(patches, "/metadata/resourceVersion"); err != nil {
-		return nil, err
-	}
-	res.Objects = filepatch.JSONOf(objects, hyperv1.GroupVersion.String(), "NodePool")
-	return res, nil
+	return out, found, nil
 }
+
+// Output: the NodePools of the patched file go to the structured output.
+func (Target) Output(o filepatch.Object) bool { return o.Is(hyperv1.GroupVersion.String(), "NodePool") }

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/attach"
 )
 
 // attachFlags are the flags of every command that attaches the storage network (machinesets,
@@ -52,13 +58,56 @@ func (a *attachFlags) validate(g *GlobalOptions) error {
 	return attachmentFlagErrors(a.attachment(), !a.Discover)
 }
 
-func (a attachFlags) attachment() machinesets.Attachment {
-	return machinesets.Attachment{Networks: a.Networks, SecurityGroups: a.SecurityGroups}
+// options connects to the cloud of --os-cloud, if any, and applies the network policy (with
+// addrs, the nodes' addresses, when the cluster's own nodes are known), saying on standard error
+// which network --discover added and which --force let through; it returns the options of the
+// patch, with the IDs to be looked up in Neutron.
+func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, addrs []netip.Addr) (attach.Options, error) {
+	opts := attach.Options{DryRun: a.DryRun, By: "manila-setup " + version}
+	if g.OSCloud != "" {
+		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
+		cloud, err := (&cloudOptions{global: g, streams: streams}).connect(ctx)
+		if err != nil {
+			return opts, environmentError(fmt.Errorf("--os-cloud %s: %w", g.OSCloud, err))
+		}
+		opts.Checker = attach.NeutronChecker{Client: cloud}
+		nets, err := attach.ResolveNetworks(ctx, cloud, a.Networks, attach.NetworkPolicy{Discover: a.Discover, Force: a.Force, NodeAddresses: addrs})
+		if err != nil {
+			return opts, networkPolicyExit(err)
+		}
+		if d := nets.Discovered; d != nil {
+			fmt.Fprintf(streams.ErrOut, "discovered: network %s: %s\n", d.Network.Label(), strings.Join(d.Reasons, "; "))
+		}
+		for _, p := range nets.Forced {
+			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", p.Index, p.ID, p.Problem)
+		}
+		a.Networks = nets.IDs
+	}
+	opts.Attachment = a.attachment()
+	return opts, nil
+}
+
+// networkPolicyExit gives an error of attach.ResolveNetworks its words and exit code: a network
+// the policy refuses is the user's (1), a cloud that cannot tell is the environment (2).
+func networkPolicyExit(err error) error {
+	var refused *attach.NetworkPolicyError
+	if errors.As(err, &refused) {
+		lines := make([]string, len(refused.Problems))
+		for i, p := range refused.Problems {
+			lines[i] = fmt.Sprintf("--network[%d]: Invalid value: %q: %s", p.Index, p.ID, p.Problem)
+		}
+		return invalidInput(fmt.Errorf("%s\nnothing patched; --force attaches it anyway", strings.Join(lines, "\n")))
+	}
+	return environmentError(fmt.Errorf("nothing patched: %w", err))
+}
+
+func (a attachFlags) attachment() attach.Attachment {
+	return attach.Attachment{Networks: a.Networks, SecurityGroups: a.SecurityGroups}
 }
 
 // attachmentFlagErrors prints the errors of the IDs as one line each, as flags: --network[1]:
 // Invalid value: ... A missing network is an error only when one is required.
-func attachmentFlagErrors(a machinesets.Attachment, networkRequired bool) error {
+func attachmentFlagErrors(a attach.Attachment, networkRequired bool) error {
 	var errs field.ErrorList
 	for _, e := range a.Validate() {
 		if e.Type == field.ErrorTypeRequired && e.Field == "network" && !networkRequired {

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 func newClusterAPICommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -51,7 +51,7 @@ func newClusterAPIListCommand(g *GlobalOptions, streams IOStreams) *cobra.Comman
 		Use:   "list [-n NAMESPACE]",
 		Short: "List the Cluster API MachineSets and MachineDeployments and whether their template has the storage network",
 		Long: `List the Cluster API MachineSets and MachineDeployments of the namespace (default
-` + machinesets.ClusterAPINamespace + `): the OpenStackMachineTemplate their new Machines are made from,
+` + clusterapi.OpenShiftNamespace + `): the OpenStackMachineTemplate their new Machines are made from,
 whether it has a port on the storage network and the security groups (those given with --network
 and --security-group, else those "clusterapi patch" recorded), and how many of their Machines
 were made from it (the others were made from an older template).`,
@@ -60,14 +60,14 @@ were made from it (the others were made from an older template).`,
 	}
 	cmd.Flags().StringSliceVar(&o.Networks, "network", nil, "storage network ID to look for (repeat or comma-separate)")
 	cmd.Flags().StringSliceVar(&o.SecurityGroups, "security-group", nil, "security group ID to look for (repeat or comma-separate)")
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API objects")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", clusterapi.OpenShiftNamespace, "namespace of the Cluster API objects")
 	return cmd
 }
 
 func (o *clusterAPIListOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *clusterAPIListOptions) Validate() error {
-	return attachmentFlagErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}, false)
+	return attachmentFlagErrors(attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}, false)
 }
 
 func (o *clusterAPIListOptions) Run(ctx context.Context) error {
@@ -75,7 +75,7 @@ func (o *clusterAPIListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := clusterapi.List(ctx, dyn, o.Namespace, machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	list, err := clusterapi.List(ctx, dyn, o.Namespace, attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 	if err != nil {
 		return environmentError(err)
 	}
@@ -115,7 +115,7 @@ func newClusterAPIPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Comma
 		Use:   "patch --network ID [--security-group ID] [-n NAMESPACE] [--name [KIND/]NAME...]",
 		Short: "Give Cluster API MachineSets and MachineDeployments a template with a port on the storage network",
 		Long: `For each Cluster API MachineSet and MachineDeployment of the namespace (default
-` + machinesets.ClusterAPINamespace + `) whose machines are made from an OpenStackMachineTemplate that
+` + clusterapi.OpenShiftNamespace + `) whose machines are made from an OpenStackMachineTemplate that
 lacks a port on the storage network or a security group: create a new template, a copy of it
 with {network: {id: ID}} appended to spec.template.spec.ports (the default port written out
 first when ports was empty, as CAPO adds it only then; no allowedAddressPairs) and the security
@@ -145,7 +145,7 @@ stay in the file until no Machine uses them. --in-place writes it back (keeping 
 	o.attachFlags.add(f, attachHelp{objects: "Cluster API objects",
 		securityGroup: "ID of a security group to add (repeat or comma-separate)",
 		force:         "attach a network even where no Manila export location lies"})
-	f.StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API objects")
+	f.StringVarP(&o.Namespace, "namespace", "n", clusterapi.OpenShiftNamespace, "namespace of the Cluster API objects")
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these (NAME, machineset/NAME or machinedeployment/NAME)")
 	f.BoolVar(&o.KeepTemplates, "keep-templates", false, "never delete the templates replaced, even once unused")
 	return cmd
@@ -161,32 +161,21 @@ func (o *clusterAPIPatchOptions) Validate() error {
 }
 
 func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
-	opts := clusterapi.Options{
-		Namespace:     o.Namespace,
-		Names:         o.Names,
-		DryRun:        o.DryRun,
-		KeepTemplates: o.KeepTemplates,
-		By:            "manila-setup " + version,
+	// Cluster API clusters' nodes are not always this cluster's: the machines' own network is
+	// not told, only the Manila exports.
+	opts, err := o.attachFlags.options(ctx, o.g, o.streams, nil)
+	if err != nil {
+		return err
 	}
-	if o.g.OSCloud != "" {
-		cloud, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
-		if err != nil {
-			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
-		}
-		opts.Checker = machinesets.NeutronChecker{Client: cloud}
-		if o.Networks, err = checkStorageNetworks(ctx, cloud, o.Networks, o.Discover, o.Force, nil, o.streams); err != nil {
-			return err
-		}
-	}
-	opts.Attachment = machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}
+	scope := clusterapi.Scope{Namespace: o.Namespace, Names: o.Names, KeepTemplates: o.KeepTemplates}
 	if o.File != "" {
-		return o.runFile(ctx, opts)
+		return o.runFile(ctx, scope, opts)
 	}
 	dyn, err := dynamicClient(o.g)
 	if err != nil {
 		return err
 	}
-	report, err := clusterapi.Patch(ctx, dyn, opts)
+	report, err := clusterapi.Patch(ctx, dyn, scope, opts)
 	if printErr := printClusterAPIReport(o.g, o.streams, report, o.DryRun); printErr != nil && err == nil {
 		err = printErr
 	}
@@ -197,60 +186,33 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 }
 
 // runFile patches the Cluster API objects of -f instead of the cluster's (GitOps).
-func (o *clusterAPIPatchOptions) runFile(ctx context.Context, opts clusterapi.Options) error {
-	name, data, err := readPatchFile(o.File, o.streams)
-	if err != nil {
-		return err
-	}
-	opts.DryRun = false // the file's diff is the dry run
-	res, err := clusterapi.PatchFile(ctx, name, data, opts)
-	if err := patchErrorExit(err); err != nil {
-		return err
-	}
-	err = emitPatchedFile(o.g, o.streams, o.DryRun, o.InPlace, patchedFile{
-		path: o.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
-		results: res.Results,
-		table: func(w io.Writer) error {
-			if _, err := writePatchTable(w, clusterAPILines(res.Results)); err != nil {
-				return err
-			}
-			if len(res.NewTemplates) > 0 {
-				_, err := fmt.Fprintf(w, "new OpenStackMachineTemplate(s) appended: %s; the old ones stay in the file until no Machine uses them\n", strings.Join(res.NewTemplates, ", "))
-				return err
-			}
+func (o *clusterAPIPatchOptions) runFile(ctx context.Context, scope clusterapi.Scope, opts attach.Options) error {
+	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
+		return clusterapi.PatchFile(ctx, name, data, scope, opts)
+	}, func(w io.Writer, res *attach.FileResult) error {
+		if len(res.Appended) == 0 {
 			return nil
-		},
+		}
+		_, err := fmt.Fprintf(w, "new OpenStackMachineTemplate(s) appended: %s; the old ones stay in the file until no Machine uses them\n", strings.Join(res.Appended, ", "))
+		return err
 	})
-	writePatchWarnings(o.streams.ErrOut, clusterAPILines(res.Results))
 	if err != nil {
 		return err
 	}
 	return clusterAPIInvalid(o.g, &clusterapi.Report{Results: res.Results})
 }
 
-// clusterAPILines are the results as the MachineSet table and warnings take them, named
-// kind/name.
-func clusterAPILines(results []clusterapi.Result) []machinesets.PatchResult {
-	out := make([]machinesets.PatchResult, len(results))
-	for i, r := range results {
-		out[i] = r.PatchResult
-		out[i].Name = strings.ToLower(r.Kind) + "/" + r.Name
-	}
-	return out
-}
-
 // printClusterAPIReport prints what Patch did: a line per set, the diffs of a dry run, the
 // templates replaced, and who replaces the running machines.
 func printClusterAPIReport(g *GlobalOptions, streams IOStreams, report *clusterapi.Report, dryRun bool) error {
 	if report == nil {
-		report = &clusterapi.Report{Results: []clusterapi.Result{}}
+		report = &clusterapi.Report{Results: []attach.Result{}}
 	}
 	if g.Output != outputText {
 		return printStructured(streams.Out, g.Output, report)
 	}
 	out := streams.Out
-	lines := clusterAPILines(report.Results)
-	patched, err := writePatchTable(out, lines)
+	patched, err := writePatchTable(out, report.Results)
 	if err != nil {
 		return err
 	}
@@ -271,7 +233,7 @@ func printClusterAPIReport(g *GlobalOptions, streams IOStreams, report *clustera
 			fmt.Fprintf(out, "template %s %s\n", t.Name, t.Reason)
 		}
 	}
-	writePatchWarnings(streams.ErrOut, lines)
+	writePatchWarnings(streams.ErrOut, report.Results)
 	switch {
 	case dryRun:
 		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
@@ -295,7 +257,7 @@ func clusterAPIInvalid(g *GlobalOptions, report *clusterapi.Report) error {
 		return nil
 	}
 	for _, r := range report.Results {
-		if r.Action == machinesets.ActionInvalid {
+		if r.Action == attach.ActionInvalid {
 			if g.Output != outputText {
 				return silentFailure(exitInvalid)
 			}
@@ -325,7 +287,7 @@ func newClusterAPIRolloutCommand(g *GlobalOptions, streams IOStreams) *cobra.Com
 		Use:   "rollout [-n NAMESPACE] [--name NAME...] [--max-surge 1] [--max-unavailable 0] [--timeout 30m]",
 		Short: "Replace the Machines of Cluster API MachineSets not made from their current template, without losing capacity",
 		Long: `Replace, one MachineSet after the other, the Machines of the Cluster API MachineSets of the
-namespace (default ` + machinesets.ClusterAPINamespace + `) that were not made from the set's current
+namespace (default ` + clusterapi.OpenShiftNamespace + `) that were not made from the set's current
 OpenStackMachineTemplate (their OpenStackMachine's cluster.x-k8s.io/cloned-from-name annotation
 names another template, as after 'clusterapi patch'): scale the set up by --max-surge, wait
 until a new Machine is Running with a Node, mark one old Machine with
@@ -345,7 +307,7 @@ Machines as they are. Once no Machine is made from a replaced template, the next
 		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Namespace, "namespace", "n", machinesets.ClusterAPINamespace, "namespace of the Cluster API MachineSets")
+	f.StringVarP(&o.Namespace, "namespace", "n", clusterapi.OpenShiftNamespace, "namespace of the Cluster API MachineSets")
 	f.StringSliceVar(&o.Names, "name", nil, "roll only these MachineSets (default: every standalone MachineSet of the namespace)")
 	f.Int32Var(&o.MaxSurge, "max-surge", rollout.DefaultMaxSurge, "Machines a set may have above its replica count")
 	f.Int32Var(&o.MaxUnavailable, "max-unavailable", 0, "replicas of a set that may be missing (not Running) at any time")
@@ -381,7 +343,7 @@ func (o *clusterAPIRolloutOptions) Run(ctx context.Context) error {
 
 // clusterAPIRolloutCommand is the command that continues a rollout of namespace.
 func clusterAPIRolloutCommand(namespace string) string {
-	if namespace == machinesets.ClusterAPINamespace {
+	if namespace == clusterapi.OpenShiftNamespace {
 		return "manila-setup clusterapi rollout"
 	}
 	return "manila-setup clusterapi rollout -n " + namespace

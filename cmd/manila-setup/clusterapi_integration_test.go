@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -120,12 +121,12 @@ func TestClusterAPICommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if machinesets.RecordOf(ms) != nil {
+	if attach.RecordIn(ms.Annotations) != nil {
 		t.Errorf("the Machine API copy of ostest-worker-1 was patched: %v", ms.Annotations)
 	}
 	code, out, _ = runCLI(t, "machinesets", "patch", "--network", net, "--security-group", sg, "-o", "json")
-	var rows []machinesets.PatchResult
-	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil || len(rows) != 2 || rows[1].Action != machinesets.ActionUnchanged || !rows[1].ClusterAPI {
+	var rows []attach.Result
+	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil || len(rows) != 2 || rows[1].Action != attach.ActionUnchanged || !rows[1].ClusterAPI {
 		t.Errorf("second machinesets patch: exit %d, %v\n%s", code, err, out)
 	}
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
@@ -71,7 +72,7 @@ func registerValueCompletions(root *cobra.Command, g *GlobalOptions) {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		sets, err := machinesets.List(ctx, clients.machines, machinesets.Attachment{})
+		sets, err := machinesets.List(ctx, clients.machines, attach.Attachment{})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
 	"github.com/manila-setup/manila-setup/internal/atomicfile"
@@ -365,12 +366,9 @@ func (o *installConfigPatchOptions) discover(ctx context.Context, name string) e
 // openstack.Ranking.StorageNetwork (evidence from Manila, never a guess from a name or a tie),
 // and said on stderr; what says why there is none starts with subject.
 func discoveredStorageNetwork(d *openstack.Discovery, client *openstack.Client, subject string, streams IOStreams) (string, error) {
-	best, err := d.StorageNetwork()
-	switch {
-	case errors.Is(err, openstack.ErrNoStorageNetwork) && len(d.Candidates) > 0 && d.Candidates[0].HasEvidence():
-		return "", environmentError(fmt.Errorf("%s: --discover: %v with --network (see `manila-setup networks discover`)", subject, err))
-	case err != nil:
-		return "", environmentError(fmt.Errorf("%s: --discover: %v, so the network it exports on is not known to project %s; create a share (or ask the cloud's administrator for the storage network) and give it with --network", subject, err, client.Identity()))
+	best, err := attach.StorageNetworkOf(d, client.Identity())
+	if err != nil {
+		return "", environmentError(fmt.Errorf("%s: %w", subject, err))
 	}
 	fmt.Fprintf(streams.ErrOut, "discovered: network %s: %s\n", best.Network.Label(), strings.Join(best.Reasons, "; "))
 	return best.Network.ID, nil

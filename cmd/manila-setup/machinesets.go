@@ -16,16 +16,18 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rolloutview"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 func newMachineSetsCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -49,6 +51,12 @@ the new network port without dropping below capacity.
 type machineSetsClients struct {
 	machines machineclient.Interface
 	kube     kubernetes.Interface
+	dynamic  dynamic.Interface // for the Cluster API copies
+}
+
+// workers is the use case over these clients.
+func (c *machineSetsClients) workers() workers.Cluster {
+	return workers.Cluster{Machines: c.machines, Kube: c.kube, Dynamic: c.dynamic}
 }
 
 // newMachineSetsClients connects to the cluster of --kubeconfig. Errors are environment errors.
@@ -65,7 +73,11 @@ func newMachineSetsClients(g *GlobalOptions) (*machineSetsClients, error) {
 	if err != nil {
 		return nil, environmentError(err)
 	}
-	return &machineSetsClients{machines: mc, kube: kc}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, environmentError(err)
+	}
+	return &machineSetsClients{machines: mc, kube: kc, dynamic: dyn}, nil
 }
 
 // ---- list ----
@@ -102,7 +114,7 @@ cloud (--os-cloud or $OS_CLOUD), the network Manila exports on as "networks disc
 func (o *machineSetsListOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *machineSetsListOptions) Validate() error {
-	return attachmentFlagErrors(machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}, false)
+	return attachmentFlagErrors(attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups}, false)
 }
 
 func (o *machineSetsListOptions) Run(ctx context.Context) error {
@@ -110,7 +122,7 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sets, err := machinesets.List(ctx, clients.machines, machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	sets, err := machinesets.List(ctx, clients.machines, attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 	if err != nil {
 		return environmentError(err)
 	}
@@ -133,7 +145,7 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 	for _, s := range sets {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t%s\n", s.Name, machineSetsOrDash(s.Role), s.Replicas, s.ReadyReplicas,
 			s.StorageNetwork, s.SecurityGroups, s.UpToDate, s.Wanted, s.Note)
-		unknown = unknown || s.StorageNetwork == machinesets.StateUnknown
+		unknown = unknown || s.StorageNetwork == attach.StateUnknown
 		outdated = outdated || s.UpToDate < s.Wanted
 	}
 	if err := w.Flush(); err != nil {
@@ -153,7 +165,7 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 // says on stderr which network that is; a cloud that cannot tell leaves them unknown, with a
 // note why.
 func (o *machineSetsListOptions) withDiscoveredNetwork(ctx context.Context, clients *machineSetsClients, sets []machinesets.SetStatus) ([]machinesets.SetStatus, error) {
-	if len(o.Networks) > 0 || o.g.OSCloud == "" || !slices.ContainsFunc(sets, func(s machinesets.SetStatus) bool { return s.StorageNetwork == machinesets.StateUnknown }) {
+	if len(o.Networks) > 0 || o.g.OSCloud == "" || !slices.ContainsFunc(sets, func(s machinesets.SetStatus) bool { return s.StorageNetwork == attach.StateUnknown }) {
 		return sets, nil
 	}
 	c, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
@@ -171,7 +183,7 @@ func (o *machineSetsListOptions) withDiscoveredNetwork(ctx context.Context, clie
 		return sets, nil
 	}
 	fmt.Fprintf(o.streams.ErrOut, "storage network %s, as discovery finds it with cloud %s (nothing given or recorded)\n", best.Network.Label(), o.g.OSCloud)
-	judged, err := machinesets.List(ctx, clients.machines, machinesets.Attachment{Networks: []string{best.Network.ID}})
+	judged, err := machinesets.List(ctx, clients.machines, attach.Attachment{Networks: []string{best.Network.ID}})
 	if err != nil {
 		return nil, environmentError(err)
 	}
@@ -180,7 +192,7 @@ func (o *machineSetsListOptions) withDiscoveredNetwork(ctx context.Context, clie
 		byName[s.Name] = s
 	}
 	for i := range sets {
-		if j, ok := byName[sets[i].Name]; ok && sets[i].StorageNetwork == machinesets.StateUnknown {
+		if j, ok := byName[sets[i].Name]; ok && sets[i].StorageNetwork == attach.StateUnknown {
 			sets[i].StorageNetwork = j.StorageNetwork
 		}
 	}
@@ -214,8 +226,6 @@ type machineSetsPatchOptions struct {
 	Selector string
 
 	clients *machineSetsClients
-	cloud   *openstack.Client
-	checker machinesets.IDChecker
 }
 
 func newMachineSetsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -233,7 +243,7 @@ Control-plane MachineSets are never touched; other platforms' MachineSets are sk
 the network itself: one in whose subnets no Manila export location lies, or the machines' own
 network (a subnet holding a node's address), is refused with exit 1 unless --force, as the
 wizard asks before taking it. --discover attaches the network Manila exports on, found as
-"networks discover" finds it. What was attached is recorded in the annotation ` + machinesets.AttachmentAnnotation + `.
+"networks discover" finds it. What was attached is recorded in the annotation ` + attach.Annotation + `.
 
 Patching changes only the template: run "manila-setup machinesets rollout" afterwards to
 replace the running machines.
@@ -270,102 +280,37 @@ func (o *machineSetsPatchOptions) Validate() error {
 // Complete has nothing to fill in: the cluster and the cloud are contacted in Run.
 func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
-// connect connects to the cluster (not for a file) and, with --os-cloud, to the cloud.
-func (o *machineSetsPatchOptions) connect(ctx context.Context) error {
-	if o.File == "" {
+func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
+	var addrs []netip.Addr
+	if o.File == "" { // a file has no cluster, and no nodes to ask
 		clients, err := newMachineSetsClients(o.g)
 		if err != nil {
 			return err
 		}
 		o.clients = clients
-	}
-	if o.g.OSCloud != "" {
-		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
-		c, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
-		if err != nil {
-			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
-		}
-		o.cloud, o.checker = c, machinesets.NeutronChecker{Client: c}
-	}
-	return nil
-}
-
-// checkNetworks adds the discovered network (--discover) and refuses, unless --force, a network
-// through which the pods would not reach the shares (see checkStorageNetworks).
-func (o *machineSetsPatchOptions) checkNetworks(ctx context.Context) error {
-	if o.cloud == nil {
-		return nil
-	}
-	var addrs []netip.Addr
-	if o.clients != nil { // a file has no nodes to ask
-		var err error
-		if addrs, err = machinesets.NodeAddresses(ctx, o.clients.kube); err != nil {
-			fmt.Fprintf(o.streams.ErrOut, "warning: %v: cannot tell whether a network is the machines' own\n", err)
+		if o.g.OSCloud != "" {
+			if addrs, err = machinesets.NodeAddresses(ctx, clients.kube); err != nil {
+				fmt.Fprintf(o.streams.ErrOut, "warning: %v: cannot tell whether a network is the machines' own\n", err)
+			}
 		}
 	}
-	nets, err := checkStorageNetworks(ctx, o.cloud, o.Networks, o.Discover, o.Force, addrs, o.streams)
-	o.Networks = nets
-	return err
-}
-
-// checkStorageNetworks is the rule every command that attaches networks follows, with a cloud:
-// --discover adds the network Manila exports on; a network in whose subnets no export location
-// lies, or the machines' own (a subnet holding one of addrs), is refused with exit 1 unless
-// force, as the wizard asks before taking it. It returns the networks to attach.
-func checkStorageNetworks(ctx context.Context, cloud *openstack.Client, nets []string, discover, force bool, addrs []netip.Addr, streams IOStreams) ([]string, error) {
-	d, err := cloud.Discover(ctx, openstack.DiscoverOptions{})
+	opts, err := o.attachFlags.options(ctx, o.g, o.streams, addrs)
 	if err != nil {
-		return nets, environmentError(fmt.Errorf("nothing patched: checking the network with the cloud: %w", err))
-	}
-	if discover {
-		id, err := discoveredStorageNetwork(d, cloud, "nothing patched", streams)
-		if err != nil {
-			return nets, err
-		}
-		if !slices.ContainsFunc(nets, func(n string) bool { return neutronid.Equal(n, id) }) {
-			nets = append(nets, id)
-		}
-	}
-	var problems []string
-	for i, id := range nets {
-		if !slices.ContainsFunc(d.Networks, func(n openstack.Network) bool { return neutronid.Equal(n.ID, id) }) {
-			continue // unknown to the project: the Neutron check of the IDs says so, with the others
-		}
-		p := d.NetworkProblem(id, addrs)
-		switch {
-		case p == "":
-		case force:
-			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", i, id, p)
-		default:
-			problems = append(problems, fmt.Sprintf("--network[%d]: Invalid value: %q: %s", i, id, p))
-		}
-	}
-	if len(problems) > 0 {
-		return nets, invalidInput(fmt.Errorf("%s\nnothing patched; --force attaches it anyway", strings.Join(problems, "\n")))
-	}
-	return nets, nil
-}
-
-func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
-	if err := o.connect(ctx); err != nil {
 		return err
 	}
-	if err := o.checkNetworks(ctx); err != nil {
-		return err
-	}
-	opts := machinesets.PatchOptions{
-		Attachment: machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
-		Selection:  machinesets.Selection{Names: o.Names, Selector: o.Selector},
-		DryRun:     o.DryRun,
-		Checker:    o.checker,
-		By:         "manila-setup " + version,
-	}
+	sel := machinesets.Selection{Names: o.Names, Selector: o.Selector}
 	if o.File != "" {
-		return o.runFile(ctx, opts)
+		return o.runFile(ctx, sel, opts)
 	}
-	results, err := machinesets.Patch(ctx, o.clients.machines, opts)
-	if err == nil {
-		results, err = o.patchClusterAPICopies(ctx, results, opts)
+	report, err := o.clients.workers().Patch(ctx, workers.Selection{MachineSets: &sel}, opts)
+	var results []attach.Result
+	if report != nil {
+		results = report.Results
+		for _, t := range report.Templates {
+			if t.Deleted {
+				fmt.Fprintf(o.streams.ErrOut, "template %s/%s deleted: no set and no Machine uses it any more\n", clusterapi.OpenShiftNamespace, t.Name)
+			}
+		}
 	}
 	if printErr := o.print(results); printErr != nil && err == nil {
 		err = printErr
@@ -376,29 +321,10 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	return o.invalidResults(results)
 }
 
-// patchClusterAPICopies patches, through clusterapi.PatchCopies, the Cluster API copies of the
-// MachineSets for which Cluster API is authoritative, and says which replaced templates went.
-func (o *machineSetsPatchOptions) patchClusterAPICopies(ctx context.Context, results []machinesets.PatchResult, opts machinesets.PatchOptions) ([]machinesets.PatchResult, error) {
-	if !slices.ContainsFunc(results, func(r machinesets.PatchResult) bool { return r.ClusterAPI }) {
-		return results, nil // no Cluster API client needed
-	}
-	dyn, err := dynamicClient(o.g)
-	if err != nil {
-		return results, err
-	}
-	results, templates, err := clusterapi.PatchCopies(ctx, dyn, results, opts)
-	for _, t := range templates {
-		if t.Deleted {
-			fmt.Fprintf(o.streams.ErrOut, "template %s/%s deleted: no set and no Machine uses it any more\n", machinesets.ClusterAPINamespace, t.Name)
-		}
-	}
-	return results, err
-}
-
 // patchErrorExit gives a patch error its exit code: 1 for what the user gave, 2 otherwise.
 func patchErrorExit(err error) error {
-	var unknown *machinesets.UnknownIDsError
-	var selection *machinesets.SelectionError
+	var unknown *attach.UnknownIDsError
+	var selection *attach.SelectionError
 	var file *filepatch.Error
 	switch {
 	case err == nil:
@@ -411,9 +337,9 @@ func patchErrorExit(err error) error {
 }
 
 // invalidResults is exit 1 when a selected MachineSet's providerSpec is broken.
-func (o *machineSetsPatchOptions) invalidResults(results []machinesets.PatchResult) error {
+func (o *machineSetsPatchOptions) invalidResults(results []attach.Result) error {
 	for _, r := range results {
-		if r.Action == machinesets.ActionInvalid {
+		if r.Action == attach.ActionInvalid {
 			if o.g.Output != outputText {
 				return silentFailure(exitInvalid)
 			}
@@ -423,10 +349,10 @@ func (o *machineSetsPatchOptions) invalidResults(results []machinesets.PatchResu
 	return nil
 }
 
-func (o *machineSetsPatchOptions) print(results []machinesets.PatchResult) error {
+func (o *machineSetsPatchOptions) print(results []attach.Result) error {
 	if o.g.Output != outputText {
 		if results == nil {
-			results = []machinesets.PatchResult{}
+			results = []attach.Result{}
 		}
 		return printStructured(o.streams.Out, o.g.Output, results)
 	}
@@ -454,24 +380,36 @@ func (o *machineSetsPatchOptions) print(results []machinesets.PatchResult) error
 
 // writePatchTable writes a line per MachineSet: name, action, what was added or why not. It
 // returns how many were (or would be) patched.
-func writePatchTable(out io.Writer, results []machinesets.PatchResult) (int, error) {
+func writePatchTable(out io.Writer, results []attach.Result) (int, error) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	patched := 0
 	for _, r := range results {
 		detail := r.Reason
-		if r.Action == machinesets.ActionPatched || r.Action == machinesets.ActionWouldPatch {
+		if r.Action == attach.ActionPatched || r.Action == attach.ActionWouldPatch {
 			detail = machineSetsDescribeAdded(r)
 			patched++
 		}
 		if r.ConflictRetries > 0 {
 			detail += fmt.Sprintf(" (after %d conflict(s) with another writer)", r.ConflictRetries)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.Action, detail)
+		fmt.Fprintf(w, "%s\t%s\t%s\n", rowName(r), r.Action, detail)
 	}
 	return patched, w.Flush()
 }
 
-func writePatchWarnings(out io.Writer, results []machinesets.PatchResult) {
+// rowName is how the tables name a result's object: a Machine API MachineSet by its name, a
+// NodePool as namespace/name, a Cluster API object as kind/name.
+func rowName(r attach.Result) string {
+	switch {
+	case r.Kind == "NodePool":
+		return r.Namespace + "/" + r.Name
+	case r.Kind == "" || r.Kind == "MachineSet" && r.Namespace == machinesets.Namespace:
+		return r.Name
+	}
+	return strings.ToLower(r.Kind) + "/" + r.Name
+}
+
+func writePatchWarnings(out io.Writer, results []attach.Result) {
 	for _, r := range results {
 		if r.Warning != "" {
 			fmt.Fprintf(out, "warning: %s\n", r.Warning)
@@ -479,7 +417,7 @@ func writePatchWarnings(out io.Writer, results []machinesets.PatchResult) {
 	}
 }
 
-func machineSetsDescribeAdded(r machinesets.PatchResult) string {
+func machineSetsDescribeAdded(r attach.Result) string {
 	var parts []string
 	for _, id := range r.AddedNetworks {
 		parts = append(parts, "network "+id)
@@ -568,43 +506,20 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 		return err
 	}
 	printer := newRolloutPrinter(o.g, o.streams)
-	opts := rollout.Options{
+	sel := machinesets.Selection{Names: o.Names, Selector: o.Selector}
+	results, err := clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, rollout.Options{
 		MaxSurge:       o.MaxSurge,
 		MaxUnavailable: o.MaxUnavailable,
 		Timeout:        o.Timeout,
 		PollInterval:   o.PollInterval,
-		// A set Cluster API is authoritative for is rolled after the others, through its
-		// Cluster API copy: its line waits for that rather than saying skipped.
-		Progress: func(sp rollout.SetProgress) {
-			if sp.ClusterAPI && sp.State == rollout.Skipped {
-				sp.State, sp.Phase = rollout.Pending, "waiting for its turn"
-			}
-			printer.Update(sp)
-		},
-	}
-	results, err := machinesets.Rollout(ctx, clients.machines, clients.kube, machinesets.Selection{Names: o.Names, Selector: o.Selector}, opts)
-	if err == nil {
-		results, err = o.rollClusterAPICopies(ctx, results, opts, printer.Update)
-	}
+		Progress:       printer.Update,
+	})
 	if o.g.Output != outputText && results != nil {
 		if perr := printStructured(o.streams.Out, o.g.Output, results); perr != nil && err == nil {
 			err = perr
 		}
 	}
 	return rolloutExit(err)
-}
-
-// rollClusterAPICopies rolls, through clusterapi.RollCopies, the Cluster API copies of the
-// MachineSets for which Cluster API is authoritative.
-func (o *machineSetsRolloutOptions) rollClusterAPICopies(ctx context.Context, results []rollout.SetProgress, opts rollout.Options, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
-	if !slices.ContainsFunc(results, func(r rollout.SetProgress) bool { return r.ClusterAPI }) {
-		return results, nil
-	}
-	dyn, err := dynamicClient(o.g)
-	if err != nil {
-		return results, err
-	}
-	return clusterapi.RollCopies(ctx, dyn, results, opts, progress)
 }
 
 // newRolloutPrinter shows a rollout's progress: on standard output for text, else on standard
@@ -628,7 +543,7 @@ func rolloutExit(err error) error {
 // continues it.
 func rolloutExitFor(err error, command string) error {
 	var rolloutErr *rollout.Error
-	var selection *machinesets.SelectionError
+	var selection *attach.SelectionError
 	switch {
 	case err == nil:
 		return nil

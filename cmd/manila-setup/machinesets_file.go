@@ -7,31 +7,49 @@ import (
 	"io"
 	"os"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/atomicfile"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // runFile patches the MachineSets of -f instead of the cluster's (GitOps).
-func (o *machineSetsPatchOptions) runFile(ctx context.Context, opts machinesets.PatchOptions) error {
-	name, data, err := readPatchFile(o.File, o.streams)
+func (o *machineSetsPatchOptions) runFile(ctx context.Context, sel machinesets.Selection, opts attach.Options) error {
+	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
+		return machinesets.PatchFile(ctx, name, data, sel, opts)
+	}, nil)
 	if err != nil {
 		return err
 	}
-	res, err := machinesets.PatchFile(ctx, name, data, opts)
-	if err := patchErrorExit(err); err != nil {
-		return err
-	}
-	err = emitPatchedFile(o.g, o.streams, o.DryRun, o.InPlace, patchedFile{
-		path: o.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
-		results: res.Results,
-		table:   func(w io.Writer) error { _, err := writePatchTable(w, res.Results); return err },
-	})
-	if err != nil {
-		return err
-	}
-	writePatchWarnings(o.streams.ErrOut, res.Results)
 	return o.invalidResults(res.Results)
+}
+
+// runPatchFile patches the objects of -f instead of the cluster's (GitOps), the same way for
+// every kind: patch is the kind's PatchFile; note, when set, adds lines to the table.
+func runPatchFile(ctx context.Context, g *GlobalOptions, streams IOStreams, a attachFlags, opts attach.Options,
+	patch func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error),
+	note func(w io.Writer, res *attach.FileResult) error) (*attach.FileResult, error) {
+	name, data, err := readPatchFile(a.File, streams)
+	if err != nil {
+		return nil, err
+	}
+	opts.DryRun = false // the file's diff is the dry run
+	res, err := patch(ctx, name, data, opts)
+	if err := patchErrorExit(err); err != nil {
+		return nil, err
+	}
+	err = emitPatchedFile(g, streams, a.DryRun, a.InPlace, patchedFile{
+		path: a.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
+		results: res.Results,
+		table: func(w io.Writer) error {
+			if _, err := writePatchTable(w, res.Results); err != nil || note == nil {
+				return err
+			}
+			return note(w, res)
+		},
+	})
+	writePatchWarnings(streams.ErrOut, res.Results)
+	return res, err
 }
 
 // fileFlagsError checks -f with --in-place and --dry-run.

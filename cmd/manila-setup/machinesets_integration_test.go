@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -88,12 +89,12 @@ func TestMachineSetsCommandsOnAPIServer(t *testing.T) {
 	t.Logf("$ manila-setup machinesets patch --network %s --security-group %s\n%s", cliStorageNet, cliStorageSG, out)
 
 	code, out, _ = runCLI(t, "machinesets", "patch", "--network", cliStorageNet, "--security-group", cliStorageSG, "-o", "json")
-	var results []machinesets.PatchResult
+	var results []attach.Result
 	if err := json.Unmarshal([]byte(out), &results); code != exitOK || err != nil || len(results) != 3 {
 		t.Fatalf("patch -o json: exit %d, %v\n%s", code, err, out)
 	}
 	for _, r := range results {
-		if r.Action == machinesets.ActionPatched {
+		if r.Action == attach.ActionPatched {
 			t.Errorf("second patch changed %s again", r.Name)
 		}
 	}
@@ -103,7 +104,7 @@ func TestMachineSetsCommandsOnAPIServer(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sets); code != exitOK || err != nil || len(sets) != 3 {
 		t.Fatalf("list -o json: exit %d, %v\n%s", code, err, out)
 	}
-	if sets[1].Name != "ostest-8x2kq-worker-0" || sets[1].StorageNetwork != machinesets.StateAttached || sets[1].Recorded == nil {
+	if sets[1].Name != "ostest-8x2kq-worker-0" || sets[1].StorageNetwork != attach.StateAttached || sets[1].Recorded == nil {
 		t.Errorf("list -o json after patching: %+v", sets[1])
 	}
 

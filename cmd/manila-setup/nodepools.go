@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 )
 
@@ -68,7 +67,7 @@ func (o *nodePoolsListOptions) Complete(*cobra.Command, []string) error { return
 
 // Validate checks the networks given; none: the recorded ones are shown.
 func (o *nodePoolsListOptions) Validate() error {
-	return attachmentFlagErrors(machinesets.Attachment{Networks: o.Networks}, false)
+	return attachmentFlagErrors(attach.Attachment{Networks: o.Networks}, false)
 }
 
 func (o *nodePoolsListOptions) Run(ctx context.Context) error {
@@ -76,7 +75,7 @@ func (o *nodePoolsListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pools, err := nodepools.List(ctx, dyn, o.Namespace, o.HostedCluster, machinesets.Attachment{Networks: o.Networks})
+	pools, err := nodepools.List(ctx, dyn, o.Namespace, o.HostedCluster, attach.Attachment{Networks: o.Networks})
 	if err := patchErrorExit(err); err != nil {
 		return err
 	}
@@ -120,7 +119,7 @@ func newNodePoolsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Comman
 --name NAMESPACE/NAME), where no port is on that
 network yet; the port gets no allowed address pairs. Other platforms' NodePools are skipped, as
 is one whose additionalPorts would exceed the API's 10. What was attached is recorded in the
-annotation ` + machinesets.AttachmentAnnotation + `.
+annotation ` + attach.Annotation + `.
 
 Security groups cannot be given per additional port on a NodePool: --security-group is only
 reported. With --os-cloud (or $OS_CLOUD) the IDs are checked in Neutron and a network in whose
@@ -159,85 +158,38 @@ func (o *nodePoolsPatchOptions) Validate() error {
 }
 
 func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
-	var dyn dynamic.Interface
-	if o.File == "" {
-		var err error
-		if dyn, err = dynamicClient(o.g); err != nil {
-			return err
-		}
+	// The nodes of hosted clusters are not on this cluster: the machines' own network cannot be
+	// told, only the Manila exports.
+	opts, err := o.attachFlags.options(ctx, o.g, o.streams, nil)
+	if err != nil {
+		return err
 	}
-	var checker machinesets.IDChecker
-	if o.g.OSCloud != "" {
-		cloud, err := (&cloudOptions{global: o.g, streams: o.streams}).connect(ctx)
-		if err != nil {
-			return environmentError(fmt.Errorf("--os-cloud %s: %w", o.g.OSCloud, err))
-		}
-		checker = machinesets.NeutronChecker{Client: cloud}
-		// The nodes of hosted clusters are not on this cluster: the machines' own network
-		// cannot be told, only the Manila exports.
-		if o.Networks, err = checkStorageNetworks(ctx, cloud, o.Networks, o.Discover, o.Force, nil, o.streams); err != nil {
-			return err
-		}
-	}
-	opts := nodepools.Options{
-		Attachment:    machinesets.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups},
-		Namespace:     o.Namespace,
-		HostedCluster: o.HostedCluster,
-		Names:         o.Names,
-		DryRun:        o.DryRun,
-		Checker:       checker,
-		By:            "manila-setup " + version,
-	}
+	scope := nodepools.Scope{Namespace: o.Namespace, HostedCluster: o.HostedCluster, Names: o.Names}
 	if o.File != "" {
-		return o.runFile(ctx, opts)
+		_, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
+			return nodepools.PatchFile(ctx, name, data, scope, opts)
+		}, nil)
+		return err
 	}
-	results, err := nodepools.Patch(ctx, dyn, opts)
+	dyn, err := dynamicClient(o.g)
+	if err != nil {
+		return err
+	}
+	results, err := nodepools.Patch(ctx, dyn, scope, opts)
 	if printErr := o.print(results); printErr != nil && err == nil {
 		err = printErr
 	}
 	return patchErrorExit(err)
 }
 
-// runFile patches the NodePools of -f instead of the cluster's (GitOps).
-func (o *nodePoolsPatchOptions) runFile(ctx context.Context, opts nodepools.Options) error {
-	name, data, err := readPatchFile(o.File, o.streams)
-	if err != nil {
-		return err
-	}
-	opts.DryRun = false // the file's diff is the dry run
-	res, err := nodepools.PatchFile(ctx, name, data, opts)
-	if err := patchErrorExit(err); err != nil {
-		return err
-	}
-	err = emitPatchedFile(o.g, o.streams, o.DryRun, o.InPlace, patchedFile{
-		path: o.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
-		results: res.Results,
-		table:   func(w io.Writer) error { _, err := writePatchTable(w, nodePoolLines(res.Results)); return err },
-	})
-	writePatchWarnings(o.streams.ErrOut, nodePoolLines(res.Results))
-	return err
-}
-
-// nodePoolLines are NodePool results as the MachineSet table and warnings take them, each named
-// namespace/name.
-func nodePoolLines(results []nodepools.Result) []machinesets.PatchResult {
-	out := make([]machinesets.PatchResult, len(results))
-	for i, r := range results {
-		out[i] = r.PatchResult
-		out[i].Name = r.Namespace + "/" + r.Name
-	}
-	return out
-}
-
-func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
+func (o *nodePoolsPatchOptions) print(results []attach.Result) error {
 	if o.g.Output != outputText {
 		if results == nil {
-			results = []nodepools.Result{}
+			results = []attach.Result{}
 		}
 		return printStructured(o.streams.Out, o.g.Output, results)
 	}
-	lines := nodePoolLines(results)
-	patched, err := writePatchTable(o.streams.Out, lines)
+	patched, err := writePatchTable(o.streams.Out, results)
 	if err != nil {
 		return err
 	}
@@ -246,7 +198,7 @@ func (o *nodePoolsPatchOptions) print(results []nodepools.Result) error {
 			fmt.Fprintf(o.streams.Out, "\n%s", r.Diff)
 		}
 	}
-	writePatchWarnings(o.streams.ErrOut, lines)
+	writePatchWarnings(o.streams.ErrOut, results)
 	switch {
 	case o.DryRun:
 		_, err := fmt.Fprintln(o.streams.Out, "\nDry run: nothing was written.")

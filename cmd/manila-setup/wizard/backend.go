@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
@@ -11,6 +12,7 @@ import (
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/operator/health"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // Backend is everything the wizard reads from and writes to the cloud and the cluster. Each
@@ -26,29 +28,21 @@ type Backend interface {
 	// SecurityGroups lists the project's security groups with their rules.
 	SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error)
 	// MachineSets lists the MachineSets and how far they have want.
-	MachineSets(ctx context.Context, want machinesets.Attachment) ([]machinesets.SetStatus, error)
-	// Patch attaches a to the named MachineSets (dryRun: computes the diffs only).
-	Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error)
+	MachineSets(ctx context.Context, want attach.Attachment) ([]machinesets.SetStatus, error)
+	// Patch attaches a to what sel selects, every kind at once (workers.Cluster.Patch), with
+	// the IDs checked in Neutron first (dryRun: computes the diffs only). One row per object.
+	Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error)
 	// NodePools lists the NodePools of a HyperShift management cluster (Connection.HyperShift)
 	// and how far they have want, with the progress HyperShift reports.
-	NodePools(ctx context.Context, want machinesets.Attachment) ([]nodepools.Status, error)
-	// PatchNodePools adds a port on a's networks to the NodePools named NAMESPACE/NAME (dryRun:
-	// computes the diffs only); security groups are reported, not added (Result.Warning).
-	PatchNodePools(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error)
+	NodePools(ctx context.Context, want attach.Attachment) ([]nodepools.Status, error)
 	// ClusterAPI lists the Cluster API MachineSets and MachineDeployments of
 	// openshift-cluster-api (Connection.ClusterAPI) and how far they have want.
-	ClusterAPI(ctx context.Context, want machinesets.Attachment) ([]clusterapi.Status, error)
-	// PatchClusterAPI attaches a to the Cluster API objects named "machineset/NAME" or
-	// "machinedeployment/NAME" in openshift-cluster-api: each gets a new OpenStackMachineTemplate
-	// (dryRun: computes the diffs only).
-	PatchClusterAPI(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error)
-	// RolloutClusterAPI replaces the Machines of the named standalone Cluster API MachineSets
-	// ("machineset/NAME"), reporting every change; MachineDeployments roll by themselves.
-	RolloutClusterAPI(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error)
-	// Rollout replaces the machines of the named MachineSets, reporting every change. The
-	// Machines of a MachineSet Cluster API is authoritative for are replaced through its Cluster
-	// API copy (clusterapi.RollCopies), as Patch patches that copy (clusterapi.PatchCopies).
-	Rollout(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error)
+	ClusterAPI(ctx context.Context, want attach.Attachment) ([]clusterapi.Status, error)
+	// Roll replaces the machines of what sel selects (workers.Cluster.Roll), reporting every
+	// change: the MachineSets (through their Cluster API copy where Cluster API is
+	// authoritative), then the standalone Cluster API MachineSets; MachineDeployments and
+	// NodePools roll by themselves.
+	Roll(ctx context.Context, sel workers.Selection, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error)
 	// Storage reads the ClusterCSIDriver's conditions and the Manila StorageClasses.
 	Storage(ctx context.Context) (StorageStatus, error)
 	// CheckRWX creates a ReadWriteMany PVC of storageClass with two writer pods on different

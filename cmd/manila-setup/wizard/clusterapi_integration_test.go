@@ -47,7 +47,7 @@ func TestWizardClusterAPI(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	for _, ns := range []string{machinesets.Namespace, machinesets.ClusterAPINamespace} {
+	for _, ns := range []string{machinesets.Namespace, clusterapi.OpenShiftNamespace} {
 		if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestWizardClusterAPI(t *testing.T) {
 		if err := json.Unmarshal([]byte(doc), &u.Object); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := dyn.Resource(gvr).Namespace(machinesets.ClusterAPINamespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		if _, err := dyn.Resource(gvr).Namespace(clusterapi.OpenShiftNamespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating %s %s: %v", gvr.Resource, u.GetName(), err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestWizardClusterAPI(t *testing.T) {
 	create(clusterapi.MachineSetGVR, set("MachineSet", "ostest-worker-0"))
 	create(clusterapi.MachineSetGVR, set("MachineSet", "ostest-extra"))
 	create(clusterapi.MachineDeploymentGVR, set("MachineDeployment", "ostest-md"))
-	capictl.Start(t, api.Config, capictl.Options{Namespace: machinesets.ClusterAPINamespace})
+	capictl.Start(t, api.Config, capictl.Options{Namespace: clusterapi.OpenShiftNamespace})
 
 	// clonedFrom is the template each Running Machine of a Cluster API MachineSet was made from,
 	// once it has want of them and none is going away.
@@ -97,7 +97,7 @@ func TestWizardClusterAPI(t *testing.T) {
 		var from []string
 		for deadline := time.Now().Add(settle); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			from = nil
-			l, err := dyn.Resource(clusterapi.MachineGVR).Namespace(machinesets.ClusterAPINamespace).List(ctx, metav1.ListOptions{LabelSelector: clusterv1.MachineSetNameLabel + "=" + set})
+			l, err := dyn.Resource(clusterapi.MachineGVR).Namespace(clusterapi.OpenShiftNamespace).List(ctx, metav1.ListOptions{LabelSelector: clusterv1.MachineSetNameLabel + "=" + set})
 			if err != nil {
 				continue
 			}
@@ -105,7 +105,7 @@ func TestWizardClusterAPI(t *testing.T) {
 			for _, m := range l.Items {
 				phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 				infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
-				o, err := dyn.Resource(clusterapi.OpenStackMachineGVR).Namespace(machinesets.ClusterAPINamespace).Get(ctx, infra, metav1.GetOptions{})
+				o, err := dyn.Resource(clusterapi.OpenStackMachineGVR).Namespace(clusterapi.OpenShiftNamespace).Get(ctx, infra, metav1.GetOptions{})
 				if phase != "Running" || m.GetDeletionTimestamp() != nil || err != nil {
 					settled = false
 					break
@@ -126,7 +126,7 @@ func TestWizardClusterAPI(t *testing.T) {
 	versions := func() map[string]string {
 		out := map[string]string{}
 		for _, gvr := range []schema.GroupVersionResource{clusterapi.MachineSetGVR, clusterapi.MachineDeploymentGVR, clusterapi.TemplateGVR} {
-			l, err := dyn.Resource(gvr).Namespace(machinesets.ClusterAPINamespace).List(ctx, metav1.ListOptions{})
+			l, err := dyn.Resource(gvr).Namespace(clusterapi.OpenShiftNamespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +198,7 @@ func TestWizardClusterAPI(t *testing.T) {
 			gvr  schema.GroupVersionResource
 			name string
 		}{{clusterapi.MachineSetGVR, "ostest-worker-0"}, {clusterapi.MachineSetGVR, "ostest-extra"}, {clusterapi.MachineDeploymentGVR, "ostest-md"}} {
-			u, err := dyn.Resource(o.gvr).Namespace(machinesets.ClusterAPINamespace).Get(ctx, o.name, metav1.GetOptions{})
+			u, err := dyn.Resource(o.gvr).Namespace(clusterapi.OpenShiftNamespace).Get(ctx, o.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +207,7 @@ func TestWizardClusterAPI(t *testing.T) {
 				t.Errorf("%s %s makes its Machines from %s, not a new template", o.gvr.Resource, o.name, tmpl)
 				continue
 			}
-			tu, err := dyn.Resource(clusterapi.TemplateGVR).Namespace(machinesets.ClusterAPINamespace).Get(ctx, tmpl, metav1.GetOptions{})
+			tu, err := dyn.Resource(clusterapi.TemplateGVR).Namespace(clusterapi.OpenShiftNamespace).Get(ctx, tmpl, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,11 +14,13 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // IDs of the fake cloud.
@@ -96,10 +98,10 @@ func newFakeBackend() *fakeBackend {
 			{ID: fakeNFSGroup, Name: "nfs", Rules: []openstack.Rule{{Direction: "egress", EtherType: "IPv4", Protocol: "tcp", PortMin: 2049, PortMax: 2049, RemoteIPPrefix: "10.0.0.0/24"}}},
 		},
 		sets: []machinesets.SetStatus{
-			{Name: "ostest-x7k2p-infra-0", Role: "infra", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
-			{Name: "ostest-x7k2p-master", Role: "master", Replicas: 3, Wanted: 3, ReadyReplicas: 3, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 3, UpToDate: 3},
-			{Name: "ostest-x7k2p-worker-0", Role: "worker", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, UpToDate: 2},
-			{Name: "ostest-x7k2p-worker-1", Role: "worker", Replicas: 1, Wanted: 1, ReadyReplicas: 1, StorageNetwork: machinesets.StateAttached, SecurityGroups: machinesets.StateAttached, Machines: 1, UpToDate: 0},
+			{Name: "ostest-x7k2p-infra-0", Role: "infra", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: attach.StateMissing, SecurityGroups: attach.StateMissing, Machines: 2, UpToDate: 2},
+			{Name: "ostest-x7k2p-master", Role: "master", Replicas: 3, Wanted: 3, ReadyReplicas: 3, StorageNetwork: attach.StateMissing, SecurityGroups: attach.StateMissing, Machines: 3, UpToDate: 3},
+			{Name: "ostest-x7k2p-worker-0", Role: "worker", Replicas: 2, Wanted: 2, ReadyReplicas: 2, StorageNetwork: attach.StateMissing, SecurityGroups: attach.StateMissing, Machines: 2, UpToDate: 2},
+			{Name: "ostest-x7k2p-worker-1", Role: "worker", Replicas: 1, Wanted: 1, ReadyReplicas: 1, StorageNetwork: attach.StateAttached, SecurityGroups: attach.StateAttached, Machines: 1, UpToDate: 0},
 		},
 		storage: StorageStatus{Driver: true, Conditions: []Condition{
 			{Type: "ManilaDriverControllerServiceControllerAvailable", Status: "True", Reason: "AsExpected"},
@@ -135,12 +137,12 @@ func newManagementBackend(machineAPI bool) *fakeBackend {
 	f := newFakeBackend()
 	f.hyperShift = true
 	f.pools = []nodepools.Status{
-		{Namespace: "clusters", Name: "hc1-gpu", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 1, CurrentNodes: 1, UpgradeType: "Replace", StorageNetwork: machinesets.StateAttached,
+		{Namespace: "clusters", Name: "hc1-gpu", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 1, CurrentNodes: 1, UpgradeType: "Replace", StorageNetwork: attach.StateAttached,
 			Conditions: []nodepools.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected"}}},
-		{Namespace: "clusters", Name: "hc1-workers", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 3, CurrentNodes: 3, UpgradeType: "Replace", StorageNetwork: machinesets.StateMissing,
+		{Namespace: "clusters", Name: "hc1-workers", HostedCluster: "hc1", Platform: "OpenStack", Replicas: 3, CurrentNodes: 3, UpgradeType: "Replace", StorageNetwork: attach.StateMissing,
 			Conditions: []nodepools.Condition{{Type: "Ready", Status: "True", Reason: "AsExpected"}}},
-		{Namespace: "clusters", Name: "hc2-workers", HostedCluster: "hc2", Platform: "OpenStack", Replicas: 2, CurrentNodes: 2, UpgradeType: "InPlace", StorageNetwork: machinesets.StateMissing},
-		{Namespace: "clusters", Name: "hc3-kubevirt", HostedCluster: "hc3", Platform: "KubeVirt", Replicas: 2, CurrentNodes: 2, UpgradeType: "Replace", StorageNetwork: machinesets.StateNA, Note: "not OpenStack"},
+		{Namespace: "clusters", Name: "hc2-workers", HostedCluster: "hc2", Platform: "OpenStack", Replicas: 2, CurrentNodes: 2, UpgradeType: "InPlace", StorageNetwork: attach.StateMissing},
+		{Namespace: "clusters", Name: "hc3-kubevirt", HostedCluster: "hc3", Platform: "KubeVirt", Replicas: 2, CurrentNodes: 2, UpgradeType: "Replace", StorageNetwork: attach.StateNA, Note: "not OpenStack"},
 	}
 	if !machineAPI {
 		f.noMachineAPI, f.sets = true, nil
@@ -156,39 +158,81 @@ func (f *fakeBackend) SecurityGroups(context.Context) ([]openstack.SecurityGroup
 	return f.groups, nil
 }
 
-func (f *fakeBackend) MachineSets(context.Context, machinesets.Attachment) ([]machinesets.SetStatus, error) {
+func (f *fakeBackend) MachineSets(context.Context, attach.Attachment) ([]machinesets.SetStatus, error) {
 	return f.sets, nil
 }
 
-func (f *fakeBackend) Patch(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error) {
+// Patch answers as workers.Cluster.Patch does: the MachineSets, the Cluster API objects, the
+// NodePools, one after the other, stopping at the first that fails.
+func (f *fakeBackend) Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error) {
+	var out []attach.Result
+	if sel.MachineSets != nil {
+		r, err := f.patchSets(ctx, a, sel.MachineSets.Names, dryRun)
+		if out = append(out, r...); err != nil {
+			return out, err
+		}
+	}
+	if len(sel.ClusterAPI) > 0 {
+		r, err := f.patchCAPI(ctx, a, sel.ClusterAPI, dryRun)
+		if out = append(out, r...); err != nil {
+			return out, err
+		}
+	}
+	if len(sel.NodePools) > 0 {
+		r, err := f.patchPools(ctx, a, sel.NodePools, dryRun)
+		if out = append(out, r...); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// Roll answers as workers.Cluster.Roll does: the MachineSets, then the Cluster API MachineSets.
+func (f *fakeBackend) Roll(ctx context.Context, sel workers.Selection, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
+	var out []rollout.SetProgress
+	if sel.MachineSets != nil {
+		r, err := f.rollSets(ctx, sel.MachineSets.Names, progress)
+		if out = append(out, r...); err != nil {
+			return out, err
+		}
+	}
+	if len(sel.ClusterAPI) > 0 {
+		r, err := f.rollCAPI(ctx, sel.ClusterAPI, progress)
+		out = append(out, r...)
+		return out, err
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) patchSets(_ context.Context, a attach.Attachment, names []string, dryRun bool) ([]attach.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.patchErr != nil {
 		return nil, f.patchErr
 	}
-	var out []machinesets.PatchResult
+	var out []attach.Result
 	for _, n := range names {
 		tag := n
 		if dryRun {
 			tag = "dry:" + n
 		}
 		f.patched = append(f.patched, tag)
-		r := machinesets.PatchResult{Name: n, Role: "worker", Action: machinesets.ActionPatched, AddedNetworks: a.Networks, AddedSecurityGroups: a.SecurityGroups}
+		r := attach.Result{Kind: "MachineSet", Namespace: machinesets.Namespace, Name: n, Role: "worker", Action: attach.ActionPatched, AddedNetworks: a.Networks, AddedSecurityGroups: a.SecurityGroups}
 		if slices.ContainsFunc(f.sets, func(st machinesets.SetStatus) bool { return st.Name == n && st.ClusterAPI }) {
 			// As clusterapi.PatchCopies puts it: the copy's result in the MachineSet's row.
 			r.ClusterAPI = true
 			if dryRun {
-				r.Action, r.Diff = machinesets.ActionWouldPatch, fakeTemplateDiff("MachineSet", n, a.Networks[0])
+				r.Action, r.Diff = attach.ActionWouldPatch, fakeTemplateDiff("MachineSet", n, a.Networks[0])
 			}
 			out = append(out, r)
 			continue
 		}
 		if n == "ostest-x7k2p-worker-1" {
-			out = append(out, machinesets.PatchResult{Name: n, Role: "worker", Action: machinesets.ActionUnchanged, Reason: "already attached"})
+			out = append(out, attach.Result{Kind: "MachineSet", Namespace: machinesets.Namespace, Name: n, Role: "worker", Action: attach.ActionUnchanged, Reason: "already attached"})
 			continue
 		}
 		if dryRun {
-			r.Action = machinesets.ActionWouldPatch
+			r.Action = attach.ActionWouldPatch
 			r.Diff = fmt.Sprintf("--- MachineSet %[1]s spec.template.spec.providerSpec.value\n+++ MachineSet %[1]s spec.template.spec.providerSpec.value (patched)\n@@ -10,6 +10,9 @@\n networks:\n - filter: {}\n   subnets:\n   - filter:\n       tags: openshiftClusterID=ostest-x7k2p\n+- noAllowedAddressPairs: true\n+  uuid: %[2]s\n securityGroups:\n - filter: {}\n   name: ostest-x7k2p-worker\n", n, a.Networks[0])
 		}
 		out = append(out, r)
@@ -201,7 +245,7 @@ func fakeTemplateDiff(kind, name, network string) string {
 	return fmt.Sprintf("--- OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec\n+++ OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec (patched)\n@@ -1,3 +1,6 @@\n flavor: m1.large\n+ports:\n+- {}\n+- description: Manila storage network (manila-setup)\n+  network:\n+    id: %[3]s\n--- %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef\n+++ %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef (patched)\n@@ -1,2 +1,2 @@\n kind: OpenStackMachineTemplate\n-name: %[2]s-tmpl\n+name: %[2]s-tmpl-manila-0a1b2c3d\n", kind, name, network)
 }
 
-func (f *fakeBackend) ClusterAPI(context.Context, machinesets.Attachment) ([]clusterapi.Status, error) {
+func (f *fakeBackend) ClusterAPI(context.Context, attach.Attachment) ([]clusterapi.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.capiListErr != nil {
@@ -210,14 +254,14 @@ func (f *fakeBackend) ClusterAPI(context.Context, machinesets.Attachment) ([]clu
 	return append([]clusterapi.Status(nil), f.capi...), nil
 }
 
-// PatchClusterAPI answers as clusterapi.Patch does for the names it is given.
-func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error) {
+// patchCAPI answers as clusterapi.Patch does for the names it is given.
+func (f *fakeBackend) patchCAPI(_ context.Context, a attach.Attachment, names []string, dryRun bool) ([]attach.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.patchErr != nil {
 		return nil, f.patchErr
 	}
-	var out []clusterapi.Result
+	var out []attach.Result
 	for i, c := range f.capi {
 		key := strings.ToLower(c.Kind) + "/" + c.Name
 		if !slices.Contains(names, key) {
@@ -228,18 +272,18 @@ func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachmen
 			tag = "dry:" + key
 		}
 		f.capiPatched = append(f.capiPatched, tag)
-		r := clusterapi.Result{PatchResult: machinesets.PatchResult{Name: c.Name}, Kind: c.Kind, Namespace: machinesets.ClusterAPINamespace, Template: c.Template}
+		r := attach.Result{Name: c.Name, Kind: c.Kind, Namespace: clusterapi.OpenShiftNamespace, Template: c.Template}
 		switch {
-		case c.StorageNetwork == machinesets.StateAttached:
-			r.Action, r.Reason = machinesets.ActionUnchanged, "its template already has a port on every storage network and every security group"
+		case c.StorageNetwork == attach.StateAttached:
+			r.Action, r.Reason = attach.ActionUnchanged, "its template already has a port on every storage network and every security group"
 		default:
-			r.Action, r.AddedNetworks, r.AddedSecurityGroups = machinesets.ActionPatched, a.Networks, a.SecurityGroups
+			r.Action, r.AddedNetworks, r.AddedSecurityGroups = attach.ActionPatched, a.Networks, a.SecurityGroups
 			r.OldTemplate, r.Template = c.Template, c.Template+"-manila-0a1b2c3d"
 			if dryRun {
-				r.Action, r.Diff = machinesets.ActionWouldPatch, fakeTemplateDiff(c.Kind, c.Name, a.Networks[0])
+				r.Action, r.Diff = attach.ActionWouldPatch, fakeTemplateDiff(c.Kind, c.Name, a.Networks[0])
 			} else {
 				// As the cluster then reads: the new template, none of the Machines made from it yet.
-				f.capi[i].Template, f.capi[i].OnTemplate, f.capi[i].StorageNetwork = r.Template, 0, machinesets.StateAttached
+				f.capi[i].Template, f.capi[i].OnTemplate, f.capi[i].StorageNetwork = r.Template, 0, attach.StateAttached
 			}
 		}
 		out = append(out, r)
@@ -247,7 +291,7 @@ func (f *fakeBackend) PatchClusterAPI(_ context.Context, a machinesets.Attachmen
 	return out, nil
 }
 
-func (f *fakeBackend) RolloutClusterAPI(_ context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
+func (f *fakeBackend) rollCAPI(_ context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
 	var out []rollout.SetProgress
 	for _, n := range names {
 		name := strings.TrimPrefix(n, "machineset/")
@@ -261,21 +305,21 @@ func (f *fakeBackend) RolloutClusterAPI(_ context.Context, names []string, progr
 	return out, nil
 }
 
-func (f *fakeBackend) NodePools(context.Context, machinesets.Attachment) ([]nodepools.Status, error) {
+func (f *fakeBackend) NodePools(context.Context, attach.Attachment) ([]nodepools.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]nodepools.Status(nil), f.pools...), nil
 }
 
-// PatchNodePools answers as nodepools.Patch does; a real patch makes the pool's status say that
+// patchPools answers as nodepools.Patch does; a real patch makes the pool's status say that
 // HyperShift is rolling its new machine template out.
-func (f *fakeBackend) PatchNodePools(_ context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error) {
+func (f *fakeBackend) patchPools(_ context.Context, a attach.Attachment, names []string, dryRun bool) ([]attach.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.poolPatchErr != nil {
 		return nil, f.poolPatchErr
 	}
-	var out []nodepools.Result
+	var out []attach.Result
 	for i, p := range f.pools {
 		key := p.Namespace + "/" + p.Name
 		if !slices.Contains(names, key) {
@@ -286,18 +330,18 @@ func (f *fakeBackend) PatchNodePools(_ context.Context, a machinesets.Attachment
 		} else {
 			f.poolsPatched = append(f.poolsPatched, key)
 		}
-		r := nodepools.Result{PatchResult: machinesets.PatchResult{Name: p.Name}, Namespace: p.Namespace, HostedCluster: p.HostedCluster}
+		r := attach.Result{Kind: "NodePool", Name: p.Name, Namespace: p.Namespace, HostedCluster: p.HostedCluster}
 		switch {
-		case p.StorageNetwork == machinesets.StateNA:
-			r.Action, r.Reason = machinesets.ActionSkipped, "platform "+p.Platform+", not OpenStack"
-		case p.StorageNetwork == machinesets.StateAttached:
-			r.Action, r.Reason = machinesets.ActionUnchanged, "already attached"
+		case p.StorageNetwork == attach.StateNA:
+			r.Action, r.Reason = attach.ActionSkipped, "platform "+p.Platform+", not OpenStack"
+		case p.StorageNetwork == attach.StateAttached:
+			r.Action, r.Reason = attach.ActionUnchanged, "already attached"
 		case dryRun:
-			r.Action, r.AddedNetworks = machinesets.ActionWouldPatch, a.Networks
+			r.Action, r.AddedNetworks = attach.ActionWouldPatch, a.Networks
 			r.Diff = fmt.Sprintf("--- NodePool %[1]s spec.platform.openstack\n+++ NodePool %[1]s spec.platform.openstack (patched)\n@@ -1 +1,5 @@\n+additionalPorts:\n+- description: %[3]s\n+  network:\n+    id: %[2]s\n flavor: m1.xlarge\n", key, a.Networks[0], nodepools.PortDescription)
 		default:
-			r.Action, r.AddedNetworks = machinesets.ActionPatched, a.Networks
-			f.pools[i].StorageNetwork = machinesets.StateAttached
+			r.Action, r.AddedNetworks = attach.ActionPatched, a.Networks
+			f.pools[i].StorageNetwork = attach.StateAttached
 			if p.UpgradeType == "Replace" {
 				f.pools[i].CurrentNodes = p.Replicas - 1
 				f.pools[i].Conditions = []nodepools.Condition{
@@ -306,7 +350,7 @@ func (f *fakeBackend) PatchNodePools(_ context.Context, a machinesets.Attachment
 				}
 			}
 		}
-		if len(a.SecurityGroups) > 0 && p.StorageNetwork != machinesets.StateNA {
+		if len(a.SecurityGroups) > 0 && p.StorageNetwork != attach.StateNA {
 			r.Warning = "NodePool " + key + ": security groups " + a.SecurityGroups[0] + " were not added: a NodePool's additional ports take none of their own"
 		}
 		out = append(out, r)
@@ -314,7 +358,7 @@ func (f *fakeBackend) PatchNodePools(_ context.Context, a machinesets.Attachment
 	return out, nil
 }
 
-func (f *fakeBackend) Rollout(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
+func (f *fakeBackend) rollSets(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
 	var out []rollout.SetProgress
 	for _, n := range names {
 		progress(rollout.SetProgress{Name: n, State: rollout.Running, Replaced: 0, Total: 2, Phase: "waiting for new Machine " + n + "-abcde to become a Ready Node"})

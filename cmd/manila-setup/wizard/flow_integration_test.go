@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -243,8 +244,8 @@ func TestWizardFullFlow(t *testing.T) {
 		if !netOK || !spec.HasSecurityGroup(nfsGroup) {
 			t.Errorf("MachineSet %s: networks %+v, security groups %+v", name, spec.Spec.Networks, spec.Spec.SecurityGroups)
 		}
-		if _, ok := ms.Annotations[machinesets.AttachmentAnnotation]; !ok {
-			t.Errorf("MachineSet %s has no %s", name, machinesets.AttachmentAnnotation)
+		if _, ok := ms.Annotations[attach.Annotation]; !ok {
+			t.Errorf("MachineSet %s has no %s", name, attach.Annotation)
 		}
 	}
 	master, _ := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Get(ctx, infraID+"-master", metav1.GetOptions{})

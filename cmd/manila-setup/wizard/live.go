@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
@@ -26,6 +27,7 @@ import (
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/operator/health"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // DriverName is the Manila CSI driver, the name of its ClusterCSIDriver and the provisioner of
@@ -200,7 +202,7 @@ func readCluster(ctx context.Context, host, kubeContext string, mc machineclient
 		defer wg.Done()
 		// Only what is served counts: Cluster API is an addition to the Machine API or the
 		// NodePools, never enough on its own, so a refusal here only leaves it out.
-		_, err := dyn.Resource(clusterapi.MachineSetGVR).Namespace(machinesets.ClusterAPINamespace).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := dyn.Resource(clusterapi.MachineSetGVR).Namespace(clusterapi.OpenShiftNamespace).List(ctx, metav1.ListOptions{Limit: 1})
 		c.ClusterAPI = err == nil
 	}()
 	go func() {
@@ -288,7 +290,7 @@ func (l *LiveBackend) SecurityGroups(ctx context.Context) ([]openstack.SecurityG
 }
 
 // MachineSets is `machinesets list`.
-func (l *LiveBackend) MachineSets(ctx context.Context, want machinesets.Attachment) ([]machinesets.SetStatus, error) {
+func (l *LiveBackend) MachineSets(ctx context.Context, want attach.Attachment) ([]machinesets.SetStatus, error) {
 	_, mc, _, _ := l.clients()
 	if mc == nil {
 		return nil, errNotConnected
@@ -296,26 +298,29 @@ func (l *LiveBackend) MachineSets(ctx context.Context, want machinesets.Attachme
 	return machinesets.List(ctx, mc, want)
 }
 
-// Patch is `machinesets patch`, with the IDs checked in Neutron first. No names patches
-// nothing (a selection of NodePools only): machinesets.Patch would take that as every worker.
-func (l *LiveBackend) Patch(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]machinesets.PatchResult, error) {
-	c, mc, _, _ := l.clients()
-	if mc == nil {
+// cluster is the use case over the clients of Connect.
+func (l *LiveBackend) cluster() workers.Cluster {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return workers.Cluster{Machines: l.mc, Kube: l.kc, Dynamic: l.dyn}
+}
+
+// Patch is what `machinesets patch`, `clusterapi patch` and `nodepools patch` do, at once, with
+// the IDs checked in Neutron first.
+func (l *LiveBackend) Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error) {
+	c, _, _, _ := l.clients()
+	if l.dynamic() == nil {
 		return nil, errNotConnected
 	}
-	if len(names) == 0 {
-		return nil, nil
-	}
-	opts := machinesets.PatchOptions{Attachment: a, Selection: machinesets.Selection{Names: names}, DryRun: dryRun, By: l.cfg.By}
+	opts := attach.Options{Attachment: a, DryRun: dryRun, By: l.cfg.By}
 	if c != nil {
-		opts.Checker = machinesets.NeutronChecker{Client: c}
+		opts.Checker = attach.NeutronChecker{Client: c}
 	}
-	results, err := machinesets.Patch(ctx, mc, opts)
-	if err != nil {
-		return results, err
+	report, err := l.cluster().Patch(ctx, sel, opts)
+	if report == nil {
+		return nil, err
 	}
-	results, _, err = clusterapi.PatchCopies(ctx, l.dynamic(), results, opts)
-	return results, err
+	return report.Results, err
 }
 
 func (l *LiveBackend) dynamic() dynamic.Interface {
@@ -325,50 +330,16 @@ func (l *LiveBackend) dynamic() dynamic.Interface {
 }
 
 // ClusterAPI is `clusterapi list`.
-func (l *LiveBackend) ClusterAPI(ctx context.Context, want machinesets.Attachment) ([]clusterapi.Status, error) {
+func (l *LiveBackend) ClusterAPI(ctx context.Context, want attach.Attachment) ([]clusterapi.Status, error) {
 	dyn := l.dynamic()
 	if dyn == nil {
 		return nil, errNotConnected
 	}
-	return clusterapi.List(ctx, dyn, machinesets.ClusterAPINamespace, want)
-}
-
-// PatchClusterAPI is `clusterapi patch --name KIND/NAME ...`, with the IDs checked in Neutron
-// first. No names patches nothing: clusterapi.Patch would take that as every one.
-func (l *LiveBackend) PatchClusterAPI(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]clusterapi.Result, error) {
-	c, _, _, _ := l.clients()
-	dyn := l.dynamic()
-	if dyn == nil {
-		return nil, errNotConnected
-	}
-	if len(names) == 0 {
-		return nil, nil
-	}
-	opts := clusterapi.Options{Attachment: a, Namespace: machinesets.ClusterAPINamespace, Names: names, DryRun: dryRun, By: l.cfg.By}
-	if c != nil {
-		opts.Checker = machinesets.NeutronChecker{Client: c}
-	}
-	report, err := clusterapi.Patch(ctx, dyn, opts)
-	if report == nil {
-		return nil, err
-	}
-	return report.Results, err
-}
-
-// RolloutClusterAPI is `clusterapi rollout --name machineset/NAME ...`.
-func (l *LiveBackend) RolloutClusterAPI(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
-	dyn := l.dynamic()
-	if dyn == nil {
-		return nil, errNotConnected
-	}
-	if len(names) == 0 {
-		return nil, nil // clusterapi.Rollout would take that as every standalone MachineSet
-	}
-	return clusterapi.Rollout(ctx, dyn, machinesets.ClusterAPINamespace, names, rollout.Options{MaxSurge: rollout.DefaultMaxSurge, Timeout: l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval, Progress: progress})
+	return clusterapi.List(ctx, dyn, clusterapi.OpenShiftNamespace, want)
 }
 
 // NodePools is `nodepools list`, over every namespace.
-func (l *LiveBackend) NodePools(ctx context.Context, want machinesets.Attachment) ([]nodepools.Status, error) {
+func (l *LiveBackend) NodePools(ctx context.Context, want attach.Attachment) ([]nodepools.Status, error) {
 	l.mu.Lock()
 	dyn := l.dyn
 	l.mu.Unlock()
@@ -378,51 +349,16 @@ func (l *LiveBackend) NodePools(ctx context.Context, want machinesets.Attachment
 	return nodepools.List(ctx, dyn, "", "", want)
 }
 
-// PatchNodePools is `nodepools patch --name NAMESPACE/NAME ...`, with the networks checked in
-// Neutron first. No names patches nothing: nodepools.Patch would take that as every NodePool.
-func (l *LiveBackend) PatchNodePools(ctx context.Context, a machinesets.Attachment, names []string, dryRun bool) ([]nodepools.Result, error) {
-	l.mu.Lock()
-	c, dyn := l.cloud, l.dyn
-	l.mu.Unlock()
-	if dyn == nil {
+// Roll is what `machinesets rollout` and `clusterapi rollout` do, one after the other.
+func (l *LiveBackend) Roll(ctx context.Context, sel workers.Selection, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
+	if l.dynamic() == nil {
 		return nil, errNotConnected
 	}
-	if len(names) == 0 {
-		return nil, nil
-	}
-	opts := nodepools.Options{Attachment: a, Names: names, DryRun: dryRun, By: l.cfg.By}
-	if c != nil {
-		opts.Checker = machinesets.NeutronChecker{Client: c}
-	}
-	return nodepools.Patch(ctx, dyn, opts)
-}
-
-// Rollout is `machinesets rollout`.
-func (l *LiveBackend) Rollout(ctx context.Context, names []string, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
-	_, mc, kc, _ := l.clients()
-	if mc == nil {
-		return nil, errNotConnected
-	}
-	if len(names) == 0 {
-		return nil, nil // as Patch: never every worker by omission
-	}
-	opts := rollout.Options{
+	return l.cluster().Roll(ctx, sel, rollout.Options{
 		MaxSurge: rollout.DefaultMaxSurge,
 		Timeout:  l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
-		// A set Cluster API is authoritative for is rolled after the others, through its
-		// Cluster API copy: its line waits for that rather than saying skipped.
-		Progress: func(sp rollout.SetProgress) {
-			if sp.ClusterAPI && sp.State == rollout.Skipped {
-				sp.State, sp.Phase = rollout.Pending, "waiting for its turn (through its Cluster API copy)"
-			}
-			progress(sp)
-		},
-	}
-	results, err := machinesets.Rollout(ctx, mc, kc, machinesets.Selection{Names: names}, opts)
-	if err != nil {
-		return results, err
-	}
-	return clusterapi.RollCopies(ctx, l.dynamic(), results, opts, progress)
+		Progress: progress,
+	})
 }
 
 // Storage reads the ClusterCSIDriver and the Manila StorageClasses.

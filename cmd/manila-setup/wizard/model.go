@@ -11,11 +11,13 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // Options configure the wizard.
@@ -146,15 +148,15 @@ type (
 	}
 	planMsg struct {
 		key     string
-		results []machinesets.PatchResult
-		pools   []nodepools.Result
-		capi    []clusterapi.Result
+		results []attach.Result
+		pools   []attach.Result
+		capi    []attach.Result
 		err     error
 	}
 	patchedMsg struct {
-		results []machinesets.PatchResult
-		pools   []nodepools.Result
-		capi    []clusterapi.Result
+		results []attach.Result
+		pools   []attach.Result
+		capi    []attach.Result
 		err     error
 	}
 	// poolsMsg is a read of the patched NodePools' progress; poolsPollMsg asks for the next.
@@ -229,7 +231,7 @@ func groupsCmd(ctx context.Context, b Backend) tea.Cmd {
 // setsCmd reads what the cluster has: its MachineSets, its Cluster API MachineSets and
 // MachineDeployments, and its NodePools on a management cluster; a kind the cluster does not
 // serve is not asked for.
-func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attachment, conn Connection) tea.Cmd {
+func setsCmd(ctx context.Context, b Backend, key string, want attach.Attachment, conn Connection) tea.Cmd {
 	machineAPI, hyperShift := conn.MachineAPI, conn.HyperShift
 	return func() tea.Msg {
 		msg := setsMsg{key: key}
@@ -243,7 +245,7 @@ func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attach
 		if conn.ClusterAPI {
 			var err error
 			if msg.capi, err = b.ClusterAPI(ctx, want); err != nil {
-				msg.notes = append(msg.notes, fmt.Sprintf("the Cluster API objects of %s could not be read, so they are not offered (nor the MachineSets attached through them): %v", machinesets.ClusterAPINamespace, err))
+				msg.notes = append(msg.notes, fmt.Sprintf("the Cluster API objects of %s could not be read, so they are not offered (nor the MachineSets attached through them): %v", clusterapi.OpenShiftNamespace, err))
 			}
 		}
 		if hyperShift {
@@ -262,24 +264,39 @@ func setsCmd(ctx context.Context, b Backend, key string, want machinesets.Attach
 
 // planCmd computes the diffs of the chosen MachineSets, Cluster API objects and NodePools;
 // nothing is written.
-func planCmd(ctx context.Context, b Backend, key string, a machinesets.Attachment, names, capi, pools []string) tea.Cmd {
+func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, names, capi, pools []string) tea.Cmd {
 	return func() tea.Msg {
-		msg := planMsg{key: key}
-		if len(names) > 0 {
-			if msg.results, msg.err = b.Patch(ctx, a, names, true); msg.err != nil {
-				return msg
-			}
-		}
-		if len(capi) > 0 {
-			if msg.capi, msg.err = b.PatchClusterAPI(ctx, a, capi, true); msg.err != nil {
-				return msg
-			}
-		}
-		if len(pools) > 0 {
-			msg.pools, msg.err = b.PatchNodePools(ctx, a, pools, true)
-		}
+		results, err := b.Patch(ctx, a, selection(names, capi, pools), true)
+		msg := planMsg{key: key, err: err}
+		msg.results, msg.capi, msg.pools = byKind(results)
 		return msg
 	}
+}
+
+// selection is what the wizard chose, as the use case takes it: nothing of a kind none of
+// which was chosen.
+func selection(names, capi, pools []string) workers.Selection {
+	sel := workers.Selection{ClusterAPI: capi, NodePools: pools}
+	if len(names) > 0 {
+		sel.MachineSets = &machinesets.Selection{Names: names}
+	}
+	return sel
+}
+
+// byKind splits the rows of a patch as the screens show them: the Machine API MachineSets
+// (with their Cluster API copies), the Cluster API objects, the NodePools.
+func byKind(results []attach.Result) (sets, capi, pools []attach.Result) {
+	for _, r := range results {
+		switch {
+		case r.Kind == "NodePool":
+			pools = append(pools, r)
+		case r.Namespace == machinesets.Namespace:
+			sets = append(sets, r)
+		default:
+			capi = append(capi, r)
+		}
+	}
+	return sets, capi, pools
 }
 
 func nav(d int) tea.Cmd { return func() tea.Msg { return navMsg(d) } }
@@ -476,8 +493,8 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 }
 
 // attachment is what the screens so far chose.
-func (m Model) attachment() machinesets.Attachment {
-	a := machinesets.Attachment{}
+func (m Model) attachment() attach.Attachment {
+	a := attach.Attachment{}
 	if n := m.network.chosen(); n != nil {
 		a.Networks = []string{n.ID}
 	}
@@ -485,7 +502,7 @@ func (m Model) attachment() machinesets.Attachment {
 	return a
 }
 
-func attachmentKey(a machinesets.Attachment) string {
+func attachmentKey(a attach.Attachment) string {
 	return strings.Join(a.Networks, ",") + "|" + strings.Join(a.SecurityGroups, ",")
 }
 

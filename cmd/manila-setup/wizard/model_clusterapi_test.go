@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
@@ -18,17 +19,17 @@ import (
 func newClusterAPIBackend() *fakeBackend {
 	f := newFakeBackend()
 	f.clusterAPI = true
-	f.sets[3] = machinesets.SetStatus{Name: "ostest-x7k2p-worker-1", Role: "worker", Replicas: 1, Wanted: 1, ReadyReplicas: 1, StorageNetwork: machinesets.StateNA, SecurityGroups: machinesets.StateNA,
+	f.sets[3] = machinesets.SetStatus{Name: "ostest-x7k2p-worker-1", Role: "worker", Replicas: 1, Wanted: 1, ReadyReplicas: 1, StorageNetwork: attach.StateNA, SecurityGroups: attach.StateNA,
 		Machines: 1, ClusterAPI: true, Note: "Cluster API is authoritative for it (status.authoritativeAPI ClusterAPI)"}
-	na := machinesets.StateNA
+	na := attach.StateNA
 	f.capi = []clusterapi.Status{
 		{Kind: clusterapi.KindMachineSet, Name: "ostest-x7k2p-worker-0", Replicas: 2, Template: "ostest-x7k2p-worker-0", StorageNetwork: na, SecurityGroups: na, Note: "paused (annotation cluster.x-k8s.io/paused): ..."},
-		{Kind: clusterapi.KindMachineSet, Name: "ostest-x7k2p-worker-1", Replicas: 1, Template: "ostest-x7k2p-worker-1", StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 1, OnTemplate: 1},
-		{Kind: clusterapi.KindMachineSet, Name: "capi-gpu", Replicas: 1, Template: "capi-gpu-tmpl", StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 1, OnTemplate: 1},
+		{Kind: clusterapi.KindMachineSet, Name: "ostest-x7k2p-worker-1", Replicas: 1, Template: "ostest-x7k2p-worker-1", StorageNetwork: attach.StateMissing, SecurityGroups: attach.StateMissing, Machines: 1, OnTemplate: 1},
+		{Kind: clusterapi.KindMachineSet, Name: "capi-gpu", Replicas: 1, Template: "capi-gpu-tmpl", StorageNetwork: attach.StateMissing, SecurityGroups: attach.StateMissing, Machines: 1, OnTemplate: 1},
 		{Kind: clusterapi.KindMachineSet, Name: "capi-md-7f9c4", Replicas: 2, Template: "capi-md-tmpl", StorageNetwork: na, SecurityGroups: na, Note: "made by MachineDeployment capi-md", Machines: 2, OnTemplate: 2},
 		{Kind: clusterapi.KindMachineSet, Name: "capi-paused", Replicas: 1, Template: "capi-paused-tmpl", StorageNetwork: na, SecurityGroups: na, Note: "paused (annotation cluster.x-k8s.io/paused): Cluster API does not act on it"},
 		{Kind: clusterapi.KindMachineSet, Name: "capi-vsphere", Replicas: 1, Template: "vs-tmpl", StorageNetwork: na, SecurityGroups: na, Note: "machines made from a VSphereMachineTemplate, not an OpenStackMachineTemplate"},
-		{Kind: clusterapi.KindMachineDeployment, Name: "capi-md", Replicas: 2, Template: "capi-md-tmpl", StorageNetwork: machinesets.StateMissing, SecurityGroups: machinesets.StateMissing, Machines: 2, OnTemplate: 2},
+		{Kind: clusterapi.KindMachineDeployment, Name: "capi-md", Replicas: 2, Template: "capi-md-tmpl", StorageNetwork: attach.StateMissing, SecurityGroups: attach.StateMissing, Machines: 2, OnTemplate: 2},
 	}
 	return f
 }
@@ -88,7 +89,7 @@ func TestSetsGoOnWhenClusterAPICannotBeRead(t *testing.T) {
 func TestSetsWithoutTheCopyStayNotSelectable(t *testing.T) {
 	b := newClusterAPIBackend()
 	b.capi = nil
-	b.sets[2].StorageNetwork, b.sets[2].SecurityGroups, b.sets[2].Note = machinesets.StateNA, machinesets.StateNA, "it is migrating between the Machine API and Cluster API"
+	b.sets[2].StorageNetwork, b.sets[2].SecurityGroups, b.sets[2].Note = attach.StateNA, attach.StateNA, "it is migrating between the Machine API and Cluster API"
 	d := toSets(t, b, false, 200, 40)
 	if got := d.m.sets.chosen(); len(got) != 0 {
 		t.Errorf("chosen: %v", got)

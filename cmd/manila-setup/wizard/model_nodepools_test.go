@@ -8,7 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/nodepools"
 )
 
@@ -241,7 +241,7 @@ func TestDryRunWritesNoNodePool(t *testing.T) {
 // NodePools by NAMESPACE/NAME, --force when the network was questioned, no security groups.
 func TestCommandsForNodePools(t *testing.T) {
 	conn := &Connection{Cloud: "mycloud", Flags: []string{"--kubeconfig", "/tmp/mgmt.kubeconfig"}}
-	lines := commandLines(conn, machinesets.Attachment{Networks: []string{fakeStorageNet}, SecurityGroups: []string{fakeNFSGroup}}, nil, nil, []string{"clusters/hc1-workers", "team b/x"}, true)
+	lines := commandLines(conn, attach.Attachment{Networks: []string{fakeStorageNet}, SecurityGroups: []string{fakeNFSGroup}}, nil, nil, []string{"clusters/hc1-workers", "team b/x"}, true)
 	want := []string{"  manila-setup --kubeconfig /tmp/mgmt.kubeconfig --os-cloud mycloud nodepools patch --network " + fakeStorageNet + " --force --name clusters/hc1-workers --name 'team b/x'"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

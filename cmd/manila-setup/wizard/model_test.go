@@ -10,8 +10,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 func view(d *driver) string { return ansi.Strip(d.m.View()) }
@@ -460,7 +460,7 @@ func TestApplyFitsManyMachineSets(t *testing.T) {
 		}
 		a.order = append(a.order, n)
 		a.sets[n] = p
-		a.patched = append(a.patched, machinesets.PatchResult{Name: n, Action: machinesets.ActionPatched, AddedNetworks: []string{fakeStorageNet}})
+		a.patched = append(a.patched, attach.Result{Name: n, Action: attach.ActionPatched, AddedNetworks: []string{fakeStorageNet}})
 	}
 	got := ansi.Strip(strings.Join(a.view(80, 20, "*"), "\n"))
 	if n := len(a.view(80, 20, "*")); n > 20 {
@@ -478,7 +478,7 @@ func TestApplyFitsManyMachineSets(t *testing.T) {
 // the wizard was started with, quoted so that they run as copied.
 func TestCommandsCarryTheWizardsFlags(t *testing.T) {
 	conn := &Connection{Cloud: "my cloud", Flags: []string{"--kubeconfig", "/tmp/a b/kubeconfig", "--os-client-config-file", "/etc/openstack/clouds.yaml"}}
-	lines := commandLines(conn, machinesets.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"}, nil, nil, false)
+	lines := commandLines(conn, attach.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"}, nil, nil, false)
 	want := []string{
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml --os-cloud 'my cloud' machinesets patch --network " + fakeStorageNet + " --name w-0",
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml machinesets rollout --name w-0",

@@ -11,9 +11,9 @@ import (
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 )
 
@@ -34,17 +34,17 @@ type applyModel struct {
 	phase   string
 	names   []string // MachineSets rolled
 	changed []string // MachineSets the patch changes
-	want    machinesets.Attachment
-	patched []machinesets.PatchResult
+	want    attach.Attachment
+	patched []attach.Result
 	// pools are the NodePools chosen, as last read; poolsPatched what their patch did.
 	pools          []nodepools.Status
-	poolsPatched   []nodepools.Result
+	poolsPatched   []attach.Result
 	poolsErr       string // the last progress read failed
 	deploymentsErr string // the last read of the MachineDeployments' progress failed
 	// capi are the Cluster API objects chosen; capiPatched what their patch did. Their
 	// standalone MachineSets are rolled after the Machine API ones, in the same bars.
 	capi        []clusterapi.Status
-	capiPatched []clusterapi.Result
+	capiPatched []attach.Result
 	order       []string
 	sets        map[string]rollout.SetProgress
 	started     time.Time
@@ -59,7 +59,7 @@ type applyModel struct {
 }
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
-func startApply(ctx context.Context, b Backend, want machinesets.Attachment, changed, names []string, capi []clusterapi.Status, pools []nodepools.Status, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+func startApply(ctx context.Context, b Backend, want attach.Attachment, changed, names []string, capi []clusterapi.Status, pools []nodepools.Status, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
 	a := applyModel{names: names, changed: changed, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
 	for _, n := range append(slices.Clone(names), a.capiSets()...) {
 		a.order = append(a.order, n)
@@ -79,20 +79,9 @@ func startApply(ctx context.Context, b Backend, want machinesets.Attachment, cha
 		capiNames = append(capiNames, capiKey(c))
 	}
 	return a, tea.Batch(func() tea.Msg {
-		var msg patchedMsg
-		if len(names) > 0 {
-			if msg.results, msg.err = b.Patch(ctx, want, names, false); msg.err != nil {
-				return msg
-			}
-		}
-		if len(capiNames) > 0 {
-			if msg.capi, msg.err = b.PatchClusterAPI(ctx, want, capiNames, false); msg.err != nil {
-				return msg
-			}
-		}
-		if len(poolNames) > 0 {
-			msg.pools, msg.err = b.PatchNodePools(ctx, want, poolNames, false)
-		}
+		results, err := b.Patch(ctx, want, selection(names, capiNames, poolNames), false)
+		msg := patchedMsg{err: err}
+		msg.results, msg.capi, msg.pools = byKind(results)
 		return msg
 	}, clockTick())
 }
@@ -119,7 +108,7 @@ func (a applyModel) poolNames() []string {
 }
 
 // poolsCmd reads the NodePools' progress once.
-func poolsCmd(ctx context.Context, b Backend, want machinesets.Attachment) tea.Cmd {
+func poolsCmd(ctx context.Context, b Backend, want attach.Attachment) tea.Cmd {
 	return func() tea.Msg {
 		pools, err := b.NodePools(ctx, want)
 		return poolsMsg{pools, err}
@@ -128,7 +117,7 @@ func poolsCmd(ctx context.Context, b Backend, want machinesets.Attachment) tea.C
 
 // deploymentsCmd reads the Cluster API objects once, for the progress of the patched
 // MachineDeployments.
-func deploymentsCmd(ctx context.Context, b Backend, want machinesets.Attachment) tea.Cmd {
+func deploymentsCmd(ctx context.Context, b Backend, want attach.Attachment) tea.Cmd {
 	return func() tea.Msg {
 		capi, err := b.ClusterAPI(ctx, want)
 		return deploymentsMsg{capi, err}
@@ -138,8 +127,8 @@ func deploymentsCmd(ctx context.Context, b Backend, want machinesets.Attachment)
 // deploymentsPatched reports whether a MachineDeployment got a new template, whose rollout the
 // screen then follows.
 func (a applyModel) deploymentsPatched() bool {
-	return slices.ContainsFunc(a.capiPatched, func(r clusterapi.Result) bool {
-		return r.Kind == clusterapi.KindMachineDeployment && r.Action == machinesets.ActionPatched
+	return slices.ContainsFunc(a.capiPatched, func(r attach.Result) bool {
+		return r.Kind == clusterapi.KindMachineDeployment && r.Action == attach.ActionPatched
 	})
 }
 
@@ -161,20 +150,11 @@ func rolloutCmd(ctx context.Context, b Backend, names, capiSets []string) tea.Cm
 				default: // the screen is behind; the next update carries the state anyway
 				}
 			}
-			var results []rollout.SetProgress
-			var err error
-			if len(names) > 0 {
-				results, err = b.Rollout(ctx, names, progress)
+			qualified := make([]string, len(capiSets))
+			for i, n := range capiSets {
+				qualified[i] = "machineset/" + n
 			}
-			if err == nil && len(capiSets) > 0 {
-				qualified := make([]string, len(capiSets))
-				for i, n := range capiSets {
-					qualified[i] = "machineset/" + n
-				}
-				var more []rollout.SetProgress
-				more, err = b.RolloutClusterAPI(ctx, qualified, progress)
-				results = append(results, more...)
-			}
+			results, err := b.Roll(ctx, selection(names, qualified, nil), progress)
 			events <- rolloutDoneMsg{results, err}
 		}()
 		return rolloutStartedMsg{events: events, cancel: cancel}
@@ -387,7 +367,7 @@ func (a applyModel) capiSummary() string {
 		}
 	}
 	if len(deployments) > 0 {
-		parts = append(parts, "MachineDeployments "+strings.Join(deployments, ", ")+" (Cluster API replaces their Machines itself: watch `oc get machinedeployments -n "+machinesets.ClusterAPINamespace+"`)")
+		parts = append(parts, "MachineDeployments "+strings.Join(deployments, ", ")+" (Cluster API replaces their Machines itself: watch `oc get machinedeployments -n "+clusterapi.OpenShiftNamespace+"`)")
 	}
 	if len(a.pools) > 0 {
 		parts = append(parts, "NodePools "+strings.Join(a.poolNames(), ", ")+" (HyperShift rolls them out itself: watch `"+a.watchCommand()+"`)")
@@ -407,16 +387,16 @@ func (a applyModel) capiLines(w int) []string {
 			continue
 		}
 		name := "MachineDeployment " + c.Name
-		i := slices.IndexFunc(a.capiPatched, func(r clusterapi.Result) bool { return r.Kind == c.Kind && r.Name == c.Name })
+		i := slices.IndexFunc(a.capiPatched, func(r attach.Result) bool { return r.Kind == c.Kind && r.Name == c.Name })
 		switch {
 		case a.phase == applyDry:
 			lines = append(lines, wrap(name+": dry run, would get a new template with the port (if it lacks one)", w)...)
 		case i < 0:
 			lines = append(lines, cut(name+": waiting for the patch", w))
-		case a.capiPatched[i].Action == machinesets.ActionPatched:
+		case a.capiPatched[i].Action == attach.ActionPatched:
 			r := a.capiPatched[i]
 			lines = append(lines, wrap(fmt.Sprintf("%s: patched, makes its Machines from OpenStackMachineTemplate %s (was %s)", name, r.Template, r.OldTemplate), w)...)
-			lines = append(lines, wrapStyled(styleDim, "  Cluster API replaces its Machines itself (its rolling update); watch: oc get machinedeployment -n "+machinesets.ClusterAPINamespace+" "+c.Name, w)...)
+			lines = append(lines, wrapStyled(styleDim, "  Cluster API replaces its Machines itself (its rolling update); watch: oc get machinedeployment -n "+clusterapi.OpenShiftNamespace+" "+c.Name, w)...)
 			if c.Template == r.Template {
 				// Read since the patch: how far the rolling update is.
 				lines = append(lines, wrap(fmt.Sprintf("  now: %d of %d Machines made from %s", c.OnTemplate, c.Replicas, r.Template), w)...)
@@ -568,7 +548,7 @@ func (a applyModel) poolLines(w int, compact bool) []string {
 			continue
 		}
 		head := "NodePool " + key + ": " + res.Action + ", " + res.Reason
-		if res.Action == machinesets.ActionPatched {
+		if res.Action == attach.ActionPatched {
 			head = "NodePool " + key + ": patched, adds a port on network " + strings.Join(res.AddedNetworks, ", ")
 			lines = append(lines, wrap(head, w)...)
 			lines = append(lines, wrapStyled(styleDim, "  "+rollsHow(p), w)...)
@@ -588,13 +568,13 @@ func (a applyModel) poolLines(w int, compact bool) []string {
 }
 
 // poolResult is what the patch did to one NodePool, if it was patched yet.
-func (a applyModel) poolResult(key string) (nodepools.Result, bool) {
+func (a applyModel) poolResult(key string) (attach.Result, bool) {
 	for _, r := range a.poolsPatched {
 		if r.Namespace+"/"+r.Name == key {
 			return r, true
 		}
 	}
-	return nodepools.Result{}, false
+	return attach.Result{}, false
 }
 
 // rollsHow says what HyperShift does with a platform change of p, as its upgradeType says
@@ -701,9 +681,9 @@ func (a applyModel) setLines(w, height int) []string {
 // change, else one per MachineSet.
 func (a applyModel) patchedLines(w int) []string {
 	var names []string
-	var first machinesets.PatchResult
+	var first attach.Result
 	for _, r := range a.patched {
-		if r.Action == machinesets.ActionPatched {
+		if r.Action == attach.ActionPatched {
 			if len(names) == 0 {
 				first = r
 			}
@@ -718,7 +698,7 @@ func (a applyModel) patchedLines(w int) []string {
 	}
 	same := true
 	for _, r := range a.patched {
-		if r.Action == machinesets.ActionPatched && describeAdded(r) != describeAdded(first) {
+		if r.Action == attach.ActionPatched && describeAdded(r) != describeAdded(first) {
 			same = false
 		}
 	}
@@ -727,7 +707,7 @@ func (a applyModel) patchedLines(w int) []string {
 	}
 	var lines []string
 	for _, r := range a.patched {
-		if r.Action == machinesets.ActionPatched {
+		if r.Action == attach.ActionPatched {
 			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+describeAdded(r), w)...)
 		}
 	}

@@ -7,9 +7,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
-	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/nodepools"
 )
 
 // reviewModel is screen 5: the diff per MachineSet and NodePool and the equivalent commands.
@@ -18,9 +17,9 @@ type reviewModel struct {
 	forKey   string
 	kinds    string // what was chosen from: "MachineSet", "NodePool", "MachineSet or NodePool"
 	err      string
-	results  []machinesets.PatchResult
-	pools    []nodepools.Result
-	capi     []clusterapi.Result
+	results  []attach.Result
+	pools    []attach.Result
+	capi     []attach.Result
 	commands []string
 	scroll   int
 }
@@ -42,17 +41,17 @@ func (r reviewModel) withPlan(msg planMsg) reviewModel {
 func (r reviewModel) changedNames() []string {
 	var names []string
 	for _, res := range r.results {
-		if res.Action == machinesets.ActionWouldPatch {
+		if res.Action == attach.ActionWouldPatch {
 			names = append(names, res.Name)
 		}
 	}
 	return names
 }
 
-func (r reviewModel) invalid() []machinesets.PatchResult {
-	var out []machinesets.PatchResult
+func (r reviewModel) invalid() []attach.Result {
+	var out []attach.Result
 	for _, res := range r.results {
-		if res.Action == machinesets.ActionInvalid {
+		if res.Action == attach.ActionInvalid {
 			out = append(out, res)
 		}
 	}
@@ -61,10 +60,10 @@ func (r reviewModel) invalid() []machinesets.PatchResult {
 
 // invalidCAPI are the Cluster API objects that cannot be patched (their template is missing or
 // unreadable): like invalid MachineSets, they keep the review from going on.
-func (r reviewModel) invalidCAPI() []clusterapi.Result {
-	var out []clusterapi.Result
+func (r reviewModel) invalidCAPI() []attach.Result {
+	var out []attach.Result
 	for _, res := range r.capi {
-		if res.Action == machinesets.ActionInvalid {
+		if res.Action == attach.ActionInvalid {
 			out = append(out, res)
 		}
 	}
@@ -111,7 +110,7 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	changed := r.changedNames()
 	for _, res := range r.results {
 		switch res.Action {
-		case machinesets.ActionWouldPatch:
+		case attach.ActionWouldPatch:
 			lines = append(lines, wrap("MachineSet "+res.Name+": "+describeAdded(res)+viaCopy(res.ClusterAPI), w)...)
 		default:
 			lines = append(lines, wrapStyled(styleDim, "MachineSet "+res.Name+": "+res.Action+", "+res.Reason, w)...)
@@ -179,7 +178,7 @@ func viaCopy(clusterAPI bool) string {
 	if !clusterAPI {
 		return ""
 	}
-	return " (via its Cluster API copy in " + machinesets.ClusterAPINamespace + ": a new OpenStackMachineTemplate)"
+	return " (via its Cluster API copy in " + clusterapi.OpenShiftNamespace + ": a new OpenStackMachineTemplate)"
 }
 
 // capiLines say what the patch does to each chosen Cluster API object: a new template, and who
@@ -189,9 +188,9 @@ func (r reviewModel) capiLines(w int) []string {
 	for _, res := range r.capi {
 		name := "Cluster API " + res.Kind + " " + res.Name
 		switch res.Action {
-		case machinesets.ActionWouldPatch:
-			lines = append(lines, wrap(fmt.Sprintf("%s: new OpenStackMachineTemplate %s (from %s), %s", name, res.Template, res.OldTemplate, describeAdded(res.PatchResult)), w)...)
-		case machinesets.ActionInvalid:
+		case attach.ActionWouldPatch:
+			lines = append(lines, wrap(fmt.Sprintf("%s: new OpenStackMachineTemplate %s (from %s), %s", name, res.Template, res.OldTemplate, describeAdded(res)), w)...)
+		case attach.ActionInvalid:
 			lines = append(lines, wrapStyled(styleErr, fmt.Sprintf("✗ %s cannot be patched: %s. Fix it, or go back (esc) and leave it out.", name, res.Reason), w)...)
 		default:
 			lines = append(lines, wrapStyled(styleDim, name+": "+res.Action+", "+res.Reason, w)...)
@@ -210,7 +209,7 @@ func (r reviewModel) poolLines(w int) []string {
 	for _, res := range r.pools {
 		name := res.Namespace + "/" + res.Name
 		switch res.Action {
-		case machinesets.ActionWouldPatch:
+		case attach.ActionWouldPatch:
 			lines = append(lines, wrap("NodePool "+name+" (HostedCluster "+res.HostedCluster+"): adds a port on network "+strings.Join(res.AddedNetworks, ", "), w)...)
 		default:
 			lines = append(lines, wrapStyled(styleDim, "NodePool "+name+": "+res.Action+", "+res.Reason, w)...)
@@ -240,7 +239,7 @@ func colorDiff(l string) string {
 	return l
 }
 
-func describeAdded(r machinesets.PatchResult) string {
+func describeAdded(r attach.Result) string {
 	var parts []string
 	for _, id := range r.AddedNetworks {
 		parts = append(parts, "network "+id)
@@ -276,7 +275,7 @@ func orKind(kinds string) string {
 // commandLines are the flag-driven commands that do what the wizard is about to do: for
 // MachineSets a patch and a rollout, for NodePools (NAMESPACE/NAME) a patch, as HyperShift rolls
 // them itself.
-func commandLines(conn *Connection, a machinesets.Attachment, names, capi, pools []string, force bool) []string {
+func commandLines(conn *Connection, a attach.Attachment, names, capi, pools []string, force bool) []string {
 	prefix := "manila-setup"
 	if conn != nil {
 		for _, f := range conn.Flags {

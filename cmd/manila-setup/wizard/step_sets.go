@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
@@ -82,13 +83,13 @@ func viaCopies(sets []machinesets.SetStatus, capi []clusterapi.Status) []machine
 		}
 		j := slices.IndexFunc(capi, func(c clusterapi.Status) bool { return c.Kind == clusterapi.KindMachineSet && c.Name == st.Name })
 		if j < 0 {
-			out[i].Note = fmt.Sprintf("Cluster API is authoritative for it, and its Cluster API copy %s/%s cannot be read: check that the cluster serves machinesets.cluster.x-k8s.io and that the copy exists", machinesets.ClusterAPINamespace, st.Name)
+			out[i].Note = fmt.Sprintf("Cluster API is authoritative for it, and its Cluster API copy %s/%s cannot be read: check that the cluster serves machinesets.cluster.x-k8s.io and that the copy exists", clusterapi.OpenShiftNamespace, st.Name)
 			continue
 		}
 		c := capi[j]
 		out[i].StorageNetwork, out[i].SecurityGroups, out[i].Machines, out[i].UpToDate, out[i].Wanted = c.StorageNetwork, c.SecurityGroups, c.Machines, c.OnTemplate, int(c.Replicas)
 		out[i].Note = ""
-		if c.StorageNetwork == machinesets.StateNA {
+		if c.StorageNetwork == attach.StateNA {
 			out[i].Note = "its Cluster API copy: " + c.Note
 		}
 	}
@@ -113,7 +114,7 @@ func capiKey(c clusterapi.Status) string { return strings.ToLower(c.Kind) + "/" 
 
 // capiSelectable: those clusterapi can patch; the others say why (Note): paused, made by a
 // MachineDeployment, another provider's, or their template is missing.
-func capiSelectable(c clusterapi.Status) bool { return c.StorageNetwork != machinesets.StateNA }
+func capiSelectable(c clusterapi.Status) bool { return c.StorageNetwork != attach.StateNA }
 
 // chosenCAPI are the Cluster API objects chosen, as machineset/NAME or machinedeployment/NAME.
 func (s setsModel) chosenCAPI() []string {
@@ -137,7 +138,7 @@ func (s setsModel) chosenCAPIStatus() []clusterapi.Status {
 func poolKey(p nodepools.Status) string { return p.Namespace + "/" + p.Name }
 
 // poolSelectable: OpenStack NodePools; the others have no additionalPorts to add to.
-func poolSelectable(p nodepools.Status) bool { return p.StorageNetwork != machinesets.StateNA }
+func poolSelectable(p nodepools.Status) bool { return p.StorageNetwork != attach.StateNA }
 
 func poolWhyNot(p nodepools.Status) string {
 	platform := p.Platform
@@ -186,7 +187,7 @@ func (s setsModel) rows() int { return len(s.sets) + len(s.capi) + len(s.pools) 
 
 // selectable: OpenStack MachineSets that are not control plane.
 func selectable(st machinesets.SetStatus) bool {
-	return !machinesets.IsControlPlane(st.Role) && st.StorageNetwork != machinesets.StateNA
+	return !machinesets.IsControlPlane(st.Role) && st.StorageNetwork != attach.StateNA
 }
 
 func (s setsModel) chosen() []string {
@@ -307,9 +308,9 @@ func (s setsModel) view(w, h int, spin string) []string {
 		}
 		net := st.StorageNetwork
 		switch net {
-		case machinesets.StateAttached:
+		case attach.StateAttached:
 			net = styleOK.Render(fmt.Sprintf("%-12s", "has it"))
-		case machinesets.StateMissing:
+		case attach.StateMissing:
 			net = fmt.Sprintf("%-12s", "missing")
 		default:
 			net = fmt.Sprintf("%-12s", net)
@@ -396,7 +397,7 @@ func (s setsModel) mixedView(w, h int) []string {
 		rows = append(rows, "")
 	}
 	if len(s.capi) > 0 {
-		rows = append(rows, styleTitle.Render(cut("Cluster API", w))+styleDim.Render(cut(" MachineSets, MachineDeployments of "+machinesets.ClusterAPINamespace, max(w-11, 0))),
+		rows = append(rows, styleTitle.Render(cut("Cluster API", w))+styleDim.Render(cut(" MachineSets, MachineDeployments of "+clusterapi.OpenShiftNamespace, max(w-11, 0))),
 			styleDim.Render(cut(fmt.Sprintf("      %-*s %-10s %-8s %-*s %-12s %s", nw, "NAME", "KIND", "REPLICAS", capiTemplateWidth, "TEMPLATE", "STORAGE NET", "ON TEMPLATE"), w)))
 		for i, c := range s.capi {
 			at := len(s.sets) + i
@@ -492,7 +493,7 @@ func via(st machinesets.SetStatus) string {
 func viaLegend(sets []machinesets.SetStatus, w int) []string {
 	for _, st := range sets {
 		if st.ClusterAPI {
-			return wrapStyled(styleDim, "via CAPI: Cluster API is authoritative for it: its Cluster API copy in "+machinesets.ClusterAPINamespace+" gets a new template with the port, and is rolled", w)
+			return wrapStyled(styleDim, "via CAPI: Cluster API is authoritative for it: its Cluster API copy in "+clusterapi.OpenShiftNamespace+" gets a new template with the port, and is rolled", w)
 		}
 	}
 	return nil
@@ -562,9 +563,9 @@ func poolLabel(p nodepools.Status, n int) string {
 // netState is a storage-network state as the list shows it.
 func netState(state string) string {
 	switch state {
-	case machinesets.StateAttached:
+	case attach.StateAttached:
 		return styleOK.Render(fmt.Sprintf("%-12s", "has it"))
-	case machinesets.StateMissing:
+	case attach.StateMissing:
 		return fmt.Sprintf("%-12s", "missing")
 	}
 	return fmt.Sprintf("%-12s", state)

@@ -1,27 +1,33 @@
-package machinesets
+// Package attach is the model every kind of machine shares when the storage network is attached
+// to it: the attachment and its record, the checks of its IDs (as given, and in Neutron), the
+// network policy, what happened to each object (Result), and one Patch and one PatchFile over a
+// small Target interface that each kind (the Machine API's MachineSets, Cluster API's sets,
+// HyperShift's NodePools) implements in a package of its own. The rollout engine is beside it,
+// in attach/rollout.
+package attach
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manila-setup/manila-setup/attach/record"
 )
 
-// AttachmentAnnotation on a MachineSet records, as JSON (AttachmentRecord), the storage networks
-// and security groups manila-setup attached to it, so that the wizard and the operator can report
-// them.
-const AttachmentAnnotation = attachment.Annotation
+// Annotation on every object manila-setup attached records, as JSON (Record), the storage
+// networks and security groups it attached, so that the wizard and the operator can report them.
+const Annotation = record.Annotation
 
-// Attachment is what a MachineSet's machines should be attached to: the Neutron IDs of the
-// storage networks and of the security groups that let the machines reach Manila's exports.
-type Attachment attachment.IDs
+// Attachment is what an object's machines should be attached to: the Neutron IDs of the storage
+// networks and of the security groups that let the machines reach Manila's exports.
+type Attachment record.IDs
 
 // Validate checks the IDs: at least one network, every ID a UUID v4 (what Neutron makes, in any
 // form the installer accepts; patches write the canonical form), no ID twice. Paths are those of
@@ -49,49 +55,46 @@ func (a Attachment) Validate() field.ErrorList {
 	return errs
 }
 
-// AttachmentRecord is the value of AttachmentAnnotation: every storage network and security group
-// manila-setup has attached to the MachineSet (the union over its runs), when and by what.
-type AttachmentRecord struct {
+// Record is the value of Annotation: every storage network and security group manila-setup has
+// attached to the object (the union over its runs), when and by what.
+type Record struct {
 	Attachment
 	Time string `json:"time"`
 	By   string `json:"by,omitempty"`
 }
 
-// RecordOf returns the AttachmentRecord of a MachineSet, nil when it has none or it does not parse.
-func RecordOf(ms *machinev1beta1.MachineSet) *AttachmentRecord { return RecordIn(ms.Annotations) }
-
-// RecordIn returns the AttachmentRecord in an object's annotations (a MachineSet's, a
-// NodePool's), nil when there is none or it does not parse.
-func RecordIn(annotations map[string]string) *AttachmentRecord {
-	r := attachment.Parse(annotations)
+// RecordIn returns the Record in an object's annotations, nil when there is none or it does not
+// parse.
+func RecordIn(annotations map[string]string) *Record {
+	r := record.Parse(annotations)
 	if r == nil {
 		return nil
 	}
-	return &AttachmentRecord{Attachment: Attachment(r.IDs), Time: r.Time, By: r.By}
+	return &Record{Attachment: Attachment(r.IDs), Time: r.Time, By: r.By}
 }
 
 // Merged returns the record after attaching a: the union of the IDs, with time and author now.
-func (r *AttachmentRecord) Merged(a Attachment, now time.Time, by string) AttachmentRecord {
-	out := AttachmentRecord{Time: now.UTC().Format(time.RFC3339), By: by}
+func (r *Record) Merged(a Attachment, now time.Time, by string) Record {
+	out := Record{Time: now.UTC().Format(time.RFC3339), By: by}
 	if r != nil {
 		out.Networks = slices.Clone(r.Networks)
 		out.SecurityGroups = slices.Clone(r.SecurityGroups)
 	}
 	for _, id := range a.Networks {
-		if !containsID(out.Networks, id) {
+		if !ContainsID(out.Networks, id) {
 			out.Networks = append(out.Networks, id)
 		}
 	}
 	for _, id := range a.SecurityGroups {
-		if !containsID(out.SecurityGroups, id) {
+		if !ContainsID(out.SecurityGroups, id) {
 			out.SecurityGroups = append(out.SecurityGroups, id)
 		}
 	}
 	return out
 }
 
-// containsID reports whether list names the object id names (neutronid.Equal).
-func containsID(list []string, id string) bool {
+// ContainsID reports whether list names the object id names (neutronid.Equal).
+func ContainsID(list []string, id string) bool {
 	return slices.ContainsFunc(list, func(x string) bool { return neutronid.Equal(x, id) })
 }
 

@@ -1,12 +1,12 @@
-// Package attachment is the MachineSet annotation in which manila-setup records the storage
-// networks and security groups it attached, for the wizard and the operator to report. It has
-// no dependencies, so that the operator can read the record without linking the MachineSet
-// clients.
-package attachment
+// Package record is the annotation in which manila-setup records, on each object it attached
+// (a MachineSet, a Cluster API set, a NodePool), the storage networks and security groups it
+// attached, for the CLI, the wizard and the operator to report. It has no dependencies, so that
+// the operator reads it without linking any client.
+package record
 
 import "encoding/json"
 
-// Annotation on a MachineSet holds a Record as JSON.
+// Annotation holds a Record as JSON.
 const Annotation = "manila-setup.io/storage-attachment"
 
 // IDs are the Neutron IDs of storage networks and security groups.
@@ -16,15 +16,15 @@ type IDs struct {
 }
 
 // Record is the value of Annotation: every storage network and security group manila-setup has
-// attached to the MachineSet (the union over its runs), when and by what.
+// attached to the object (the union over its runs), when and by what.
 type Record struct {
 	IDs
 	Time string `json:"time"`
 	By   string `json:"by,omitempty"`
 }
 
-// Parse returns the Record in a MachineSet's annotations, nil when there is none or it does
-// not parse.
+// Parse returns the Record in an object's annotations, nil when there is none or it does not
+// parse.
 func Parse(annotations map[string]string) *Record {
 	v, ok := annotations[Annotation]
 	if !ok {

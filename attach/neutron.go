@@ -1,7 +1,8 @@
-package machinesets
+package attach
 
 import (
 	"context"
+
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
@@ -43,7 +44,7 @@ func (n NeutronChecker) CheckSecurityGroups(ctx context.Context, ids []string) e
 func (n NeutronChecker) missing(ctx context.Context, what string, ids, found []string) error {
 	var missing []string
 	for _, id := range ids {
-		if !containsID(found, id) {
+		if !ContainsID(found, id) {
 			missing = append(missing, id)
 		}
 	}

@@ -1,0 +1,128 @@
+package attach
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+)
+
+// NetworkPolicy is the rule every command and the wizard follow, with a cloud, before a network
+// is attached: the pods must reach the shares through it.
+type NetworkPolicy struct {
+	// Discover adds the network Manila exports on, as `networks discover` finds it.
+	Discover bool
+	// Force attaches a network the policy refuses; it is then reported in Networks.Forced.
+	Force bool
+	// NodeAddresses are the nodes' internal addresses: a subnet holding one is the machines'
+	// own network (none known: not checked).
+	NodeAddresses []netip.Addr
+}
+
+// NetworkProblem is a network the policy refuses: no Manila export location lies in its
+// subnets, or it is the machines' own. Index is its place among the IDs given.
+type NetworkProblem struct {
+	Index   int
+	ID      string
+	Problem string
+}
+
+// Networks is what ResolveNetworks decided.
+type Networks struct {
+	// IDs are the networks to attach: those given, then the discovered one.
+	IDs []string
+	// Discovered is the network discovery added (NetworkPolicy.Discover), nil if none.
+	Discovered *openstack.Candidate
+	// Forced are the networks refused but attached anyway (NetworkPolicy.Force).
+	Forced []NetworkProblem
+}
+
+// NetworkPolicyError says which networks the policy refuses; nothing may be written.
+type NetworkPolicyError struct{ Problems []NetworkProblem }
+
+func (e *NetworkPolicyError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = fmt.Sprintf("network[%d]: Invalid value: %q: %s", p.Index, p.ID, p.Problem)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CloudError says the cloud could not be asked about the networks.
+type CloudError struct{ Err error }
+
+func (e *CloudError) Error() string { return "checking the network with the cloud: " + e.Err.Error() }
+func (e *CloudError) Unwrap() error { return e.Err }
+
+// NoStorageNetworkError says that discovery found no network Manila exports on.
+type NoStorageNetworkError struct {
+	Err error
+	// Evidence: some network looks like one, without certainty (the user should choose).
+	Evidence bool
+	// Identity is the cloud identity (project) that looked.
+	Identity string
+}
+
+func (e *NoStorageNetworkError) Error() string {
+	if e.Evidence {
+		return fmt.Sprintf("--discover: %v with --network (see `manila-setup networks discover`)", e.Err)
+	}
+	return fmt.Sprintf("--discover: %v, so the network it exports on is not known to project %s; create a share (or ask the cloud's administrator for the storage network) and give it with --network", e.Err, e.Identity)
+}
+func (e *NoStorageNetworkError) Unwrap() error { return e.Err }
+
+// StorageNetworkOf is the network a discovery says Manila exports on: the one rule of --discover
+// for the install-config, the MachineSets, the Cluster API sets and the NodePools.
+func StorageNetworkOf(d *openstack.Discovery, identity string) (*openstack.Candidate, error) {
+	best, err := d.StorageNetwork()
+	if err != nil {
+		return nil, &NoStorageNetworkError{Err: err, Identity: identity,
+			Evidence: errors.Is(err, openstack.ErrNoStorageNetwork) && len(d.Candidates) > 0 && d.Candidates[0].HasEvidence()}
+	}
+	return best, nil
+}
+
+// ResolveNetworks applies the policy to the networks given: adds the discovered one, and refuses
+// (*NetworkPolicyError) a network in whose subnets no export location lies, or the machines'
+// own, unless Force. A network the project does not know is left to the Neutron check of the
+// IDs (IDChecker), which says so with the others.
+func ResolveNetworks(ctx context.Context, cloud *openstack.Client, ids []string, p NetworkPolicy) (Networks, error) {
+	out := Networks{IDs: slices.Clone(ids)}
+	d, err := cloud.Discover(ctx, openstack.DiscoverOptions{})
+	if err != nil {
+		return out, &CloudError{Err: err}
+	}
+	if p.Discover {
+		best, err := StorageNetworkOf(d, cloud.Identity())
+		if err != nil {
+			return out, err
+		}
+		out.Discovered = best
+		if !slices.ContainsFunc(out.IDs, func(n string) bool { return neutronid.Equal(n, best.Network.ID) }) {
+			out.IDs = append(out.IDs, best.Network.ID)
+		}
+	}
+	var refused []NetworkProblem
+	for i, id := range out.IDs {
+		if !slices.ContainsFunc(d.Networks, func(n openstack.Network) bool { return neutronid.Equal(n.ID, id) }) {
+			continue
+		}
+		if problem := d.NetworkProblem(id, p.NodeAddresses); problem != "" {
+			np := NetworkProblem{Index: i, ID: id, Problem: problem}
+			if p.Force {
+				out.Forced = append(out.Forced, np)
+			} else {
+				refused = append(refused, np)
+			}
+		}
+	}
+	if len(refused) > 0 {
+		return out, &NetworkPolicyError{Problems: refused}
+	}
+	return out, nil
+}
