@@ -6,6 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 func TestListenAddress(t *testing.T) {
@@ -77,5 +81,38 @@ func TestLeaderIdentity(t *testing.T) {
 	host, _ := os.Hostname()
 	if a == b || !strings.HasPrefix(a, host+"_") || !strings.HasPrefix(b, host+"_") {
 		t.Errorf("two processes on one host got %q and %q, want the host name with different suffixes", a, b)
+	}
+}
+
+// What each mode implies is decided in one place: a companion writes StorageClasses only,
+// under its own field manager, with one CIDR in nfs-shareClient, reports on the ManilaCompanion
+// and starts only the informers its RBAC allows; driver mode is the opposite on each count.
+func TestModeProfile(t *testing.T) {
+	driver, companion := profileOf(platform.ModeDriver), profileOf(platform.ModeCompanion)
+	if !driver.deploysDriver || !driver.listShareClients || driver.self != nil || driver.writes != nil || driver.informers != nil ||
+		driver.fieldManager != operator.OperatorName || driver.names.StorageClassPrefix != operator.StorageClassPrefix {
+		t.Errorf("driver mode: %+v", driver)
+	}
+	if companion.deploysDriver || companion.listShareClients || companion.self == nil || companion.self.Kind != operator.CompanionKind ||
+		companion.fieldManager != operator.CompanionOperatorName || companion.names.StorageClassPrefix != operator.CompanionStorageClassPrefix ||
+		len(companion.writes) != 1 || companion.writes[0].Kind != "StorageClass" || companion.informers == nil {
+		t.Errorf("companion mode: %+v", companion)
+	}
+}
+
+// The StorageClass lint reads the share types the Manila controller published, nothing of its
+// struct: none before the first check or after a failed one.
+func TestManilaFindingsShareTypeNames(t *testing.T) {
+	var p machinery.Published[manilaFindings]
+	if got := p.Load().shareTypeNames(); got != nil {
+		t.Errorf("before the first check: %v", got)
+	}
+	p.Publish(&manilaFindings{ShareTypes: []operator.ShareType{{Name: "default"}, {Name: "cephfs"}}})
+	if got := p.Load().shareTypeNames(); strings.Join(got, ",") != "default,cephfs" {
+		t.Errorf("after a check: %v", got)
+	}
+	p.Publish(&manilaFindings{Err: &ManilaError{Reason: ReasonUnreachable, Message: "timed out"}})
+	if got := p.Load().shareTypeNames(); got != nil {
+		t.Errorf("after a failed check: %v", got)
 	}
 }

@@ -201,9 +201,10 @@ func (w *Writer) cached(k *Kind, namespace, name string) (runtime.Object, error)
 	return obj.(runtime.Object), nil
 }
 
-// InCache reports whether the cache holds an object of obj's kind and name.
+// InCache reports whether the cache holds an object of obj's kind and name (never for a kind
+// this writer may not write).
 func (w *Writer) InCache(obj runtime.Object) bool {
-	k, err := KindOf(obj)
+	k, err := w.kindOf(obj)
 	if err != nil {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -111,5 +112,31 @@ func TestPatchStorageClassAnnotationsGate(t *testing.T) {
 	}
 	if n := requests.Load(); n != 2 {
 		t.Errorf("a writer of Secrets only: %d requests in all, want 2", n)
+	}
+}
+
+// A writer restricted to some kinds (a companion's: StorageClasses) refuses the others before
+// any request.
+func TestWriterKinds(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "unexpected", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	kube, err := NewClients(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(kube, nil, WriterOptions{Namespace: "ns", FieldManager: "test", Kinds: []schema.GroupVersionKind{storagev1.SchemeGroupVersion.WithKind("StorageClass")}})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	if _, err := w.Apply(context.Background(), secret); err == nil {
+		t.Error("a StorageClass writer applied a Secret")
+	}
+	if err := w.DeleteIfPresent(context.Background(), secret); err != nil {
+		t.Errorf("DeleteIfPresent of a Secret not in the cache: %v", err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests, want none", n)
 	}
 }
