@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
@@ -62,11 +63,11 @@ func TestAttachmentSameInCLIAndOperator(t *testing.T) {
 				t.Fatal(err)
 			}
 			cli := spec.HasNetwork(storage)
-			list, err := machinesets.List(context.Background(), machinefake.NewSimpleClientset(ms), machinesets.Attachment{Networks: []string{storage}})
+			list, err := machinesets.List(context.Background(), machinefake.NewSimpleClientset(ms), attach.Attachment{Networks: []string{storage}})
 			if err != nil || len(list) != 1 {
 				t.Fatalf("machinesets.List: %v, %d sets", err, len(list))
 			}
-			listed := list[0].StorageNetwork == machinesets.StateAttached
+			listed := list[0].StorageNetwork == attach.StateAttached
 
 			// The operator: the MachineSet as its dynamic informer caches it.
 			content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ms)
@@ -87,12 +88,12 @@ func TestAttachmentSameInCLIAndOperator(t *testing.T) {
 			if !tt.record {
 				return
 			}
-			list, err = machinesets.List(context.Background(), machinefake.NewSimpleClientset(ms), machinesets.Attachment{})
+			list, err = machinesets.List(context.Background(), machinefake.NewSimpleClientset(ms), attach.Attachment{})
 			if err != nil || len(list) != 1 {
 				t.Fatalf("machinesets.List: %v, %d sets", err, len(list))
 			}
 			status, reason, msg = storageNetworkVerdict([]*unstructured.Unstructured{u}, "", "", "discovery has not run yet")
-			if got := list[0].StorageNetwork == machinesets.StateAttached; got != (status == operatorv1.ConditionTrue) || got != tt.want {
+			if got := list[0].StorageNetwork == attach.StateAttached; got != (status == operatorv1.ConditionTrue) || got != tt.want {
 				t.Errorf("from the record: want %v; machinesets list %q, operator %s %s (%s)", tt.want, list[0].StorageNetwork, status, reason, msg)
 			}
 		})
