@@ -49,6 +49,18 @@ type Result struct {
 	HostedCluster string `json:"hostedCluster,omitempty"`
 }
 
+// Added names what the patch adds: "network ID", then "security group ID".
+func (r Result) Added() []string {
+	var parts []string
+	for _, id := range r.AddedNetworks {
+		parts = append(parts, "network "+id)
+	}
+	for _, id := range r.AddedSecurityGroups {
+		parts = append(parts, "security group "+id)
+	}
+	return parts
+}
+
 // Writes reports whether the result is (or, on a dry run, would be) a change.
 func (r Result) Writes() bool { return r.Action == ActionPatched || r.Action == ActionWouldPatch }
 

@@ -418,14 +418,7 @@ func writePatchWarnings(out io.Writer, results []attach.Result) {
 }
 
 func machineSetsDescribeAdded(r attach.Result) string {
-	var parts []string
-	for _, id := range r.AddedNetworks {
-		parts = append(parts, "network "+id)
-	}
-	for _, id := range r.AddedSecurityGroups {
-		parts = append(parts, "security group "+id)
-	}
-	return "added " + strings.Join(parts, ", ")
+	return "added " + strings.Join(r.Added(), ", ")
 }
 
 // ---- rollout ----

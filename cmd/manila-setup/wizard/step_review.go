@@ -240,14 +240,7 @@ func colorDiff(l string) string {
 }
 
 func describeAdded(r attach.Result) string {
-	var parts []string
-	for _, id := range r.AddedNetworks {
-		parts = append(parts, "network "+id)
-	}
-	for _, id := range r.AddedSecurityGroups {
-		parts = append(parts, "security group "+id)
-	}
-	return "adds " + strings.Join(parts, ", ")
+	return "adds " + strings.Join(r.Added(), ", ")
 }
 
 func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
