@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -67,10 +67,10 @@ func newCAPIFleet(tb testing.TB, n int) (dynamic.Interface, *requests) {
 func TestPatch200ClusterAPIMachineSets(t *testing.T) {
 	dyn, counter := newCAPIFleet(t, fleetSize)
 	ctx := context.Background()
-	opts := Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}, Namespace: ns}
+	scope, opts := Scope{Namespace: ns}, attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}}
 	counter.take()
 	start := time.Now()
-	report, err := Patch(ctx, dyn, opts)
+	report, err := Patch(ctx, dyn, scope, opts)
 	wall := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestPatch200ClusterAPIMachineSets(t *testing.T) {
 	t.Logf("patch %d Cluster API MachineSets: %d requests %v in %s", fleetSize, total(c), c, wall.Round(time.Millisecond))
 
 	start = time.Now()
-	if _, err := Patch(ctx, dyn, opts); err != nil {
+	if _, err := Patch(ctx, dyn, scope, opts); err != nil {
 		t.Fatal(err)
 	}
 	c = counter.take()
@@ -107,8 +107,8 @@ func BenchmarkPatch200ClusterAPIMachineSets(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		seq++
-		opts := Options{Attachment: machinesets.Attachment{Networks: []string{fmt.Sprintf("%08x-0000-4000-8000-000000000000", seq)}}, Namespace: ns, KeepTemplates: true}
-		if _, err := Patch(ctx, dyn, opts); err != nil {
+		scope, opts := Scope{Namespace: ns, KeepTemplates: true}, attach.Options{Attachment: attach.Attachment{Networks: []string{fmt.Sprintf("%08x-0000-4000-8000-000000000000", seq)}}}
+		if _, err := Patch(ctx, dyn, scope, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-func fileOpts() Options {
-	return Options{
-		Attachment: machinesets.Attachment{Networks: []string{"5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c"}, SecurityGroups: []string{"77c0a1d2-1111-4111-8111-111111111111"}},
+func fileOpts() attach.Options {
+	return attach.Options{
+		Attachment: attach.Attachment{Networks: []string{"5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c"}, SecurityGroups: []string{"77c0a1d2-1111-4111-8111-111111111111"}},
 		By:         "manila-setup test",
 		Now:        func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) },
 	}
@@ -36,7 +36,7 @@ func TestPatchFileGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := PatchFile(context.Background(), filepath.Base(path), data, fileOpts())
+		res, err := PatchFile(context.Background(), filepath.Base(path), data, Scope{}, fileOpts())
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -72,12 +72,12 @@ func TestPatchFileGolden(t *testing.T) {
 			}
 		}
 		// A second pass over the output changes nothing.
-		again, err := PatchFile(context.Background(), filepath.Base(path), res.Output, fileOpts())
+		again, err := PatchFile(context.Background(), filepath.Base(path), res.Output, Scope{}, fileOpts())
 		if err != nil {
 			t.Fatalf("%s, second pass: %v", path, err)
 		}
-		if string(again.Output) != string(res.Output) || len(again.NewTemplates) != 0 {
-			t.Errorf("%s: a second pass changed the file again (new templates %v)", path, again.NewTemplates)
+		if string(again.Output) != string(res.Output) || len(again.Appended) != 0 {
+			t.Errorf("%s: a second pass changed the file again (new templates %v)", path, again.Appended)
 		}
 	}
 }
@@ -89,17 +89,17 @@ func TestPatchFileErrors(t *testing.T) {
 		{"not YAML", "a: [\n", "not YAML"},
 		{"no name", "apiVersion: cluster.x-k8s.io/v1beta1\nkind: MachineSet\nmetadata: {}\n", "document 1.metadata.name: Required value"},
 	} {
-		_, err := PatchFile(context.Background(), "f.yaml", []byte(c.in), fileOpts())
+		_, err := PatchFile(context.Background(), "f.yaml", []byte(c.in), Scope{}, fileOpts())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want it to say %q", c.name, err, c.want)
 		}
 	}
 	in := "apiVersion: cluster.x-k8s.io/v1beta1\nkind: MachineSet\nmetadata:\n  name: a\nspec:\n  template:\n    spec:\n      infrastructureRef:\n        apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n        kind: OpenStackMachineTemplate\n        name: elsewhere\n"
-	res, err := PatchFile(context.Background(), "f.yaml", []byte(in), fileOpts())
+	res, err := PatchFile(context.Background(), "f.yaml", []byte(in), Scope{}, fileOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Results[0]; r.Action != machinesets.ActionInvalid || !strings.Contains(r.Reason, `"elsewhere" is not in f.yaml`) || string(res.Output) != in {
+	if r := res.Results[0]; r.Action != attach.ActionInvalid || !strings.Contains(r.Reason, `"elsewhere" is not in f.yaml`) || string(res.Output) != in {
 		t.Errorf("a set whose template is not in the file: %s %q, output changed: %t", r.Action, r.Reason, string(res.Output) != in)
 	}
 }

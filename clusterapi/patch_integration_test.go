@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
@@ -125,8 +125,8 @@ func templateNames(t *testing.T, dyn dynamic.Interface) []string {
 	return names
 }
 
-func byName(report *Report) map[string]Result {
-	out := map[string]Result{}
+func byName(report *Report) map[string]attach.Result {
+	out := map[string]attach.Result{}
 	for _, r := range report.Results {
 		out[r.Kind+"/"+r.Name] = r
 	}
@@ -173,13 +173,13 @@ func TestPatchClusterAPI(t *testing.T) {
 	create(t, admin, MachineSetGVR, paused)
 	create(t, admin, OpenStackMachineGVR, machine("ms-a-x2k9p", "workers-a"))
 	now := func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
-	opts := Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}, Namespace: ns, By: "test", Now: now}
+	scope, opts := Scope{Namespace: ns}, attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}, By: "test", Now: now}
 	before := templateNames(t, admin)
 
 	t.Run("dry run writes nothing", func(t *testing.T) {
 		dry := opts
 		dry.DryRun = true
-		report, err := Patch(ctx, dyn, dry)
+		report, err := Patch(ctx, dyn, scope, dry)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestPatchClusterAPI(t *testing.T) {
 			t.Errorf("a dry run wrote: %v", c)
 		}
 		r := byName(report)["MachineSet/ms-a"]
-		if r.Action != machinesets.ActionWouldPatch || !strings.Contains(r.Diff, "+- {}") || !strings.Contains(r.Diff, storageNet) || !strings.Contains(r.Diff, "-name: workers-a") {
+		if r.Action != attach.ActionWouldPatch || !strings.Contains(r.Diff, "+- {}") || !strings.Contains(r.Diff, storageNet) || !strings.Contains(r.Diff, "-name: workers-a") {
 			t.Errorf("ms-a: %s, diff:\n%s", r.Action, r.Diff)
 		}
 		if got := templateNames(t, admin); !slices.Equal(got, before) {
@@ -205,16 +205,16 @@ func TestPatchClusterAPI(t *testing.T) {
 				t.Error(err)
 			}
 		}}
-		report, err := Patch(ctx, dyn, opts)
+		report, err := Patch(ctx, dyn, scope, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := byName(report)
 		for key, want := range map[string]string{
-			"MachineSet/ms-a": machinesets.ActionPatched, "MachineDeployment/md-b": machinesets.ActionPatched,
-			"MachineSet/ms-s1": machinesets.ActionPatched, "MachineSet/ms-s2": machinesets.ActionPatched,
-			"MachineSet/md-b-7f9c": machinesets.ActionSkipped, "MachineSet/ms-docker": machinesets.ActionSkipped,
-			"MachineSet/ms-missing": machinesets.ActionInvalid, "MachineSet/ms-paused": machinesets.ActionSkipped,
+			"MachineSet/ms-a": attach.ActionPatched, "MachineDeployment/md-b": attach.ActionPatched,
+			"MachineSet/ms-s1": attach.ActionPatched, "MachineSet/ms-s2": attach.ActionPatched,
+			"MachineSet/md-b-7f9c": attach.ActionSkipped, "MachineSet/ms-docker": attach.ActionSkipped,
+			"MachineSet/ms-missing": attach.ActionInvalid, "MachineSet/ms-paused": attach.ActionSkipped,
 		} {
 			if got[key].Action != want {
 				t.Errorf("%s: %s (%s), want %s", key, got[key].Action, got[key].Reason, want)
@@ -281,7 +281,7 @@ func TestPatchClusterAPI(t *testing.T) {
 	})
 
 	t.Run("list", func(t *testing.T) {
-		list, err := List(ctx, dyn, ns, machinesets.Attachment{})
+		list, err := List(ctx, dyn, ns, attach.Attachment{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,33 +293,33 @@ func TestPatchClusterAPI(t *testing.T) {
 			got[s.Kind+"/"+s.Name] = s
 		}
 		// ms-a's template has everything recorded on it; its one Machine was made from the old one.
-		if s := got["MachineSet/ms-a"]; s.Template != newA || s.StorageNetwork != machinesets.StateAttached || s.SecurityGroups != machinesets.StateAttached || s.Machines != 1 || s.OnTemplate != 0 {
+		if s := got["MachineSet/ms-a"]; s.Template != newA || s.StorageNetwork != attach.StateAttached || s.SecurityGroups != attach.StateAttached || s.Machines != 1 || s.OnTemplate != 0 {
 			t.Errorf("ms-a: %+v", s)
 		}
-		if s := got["MachineSet/md-b-7f9c"]; s.StorageNetwork != machinesets.StateNA || !strings.Contains(s.Note, "MachineDeployment md-b") {
+		if s := got["MachineSet/md-b-7f9c"]; s.StorageNetwork != attach.StateNA || !strings.Contains(s.Note, "MachineDeployment md-b") {
 			t.Errorf("md-b-7f9c: %+v", s)
 		}
-		if s := got["MachineSet/ms-docker"]; s.StorageNetwork != machinesets.StateNA || !strings.Contains(s.Note, "DockerMachineTemplate") {
+		if s := got["MachineSet/ms-docker"]; s.StorageNetwork != attach.StateNA || !strings.Contains(s.Note, "DockerMachineTemplate") {
 			t.Errorf("ms-docker: %+v", s)
 		}
-		other, err := List(ctx, dyn, ns, machinesets.Attachment{Networks: []string{secondNet}})
+		other, err := List(ctx, dyn, ns, attach.Attachment{Networks: []string{secondNet}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range other {
-			if s.Name == "ms-a" && s.StorageNetwork != machinesets.StateMissing {
+			if s.Name == "ms-a" && s.StorageNetwork != attach.StateMissing {
 				t.Errorf("ms-a with another network asked: %+v", s)
 			}
 		}
 	})
 
 	t.Run("second run writes nothing", func(t *testing.T) {
-		report, err := Patch(ctx, dyn, opts)
+		report, err := Patch(ctx, dyn, scope, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range report.Results {
-			if r.Action == machinesets.ActionPatched {
+			if r.Action == attach.ActionPatched {
 				t.Errorf("%s %s patched again", r.Kind, r.Name)
 			}
 		}
@@ -332,7 +332,7 @@ func TestPatchClusterAPI(t *testing.T) {
 		if err := admin.Resource(OpenStackMachineGVR).Namespace(ns).Delete(ctx, "ms-a-x2k9p", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		report, err := Patch(ctx, dyn, opts)
+		report, err := Patch(ctx, dyn, scope, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,15 +345,15 @@ func TestPatchClusterAPI(t *testing.T) {
 	})
 
 	t.Run("a later attachment replaces manila-setup's template", func(t *testing.T) {
-		more := opts
+		more, only := opts, scope
 		more.Attachment.Networks = []string{storageNet, secondNet}
-		more.Names = []string{"machineset/ms-a"}
-		report, err := Patch(ctx, dyn, more)
+		only.Names = []string{"machineset/ms-a"}
+		report, err := Patch(ctx, dyn, only, more)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := report.Results[0]
-		if len(report.Results) != 1 || r.Action != machinesets.ActionPatched || !slices.Equal(r.AddedNetworks, []string{secondNet}) || r.OldTemplate != newA {
+		if len(report.Results) != 1 || r.Action != attach.ActionPatched || !slices.Equal(r.AddedNetworks, []string{secondNet}) || r.OldTemplate != newA {
 			t.Fatalf("results: %+v", report.Results)
 		}
 		if !regexp.MustCompile(`^workers-a-manila-[0-9a-f]{8}$`).MatchString(r.Template) || r.Template == newA {
@@ -369,10 +369,10 @@ func TestPatchClusterAPI(t *testing.T) {
 	})
 
 	t.Run("an unknown name is a selection error", func(t *testing.T) {
-		bad := opts
+		bad := scope
 		bad.Names = []string{"nope"}
-		_, err := Patch(ctx, dyn, bad)
-		var sel *machinesets.SelectionError
+		_, err := Patch(ctx, dyn, bad, opts)
+		var sel *attach.SelectionError
 		if err == nil || !strings.Contains(err.Error(), `"nope"`) || !errors.As(err, &sel) {
 			t.Errorf("error: %v", err)
 		}
@@ -420,13 +420,11 @@ func TestPatchFileMatchesTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offline, err := PatchFile(ctx, "export.yaml", list, fileOpts())
+	offline, err := PatchFile(ctx, "export.yaml", list, Scope{}, fileOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := fileOpts()
-	opts.Namespace = ns
-	online, err := Patch(ctx, dyn, opts)
+	online, err := Patch(ctx, dyn, Scope{Namespace: ns}, fileOpts())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/capictl"
 )
@@ -138,13 +138,13 @@ func (f *capiFleet) waitRunning(t *testing.T, set string, n int) []capiMachine {
 // the new template's name.
 func (f *capiFleet) patch(t *testing.T, ctx context.Context) (*Report, string) {
 	t.Helper()
-	report, err := Patch(ctx, f.admin, Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}}, Namespace: f.ns, By: "test"})
+	report, err := Patch(ctx, f.admin, Scope{Namespace: f.ns}, attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}}, By: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	newTemplate := ""
 	for _, r := range report.Results {
-		if r.Action == machinesets.ActionPatched {
+		if r.Action == attach.ActionPatched {
 			newTemplate = r.Template
 		}
 	}
@@ -308,7 +308,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 		if err := f.admin.Resource(MachineSetGVR).Namespace(f.ns).Delete(ctx, "md-0-x7k2p", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		report, err := Patch(ctx, f.admin, Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}}, Namespace: f.ns, By: "test"})
+		report, err := Patch(ctx, f.admin, Scope{Namespace: f.ns}, attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}}, By: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +412,7 @@ func TestRolloutClusterAPI(t *testing.T) {
 
 	t.Run("selection", func(t *testing.T) {
 		_, err := Rollout(context.Background(), dynamic.NewForConfigOrDie(api.Config), "capi-roll", []string{"nope"}, rollout.Options{MaxSurge: 1})
-		var sel *machinesets.SelectionError
+		var sel *attach.SelectionError
 		if !errors.As(err, &sel) || !strings.Contains(err.Error(), `"nope"`) {
 			t.Errorf("unknown name: %v", err)
 		}

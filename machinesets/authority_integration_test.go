@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
@@ -55,7 +56,7 @@ func TestClusterAPIAuthoritativeSetsAreLeftAlone(t *testing.T) {
 	}
 	counter.reset()
 
-	results, err := Patch(ctx, mc, PatchOptions{Attachment: storageWant, By: "manila-setup test"})
+	results, err := Patch(ctx, mc, Selection{}, attach.Options{Attachment: storageWant, By: "manila-setup test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +64,9 @@ func TestClusterAPIAuthoritativeSetsAreLeftAlone(t *testing.T) {
 	for name, s := range sets {
 		r := byName[name]
 		switch {
-		case s.reason == "" && (r.Action != ActionPatched || !strings.Contains(r.Warning, "noAllowedAddressPairs")):
+		case s.reason == "" && (r.Action != attach.ActionPatched || !strings.Contains(r.Warning, "noAllowedAddressPairs")):
 			t.Errorf("%s: %s (%s), warning %q; want patched, with the migration warning", name, r.Action, r.Reason, r.Warning)
-		case s.reason != "" && (r.Action != ActionSkipped || !strings.Contains(r.Reason, s.reason) || r.Warning != ""):
+		case s.reason != "" && (r.Action != attach.ActionSkipped || !strings.Contains(r.Reason, s.reason) || r.Warning != ""):
 			t.Errorf("%s: %s (%s); want skipped because %s", name, r.Action, r.Reason, s.reason)
 		}
 	}
@@ -88,10 +89,10 @@ func TestClusterAPIAuthoritativeSetsAreLeftAlone(t *testing.T) {
 	}
 	for _, st := range listed {
 		s := sets[st.Name]
-		if s.reason != "" && (st.StorageNetwork != StateNA || !strings.Contains(st.Note, s.reason)) {
+		if s.reason != "" && (st.StorageNetwork != attach.StateNA || !strings.Contains(st.Note, s.reason)) {
 			t.Errorf("list %s: %s (%s); want n/a because %s", st.Name, st.StorageNetwork, st.Note, s.reason)
 		}
-		if s.reason == "" && st.StorageNetwork != StateAttached {
+		if s.reason == "" && st.StorageNetwork != attach.StateAttached {
 			t.Errorf("list %s: %s, want attached", st.Name, st.StorageNetwork)
 		}
 	}

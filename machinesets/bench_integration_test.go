@@ -10,6 +10,7 @@ import (
 
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -32,7 +33,7 @@ func newFleet(tb testing.TB, n int) (machineclient.Interface, *requestCounter) {
 	}
 	// One read first, so that the apiserver's watch cache for MachineSets is warm: a cold
 	// cache answers the first LIST with 429 "storage is (re)initializing" and client-go retries.
-	if _, err := List(ctx, mc, Attachment{}); err != nil {
+	if _, err := List(ctx, mc, attach.Attachment{}); err != nil {
 		tb.Fatal(err)
 	}
 	counter.reset()
@@ -46,7 +47,7 @@ func TestPatch200MachineSets(t *testing.T) {
 	ctx := context.Background()
 
 	start := time.Now()
-	results, err := Patch(ctx, mc, PatchOptions{Attachment: storageWant})
+	results, err := Patch(ctx, mc, Selection{}, attach.Options{Attachment: storageWant})
 	wall := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestPatch200MachineSets(t *testing.T) {
 
 	counter.reset()
 	start = time.Now()
-	if _, err := Patch(ctx, mc, PatchOptions{Attachment: storageWant}); err != nil {
+	if _, err := Patch(ctx, mc, Selection{}, attach.Options{Attachment: storageWant}); err != nil {
 		t.Fatal(err)
 	}
 	if counter.total() != 1 {
@@ -81,9 +82,9 @@ func BenchmarkPatch200MachineSets(b *testing.B) {
 			want := storageWant
 			if fresh {
 				networkSeq++
-				want = Attachment{Networks: []string{fmt.Sprintf("%08x-0000-4000-8000-000000000000", networkSeq)}}
+				want = attach.Attachment{Networks: []string{fmt.Sprintf("%08x-0000-4000-8000-000000000000", networkSeq)}}
 			}
-			if _, err := Patch(ctx, mc, PatchOptions{Attachment: want, DryRun: dryRun, Concurrency: concurrency}); err != nil {
+			if _, err := Patch(ctx, mc, Selection{}, attach.Options{Attachment: want, DryRun: dryRun, Concurrency: concurrency}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -96,7 +97,7 @@ func BenchmarkPatch200MachineSets(b *testing.B) {
 	b.Run("all-change-sequential", func(b *testing.B) { run(b, false, true, 1) })
 	b.Run("dry-run", func(b *testing.B) { run(b, true, true, 0) })
 	b.Run("already-attached", func(b *testing.B) {
-		if _, err := Patch(ctx, mc, PatchOptions{Attachment: storageWant}); err != nil {
+		if _, err := Patch(ctx, mc, Selection{}, attach.Options{Attachment: storageWant}); err != nil {
 			b.Fatal(err)
 		}
 		run(b, false, false, 0)

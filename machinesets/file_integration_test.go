@@ -13,6 +13,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
@@ -35,9 +36,8 @@ func TestPatchFileMatchesTheCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		ms := loadMachineSet(t, path)
-		opts := fileOpts()
-		opts.Selection.Names = []string{ms.Name}
-		offline, err := PatchFile(ctx, filepath.Base(path), data, opts)
+		sel, opts := Selection{Names: []string{ms.Name}}, fileOpts()
+		offline, err := PatchFile(ctx, filepath.Base(path), data, sel, opts)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -51,7 +51,7 @@ func TestPatchFileMatchesTheCluster(t *testing.T) {
 			}
 			t.Fatalf("%s: %v", path, err)
 		}
-		online, err := Patch(ctx, mc, opts)
+		online, err := Patch(ctx, mc, sel, opts)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -74,7 +74,7 @@ func TestPatchFileMatchesTheCluster(t *testing.T) {
 		if a, b := templateProviderSpec(&fromFile), templateProviderSpec(stored); !filepatch.SameJSON(a, b) {
 			t.Errorf("%s: providerSpec offline\n%s\non the cluster\n%s", path, a, b)
 		}
-		if a, b := fromFile.Annotations[AttachmentAnnotation], stored.Annotations[AttachmentAnnotation]; a != b {
+		if a, b := fromFile.Annotations[attach.Annotation], stored.Annotations[attach.Annotation]; a != b {
 			t.Errorf("%s: attachment record offline %q, on the cluster %q", path, a, b)
 		}
 		compared++

@@ -14,16 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
 )
 
 var emptyValueLine = regexp.MustCompile(`^-\s*[\w-]+:\s*(null|~|\[\]|\{\})?\s*$`)
 
-var fileWant = Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
+var fileWant = attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
 
-func fileOpts() PatchOptions {
-	return PatchOptions{Attachment: fileWant, By: "manila-setup test", Now: func() time.Time { return time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC) }}
+func fileOpts() attach.Options {
+	return attach.Options{Attachment: fileWant, By: "manila-setup test", Now: func() time.Time { return time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC) }}
 }
 
 // TestPatchFileGolden patches every corpus file offline and compares the output with
@@ -41,7 +42,7 @@ func TestPatchFileGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := PatchFile(context.Background(), name+".yaml", data, fileOpts())
+			res, err := PatchFile(context.Background(), name+".yaml", data, Selection{}, fileOpts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,15 +68,15 @@ func TestPatchFileGolden(t *testing.T) {
 					}
 				}
 			}
-			patched := res.Results[0].Action == ActionPatched
+			patched := res.Results[0].Action == attach.ActionPatched
 			if patched == (diff == "") {
 				t.Errorf("action %s but diff %q", res.Results[0].Action, diff)
 			}
-			again, err := PatchFile(context.Background(), name+".yaml", res.Output, fileOpts())
+			again, err := PatchFile(context.Background(), name+".yaml", res.Output, Selection{}, fileOpts())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(again.Output) != string(res.Output) || again.Results[0].Action == ActionPatched {
+			if string(again.Output) != string(res.Output) || again.Results[0].Action == attach.ActionPatched {
 				t.Errorf("a second patch changed the file again: %+v\n%s", again.Results, textdiff.Unified("1", "2", res.Output, again.Output))
 			}
 		})
@@ -100,7 +101,7 @@ func TestPatchFileStreams(t *testing.T) {
 		if crlf {
 			in = strings.ReplaceAll(in, "\n", "\r\n")
 		}
-		res, err := PatchFile(context.Background(), "cluster.yaml", []byte(in), fileOpts())
+		res, err := PatchFile(context.Background(), "cluster.yaml", []byte(in), Selection{}, fileOpts())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +110,7 @@ func TestPatchFileStreams(t *testing.T) {
 			t.Fatalf("crlf %t: reformatted %t, %d others, results %+v", crlf, res.Reformatted, res.Others, res.Results)
 		}
 		byName := resultsByName(res.Results)
-		if byName["ostest-8x2kq-worker-0"].Action != ActionPatched || byName["ostest-8x2kq-master"].Action != ActionSkipped {
+		if byName["ostest-8x2kq-worker-0"].Action != attach.ActionPatched || byName["ostest-8x2kq-master"].Action != attach.ActionSkipped {
 			t.Errorf("results %+v", res.Results)
 		}
 		nl := "\n"
@@ -160,23 +161,19 @@ func TestPatchFileErrors(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, data string
-		opts       func(*PatchOptions)
+		sel        Selection
 		want       string
 		file       bool
 	}{
-		{"not YAML", "a: [b", nil, "x.yaml: not YAML", true},
-		{"no MachineSet", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", nil, "x.yaml: no MachineSet", true},
-		{"twice", string(worker) + "---\n" + string(worker), nil, `document 2.metadata.name: Duplicate value: "ostest-8x2kq-worker-0"`, true},
-		{"no name", "apiVersion: machine.openshift.io/v1beta1\nkind: MachineSet\nmetadata: {}\n", nil, "document 1.metadata.name: Required value", true},
-		{"unknown --name", string(worker), func(o *PatchOptions) { o.Selection.Names = []string{"nope"} }, "MachineSet nope not found in x.yaml (there: ostest-8x2kq-worker-0)", false},
+		{"not YAML", "a: [b", Selection{}, "x.yaml: not YAML", true},
+		{"no MachineSet", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", Selection{}, "x.yaml: no MachineSet", true},
+		{"twice", string(worker) + "---\n" + string(worker), Selection{}, `document 2.metadata.name: Duplicate value: "ostest-8x2kq-worker-0"`, true},
+		{"no name", "apiVersion: machine.openshift.io/v1beta1\nkind: MachineSet\nmetadata: {}\n", Selection{}, "document 1.metadata.name: Required value", true},
+		{"unknown --name", string(worker), Selection{Names: []string{"nope"}}, "MachineSet nope not found in x.yaml (there: ostest-8x2kq-worker-0)", false},
 	} {
-		opts := fileOpts()
-		if c.opts != nil {
-			c.opts(&opts)
-		}
-		_, err := PatchFile(context.Background(), "x.yaml", []byte(c.data), opts)
+		_, err := PatchFile(context.Background(), "x.yaml", []byte(c.data), c.sel, fileOpts())
 		var fe *filepatch.Error
-		var se *SelectionError
+		var se *attach.SelectionError
 		switch {
 		case err == nil || !strings.Contains(err.Error(), c.want):
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
@@ -186,8 +183,8 @@ func TestPatchFileErrors(t *testing.T) {
 	}
 }
 
-func resultsByName(rs []PatchResult) map[string]PatchResult {
-	out := map[string]PatchResult{}
+func resultsByName(rs []attach.Result) map[string]attach.Result {
+	out := map[string]attach.Result{}
 	for _, r := range rs {
 		out[r.Name] = r
 	}
@@ -210,7 +207,7 @@ func BenchmarkPatchFile200(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := PatchFile(context.Background(), "list.yaml", data, fileOpts())
+		res, err := PatchFile(context.Background(), "list.yaml", data, Selection{}, fileOpts())
 		if err != nil || res.Reformatted || len(res.Results) != 200 {
 			b.Fatalf("%v, reformatted %t, %d results", err, res != nil && res.Reformatted, len(res.Results))
 		}
@@ -246,15 +243,15 @@ func TestPatchFileSurvivesMutations(t *testing.T) {
 				in = slices.Delete(in, p, min(len(in), p+1+r.Intn(5)))
 			}
 		}
-		done := make(chan *FileResult, 1)
+		done := make(chan *attach.FileResult, 1)
 		go func() {
-			res, err := PatchFile(context.Background(), "f.yaml", in, fileOpts())
+			res, err := PatchFile(context.Background(), "f.yaml", in, Selection{}, fileOpts())
 			if err != nil {
 				res = nil
 			}
 			done <- res
 		}()
-		var res *FileResult
+		var res *attach.FileResult
 		select {
 		case res = <-done:
 		case <-time.After(10 * time.Second):
@@ -263,12 +260,12 @@ func TestPatchFileSurvivesMutations(t *testing.T) {
 		if res == nil {
 			continue
 		}
-		again, err := PatchFile(context.Background(), "f.yaml", res.Output, fileOpts())
+		again, err := PatchFile(context.Background(), "f.yaml", res.Output, Selection{}, fileOpts())
 		if err != nil {
 			t.Fatalf("the output does not patch again: %v\n--- input\n%s\n--- output\n%s", err, in, res.Output)
 		}
 		for _, r := range again.Results {
-			if r.Action == ActionPatched {
+			if r.Action == attach.ActionPatched {
 				t.Fatalf("a second patch changed %s again\n--- input\n%s", r.Name, in)
 			}
 		}

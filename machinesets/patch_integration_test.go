@@ -18,11 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
-var storageWant = Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
+var storageWant = attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
 
 // corpusCluster is an apiserver holding a mix of MachineSets as a real OpenStack cluster has
 // them, plus an infra set, an AWS set and the control plane.
@@ -76,16 +77,16 @@ func TestPatchOnARealAPIServer(t *testing.T) {
 	c := newCorpusCluster(t)
 	ctx := context.Background()
 
-	results, err := Patch(ctx, c.mc, PatchOptions{Attachment: storageWant, By: "manila-setup test"})
+	results, err := Patch(ctx, c.mc, Selection{}, attach.Options{Attachment: storageWant, By: "manila-setup test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	byName := resultsByName(results)
 	want := map[string]string{
-		"ostest-worker-0": ActionPatched, "ostest-worker-1": ActionPatched, "ostest-worker-sriov": ActionPatched,
-		"ostest-worker-future": ActionPatched, "ostest-worker-az2": ActionPatched, "ostest-worker-filter": ActionPatched,
-		"ostest-worker-attached": ActionUnchanged, "ostest-worker-aws": ActionSkipped, "ostest-master": ActionSkipped,
-		"ostest-infra-0": ActionSkipped,
+		"ostest-worker-0": attach.ActionPatched, "ostest-worker-1": attach.ActionPatched, "ostest-worker-sriov": attach.ActionPatched,
+		"ostest-worker-future": attach.ActionPatched, "ostest-worker-az2": attach.ActionPatched, "ostest-worker-filter": attach.ActionPatched,
+		"ostest-worker-attached": attach.ActionUnchanged, "ostest-worker-aws": attach.ActionSkipped, "ostest-master": attach.ActionSkipped,
+		"ostest-infra-0": attach.ActionSkipped,
 	}
 	for name, action := range want {
 		if byName[name].Action != action {
@@ -101,7 +102,7 @@ func TestPatchOnARealAPIServer(t *testing.T) {
 
 	for name, before := range c.sets {
 		after := c.get(t, name)
-		if want[name] != ActionPatched {
+		if want[name] != attach.ActionPatched {
 			if after.ResourceVersion != before.ResourceVersion {
 				t.Errorf("%s was %s but its resourceVersion moved", name, want[name])
 			}
@@ -129,8 +130,8 @@ func TestPatchOnARealAPIServer(t *testing.T) {
 				t.Errorf("%s: providerSpec.%s changed on the server: %v -> %v", name, k, v, a[k])
 			}
 		}
-		if rec := RecordOf(after); rec == nil || rec.By != "manila-setup test" || !reflect.DeepEqual(rec.Networks, []string{storageNet}) {
-			t.Errorf("%s: annotation %q", name, after.Annotations[AttachmentAnnotation])
+		if rec := attach.RecordIn(after.Annotations); rec == nil || rec.By != "manila-setup test" || !reflect.DeepEqual(rec.Networks, []string{storageNet}) {
+			t.Errorf("%s: annotation %q", name, after.Annotations[attach.Annotation])
 		}
 		if !reflect.DeepEqual(after.Spec.Template.Labels, before.Spec.Template.Labels) || *after.Spec.Replicas != *before.Spec.Replicas {
 			t.Errorf("%s: something besides the providerSpec changed", name)
@@ -146,12 +147,12 @@ func TestPatchOnARealAPIServer(t *testing.T) {
 
 	// Idempotent: the second run reads once and writes nothing.
 	c.counter.reset()
-	again, err := Patch(ctx, c.mc, PatchOptions{Attachment: storageWant})
+	again, err := Patch(ctx, c.mc, Selection{}, attach.Options{Attachment: storageWant})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range again {
-		if r.Action == ActionPatched {
+		if r.Action == attach.ActionPatched {
 			t.Errorf("second run patched %s again", r.Name)
 		}
 	}
@@ -160,11 +161,11 @@ func TestPatchOnARealAPIServer(t *testing.T) {
 	}
 
 	// Named explicitly, a non-worker set is patched; the control plane never is.
-	named, err := Patch(ctx, c.mc, PatchOptions{Attachment: storageWant, Selection: Selection{Names: []string{"ostest-infra-0", "ostest-master"}}})
+	named, err := Patch(ctx, c.mc, Selection{Names: []string{"ostest-infra-0", "ostest-master"}}, attach.Options{Attachment: storageWant})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if byName := resultsByName(named); byName["ostest-infra-0"].Action != ActionPatched || byName["ostest-master"].Action != ActionSkipped {
+	if byName := resultsByName(named); byName["ostest-infra-0"].Action != attach.ActionPatched || byName["ostest-master"].Action != attach.ActionSkipped {
 		t.Errorf("--name infra and master: %+v", named)
 	}
 }
@@ -173,8 +174,8 @@ func TestPatchSelectionAndDryRun(t *testing.T) {
 	c := newCorpusCluster(t)
 	ctx := context.Background()
 
-	_, err := Patch(ctx, c.mc, PatchOptions{Attachment: storageWant, Selection: Selection{Names: []string{"ostest-worker-0", "nope"}}})
-	var selErr *SelectionError
+	_, err := Patch(ctx, c.mc, Selection{Names: []string{"ostest-worker-0", "nope"}}, attach.Options{Attachment: storageWant})
+	var selErr *attach.SelectionError
 	if !errors.As(err, &selErr) || !strings.Contains(err.Error(), "MachineSet nope not found in namespace openshift-machine-api") {
 		t.Errorf("unknown --name: %v", err)
 	}
@@ -183,7 +184,7 @@ func TestPatchSelectionAndDryRun(t *testing.T) {
 	}
 
 	c.counter.reset()
-	results, err := Patch(ctx, c.mc, PatchOptions{Attachment: storageWant, DryRun: true, Selection: Selection{Selector: RoleLabel + "=worker"}})
+	results, err := Patch(ctx, c.mc, Selection{Selector: RoleLabel + "=worker"}, attach.Options{Attachment: storageWant, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestPatchSelectionAndDryRun(t *testing.T) {
 		t.Errorf("dry run made requests %s, want the one LIST", c.counter)
 	}
 	byName := resultsByName(results)
-	if r := byName["ostest-worker-0"]; r.Action != ActionWouldPatch || !strings.Contains(r.Diff, "+- noAllowedAddressPairs: true\n+  uuid: "+storageNet) {
+	if r := byName["ostest-worker-0"]; r.Action != attach.ActionWouldPatch || !strings.Contains(r.Diff, "+- noAllowedAddressPairs: true\n+  uuid: "+storageNet) {
 		t.Errorf("dry run of ostest-worker-0: %+v", r)
 	}
 	if _, ok := byName["ostest-infra-0"]; ok {
@@ -231,11 +232,11 @@ func TestPatchRetriesOnConflict(t *testing.T) {
 	}
 
 	interfere("ostest-worker-0", `[{"op":"add","path":"/metadata/labels/team","value":"storage"},{"op":"replace","path":"/spec/replicas","value":5}]`)
-	results, err := Patch(ctx, c.mc, PatchOptions{Attachment: storageWant, Selection: Selection{Names: []string{"ostest-worker-0"}}})
+	results, err := Patch(ctx, c.mc, Selection{Names: []string{"ostest-worker-0"}}, attach.Options{Attachment: storageWant})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := results[0]; r.Action != ActionPatched || r.ConflictRetries != 1 {
+	if r := results[0]; r.Action != attach.ActionPatched || r.ConflictRetries != 1 {
 		t.Errorf("result %+v, want patched after 1 conflict", r)
 	}
 	if c.counter.get("GET machinesets") != 1 || c.counter.get("PATCH machinesets") != 2 {
@@ -250,11 +251,11 @@ func TestPatchRetriesOnConflict(t *testing.T) {
 	// The other writer attaches the same network (as another admin running the same command).
 	c.counter.reset()
 	interfere("ostest-worker-1", fmt.Sprintf(`[{"op":"add","path":"/spec/template/spec/providerSpec/value/networks/-","value":{"uuid":%q}},{"op":"add","path":"/spec/template/spec/providerSpec/value/securityGroups/-","value":{"uuid":%q}}]`, storageNet, storageSG))
-	results, err = Patch(ctx, c.mc, PatchOptions{Attachment: storageWant, Selection: Selection{Names: []string{"ostest-worker-1"}}})
+	results, err = Patch(ctx, c.mc, Selection{Names: []string{"ostest-worker-1"}}, attach.Options{Attachment: storageWant})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := results[0]; r.Action != ActionUnchanged || r.ConflictRetries != 1 {
+	if r := results[0]; r.Action != attach.ActionUnchanged || r.ConflictRetries != 1 {
 		t.Errorf("result %+v, want unchanged after 1 conflict", r)
 	}
 	spec, _ = DecodeProviderSpec(templateProviderSpec(c.get(t, "ostest-worker-1")))
@@ -304,7 +305,7 @@ func TestPatchAsReadOnlyUser(t *testing.T) {
 	if sets, err := List(ctx, viewer, storageWant); err != nil || len(sets) != len(corpusSets) {
 		t.Fatalf("viewer cannot list: %v (%d sets)", err, len(sets))
 	}
-	results, err := Patch(ctx, viewer, PatchOptions{Attachment: storageWant})
+	results, err := Patch(ctx, viewer, Selection{}, attach.Options{Attachment: storageWant})
 	if err == nil {
 		t.Fatalf("read-only user patched: %+v", results)
 	}
@@ -326,7 +327,7 @@ func TestPatchAsReadOnlyUser(t *testing.T) {
 
 	nobodyCfg, _ := c.api.UserConfig("nobody")
 	nobody, _ := machineclient.NewForConfig(nobodyCfg)
-	_, err = Patch(ctx, nobody, PatchOptions{Attachment: storageWant})
+	_, err = Patch(ctx, nobody, Selection{}, attach.Options{Attachment: storageWant})
 	if err == nil || !strings.Contains(err.Error(), "listing MachineSets in openshift-machine-api was refused") || !strings.Contains(err.Error(), `User "nobody" cannot list`) {
 		t.Errorf("user without rights: %v", err)
 	}
@@ -344,25 +345,25 @@ func TestPatchChecksIDsInNeutron(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checker := NeutronChecker{Client: client}
+	checker := attach.NeutronChecker{Client: client}
 	storage, nfsSG := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
 
 	tests := []struct {
 		name    string
-		a       Attachment
+		a       attach.Attachment
 		wantErr string
 	}{
-		{"unknown network", Attachment{Networks: []string{"0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"}}, "network 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d does not exist"},
-		{"security group as network", Attachment{Networks: []string{storage, nfsSG}}, nfsSG + " is a security group, not a network"},
-		{"network as security group", Attachment{Networks: []string{storage}, SecurityGroups: []string{storage}}, storage + " is a network, not a security group"},
+		{"unknown network", attach.Attachment{Networks: []string{"0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"}}, "network 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d does not exist"},
+		{"security group as network", attach.Attachment{Networks: []string{storage, nfsSG}}, nfsSG + " is a security group, not a network"},
+		{"network as security group", attach.Attachment{Networks: []string{storage}, SecurityGroups: []string{storage}}, storage + " is a network, not a security group"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c.counter.reset()
-			_, err := Patch(ctx, c.mc, PatchOptions{Attachment: tt.a, Checker: checker})
-			var unknown *UnknownIDsError
+			_, err := Patch(ctx, c.mc, Selection{}, attach.Options{Attachment: tt.a, Checker: checker})
+			var unknown *attach.UnknownIDsError
 			if !errors.As(err, &unknown) || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "nothing was changed") {
-				t.Errorf("error %v, want an UnknownIDsError saying %q", err, tt.wantErr)
+				t.Errorf("error %v, want an attach.UnknownIDsError saying %q", err, tt.wantErr)
 			}
 			if c.counter.total() != 0 {
 				t.Errorf("the cluster was contacted before the IDs were checked: %s", c.counter)
@@ -370,11 +371,11 @@ func TestPatchChecksIDsInNeutron(t *testing.T) {
 		})
 	}
 
-	results, err := Patch(ctx, c.mc, PatchOptions{Attachment: Attachment{Networks: []string{storage}, SecurityGroups: []string{nfsSG}}, Checker: checker})
+	results, err := Patch(ctx, c.mc, Selection{}, attach.Options{Attachment: attach.Attachment{Networks: []string{storage}, SecurityGroups: []string{nfsSG}}, Checker: checker})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := resultsByName(results)["ostest-worker-0"]; r.Action != ActionPatched || r.AddedNetworks[0] != storage {
+	if r := resultsByName(results)["ostest-worker-0"]; r.Action != attach.ActionPatched || r.AddedNetworks[0] != storage {
 		t.Errorf("patch with real IDs: %+v", r)
 	}
 }
@@ -384,11 +385,11 @@ func TestPatchChecksIDsInNeutron(t *testing.T) {
 func TestListOnARealAPIServer(t *testing.T) {
 	c := newCorpusCluster(t)
 	ctx := context.Background()
-	if _, err := Patch(ctx, c.mc, PatchOptions{Attachment: storageWant, Selection: Selection{Names: []string{"ostest-worker-0"}}}); err != nil {
+	if _, err := Patch(ctx, c.mc, Selection{Names: []string{"ostest-worker-0"}}, attach.Options{Attachment: storageWant}); err != nil {
 		t.Fatal(err)
 	}
 	c.counter.reset()
-	sets, err := List(ctx, c.mc, Attachment{})
+	sets, err := List(ctx, c.mc, attach.Attachment{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,13 +400,13 @@ func TestListOnARealAPIServer(t *testing.T) {
 	for _, s := range sets {
 		got[s.Name] = s
 	}
-	if s := got["ostest-worker-0"]; s.StorageNetwork != StateAttached || s.SecurityGroups != StateAttached || s.Recorded == nil || s.Replicas != 3 {
+	if s := got["ostest-worker-0"]; s.StorageNetwork != attach.StateAttached || s.SecurityGroups != attach.StateAttached || s.Recorded == nil || s.Replicas != 3 {
 		t.Errorf("patched set: %+v", s)
 	}
-	if s := got["ostest-worker-1"]; s.StorageNetwork != StateUnknown {
+	if s := got["ostest-worker-1"]; s.StorageNetwork != attach.StateUnknown {
 		t.Errorf("set without a record and no IDs asked: %+v", s)
 	}
-	if s := got["ostest-worker-aws"]; s.StorageNetwork != StateNA || !strings.Contains(s.Note, "not OpenStack") {
+	if s := got["ostest-worker-aws"]; s.StorageNetwork != attach.StateNA || !strings.Contains(s.Note, "not OpenStack") {
 		t.Errorf("aws set: %+v", s)
 	}
 
@@ -417,8 +418,8 @@ func TestListOnARealAPIServer(t *testing.T) {
 		got[s.Name] = s
 	}
 	for name, want := range map[string][2]string{
-		"ostest-worker-0": {StateAttached, StateAttached}, "ostest-worker-1": {StateMissing, StateMissing},
-		"ostest-worker-filter": {StateAttached, StateMissing}, "ostest-worker-attached": {StateAttached, StateAttached},
+		"ostest-worker-0": {attach.StateAttached, attach.StateAttached}, "ostest-worker-1": {attach.StateMissing, attach.StateMissing},
+		"ostest-worker-filter": {attach.StateAttached, attach.StateMissing}, "ostest-worker-attached": {attach.StateAttached, attach.StateAttached},
 	} {
 		if s := got[name]; s.StorageNetwork != want[0] || s.SecurityGroups != want[1] {
 			t.Errorf("%s: network %s, security groups %s; want %v", name, s.StorageNetwork, s.SecurityGroups, want)

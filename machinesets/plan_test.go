@@ -14,6 +14,8 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"sigs.k8s.io/yaml"
+
+	"github.com/manila-setup/manila-setup/attach"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -42,27 +44,27 @@ func loadMachineSet(t testing.TB, path string) *machinev1beta1.MachineSet {
 
 // corpusWant is what each corpus MachineSet is patched with, and what the plan must say.
 var corpusWant = map[string]struct {
-	want     Attachment
+	want     attach.Attachment
 	nets     []string // networks that must be added
 	sgs      []string // security groups that must be added
 	skip     bool
 	invalid  bool
 	wantDiff bool
 }{
-	"installer-default":               {want: Attachment{[]string{storageNet}, []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
-	"primary-subnet":                  {want: Attachment{[]string{storageNet}, []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
-	"ports-sriov":                     {want: Attachment{[]string{storageNet}, []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
-	"already-attached":                {want: Attachment{[]string{storageNet}, []string{storageSG}}},
-	"network-by-filter-id":            {want: Attachment{[]string{storageNet}, []string{storageSG}}, sgs: []string{storageSG}, wantDiff: true},
-	"network-as-port":                 {want: Attachment{[]string{storageNet}, []string{storageSG}}},
-	"unknown-fields":                  {want: Attachment{[]string{storageNet}, []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
-	"rootvolume-no-securitygroups":    {want: Attachment{[]string{storageNet}, []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
-	"aws":                             {want: Attachment{[]string{storageNet}, []string{storageSG}}, skip: true},
-	"control-plane":                   {want: Attachment{[]string{storageNet}, []string{storageSG}}, skip: true},
-	"broken":                          {want: Attachment{[]string{storageNet}, []string{storageSG}}, skip: true, invalid: true},
-	"second-storage-network":          {want: Attachment{[]string{storageNet, storageNet2}, []string{storageSG}}, nets: []string{storageNet2}, wantDiff: true},
-	"no-annotations-null-networks":    {want: Attachment{[]string{storageNet}, []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
-	"uppercase-request-already-there": {want: Attachment{[]string{strings.ToUpper(storageNet)}, []string{strings.ToUpper(storageSG)}}},
+	"installer-default":               {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
+	"primary-subnet":                  {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
+	"ports-sriov":                     {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
+	"already-attached":                {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}},
+	"network-by-filter-id":            {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, sgs: []string{storageSG}, wantDiff: true},
+	"network-as-port":                 {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}},
+	"unknown-fields":                  {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
+	"rootvolume-no-securitygroups":    {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
+	"aws":                             {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, skip: true},
+	"control-plane":                   {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, skip: true},
+	"broken":                          {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, skip: true, invalid: true},
+	"second-storage-network":          {want: attach.Attachment{Networks: []string{storageNet, storageNet2}, SecurityGroups: []string{storageSG}}, nets: []string{storageNet2}, wantDiff: true},
+	"no-annotations-null-networks":    {want: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nets: []string{storageNet}, sgs: []string{storageSG}, wantDiff: true},
+	"uppercase-request-already-there": {want: attach.Attachment{Networks: []string{strings.ToUpper(storageNet)}, SecurityGroups: []string{strings.ToUpper(storageSG)}}},
 }
 
 // TestPlanGolden patches every MachineSet of testdata/corpus and compares what --dry-run shows
@@ -156,7 +158,7 @@ func checkGolden(t *testing.T, path, got string) {
 // checkPatchedObject applies the patch the way the apiserver does and checks the result field
 // by field: nothing but the two arrays and the annotation changed, unknown fields survived,
 // and patching again changes nothing.
-func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan, want Attachment) {
+func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan, want attach.Attachment) {
 	t.Helper()
 	doc, _ := json.Marshal(ms)
 	patch, err := jsonpatch.DecodePatch(plan.Patch)
@@ -198,22 +200,22 @@ func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan,
 		t.Errorf("patched resourceVersion %q, want %q (the precondition)", patched.ResourceVersion, ms.ResourceVersion)
 	}
 	for k, v := range ms.Annotations {
-		if k != AttachmentAnnotation && patched.Annotations[k] != v {
+		if k != attach.Annotation && patched.Annotations[k] != v {
 			t.Errorf("annotation %s lost or changed", k)
 		}
 	}
-	rec := RecordOf(&patched)
+	rec := attach.RecordIn(patched.Annotations)
 	if rec == nil {
-		t.Fatalf("no parsable %s annotation after patching: %q", AttachmentAnnotation, patched.Annotations[AttachmentAnnotation])
+		t.Fatalf("no parsable %s annotation after patching: %q", attach.Annotation, patched.Annotations[attach.Annotation])
 	}
 	for _, id := range want.Networks {
-		if !containsID(rec.Networks, id) {
+		if !attach.ContainsID(rec.Networks, id) {
 			t.Errorf("record %+v lacks network %s", rec, id)
 		}
 	}
-	if prev := RecordOf(ms); prev != nil {
+	if prev := attach.RecordIn(ms.Annotations); prev != nil {
 		for _, id := range prev.Networks {
-			if !containsID(rec.Networks, id) {
+			if !attach.ContainsID(rec.Networks, id) {
 				t.Errorf("record lost network %s of the previous run", id)
 			}
 		}
@@ -223,7 +225,7 @@ func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan,
 	}
 	// What the diff shows is what the patch does.
 	_, previewAfter, err := plan.Preview()
-	if got := toYAML(templateProviderSpec(&patched)); err != nil || got != previewAfter {
+	if got := attach.ToYAML(templateProviderSpec(&patched)); err != nil || got != previewAfter {
 		t.Errorf("the diff's After differs from the patched object (%v):\n%s\nvs\n%s", err, previewAfter, got)
 	}
 }
@@ -265,16 +267,16 @@ func checkAppended(t *testing.T, key string, before, after any, n int, entry fun
 
 func TestAttachmentValidate(t *testing.T) {
 	tests := []struct {
-		a    Attachment
+		a    attach.Attachment
 		want []string
 	}{
-		{Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nil},
-		{Attachment{}, []string{"network: Required value"}},
-		{Attachment{Networks: []string{"storage"}}, []string{`network[0]: Invalid value: "storage": must be a UUID v4`}},
-		{Attachment{Networks: []string{storageNet, strings.ToUpper(storageNet)}}, []string{"network[1]: Duplicate value"}},
-		{Attachment{Networks: []string{storageNet}, SecurityGroups: []string{"", storageSG}}, []string{`security-group[0]: Invalid value: ""`}},
-		{Attachment{Networks: []string{"aa1788ba-e63a-11f1-aa6c-02fc00000001"}}, []string{`network[0]: Invalid value: "aa1788ba-e63a-11f1-aa6c-02fc00000001": must be a UUID v4`}},
-		{Attachment{Networks: []string{storageNet, "{" + storageNet + "}"}}, []string{"network[1]: Duplicate value"}},
+		{attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, nil},
+		{attach.Attachment{}, []string{"network: Required value"}},
+		{attach.Attachment{Networks: []string{"storage"}}, []string{`network[0]: Invalid value: "storage": must be a UUID v4`}},
+		{attach.Attachment{Networks: []string{storageNet, strings.ToUpper(storageNet)}}, []string{"network[1]: Duplicate value"}},
+		{attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{"", storageSG}}, []string{`security-group[0]: Invalid value: ""`}},
+		{attach.Attachment{Networks: []string{"aa1788ba-e63a-11f1-aa6c-02fc00000001"}}, []string{`network[0]: Invalid value: "aa1788ba-e63a-11f1-aa6c-02fc00000001": must be a UUID v4`}},
+		{attach.Attachment{Networks: []string{storageNet, "{" + storageNet + "}"}}, []string{"network[1]: Duplicate value"}},
 	}
 	for _, tt := range tests {
 		errs := tt.a.Validate()
@@ -317,7 +319,7 @@ func TestMissingFrom(t *testing.T) {
 // migration (status.authoritativeAPI set) and only when a network is added.
 func TestPlanMigrationWarning(t *testing.T) {
 	now := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
-	want := Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
+	want := attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
 	ms := loadMachineSet(t, "testdata/corpus/installer-default.yaml")
 	if p := PlanPatch(ms, want, now, "test"); !p.Changed() || p.Warning != "" {
 		t.Errorf("without the migration: changed %t, warning %q", p.Changed(), p.Warning)
@@ -326,7 +328,7 @@ func TestPlanMigrationWarning(t *testing.T) {
 	if p := PlanPatch(ms, want, now, "test"); !p.Changed() || !strings.Contains(p.Warning, "noAllowedAddressPairs") {
 		t.Errorf("with the migration: changed %t, warning %q", p.Changed(), p.Warning)
 	}
-	if p := PlanPatch(ms, Attachment{SecurityGroups: want.SecurityGroups}, now, "test"); !p.Changed() || p.Warning != "" {
+	if p := PlanPatch(ms, attach.Attachment{SecurityGroups: want.SecurityGroups}, now, "test"); !p.Changed() || p.Warning != "" {
 		t.Errorf("a security group only: changed %t, warning %q", p.Changed(), p.Warning)
 	}
 	ms.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
@@ -179,16 +180,16 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	old1, _ := f.machines(ctx, "sim-worker-1")
 	infra, _ := f.machines(ctx, "sim-infra-0")
 
-	if _, err := Patch(ctx, f.mc, PatchOptions{Attachment: storageWant}); err != nil {
+	if _, err := Patch(ctx, f.mc, Selection{}, attach.Options{Attachment: storageWant}); err != nil {
 		t.Fatal(err)
 	}
 	// The template changed, the machines did not: list says so.
-	sets, err := List(ctx, f.mc, Attachment{})
+	sets, err := List(ctx, f.mc, attach.Attachment{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sets {
-		if s.Name == "sim-worker-0" && (s.UpToDate != 0 || s.Machines != 3 || s.StorageNetwork != StateAttached) {
+		if s.Name == "sim-worker-0" && (s.UpToDate != 0 || s.Machines != 3 || s.StorageNetwork != attach.StateAttached) {
 			t.Errorf("list before the rollout: %+v", s)
 		}
 	}
@@ -211,7 +212,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 		if sp.Name != "sim-worker-0" || sp.State != rollout.Running {
 			return
 		}
-		sets, err := List(ctx, listClient, Attachment{})
+		sets, err := List(ctx, listClient, attach.Attachment{})
 		if err != nil {
 			listErr = err
 			return
@@ -250,7 +251,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	if !seen[0] || !seen[1] || !seen[2] {
 		t.Errorf("the list did not follow the rollout through 0, 1 and 2 of 3: %v", pairs)
 	}
-	if sets, err := List(ctx, listClient, Attachment{}); err != nil {
+	if sets, err := List(ctx, listClient, attach.Attachment{}); err != nil {
 		t.Error(err)
 	} else if i := slices.IndexFunc(sets, func(s SetStatus) bool { return s.Name == "sim-worker-0" }); i < 0 || sets[i].UpToDate != 3 || sets[i].Wanted != 3 || sets[i].Machines != 3 {
 		t.Errorf("list after the rollout: %+v", sets)
@@ -324,7 +325,7 @@ func TestRolloutStopsOnAFailedMachine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	old, _ := f.machines(ctx, "sim-worker-0")
-	if _, err := Patch(ctx, f.mc, PatchOptions{Attachment: storageWant}); err != nil {
+	if _, err := Patch(ctx, f.mc, Selection{}, attach.Options{Attachment: storageWant}); err != nil {
 		t.Fatal(err)
 	}
 	const quota = "Quota exceeded for resources: ['port']. (HTTP 409)"
@@ -375,7 +376,7 @@ func TestRolloutStopsWhenANodeNeverComes(t *testing.T) {
 	f := newSimFleet(t, map[string]int32{"sim-worker-0": 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := Patch(ctx, f.mc, PatchOptions{Attachment: storageWant}); err != nil {
+	if _, err := Patch(ctx, f.mc, Selection{}, attach.Options{Attachment: storageWant}); err != nil {
 		t.Fatal(err)
 	}
 	f.ctl.StallNext()

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 const gitopsFile = `# NodePools of the hosted clusters, synced by Argo CD
@@ -61,14 +61,14 @@ items:
 // the file (a ConfigMap, comments) is kept, and a second run changes nothing.
 func TestPatchFile(t *testing.T) {
 	const net = "5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c"
-	opts := Options{Attachment: machinesets.Attachment{Networks: []string{net}}, By: "test",
+	scope, opts := Scope{}, attach.Options{Attachment: attach.Attachment{Networks: []string{net}}, By: "test",
 		Now: func() time.Time { return time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC) }}
-	res, err := PatchFile(context.Background(), "pools.yaml", []byte(gitopsFile), opts)
+	res, err := PatchFile(context.Background(), "pools.yaml", []byte(gitopsFile), scope, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := string(res.Output)
-	if res.Reformatted || len(res.Results) != 2 || res.Results[0].Action != machinesets.ActionPatched || res.Results[1].Action != machinesets.ActionPatched {
+	if res.Reformatted || len(res.Results) != 2 || res.Results[0].Action != attach.ActionPatched || res.Results[1].Action != attach.ActionPatched {
 		t.Fatalf("reformatted %t, results %+v", res.Reformatted, res.Results)
 	}
 	want := []string{
@@ -85,19 +85,19 @@ func TestPatchFile(t *testing.T) {
 	if len(res.Objects) != 2 {
 		t.Errorf("%d NodePools in the output's objects", len(res.Objects))
 	}
-	again, err := PatchFile(context.Background(), "pools.yaml", res.Output, opts)
-	if err != nil || string(again.Output) != out || again.Results[0].Action != machinesets.ActionUnchanged {
+	again, err := PatchFile(context.Background(), "pools.yaml", res.Output, scope, opts)
+	if err != nil || string(again.Output) != out || again.Results[0].Action != attach.ActionUnchanged {
 		t.Errorf("a second run: %v, %+v", err, again)
 	}
 
-	only := opts
+	only := scope
 	only.HostedCluster = "hc2"
-	var sel *machinesets.SelectionError
-	if _, err := PatchFile(context.Background(), "pools.yaml", []byte(gitopsFile), only); !errors.As(err, &sel) {
+	var sel *attach.SelectionError
+	if _, err := PatchFile(context.Background(), "pools.yaml", []byte(gitopsFile), only, opts); !errors.As(err, &sel) {
 		t.Errorf("--hosted-cluster hc2: %v", err)
 	}
 	var fe *filepatch.Error
-	if _, err := PatchFile(context.Background(), "cm.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), opts); !errors.As(err, &fe) ||
+	if _, err := PatchFile(context.Background(), "cm.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), scope, opts); !errors.As(err, &fe) ||
 		!strings.Contains(err.Error(), "cm.yaml: no NodePool") {
 		t.Errorf("a file without NodePools: %v", err)
 	}

@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/test/testenv"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 const (
@@ -94,45 +94,45 @@ func TestPatchNodePools(t *testing.T) {
 		}
 		return out
 	}
-	opts := Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}, HostedCluster: "hc1", By: "manila-setup test"}
+	scope, opts := Scope{HostedCluster: "hc1"}, attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsGroup}}, By: "manila-setup test"}
 
 	before := rv()
 	dry := opts
 	dry.DryRun = true
-	results, err := Patch(ctx, dyn, dry)
+	results, err := Patch(ctx, dyn, scope, dry)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after := rv(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("a dry run wrote: %v -> %v", before, after)
 	}
-	byName := map[string]Result{}
+	byName := map[string]attach.Result{}
 	for _, r := range results {
 		byName[r.Name] = r
 	}
-	if r := byName["hc1-workers"]; r.Action != machinesets.ActionWouldPatch || !strings.Contains(r.Diff, "+- description: "+PortDescription) || !strings.Contains(r.Diff, "id: "+storageNet) {
+	if r := byName["hc1-workers"]; r.Action != attach.ActionWouldPatch || !strings.Contains(r.Diff, "+- description: "+PortDescription) || !strings.Contains(r.Diff, "id: "+storageNet) {
 		t.Errorf("dry run hc1-workers: %+v", r)
 	}
 	if _, ok := byName["hc2-workers"]; ok || len(results) != 4 {
 		t.Errorf("--hosted-cluster hc1 selected %+v", results)
 	}
 
-	results, err = Patch(ctx, dyn, opts)
+	results, err = Patch(ctx, dyn, scope, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"hc1-workers": machinesets.ActionPatched, "hc1-gpu": machinesets.ActionPatched, "hc1-full": machinesets.ActionSkipped, "hc1-none": machinesets.ActionSkipped}
+	want := map[string]string{"hc1-workers": attach.ActionPatched, "hc1-gpu": attach.ActionPatched, "hc1-full": attach.ActionSkipped, "hc1-none": attach.ActionSkipped}
 	for _, r := range results {
 		if r.Action != want[r.Name] {
 			t.Errorf("%s: %s (%s), want %s", r.Name, r.Action, r.Reason, want[r.Name])
 		}
-		if r.Action == machinesets.ActionPatched && !strings.Contains(r.Warning, "security groups "+nfsGroup+" were not added") {
+		if r.Action == attach.ActionPatched && !strings.Contains(r.Warning, "security groups "+nfsGroup+" were not added") {
 			t.Errorf("%s: no warning about the security group: %q", r.Name, r.Warning)
 		}
 	}
 	after := rv()
 	for name, v := range before {
-		if (after[name] != v) != (want[name] == machinesets.ActionPatched) {
+		if (after[name] != v) != (want[name] == attach.ActionPatched) {
 			t.Errorf("%s: resourceVersion %s -> %s", name, v, after[name])
 		}
 	}
@@ -155,7 +155,7 @@ func TestPatchNodePools(t *testing.T) {
 		}
 	}
 
-	listed, err := List(ctx, dyn, "clusters", "", machinesets.Attachment{})
+	listed, err := List(ctx, dyn, "clusters", "", attach.Attachment{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,16 +163,16 @@ func TestPatchNodePools(t *testing.T) {
 	for _, s := range listed {
 		states[s.Name] = s.StorageNetwork
 	}
-	if states["hc1-workers"] != machinesets.StateAttached || states["hc1-none"] != machinesets.StateNA || states["hc2-workers"] != machinesets.StateUnknown {
+	if states["hc1-workers"] != attach.StateAttached || states["hc1-none"] != attach.StateNA || states["hc2-workers"] != attach.StateUnknown {
 		t.Errorf("list (from the records): %v", states)
 	}
 
-	again, err := Patch(ctx, dyn, opts)
+	again, err := Patch(ctx, dyn, scope, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range again {
-		if r.Action == machinesets.ActionPatched {
+		if r.Action == attach.ActionPatched {
 			t.Errorf("a second run patched %s again", r.Name)
 		}
 	}
@@ -182,13 +182,13 @@ func TestPatchNodePools(t *testing.T) {
 
 	// Names: only the NodePools named, by namespace/name; one not there is refused before any
 	// write.
-	byNames := Options{Attachment: opts.Attachment, Names: []string{"clusters/hc2-workers"}, DryRun: true}
-	named, err := Patch(ctx, dyn, byNames)
-	if err != nil || len(named) != 1 || named[0].Name != "hc2-workers" || named[0].Action != machinesets.ActionWouldPatch {
+	byNames, namedOpts := Scope{Names: []string{"clusters/hc2-workers"}}, attach.Options{Attachment: opts.Attachment, DryRun: true}
+	named, err := Patch(ctx, dyn, byNames, namedOpts)
+	if err != nil || len(named) != 1 || named[0].Name != "hc2-workers" || named[0].Action != attach.ActionWouldPatch {
 		t.Errorf("Names clusters/hc2-workers: %+v, %v", named, err)
 	}
-	byNames.DryRun, byNames.Names = false, []string{"clusters/hc2-workers", "clusters/nope"}
-	if _, err := Patch(ctx, dyn, byNames); err == nil || !strings.Contains(err.Error(), "NodePool clusters/nope not found") {
+	namedOpts.DryRun, byNames.Names = false, []string{"clusters/hc2-workers", "clusters/nope"}
+	if _, err := Patch(ctx, dyn, byNames, namedOpts); err == nil || !strings.Contains(err.Error(), "NodePool clusters/nope not found") {
 		t.Errorf("an unknown name: %v", err)
 	}
 	if final := rv(); fmt.Sprint(final) != fmt.Sprint(after) {
@@ -210,7 +210,7 @@ func TestPatchNodePools(t *testing.T) {
 	if _, err := dyn.Resource(GVR).Namespace("clusters").UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	listed, err = List(ctx, dyn, "clusters", "hc1", machinesets.Attachment{})
+	listed, err = List(ctx, dyn, "clusters", "hc1", attach.Attachment{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestPatchNodePools(t *testing.T) {
 		}
 	}
 
-	if _, err := Patch(ctx, dyn, Options{Attachment: opts.Attachment, HostedCluster: "nope"}); err == nil || !strings.Contains(err.Error(), `no NodePool of HostedCluster "nope"`) {
+	if _, err := Patch(ctx, dyn, Scope{HostedCluster: "nope"}, attach.Options{Attachment: opts.Attachment}); err == nil || !strings.Contains(err.Error(), `no NodePool of HostedCluster "nope"`) {
 		t.Errorf("an unknown HostedCluster: %v", err)
 	}
 }
@@ -260,13 +260,13 @@ func TestPatchFileMatchesTheCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts := Options{Attachment: machinesets.Attachment{Networks: []string{storageNet}}, By: "test",
+	opts := attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}}, By: "test",
 		Now: func() time.Time { return time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC) }}
-	offline, err := PatchFile(ctx, "pools.yaml", []byte(gitopsFile), opts)
+	offline, err := PatchFile(ctx, "pools.yaml", []byte(gitopsFile), Scope{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Patch(ctx, dyn, opts); err != nil {
+	if _, err := Patch(ctx, dyn, Scope{}, opts); err != nil {
 		t.Fatal(err)
 	}
 	for _, raw := range offline.Objects {

@@ -1,7 +1,6 @@
 package nodepools
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -9,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/attach"
 )
 
 // TestPickByName: Names selects NodePools by NAMESPACE/NAME, keeps the listing's order, and
@@ -38,7 +37,7 @@ func TestPickByName(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := pick(pools, c.names, "", c.cluster)
 			if c.wantError != "" {
-				var sel *machinesets.SelectionError
+				var sel *attach.SelectionError
 				if !errors.As(err, &sel) || err.Error() != c.wantError {
 					t.Fatalf("error %v, want SelectionError %q", err, c.wantError)
 				}
@@ -62,15 +61,15 @@ func TestPickByName(t *testing.T) {
 // expected, before the cluster is read.
 func TestNamesMustBeNamespaced(t *testing.T) {
 	for _, n := range []string{"hc1-workers", "/hc1-workers", "clusters/", "a/b/c"} {
-		opts := Options{Attachment: machinesets.Attachment{Networks: []string{"5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c"}}, Names: []string{n}}
-		_, err := opts.check(context.Background())
-		var sel *machinesets.SelectionError
+		scope := Scope{Names: []string{n}}
+		err := scope.check()
+		var sel *attach.SelectionError
 		if !errors.As(err, &sel) || !strings.Contains(err.Error(), "must be NAMESPACE/NAME") || !strings.Contains(err.Error(), n) {
 			t.Errorf("%q: %v", n, err)
 		}
 	}
-	ok := Options{Attachment: machinesets.Attachment{Networks: []string{"5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c"}}, Names: []string{"clusters/hc1-workers"}}
-	if _, err := ok.check(context.Background()); err != nil {
+	ok := Scope{Names: []string{"clusters/hc1-workers"}}
+	if err := ok.check(); err != nil {
 		t.Errorf("clusters/hc1-workers: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -61,8 +62,8 @@ func readAttachmentViews(t *testing.T, ctx context.Context, cli, kubeconfig stri
 // agree reports whether the three views say the same: every worker attached, or none.
 func (v attachmentViews) agree(workers int, attached bool) bool {
 	if !attached {
-		return v.discoverAttached == 0 && v.discoverTotal == workers && v.listState == machinesets.StateMissing && !v.operatorReachable
+		return v.discoverAttached == 0 && v.discoverTotal == workers && v.listState == attach.StateMissing && !v.operatorReachable
 	}
-	return v.discoverAttached == workers && v.discoverTotal == workers && v.listState == machinesets.StateAttached &&
+	return v.discoverAttached == workers && v.discoverTotal == workers && v.listState == attach.StateAttached &&
 		v.listUpToDate == workers && v.listMachines == workers && v.operatorReachable
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
@@ -149,11 +150,11 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Errorf("before the attach, networks discover, machinesets list and the operator disagree or see an attachment: %+v", v)
 	}
 	mc := machineclient.NewForConfigOrDie(sim.Config)
-	results, err := machinesets.Patch(ctx, mc, machinesets.PatchOptions{
-		Attachment: machinesets.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsSG}},
-		Checker:    machinesets.NeutronChecker{Client: osc}, By: "manila-setup e2e",
+	results, err := machinesets.Patch(ctx, mc, machinesets.Selection{}, attach.Options{
+		Attachment: attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{nfsSG}},
+		Checker:    attach.NeutronChecker{Client: osc}, By: "manila-setup e2e",
 	})
-	if err != nil || len(results) != 1 || results[0].Action != machinesets.ActionPatched {
+	if err != nil || len(results) != 1 || results[0].Action != attach.ActionPatched {
 		t.Fatalf("machinesets.Patch: %v, %+v", err, results)
 	}
 	t2 := time.Now()
