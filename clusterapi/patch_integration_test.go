@@ -23,7 +23,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
+	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -254,7 +254,7 @@ func TestPatchClusterAPI(t *testing.T) {
 			t.Errorf("template %s:\n got %s\nwant %s", newB, got, want)
 		}
 		nt := get(t, admin, TemplateGVR, newA)
-		if nt.GetAnnotations()[ReplacesAnnotation] != "workers-a" || nt.GetLabels()["cluster.x-k8s.io/cluster-name"] != "ocp" || attachment.Parse(nt.GetAnnotations()) == nil {
+		if nt.GetAnnotations()[ReplacesAnnotation] != "workers-a" || nt.GetLabels()["cluster.x-k8s.io/cluster-name"] != "ocp" || record.Parse(nt.GetAnnotations()) == nil {
 			t.Errorf("new template's metadata: labels %v annotations %v", nt.GetLabels(), nt.GetAnnotations())
 		}
 		for name, want := range map[string]string{"ms-a": newA, "ms-s1": newShared, "ms-s2": newShared, "md-b-7f9c": "workers-b"} {
@@ -262,7 +262,7 @@ func TestPatchClusterAPI(t *testing.T) {
 				t.Errorf("MachineSet %s points at %s, want %s", name, ref.Name, want)
 			}
 		}
-		if u := get(t, admin, MachineSetGVR, "ms-s1"); u.GetLabels()["touched"] != "yes" || attachment.Parse(u.GetAnnotations()) == nil {
+		if u := get(t, admin, MachineSetGVR, "ms-s1"); u.GetLabels()["touched"] != "yes" || record.Parse(u.GetAnnotations()) == nil {
 			t.Errorf("ms-s1 lost the other writer's label or has no record: %v %v", u.GetLabels(), u.GetAnnotations())
 		}
 		if ref := refOf(get(t, admin, MachineDeploymentGVR, "md-b")); ref.Name != newB {

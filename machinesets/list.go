@@ -123,7 +123,6 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	return st
 }
 
-
 // machineRunning: the Machine has a Node and is Running, what the list can tell without reading
 // Nodes (the rollout also waits for the Node to be Ready).
 func machineRunning(m *machinev1beta1.Machine) bool {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
+	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -150,7 +150,7 @@ func TestPatchNodePools(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(ports) {
 			t.Errorf("%s: ports on %v, want %v", name, got, ports)
 		}
-		if rec := attachment.Parse(u.GetAnnotations()); rec == nil || fmt.Sprint(rec.Networks) != fmt.Sprint([]string{storageNet}) || len(rec.SecurityGroups) != 0 {
+		if rec := record.Parse(u.GetAnnotations()); rec == nil || fmt.Sprint(rec.Networks) != fmt.Sprint([]string{storageNet}) || len(rec.SecurityGroups) != 0 {
 			t.Errorf("%s: attachment record %+v", name, rec)
 		}
 	}
@@ -278,7 +278,7 @@ func TestPatchFileMatchesTheCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, field := range [][]string{{"spec", "platform"}, {"metadata", "annotations", attachment.Annotation}} {
+		for _, field := range [][]string{{"spec", "platform"}, {"metadata", "annotations", record.Annotation}} {
 			w, _, _ := unstructured.NestedFieldNoCopy(want.Object, field...)
 			g, _, _ := unstructured.NestedFieldNoCopy(got.Object, field...)
 			wj, _ := json.Marshal(w)

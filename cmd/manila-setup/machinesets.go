@@ -22,10 +22,10 @@ import (
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/cmd/manila-setup/rolloutview"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/cmd/manila-setup/rolloutview"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/workers"
 )

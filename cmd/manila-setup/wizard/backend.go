@@ -6,11 +6,8 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
-	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/operator/health"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -27,17 +24,12 @@ type Backend interface {
 	Discover(ctx context.Context) (*openstack.Discovery, error)
 	// SecurityGroups lists the project's security groups with their rules.
 	SecurityGroups(ctx context.Context) ([]openstack.SecurityGroup, error)
-	// MachineSets lists the MachineSets and how far they have want.
-	MachineSets(ctx context.Context, want attach.Attachment) ([]machinesets.SetStatus, error)
+	// Inventory reads the kinds of machines of kinds and how far each object has want
+	// (workers.Cluster.Inventory): the rows the wizard offers.
+	Inventory(ctx context.Context, want attach.Attachment, kinds workers.Kinds) (*workers.Inventory, error)
 	// Patch attaches a to what sel selects, every kind at once (workers.Cluster.Patch), with
 	// the IDs checked in Neutron first (dryRun: computes the diffs only). One row per object.
 	Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error)
-	// NodePools lists the NodePools of a HyperShift management cluster (Connection.HyperShift)
-	// and how far they have want, with the progress HyperShift reports.
-	NodePools(ctx context.Context, want attach.Attachment) ([]nodepools.Status, error)
-	// ClusterAPI lists the Cluster API MachineSets and MachineDeployments of
-	// openshift-cluster-api (Connection.ClusterAPI) and how far they have want.
-	ClusterAPI(ctx context.Context, want attach.Attachment) ([]clusterapi.Status, error)
 	// Roll replaces the machines of what sel selects (workers.Cluster.Roll), reporting every
 	// change: the MachineSets (through their Cluster API copy where Cluster API is
 	// authoritative), then the standalone Cluster API MachineSets; MachineDeployments and

@@ -158,8 +158,21 @@ func (f *fakeBackend) SecurityGroups(context.Context) ([]openstack.SecurityGroup
 	return f.groups, nil
 }
 
-func (f *fakeBackend) MachineSets(context.Context, attach.Attachment) ([]machinesets.SetStatus, error) {
-	return f.sets, nil
+// Inventory answers as workers.Cluster.Inventory does, from the fake's lists.
+func (f *fakeBackend) Inventory(_ context.Context, _ attach.Attachment, kinds workers.Kinds) (*workers.Inventory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var l workers.Listed
+	if kinds.MachineSets {
+		l.MachineSets = f.sets
+	}
+	if kinds.ClusterAPI {
+		l.ClusterAPI, l.ClusterAPIErr = append([]clusterapi.Status(nil), f.capi...), f.capiListErr
+	}
+	if kinds.NodePools {
+		l.NodePools = append([]nodepools.Status(nil), f.pools...)
+	}
+	return workers.Assemble(kinds, l)
 }
 
 // Patch answers as workers.Cluster.Patch does: the MachineSets, the Cluster API objects, the
@@ -245,15 +258,6 @@ func fakeTemplateDiff(kind, name, network string) string {
 	return fmt.Sprintf("--- OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec\n+++ OpenStackMachineTemplate openshift-cluster-api/%[2]s-tmpl spec.template.spec (patched)\n@@ -1,3 +1,6 @@\n flavor: m1.large\n+ports:\n+- {}\n+- description: Manila storage network (manila-setup)\n+  network:\n+    id: %[3]s\n--- %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef\n+++ %[1]s openshift-cluster-api/%[2]s spec.template.spec.infrastructureRef (patched)\n@@ -1,2 +1,2 @@\n kind: OpenStackMachineTemplate\n-name: %[2]s-tmpl\n+name: %[2]s-tmpl-manila-0a1b2c3d\n", kind, name, network)
 }
 
-func (f *fakeBackend) ClusterAPI(context.Context, attach.Attachment) ([]clusterapi.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.capiListErr != nil {
-		return nil, f.capiListErr
-	}
-	return append([]clusterapi.Status(nil), f.capi...), nil
-}
-
 // patchCAPI answers as clusterapi.Patch does for the names it is given.
 func (f *fakeBackend) patchCAPI(_ context.Context, a attach.Attachment, names []string, dryRun bool) ([]attach.Result, error) {
 	f.mu.Lock()
@@ -303,12 +307,6 @@ func (f *fakeBackend) rollCAPI(_ context.Context, names []string, progress func(
 	f.capiRolled = append(f.capiRolled, names...)
 	f.mu.Unlock()
 	return out, nil
-}
-
-func (f *fakeBackend) NodePools(context.Context, attach.Attachment) ([]nodepools.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]nodepools.Status(nil), f.pools...), nil
 }
 
 // patchPools answers as nodepools.Patch does; a real patch makes the pool's status say that

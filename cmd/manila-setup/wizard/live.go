@@ -289,13 +289,13 @@ func (l *LiveBackend) SecurityGroups(ctx context.Context) ([]openstack.SecurityG
 	return c.SecurityGroups(ctx)
 }
 
-// MachineSets is `machinesets list`.
-func (l *LiveBackend) MachineSets(ctx context.Context, want attach.Attachment) ([]machinesets.SetStatus, error) {
-	_, mc, _, _ := l.clients()
-	if mc == nil {
+// Inventory is what `machinesets list`, `clusterapi list` and `nodepools list` show, assembled
+// as the wizard offers it.
+func (l *LiveBackend) Inventory(ctx context.Context, want attach.Attachment, kinds workers.Kinds) (*workers.Inventory, error) {
+	if l.dynamic() == nil {
 		return nil, errNotConnected
 	}
-	return machinesets.List(ctx, mc, want)
+	return l.cluster().Inventory(ctx, want, kinds)
 }
 
 // cluster is the use case over the clients of Connect.
@@ -327,26 +327,6 @@ func (l *LiveBackend) dynamic() dynamic.Interface {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.dyn
-}
-
-// ClusterAPI is `clusterapi list`.
-func (l *LiveBackend) ClusterAPI(ctx context.Context, want attach.Attachment) ([]clusterapi.Status, error) {
-	dyn := l.dynamic()
-	if dyn == nil {
-		return nil, errNotConnected
-	}
-	return clusterapi.List(ctx, dyn, clusterapi.OpenShiftNamespace, want)
-}
-
-// NodePools is `nodepools list`, over every namespace.
-func (l *LiveBackend) NodePools(ctx context.Context, want attach.Attachment) ([]nodepools.Status, error) {
-	l.mu.Lock()
-	dyn := l.dyn
-	l.mu.Unlock()
-	if dyn == nil {
-		return nil, errNotConnected
-	}
-	return nodepools.List(ctx, dyn, "", "", want)
 }
 
 // Roll is what `machinesets rollout` and `clusterapi rollout` do, one after the other.

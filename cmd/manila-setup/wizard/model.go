@@ -232,31 +232,12 @@ func groupsCmd(ctx context.Context, b Backend) tea.Cmd {
 // MachineDeployments, and its NodePools on a management cluster; a kind the cluster does not
 // serve is not asked for.
 func setsCmd(ctx context.Context, b Backend, key string, want attach.Attachment, conn Connection) tea.Cmd {
-	machineAPI, hyperShift := conn.MachineAPI, conn.HyperShift
+	kinds := workers.Kinds{MachineSets: conn.MachineAPI, ClusterAPI: conn.ClusterAPI, NodePools: conn.HyperShift}
 	return func() tea.Msg {
-		msg := setsMsg{key: key}
-		if machineAPI {
-			if msg.sets, msg.err = b.MachineSets(ctx, want); msg.err != nil {
-				return msg
-			}
-		}
-		// The Cluster API objects and NodePools are offered beside the MachineSets: when they
-		// cannot be read, the rest still is, with a note saying what is missing and why.
-		if conn.ClusterAPI {
-			var err error
-			if msg.capi, err = b.ClusterAPI(ctx, want); err != nil {
-				msg.notes = append(msg.notes, fmt.Sprintf("the Cluster API objects of %s could not be read, so they are not offered (nor the MachineSets attached through them): %v", clusterapi.OpenShiftNamespace, err))
-			}
-		}
-		if hyperShift {
-			var err error
-			if msg.pools, err = b.NodePools(ctx, want); err != nil {
-				if !machineAPI && !conn.ClusterAPI {
-					msg.err = err // nothing else to offer
-					return msg
-				}
-				msg.notes = append(msg.notes, fmt.Sprintf("the NodePools could not be read, so they are not offered: %v", err))
-			}
+		inv, err := b.Inventory(ctx, want, kinds)
+		msg := setsMsg{key: key, err: err}
+		if inv != nil {
+			msg.sets, msg.capi, msg.pools, msg.notes = inv.MachineSets, inv.ClusterAPI, inv.NodePools, inv.Notes
 		}
 		return msg
 	}

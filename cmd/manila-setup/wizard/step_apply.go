@@ -15,6 +15,7 @@ import (
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // Phases of the apply screen.
@@ -110,8 +111,11 @@ func (a applyModel) poolNames() []string {
 // poolsCmd reads the NodePools' progress once.
 func poolsCmd(ctx context.Context, b Backend, want attach.Attachment) tea.Cmd {
 	return func() tea.Msg {
-		pools, err := b.NodePools(ctx, want)
-		return poolsMsg{pools, err}
+		inv, err := b.Inventory(ctx, want, workers.Kinds{NodePools: true})
+		if err != nil {
+			return poolsMsg{err: err}
+		}
+		return poolsMsg{pools: inv.NodePools}
 	}
 }
 
@@ -119,8 +123,11 @@ func poolsCmd(ctx context.Context, b Backend, want attach.Attachment) tea.Cmd {
 // MachineDeployments.
 func deploymentsCmd(ctx context.Context, b Backend, want attach.Attachment) tea.Cmd {
 	return func() tea.Msg {
-		capi, err := b.ClusterAPI(ctx, want)
-		return deploymentsMsg{capi, err}
+		inv, err := b.Inventory(ctx, want, workers.Kinds{ClusterAPI: true})
+		if err != nil {
+			return deploymentsMsg{err: err}
+		}
+		return deploymentsMsg{capi: inv.ClusterAPI}
 	}
 }
 

@@ -3,7 +3,6 @@ package wizard
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -46,8 +45,9 @@ func (s setsModel) withSets(msg setsMsg) setsModel {
 		s.err = msg.err.Error()
 		return s
 	}
-	s.sets, s.pools, s.err, s.notes = viaCopies(msg.sets, msg.capi), msg.pools, "", msg.notes
-	s.capi = withoutCopies(msg.capi, msg.sets)
+	// The inventory already shows a MachineSet Cluster API is authoritative for with its copy's
+	// state, and the copy not on its own.
+	s.sets, s.capi, s.pools, s.err, s.notes = msg.sets, msg.capi, msg.pools, "", msg.notes
 	s.capiSel = map[string]bool{}
 	for _, c := range s.capi {
 		if capiSelectable(c) {
@@ -69,44 +69,6 @@ func (s setsModel) withSets(msg setsMsg) setsModel {
 		}
 	}
 	return s
-}
-
-// viaCopies gives each MachineSet Cluster API is authoritative for the state of its Cluster API
-// copy, which is what its machines follow and what the wizard patches and rolls for it
-// (clusterapi.PatchCopies, RollCopies). Without a copy it stays n/a, saying so.
-func viaCopies(sets []machinesets.SetStatus, capi []clusterapi.Status) []machinesets.SetStatus {
-	out := make([]machinesets.SetStatus, len(sets))
-	for i, st := range sets {
-		out[i] = st
-		if !st.ClusterAPI {
-			continue
-		}
-		j := slices.IndexFunc(capi, func(c clusterapi.Status) bool { return c.Kind == clusterapi.KindMachineSet && c.Name == st.Name })
-		if j < 0 {
-			out[i].Note = fmt.Sprintf("Cluster API is authoritative for it, and its Cluster API copy %s/%s cannot be read: check that the cluster serves machinesets.cluster.x-k8s.io and that the copy exists", clusterapi.OpenShiftNamespace, st.Name)
-			continue
-		}
-		c := capi[j]
-		out[i].StorageNetwork, out[i].SecurityGroups, out[i].Machines, out[i].UpToDate, out[i].Wanted = c.StorageNetwork, c.SecurityGroups, c.Machines, c.OnTemplate, int(c.Replicas)
-		out[i].Note = ""
-		if c.StorageNetwork == attach.StateNA {
-			out[i].Note = "its Cluster API copy: " + c.Note
-		}
-	}
-	return out
-}
-
-// withoutCopies leaves out the Cluster API MachineSets that share their name with a Machine API
-// MachineSet: the copies OpenShift's migration keeps, shown once, on the Machine API row.
-func withoutCopies(capi []clusterapi.Status, sets []machinesets.SetStatus) []clusterapi.Status {
-	var out []clusterapi.Status
-	for _, c := range capi {
-		if c.Kind == clusterapi.KindMachineSet && slices.ContainsFunc(sets, func(st machinesets.SetStatus) bool { return st.Name == c.Name }) {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // capiKey names a Cluster API object as clusterapi.Options.Names and --name take it.
