@@ -66,7 +66,7 @@ type FileResult struct {
 // plans, so the same change, spliced into the text so that only the added lines differ, checked
 // against the plan. name is the file's name, for messages.
 func PatchFile[O any](ctx context.Context, target FileTarget[O], name string, data []byte, opts Options) (*FileResult, error) {
-	now, err := opts.Check(ctx)
+	opts, err := opts.Check(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func PatchFile[O any](ctx context.Context, target FileTarget[O], name string, da
 			res.Results = append(res.Results, skipped(ref, s.Selected))
 			continue
 		}
-		p, err := target.PlanFile(s.Object, opts.Attachment, now(), opts.By)
+		p, err := target.PlanFile(s.Object, opts.Attachment, opts.Now(), opts.By)
 		if err != nil {
 			return nil, filepatch.Errorf("%s: %v", name, err)
 		}

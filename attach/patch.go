@@ -72,30 +72,36 @@ type Options struct {
 	Now func() time.Time
 	// Concurrency is how many writes may be in flight at once; zero: DefaultConcurrency.
 	Concurrency int
+
+	checked bool // by Check
 }
 
 // DefaultConcurrency bounds the writes in flight: enough to hide the round trips, few enough
 // not to load the apiserver (client-go's rate limit applies on top).
 const DefaultConcurrency = 8
 
-// Check validates the attachment and, with a Checker, looks the IDs up; it returns the clock.
-// Patch and PatchFile call it first; a use case that patches several kinds calls it once and
-// leaves Checker unset for the kinds.
-func (opts Options) Check(ctx context.Context) (func() time.Time, error) {
+// Check validates the attachment and, with a Checker, looks the IDs up in Neutron. It returns
+// the options as checked: the clock set, and marked so that Patch and PatchFile do not check
+// them again (a use case that patches several kinds checks once).
+func (opts Options) Check(ctx context.Context) (Options, error) {
+	if opts.checked {
+		return opts, nil
+	}
 	if errs := opts.Attachment.Validate(); len(errs) > 0 {
-		return nil, errs.ToAggregate()
+		return opts, errs.ToAggregate()
 	}
-	checked := opts.Attachment
+	ids := opts.Attachment
 	if opts.NetworksOnly {
-		checked.SecurityGroups = nil
+		ids.SecurityGroups = nil
 	}
-	if err := CheckIDs(ctx, opts.Checker, checked); err != nil {
-		return nil, err
+	if err := CheckIDs(ctx, opts.Checker, ids); err != nil {
+		return opts, err
 	}
-	if opts.Now != nil {
-		return opts.Now, nil
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	return time.Now, nil
+	opts.checked = true
+	return opts, nil
 }
 
 // Patch attaches opts.Attachment to the objects target selects: one read of the selection,
@@ -103,7 +109,7 @@ func (opts Options) Check(ctx context.Context) (func() time.Time, error) {
 // when a concurrent writer made it conflict. It returns a result per object it looked at, in
 // selection order, also when it fails part way (the results then say what was already done).
 func Patch[O any](ctx context.Context, target Target[O], opts Options) ([]Result, error) {
-	now, err := opts.Check(ctx)
+	opts, err := opts.Check(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +145,7 @@ func Patch[O any](ctx context.Context, target Target[O], opts Options) ([]Result
 			continue
 		}
 		g.Go(func() error {
-			res, err := patchOne(ctx, target, s.Object, opts, now)
+			res, err := patchOne(ctx, target, s.Object, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -171,7 +177,7 @@ func Patch[O any](ctx context.Context, target Target[O], opts Options) ([]Result
 
 // patchOne plans and writes one object, reading it again and starting over when a concurrent
 // writer makes the write conflict.
-func patchOne[O any](ctx context.Context, target Target[O], o O, opts Options, now func() time.Time) (Result, error) {
+func patchOne[O any](ctx context.Context, target Target[O], o O, opts Options) (Result, error) {
 	var res Result
 	attempt, retries := 0, 0
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -183,7 +189,7 @@ func patchOne[O any](ctx context.Context, target Target[O], o O, opts Options, n
 			}
 			o = fresh
 		}
-		plan, err := target.Plan(ctx, o, opts.Attachment, now(), opts.By)
+		plan, err := target.Plan(ctx, o, opts.Attachment, opts.Now(), opts.By)
 		if err != nil {
 			return err
 		}

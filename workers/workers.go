@@ -54,13 +54,14 @@ type Report struct {
 // in Neutron, with opts.Checker) once, before anything is written. It stops at the first kind
 // that fails; the rows then say what was done.
 func (c Cluster) Patch(ctx context.Context, sel Selection, opts attach.Options) (*Report, error) {
-	check := opts
-	check.NetworksOnly = sel.MachineSets == nil && len(sel.ClusterAPI) == 0
-	now, err := check.Check(ctx)
+	// The NodePools take no security groups: they are checked when another kind takes them.
+	networksOnly := opts.NetworksOnly
+	opts.NetworksOnly = sel.MachineSets == nil && len(sel.ClusterAPI) == 0
+	opts, err := opts.Check(ctx)
 	if err != nil {
 		return nil, err
 	}
-	opts.Checker, opts.Now = nil, now
+	opts.NetworksOnly = networksOnly
 	report := &Report{}
 	if sel.MachineSets != nil {
 		results, err := machinesets.Patch(ctx, c.Machines, *sel.MachineSets, opts)
