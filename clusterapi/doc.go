@@ -1,4 +1,5 @@
-// Package clusterapi attaches the Manila storage network to Cluster API machines on OpenStack:
+// Package clusterapi is Cluster API's adapter (an attach.Target, attach.FileTarget and
+// attach/rollout target): it attaches the Manila storage network to Cluster API machines on OpenStack:
 // MachineSets and MachineDeployments (cluster.x-k8s.io/v1beta1) whose machines are made from an
 // OpenStackMachineTemplate (infrastructure.cluster.x-k8s.io/v1beta1, CAPO).
 //

@@ -1,8 +1,9 @@
-// Package machinesets attaches the Manila storage network to the MachineSets of a running
-// OpenShift-on-OpenStack cluster and rolls their Machines so the running nodes get the new port.
+// Package machinesets is the Machine API's adapter: it attaches the Manila storage network to the
+// MachineSets of a running OpenShift-on-OpenStack cluster and rolls their Machines so the running
+// nodes get the new port. Target implements attach.Target and attach.FileTarget; the rollout is
+// an attach/rollout target. Package workers puts it together with the other kinds.
 //
-// Three operations, each one call that the CLI (manila-setup machinesets list|patch|rollout) and
-// tests share:
+// Three operations:
 //
 //   - List reports every MachineSet in openshift-machine-api: role, replicas, ready, whether its
 //     OpenstackProviderSpec already carries the storage networks and security groups, and how

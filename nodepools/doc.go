@@ -1,4 +1,5 @@
-// Package nodepools attaches the storage network to the NodePools of hosted control planes
+// Package nodepools is HyperShift's adapter (an attach.Target and attach.FileTarget): it attaches
+// the storage network to the NodePools of hosted control planes
 // (HyperShift) on OpenStack: a port on the network in spec.platform.openstack.additionalPorts,
 // the way the HyperShift documentation attaches Manila's NFS network. The NodePool controller
 // then builds a new machine template and replaces the NodePool's machines itself.
