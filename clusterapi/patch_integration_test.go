@@ -22,8 +22,8 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/attach"
-	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/attach/record"
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
-	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/attach/record"
+	"github.com/manila-setup/manila-setup/internal/filepatch"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
