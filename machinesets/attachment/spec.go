@@ -1,3 +1,7 @@
+// Package attachment reads what an OpenstackProviderSpec says of the networks and security
+// groups of its machines, for the CLI and the operator alike. It has no dependencies beyond
+// internal/neutronid, so that the operator reads providerSpecs without linking the MachineSet
+// clients.
 package attachment
 
 import (

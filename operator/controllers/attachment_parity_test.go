@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
 
 // The CLI (`machinesets list`, `machinesets patch`, the wizard) and the operator's
@@ -25,7 +25,7 @@ import (
 func TestAttachmentSameInCLIAndOperator(t *testing.T) {
 	const storage = "b1181383-3a48-4b5c-815c-1a4c8ec2c1b4"
 	const other = "0dd482e1-3ffd-4730-b40f-0fac550c4626"
-	record := `{"networks":["` + storage + `"],"time":"2026-11-22T07:00:00Z","by":"manila-setup test"}`
+	recorded := `{"networks":["` + storage + `"],"time":"2026-11-22T07:00:00Z","by":"manila-setup test"}`
 	tests := []struct {
 		name   string
 		value  map[string]any // the providerSpec value beside kind and apiVersion
@@ -54,7 +54,7 @@ func TestAttachmentSameInCLIAndOperator(t *testing.T) {
 			ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "worker-a", Namespace: machinesets.Namespace}}
 			ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: raw}
 			if tt.record {
-				ms.Annotations = map[string]string{attachment.Annotation: record}
+				ms.Annotations = map[string]string{record.Annotation: recorded}
 			}
 
 			// The CLI: the providerSpec rule, and what `machinesets list` shows.

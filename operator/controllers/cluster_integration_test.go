@@ -5,9 +5,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/deploy"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,6 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/manila-setup/manila-setup/attach/record"
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/deploy"
+
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
@@ -31,7 +33,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -456,9 +457,9 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 	}
 	// What `manila-setup machinesets patch` does when it attaches the set: a port on the
 	// storage network in the providerSpec, and its record. Only the providerSpec counts.
-	record := fmt.Sprintf(`{"networks":[%q],"time":"2026-11-22T08:00:00Z","by":"manila-setup test"}`, storage)
+	recorded := fmt.Sprintf(`{"networks":[%q],"time":"2026-11-22T08:00:00Z","by":"manila-setup test"}`, storage)
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"template":{"spec":{"providerSpec":{"value":{"ports":[{"networkID":%q}]}}}}}}`,
-		attachment.Annotation, record, strings.ToUpper(storage))
+		record.Annotation, recorded, strings.ToUpper(storage))
 	if _, err := h.dyn.Resource(machinery.MachineSetGVR).Namespace(machinery.MachineAPINamespace).Patch(ctx, "sim-worker-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

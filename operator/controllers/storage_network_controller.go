@@ -12,12 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/neutronid"
-	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/shareclient"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/manila-setup/manila-setup/attach/record"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/machinesets/attachment"
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
 // storageNetworkController reports StorageNetworkReachable: whether every MachineSet attaches
@@ -291,7 +293,7 @@ func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why strin
 	var with, without, stale []string
 	recorded := map[string]bool{}
 	for _, u := range sets {
-		r := attachment.Parse(u.GetAnnotations())
+		r := record.Parse(u.GetAnnotations())
 		if r == nil || len(r.Networks) == 0 {
 			without = append(without, u.GetName())
 			continue

@@ -8,8 +8,8 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
 
 func TestMachineSetAttached(t *testing.T) {
@@ -21,9 +21,9 @@ func TestMachineSetAttached(t *testing.T) {
 	}
 	withNetworks := func(nets ...any) *unstructured.Unstructured { return withSpec("networks", nets...) }
 	recorded := withNetworks()
-	recorded.SetAnnotations(map[string]string{attachment.Annotation: `{"networks":["` + storage + `"],"time":"2026-11-22T07:00:00Z"}`})
+	recorded.SetAnnotations(map[string]string{record.Annotation: `{"networks":["` + storage + `"],"time":"2026-11-22T07:00:00Z"}`})
 	broken := withNetworks()
-	broken.SetAnnotations(map[string]string{attachment.Annotation: `{not json`})
+	broken.SetAnnotations(map[string]string{record.Annotation: `{not json`})
 
 	tests := []struct {
 		name string
@@ -87,12 +87,12 @@ func TestStorageNetworkFrom(t *testing.T) {
 
 func TestStorageNetworkVerdict(t *testing.T) {
 	const storage, other = "b1181383-3a48-4b5c-815c-1a4c8ec2c1b4", "0dd482e1-3ffd-4730-b40f-0fac550c4626"
-	set := func(name string, record string, nets ...any) *unstructured.Unstructured {
+	set := func(name string, recorded string, nets ...any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{}}
 		u.SetName(name)
 		_ = unstructured.SetNestedSlice(u.Object, nets, "spec", "template", "spec", "providerSpec", "value", "networks")
-		if record != "" {
-			u.SetAnnotations(map[string]string{attachment.Annotation: `{"networks":["` + record + `"],"time":"2026-11-22T07:00:00Z"}`})
+		if recorded != "" {
+			u.SetAnnotations(map[string]string{record.Annotation: `{"networks":["` + recorded + `"],"time":"2026-11-22T07:00:00Z"}`})
 		}
 		return u
 	}

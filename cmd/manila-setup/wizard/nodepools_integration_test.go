@@ -22,8 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/machinesets/attachment"
 	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
@@ -243,7 +243,7 @@ func TestWizardNodePools(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("NodePool %s: ports on %v, want %v", name, got, want)
 			}
-			if rec := attachment.Parse(u.GetAnnotations()); rec == nil || !slices.Equal(rec.Networks, []string{storageNet}) || slices.Contains(rec.SecurityGroups, nfsGroup) {
+			if rec := record.Parse(u.GetAnnotations()); rec == nil || !slices.Equal(rec.Networks, []string{storageNet}) || slices.Contains(rec.SecurityGroups, nfsGroup) {
 				t.Errorf("NodePool %s: attachment record %+v", name, rec)
 			}
 		}
