@@ -72,6 +72,17 @@ type fakeBackend struct {
 	capiListErr error // ClusterAPI answers it
 }
 
+// chosenKeys are the keys of the rows of section chosen on the sets screen.
+func chosenKeys(s setsModel, section string) []string {
+	var keys []string
+	for _, r := range s.chosen() {
+		if r.Section == section {
+			keys = append(keys, r.Key)
+		}
+	}
+	return keys
+}
+
 func subnet(name, cidr, netID string) openstack.Subnet {
 	return openstack.Subnet{ID: name + "-id", Name: name, NetworkID: netID, CIDR: netip.MustParsePrefix(cidr), IPVersion: 4}
 }

@@ -139,11 +139,8 @@ type (
 	}
 	setsMsg struct {
 		key   string
-		sets  []machinesets.SetStatus
-		pools []nodepools.Status
-		capi  []clusterapi.Status
-		// notes say which kinds could not be read (the others are offered).
-		notes []string
+		offer workers.Offer
+		inv   *workers.Inventory
 		err   error
 	}
 	planMsg struct {
@@ -231,13 +228,12 @@ func groupsCmd(ctx context.Context, b Backend) tea.Cmd {
 // setsCmd reads what the cluster has: its MachineSets, its Cluster API MachineSets and
 // MachineDeployments, and its NodePools on a management cluster; a kind the cluster does not
 // serve is not asked for.
-func setsCmd(ctx context.Context, b Backend, key string, want attach.Attachment, conn Connection) tea.Cmd {
-	kinds := workers.Kinds{MachineSets: conn.MachineAPI, ClusterAPI: conn.ClusterAPI, NodePools: conn.HyperShift}
+func setsCmd(ctx context.Context, b Backend, key string, want attach.Attachment, kinds workers.Kinds) tea.Cmd {
 	return func() tea.Msg {
 		inv, err := b.Inventory(ctx, want, kinds)
-		msg := setsMsg{key: key, err: err}
+		msg := setsMsg{key: key, inv: inv, err: err}
 		if inv != nil {
-			msg.sets, msg.capi, msg.pools, msg.notes = inv.MachineSets, inv.ClusterAPI, inv.NodePools, inv.Notes
+			msg.offer = inv.Offer(kinds)
 		}
 		return msg
 	}
@@ -245,9 +241,9 @@ func setsCmd(ctx context.Context, b Backend, key string, want attach.Attachment,
 
 // planCmd computes the diffs of the chosen MachineSets, Cluster API objects and NodePools;
 // nothing is written.
-func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, names, capi, pools []string) tea.Cmd {
+func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, sel workers.Selection) tea.Cmd {
 	return func() tea.Msg {
-		results, err := b.Patch(ctx, a, selection(names, capi, pools), true)
+		results, err := b.Patch(ctx, a, sel, true)
 		msg := planMsg{key: key, err: err}
 		msg.results, msg.capi, msg.pools = byKind(results)
 		return msg
@@ -448,23 +444,28 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		if m.conn != nil {
 			conn = *m.conn
 		}
-		m.sets = setsModel{loading: true, forKey: key, machineAPI: conn.MachineAPI}
-		return m, setsCmd(m.ctx, b, key, want, conn)
+		kinds := workers.Kinds{MachineSets: conn.MachineAPI, ClusterAPI: conn.ClusterAPI, NodePools: conn.HyperShift}
+		m.sets = setsModel{loading: true, forKey: key, reading: workers.Reading(kinds)}
+		return m, setsCmd(m.ctx, b, key, want, kinds)
 	case stepSets:
-		names, capi, pools := m.sets.chosen(), m.sets.chosenCAPI(), m.sets.chosenPools()
+		chosen := m.sets.chosen()
 		want := m.attachment()
-		key := attachmentKey(want) + "|" + strings.Join(names, ",") + "|" + strings.Join(capi, ",") + "|" + strings.Join(pools, ",")
-		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.kinds(), commands: commandLines(m.conn, want, names, capi, pools, m.network.needsForce(want.Networks))}
+		key := attachmentKey(want)
+		for _, r := range chosen {
+			key += "|" + rowID(r)
+		}
+		sel := workers.Select(chosen)
+		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.offer.Choose, commands: commandLines(m.conn, want, sel, m.network.needsForce(want.Networks))}
 		m.step = stepReview
-		return m, planCmd(m.ctx, b, key, want, names, capi, pools)
+		return m, planCmd(m.ctx, b, key, want, sel)
 	case stepReview:
 		m.step = stepApply
 		var cmd tea.Cmd
-		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.review.changedNames(), m.sets.chosen(), m.sets.chosenCAPIStatus(), m.sets.chosenPoolStatus(), m.opts.DryRun, m.opts.Now())
+		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.review.changedNames(), m.sets.chosen(), m.sets.inv, m.opts.DryRun, m.opts.Now())
 		return m, cmd
 	case stepApply:
 		m.step = stepVerify
-		m.verify = newVerifyModel(m.opts.DryRun, hostedClusters(m.sets.chosenPoolStatus()), len(m.sets.chosen())+len(m.sets.chosenCAPI()) > 0)
+		m.verify = newVerifyModel(m.opts.DryRun, m.sets.chosen())
 		if !m.verify.checksDriver {
 			return m, nil // the driver of a hosted cluster is not on this cluster: nothing to read here
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // newClusterAPIBackend is a cluster in the middle of OpenShift's Machine API → Cluster API
@@ -40,10 +41,10 @@ func newClusterAPIBackend() *fakeBackend {
 // clusterapi's reason.
 func TestSetsOfferClusterAPI(t *testing.T) {
 	d := toSets(t, newClusterAPIBackend(), false, 120, 40)
-	if got := d.m.sets.chosen(); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
+	if got := chosenKeys(d.m.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
 		t.Errorf("MachineSets preselected: %v", got)
 	}
-	if got := d.m.sets.chosenCAPI(); !slices.Equal(got, []string{"machineset/capi-gpu", "machinedeployment/capi-md"}) {
+	if got := chosenKeys(d.m.sets, workers.SectionClusterAPI); !slices.Equal(got, []string{"machineset/capi-gpu", "machinedeployment/capi-md"}) {
 		t.Errorf("Cluster API objects preselected: %v", got)
 	}
 	v := view(d)
@@ -57,13 +58,13 @@ func TestSetsOfferClusterAPI(t *testing.T) {
 	}
 	// capi-gpu, capi-md-7f9c4: the first toggles, the second cannot be chosen.
 	d.press("down", "down", "down", "down", "space")
-	if slices.Contains(d.m.sets.chosenCAPI(), "machineset/capi-gpu") {
-		t.Errorf("space on capi-gpu: %v", d.m.sets.chosenCAPI())
+	if slices.Contains(chosenKeys(d.m.sets, workers.SectionClusterAPI), "machineset/capi-gpu") {
+		t.Errorf("space on capi-gpu: %v", chosenKeys(d.m.sets, workers.SectionClusterAPI))
 	}
 	d.press("down", "space")
 	mustContain(t, view(d), "Cluster API MachineSet capi-md-7f9c4 cannot be chosen: made by MachineDeployment capi-md")
-	if len(d.m.sets.chosenCAPI()) != 1 {
-		t.Errorf("chosen: %v", d.m.sets.chosenCAPI())
+	if len(chosenKeys(d.m.sets, workers.SectionClusterAPI)) != 1 {
+		t.Errorf("chosen: %v", chosenKeys(d.m.sets, workers.SectionClusterAPI))
 	}
 }
 
@@ -75,11 +76,11 @@ func TestSetsGoOnWhenClusterAPICannotBeRead(t *testing.T) {
 	d := toSets(t, b, false, 120, 40)
 	v := view(d)
 	mustContain(t, v, "note: the Cluster API objects of openshift-cluster-api could not be read", "cannot list resource", "ostest-x7k2p-worker-0")
-	if got := d.m.sets.chosen(); !slices.Equal(got, []string{"ostest-x7k2p-worker-0"}) {
+	if got := chosenKeys(d.m.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0"}) {
 		t.Errorf("MachineSets preselected: %v", got)
 	}
-	if len(d.m.sets.chosenCAPI()) != 0 {
-		t.Errorf("Cluster API objects chosen: %v", d.m.sets.chosenCAPI())
+	if len(chosenKeys(d.m.sets, workers.SectionClusterAPI)) != 0 {
+		t.Errorf("Cluster API objects chosen: %v", chosenKeys(d.m.sets, workers.SectionClusterAPI))
 	}
 }
 
@@ -91,7 +92,7 @@ func TestSetsWithoutTheCopyStayNotSelectable(t *testing.T) {
 	b.capi = nil
 	b.sets[2].StorageNetwork, b.sets[2].SecurityGroups, b.sets[2].Note = attach.StateNA, attach.StateNA, "it is migrating between the Machine API and Cluster API"
 	d := toSets(t, b, false, 200, 40)
-	if got := d.m.sets.chosen(); len(got) != 0 {
+	if got := chosenKeys(d.m.sets, workers.SectionMachineSets); len(got) != 0 {
 		t.Errorf("chosen: %v", got)
 	}
 	mustContain(t, view(d), "its Cluster API copy openshift-cluster-api/ostest-x7k2p-worker-1 cannot be read", "it is migrating between")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 func TestConnectSaysWhatAManagementClusterOffers(t *testing.T) {
@@ -43,10 +44,10 @@ func TestConnectNotesWhatCouldNotBeRead(t *testing.T) {
 // from the MachineSets into the NodePools.
 func TestSetsOfferNodePools(t *testing.T) {
 	d := toSets(t, newManagementBackend(true), false, 120, 40)
-	if got := d.m.sets.chosen(); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
+	if got := chosenKeys(d.m.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
 		t.Errorf("MachineSets preselected: %v", got)
 	}
-	if got := d.m.sets.chosenPools(); !slices.Equal(got, []string{"clusters/hc1-gpu", "clusters/hc1-workers", "clusters/hc2-workers"}) {
+	if got := chosenKeys(d.m.sets, workers.SectionNodePools); !slices.Equal(got, []string{"clusters/hc1-gpu", "clusters/hc1-workers", "clusters/hc2-workers"}) {
 		t.Errorf("NodePools preselected: %v", got)
 	}
 	mustContain(t, view(d), "4/7 MachineSets, NodePools", "2 of 4 MachineSets and 3 of 4 NodePools selected",
@@ -54,19 +55,19 @@ func TestSetsOfferNodePools(t *testing.T) {
 		" -  clusters/hc3-kubevirt hc3            2        not OpenStack (KubeVirt)")
 
 	d.press("down", "down", "down", "down", "down", "space") // hc1-workers, the second NodePool
-	if got := d.m.sets.chosenPools(); slices.Contains(got, "clusters/hc1-workers") || len(got) != 2 {
+	if got := chosenKeys(d.m.sets, workers.SectionNodePools); slices.Contains(got, "clusters/hc1-workers") || len(got) != 2 {
 		t.Errorf("space on hc1-workers: %v", got)
 	}
 	d.press("down", "down", "space")
-	if slices.Contains(d.m.sets.chosenPools(), "clusters/hc3-kubevirt") {
+	if slices.Contains(chosenKeys(d.m.sets, workers.SectionNodePools), "clusters/hc3-kubevirt") {
 		t.Error("a KubeVirt NodePool could be chosen")
 	}
 	mustContain(t, view(d), "NodePool clusters/hc3-kubevirt cannot be chosen: not OpenStack (KubeVirt)")
 
 	// Nothing of either kind: enter does not go on.
 	d.press("up", "space", "up", "up", "space", "up", "space", "up", "space")
-	if len(d.m.sets.chosen())+len(d.m.sets.chosenPools()) != 0 {
-		t.Fatalf("still chosen: %v %v", d.m.sets.chosen(), d.m.sets.chosenPools())
+	if len(chosenKeys(d.m.sets, workers.SectionMachineSets))+len(chosenKeys(d.m.sets, workers.SectionNodePools)) != 0 {
+		t.Fatalf("still chosen: %v %v", chosenKeys(d.m.sets, workers.SectionMachineSets), chosenKeys(d.m.sets, workers.SectionNodePools))
 	}
 	d.press("enter")
 	if d.m.step != stepSets {
@@ -110,8 +111,8 @@ func toPoolsOnly(t *testing.T, b *fakeBackend, dry bool) *driver {
 	t.Helper()
 	d := toSets(t, b, dry, 120, 40)
 	d.press("down", "down", "space", "down", "space", "enter")
-	if d.m.step != stepReview || len(d.m.sets.chosen()) != 0 {
-		t.Fatalf("step %d, MachineSets chosen %v", d.m.step, d.m.sets.chosen())
+	if d.m.step != stepReview || len(chosenKeys(d.m.sets, workers.SectionMachineSets)) != 0 {
+		t.Fatalf("step %d, MachineSets chosen %v", d.m.step, chosenKeys(d.m.sets, workers.SectionMachineSets))
 	}
 	return d
 }
@@ -241,7 +242,7 @@ func TestDryRunWritesNoNodePool(t *testing.T) {
 // NodePools by NAMESPACE/NAME, --force when the network was questioned, no security groups.
 func TestCommandsForNodePools(t *testing.T) {
 	conn := &Connection{Cloud: "mycloud", Flags: []string{"--kubeconfig", "/tmp/mgmt.kubeconfig"}}
-	lines := commandLines(conn, attach.Attachment{Networks: []string{fakeStorageNet}, SecurityGroups: []string{fakeNFSGroup}}, nil, nil, []string{"clusters/hc1-workers", "team b/x"}, true)
+	lines := commandLines(conn, attach.Attachment{Networks: []string{fakeStorageNet}, SecurityGroups: []string{fakeNFSGroup}}, workers.Selection{NodePools: []string{"clusters/hc1-workers", "team b/x"}}, true)
 	want := []string{"  manila-setup --kubeconfig /tmp/mgmt.kubeconfig --os-cloud mycloud nodepools patch --network " + fakeStorageNet + " --force --name clusters/hc1-workers --name 'team b/x'"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 func view(d *driver) string { return ansi.Strip(d.m.View()) }
@@ -179,18 +181,18 @@ func toSets(t testing.TB, b *fakeBackend, dry bool, w, h int) *driver {
 
 func TestSetsPreselectWorkersAndNeverTheControlPlane(t *testing.T) {
 	d := toSets(t, newFakeBackend(), false, 80, 24)
-	if got := d.m.sets.chosen(); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
+	if got := chosenKeys(d.m.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
 		t.Fatalf("preselected %v", got)
 	}
 	mustContain(t, view(d), "2 of 4 MachineSets selected", "[ ] ostest-x7k2p-infra-0", "control plane: never touched", "has it")
 	d.press("down", "space")
-	if slices.Contains(d.m.sets.chosen(), "ostest-x7k2p-master") {
+	if slices.Contains(chosenKeys(d.m.sets, workers.SectionMachineSets), "ostest-x7k2p-master") {
 		t.Fatal("the control plane could be chosen")
 	}
 	mustContain(t, view(d), "MachineSet ostest-x7k2p-master cannot be chosen")
 	d.press("down", "space", "down", "space")
-	if len(d.m.sets.chosen()) != 0 {
-		t.Fatalf("deselected all, still %v", d.m.sets.chosen())
+	if len(chosenKeys(d.m.sets, workers.SectionMachineSets)) != 0 {
+		t.Fatalf("deselected all, still %v", chosenKeys(d.m.sets, workers.SectionMachineSets))
 	}
 	d.press("enter")
 	if d.m.step != stepSets {
@@ -478,7 +480,7 @@ func TestApplyFitsManyMachineSets(t *testing.T) {
 // the wizard was started with, quoted so that they run as copied.
 func TestCommandsCarryTheWizardsFlags(t *testing.T) {
 	conn := &Connection{Cloud: "my cloud", Flags: []string{"--kubeconfig", "/tmp/a b/kubeconfig", "--os-client-config-file", "/etc/openstack/clouds.yaml"}}
-	lines := commandLines(conn, attach.Attachment{Networks: []string{fakeStorageNet}}, []string{"w-0"}, nil, nil, false)
+	lines := commandLines(conn, attach.Attachment{Networks: []string{fakeStorageNet}}, workers.Selection{MachineSets: &machinesets.Selection{Names: []string{"w-0"}}}, false)
 	want := []string{
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml --os-cloud 'my cloud' machinesets patch --network " + fakeStorageNet + " --name w-0",
 		"  manila-setup --kubeconfig '/tmp/a b/kubeconfig' --os-client-config-file /etc/openstack/clouds.yaml machinesets rollout --name w-0",

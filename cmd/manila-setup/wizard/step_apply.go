@@ -60,7 +60,24 @@ type applyModel struct {
 }
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
-func startApply(ctx context.Context, b Backend, want attach.Attachment, changed, names []string, capi []clusterapi.Status, pools []nodepools.Status, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+func startApply(ctx context.Context, b Backend, want attach.Attachment, changed []string, chosen []workers.Row, inv *workers.Inventory, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+	var names []string
+	var capi []clusterapi.Status
+	var pools []nodepools.Status
+	for _, r := range chosen {
+		switch r.Section {
+		case workers.SectionMachineSets:
+			names = append(names, r.Name)
+		case workers.SectionClusterAPI:
+			if i := slices.IndexFunc(inv.ClusterAPI, func(c clusterapi.Status) bool { return c.Kind == r.Kind && c.Name == r.Name }); i >= 0 {
+				capi = append(capi, inv.ClusterAPI[i])
+			}
+		case workers.SectionNodePools:
+			if i := slices.IndexFunc(inv.NodePools, func(p nodepools.Status) bool { return poolKey(p) == r.Key }); i >= 0 {
+				pools = append(pools, inv.NodePools[i])
+			}
+		}
+	}
 	a := applyModel{names: names, changed: changed, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
 	for _, n := range append(slices.Clone(names), a.capiSets()...) {
 		a.order = append(a.order, n)
@@ -99,6 +116,11 @@ func (a applyModel) capiSets() []string {
 	}
 	return names
 }
+
+func poolKey(p nodepools.Status) string { return p.Namespace + "/" + p.Name }
+
+// capiKey names a Cluster API object as clusterapi.Options.Names and --name take it.
+func capiKey(c clusterapi.Status) string { return strings.ToLower(c.Kind) + "/" + c.Name }
 
 func (a applyModel) poolNames() []string {
 	names := make([]string, len(a.pools))

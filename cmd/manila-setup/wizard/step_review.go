@@ -9,6 +9,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // reviewModel is screen 5: the diff per MachineSet and NodePool and the equivalent commands.
@@ -268,7 +269,12 @@ func orKind(kinds string) string {
 // commandLines are the flag-driven commands that do what the wizard is about to do: for
 // MachineSets a patch and a rollout, for NodePools (NAMESPACE/NAME) a patch, as HyperShift rolls
 // them itself.
-func commandLines(conn *Connection, a attach.Attachment, names, capi, pools []string, force bool) []string {
+func commandLines(conn *Connection, a attach.Attachment, sel workers.Selection, force bool) []string {
+	var names []string
+	if sel.MachineSets != nil {
+		names = sel.MachineSets.Names
+	}
+	capi, pools := sel.ClusterAPI, sel.NodePools
 	prefix := "manila-setup"
 	if conn != nil {
 		for _, f := range conn.Flags {

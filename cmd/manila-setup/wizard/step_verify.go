@@ -8,8 +8,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/operator/health"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // verifyModel is screen 7: the driver's state, and the multi-writer check. The driver of a
@@ -36,20 +36,24 @@ type verifyModel struct {
 // the NodePool's namespace).
 type hostedCluster struct{ namespace, name string }
 
-// hostedClusters are the HostedClusters of pools, each once, in order.
-func hostedClusters(pools []nodepools.Status) []hostedCluster {
-	var out []hostedCluster
-	for _, p := range pools {
-		hc := hostedCluster{p.Namespace, p.HostedCluster}
-		if !slices.Contains(out, hc) {
-			out = append(out, hc)
+// newVerifyModel checks this cluster's driver when some of chosen make its own machines (or
+// nothing else does), and says how to check the others' clusters (their HostedClusters, each
+// once, in order).
+func newVerifyModel(dryRun bool, chosen []workers.Row) verifyModel {
+	v := verifyModel{dryRun: dryRun}
+	own := false
+	for _, r := range chosen {
+		if r.Joins == "" {
+			own = true
+			continue
+		}
+		hc := hostedCluster{r.Namespace, r.Joins}
+		if !slices.Contains(v.hosted, hc) {
+			v.hosted = append(v.hosted, hc)
 		}
 	}
-	return out
-}
-
-func newVerifyModel(dryRun bool, hosted []hostedCluster, machineSets bool) verifyModel {
-	return verifyModel{dryRun: dryRun, hosted: hosted, checksDriver: machineSets || len(hosted) == 0}
+	v.checksDriver = own || len(v.hosted) == 0
+	return v
 }
 
 func storageCmd(ctx context.Context, b Backend) tea.Cmd {
