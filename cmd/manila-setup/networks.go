@@ -78,52 +78,37 @@ func (o *NetworksListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := listNetworks(ctx, c, o.streams.ErrOut)
+	list, err := c.ListNetworks(ctx)
+	if list != nil && list.Unmarked != nil {
+		fmt.Fprintf(o.streams.ErrOut, "warning: %v\nNo network is marked.\n", list.Unmarked)
+	}
 	if err != nil {
 		return environmentError(err)
 	}
+	rows := networkRows(list)
 	if o.global.Output != outputText {
 		return printStructured(o.streams.Out, o.global.Output, rows)
 	}
 	return printNetworkRows(o.streams.Out, rows)
 }
 
-// listNetworks marks the networks with the discovery; without Manila it lists them unmarked.
-func listNetworks(ctx context.Context, c *openstack.Client, errOut io.Writer) ([]NetworkRow, error) {
-	var nets []openstack.Network
-	marks := map[string]openstack.Candidate{}
-	d, err := c.Discover(ctx, openstack.DiscoverOptions{})
-	switch {
-	case err == nil:
-		nets = d.Networks
-		for _, cand := range d.Candidates {
-			if cand.HasEvidence() {
-				marks[cand.Network.ID] = cand
-			}
-		}
-	case openstack.KindOf(err) == openstack.KindNoEndpoint:
-		fmt.Fprintf(errOut, "warning: %v\nNo network is marked.\n", err)
-		if nets, err = c.Networks(ctx); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, err
-	}
-	rows := make([]NetworkRow, 0, len(nets))
-	for _, n := range nets {
+// networkRows are the lines of `networks list`, one per network, marked as the list marks them.
+func networkRows(list *openstack.NetworkList) []NetworkRow {
+	rows := make([]NetworkRow, 0, len(list.Networks))
+	for _, n := range list.Networks {
 		row := NetworkRow{Name: n.Name, ID: n.ID, CIDRs: []string{}, Shared: n.Shared, External: n.External}
 		for _, p := range n.CIDRs() {
 			row.CIDRs = append(row.CIDRs, p.String())
 		}
-		if cand, ok := marks[n.ID]; ok {
-			row.Manila, row.Confidence, row.mark = true, string(cand.Confidence), markOf(cand)
+		if cand := n.Manila; cand != nil {
+			row.Manila, row.Confidence, row.mark = true, string(cand.Confidence), markOf(*cand)
 			if len(cand.Reasons) > 0 {
 				row.Reason = cand.Reasons[0]
 			}
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows
 }
 
 // markOf is the short MANILA column: what puts Manila on this network.

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
-	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/deploy"
 	"github.com/manila-setup/manila-setup/operator/platform"
@@ -268,58 +267,32 @@ func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 
 func (o *OperatorInstallOptions) Validate() error { return checkOperatorImage(o.render.OperatorImage) }
 
-// Where the operator's credentials come from, in this order: --no-credentials, none are written;
-// --os-cloud, that cloud of clouds.yaml becomes the Secret; else, on OpenShift, a
-// CredentialsRequest, which the cloud-credential operator fulfils with the cluster's own
-// credentials (the OpenShift way); else there is no source and install says so.
-type credentialsPlan int
-
-const (
-	credentialsNone credentialsPlan = iota
-	credentialsFromCloudsYAMLFile
-	credentialsFromCCO
-)
-
-func planCredentials(noCredentials bool, osCloud string, hasCCO func() (bool, error)) (credentialsPlan, error) {
+// planCredentials is deploy.PlanCredentials with the exit codes: no source is a usage error
+// (the flags to give), a cluster that cannot be asked an environment error.
+func planCredentials(noCredentials bool, osCloud string, hasCCO func() (bool, error)) (deploy.CredentialsPlan, error) {
+	plan, err := deploy.PlanCredentials(noCredentials, osCloud, hasCCO)
 	switch {
-	case noCredentials:
-		return credentialsNone, nil
-	case osCloud != "":
-		return credentialsFromCloudsYAMLFile, nil
+	case errors.Is(err, deploy.ErrNoCredentialsSource):
+		return plan, usageError("--os-cloud (or OS_CLOUD) is required to store the credentials: the cluster has no cloud-credential operator to provide them; or pass --no-credentials")
+	case err != nil:
+		return plan, environmentError(err)
 	}
-	cco, err := hasCCO()
-	if err != nil {
-		return credentialsNone, environmentError(err)
-	}
-	if !cco {
-		return credentialsNone, usageError("--os-cloud (or OS_CLOUD) is required to store the credentials: the cluster has no cloud-credential operator to provide them; or pass --no-credentials")
-	}
-	return credentialsFromCCO, nil
+	return plan, nil
 }
 
-// credentialsFromCloudsYAML extracts one cloud as clouds.yaml with a single cloud "openstack",
-// and the CA file it names, for the credentials Secret. clouds.yaml is found and read as every
-// other command reads it (internal/openstack: the same search, secure.yaml merged).
+// credentialsFromCloudsYAML is deploy.CredentialsFromCloudsYAML with the exit codes: a
+// clouds.yaml that cannot be found or read is an environment error, one that does not give
+// usable credentials invalid input.
 func credentialsFromCloudsYAML(path, cloud string) (map[string][]byte, error) {
-	c, err := openstack.ReadCloud(openstack.Config{CloudsFile: path, Cloud: cloud})
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return nil, environmentError(err)
-		}
+	data, err := deploy.CredentialsFromCloudsYAML(path, cloud)
+	var invalid *deploy.InvalidCloudError
+	switch {
+	case errors.As(err, &invalid):
 		return nil, invalidInput(err)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		return nil, environmentError(err)
 	}
-	out, err := c.Marshal(operator.DefaultCloudName)
-	if err != nil {
-		return nil, err
-	}
-	data := map[string][]byte{operator.CredentialsKey: out}
-	if len(c.CACert) > 0 {
-		data[operator.CredentialsCAKey] = c.CACert
-	}
-	if _, err := operator.ParseCredentials(out, operator.DefaultCloudName, c.CACert); err != nil {
-		return nil, invalidInput(fmt.Errorf("cloud %q in %s: %v", c.Name, c.Source, err))
-	}
-	return data, nil
+	return data, err
 }
 
 func (o *OperatorInstallOptions) Run(ctx context.Context) error {
@@ -328,7 +301,7 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	o.render.CredentialsRequest = plan == credentialsFromCCO
+	o.render.CredentialsRequest = plan == deploy.CredentialsCCO
 	// The mode: asked for, else what the cluster is (Install checks again before it writes).
 	mode := platform.Mode(o.Mode)
 	if mode == "" {
@@ -363,7 +336,7 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	for _, a := range applied {
 		fmt.Fprintf(streams.Out, "%s applied\n", a)
 	}
-	if plan == credentialsFromCCO {
+	if plan == deploy.CredentialsCCO {
 		fmt.Fprintf(streams.Out, "The cloud-credential operator writes Secret %s/%s from the cluster's own credentials (no --os-cloud given).\n",
 			o.Namespace, operator.CredentialsSecretName)
 	}

@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/deploy"
 )
 
+// The plan itself is tested in operator/deploy (TestPlanCredentials); here, the exit codes and
+// the flags the message names.
 func TestPlanCredentials(t *testing.T) {
 	cco := func(has bool, err error) func() (bool, error) { return func() (bool, error) { return has, err } }
 	for _, tt := range []struct {
@@ -18,15 +21,15 @@ func TestPlanCredentials(t *testing.T) {
 		noCreds bool
 		cloud   string
 		hasCCO  func() (bool, error)
-		want    credentialsPlan
+		want    deploy.CredentialsPlan
 		code    int
 		errText string
 	}{
-		{"--no-credentials", true, "mycloud", cco(true, nil), credentialsNone, exitOK, ""},
-		{"--os-cloud wins over the cloud-credential operator", false, "mycloud", cco(true, nil), credentialsFromCloudsYAMLFile, exitOK, ""},
-		{"OpenShift's way without --os-cloud", false, "", cco(true, nil), credentialsFromCCO, exitOK, ""},
-		{"no source at all", false, "", cco(false, nil), credentialsNone, exitUsage, "--os-cloud (or OS_CLOUD) is required"},
-		{"the API server cannot be asked", false, "", cco(false, errors.New("connection refused")), credentialsNone, exitUsage, "connection refused"},
+		{"--no-credentials", true, "mycloud", cco(true, nil), deploy.CredentialsNone, exitOK, ""},
+		{"--os-cloud wins over the cloud-credential operator", false, "mycloud", cco(true, nil), deploy.CredentialsCloudsYAML, exitOK, ""},
+		{"OpenShift's way without --os-cloud", false, "", cco(true, nil), deploy.CredentialsCCO, exitOK, ""},
+		{"no source at all", false, "", cco(false, nil), deploy.CredentialsNone, exitUsage, "--os-cloud (or OS_CLOUD) is required"},
+		{"the API server cannot be asked", false, "", cco(false, errors.New("connection refused")), deploy.CredentialsNone, exitUsage, "connection refused"},
 	} {
 		got, err := planCredentials(tt.noCreds, tt.cloud, tt.hasCCO)
 		if got != tt.want || exitCodeOf(err) != tt.code || (tt.errText != "" && (err == nil || !strings.Contains(err.Error(), tt.errText))) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manila-setup/manila-setup/storagecheck"
 	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
@@ -75,7 +76,7 @@ func TestStorageClassesCheck(t *testing.T) {
 	}
 
 	code, out, _ = runCLI(t, "--kubeconfig", kubeconfig, "-o", "json", "storageclasses", "check", "--machine-network", "10.196.0.0/16")
-	var report storageClassesReport
+	var report storagecheck.Report
 	if err := json.Unmarshal([]byte(out), &report); err != nil || code != exitInvalid || len(report.Checked) != 4 || len(report.Findings) != 4 {
 		t.Errorf("-o json: exit %d, %d checked, %d findings (%v)\n%s", code, len(report.Checked), len(report.Findings), err, out)
 	}
@@ -197,7 +198,7 @@ func TestStorageClassesCheckVolumes(t *testing.T) {
 	}
 
 	code, out, _ = check("-o", "json")
-	var report storageClassesReport
+	var report storagecheck.Report
 	if err := json.Unmarshal([]byte(out), &report); err != nil || code != exitInvalid || len(report.Volumes) != 2 {
 		t.Fatalf("-o json: exit %d, %d volumes (%v)\n%s", code, len(report.Volumes), err, out)
 	}

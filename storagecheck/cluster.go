@@ -1,0 +1,75 @@
+package storagecheck
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/manila-setup/manila-setup/operator"
+)
+
+// machineAPIObjects lists the MachineSets and Machines of openshift-machine-api; none on a
+// cluster without the Machine API.
+func machineAPIObjects(ctx context.Context, cfg *rest.Config) (sets, machines []*unstructured.Unstructured, err error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	list := func(resource string) ([]*unstructured.Unstructured, error) {
+		l, err := dyn.Resource(schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: resource}).
+			Namespace("openshift-machine-api").List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %v", resource, err)
+		}
+		out := make([]*unstructured.Unstructured, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out, nil
+	}
+	if sets, err = list("machinesets"); err != nil {
+		return nil, nil, err
+	}
+	machines, err = list("machines")
+	return sets, machines, err
+}
+
+// installConfigNetworks reads the machine networks from kube-system/cluster-config-v1 (what the
+// installer leaves there, and what the operator reads without --machine-network); nil when it
+// cannot be read.
+func installConfigNetworks(ctx context.Context, kube kubernetes.Interface) []netip.Prefix {
+	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-config-v1", metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return machineNetworks(cm)
+}
+
+// machineNetworks are the machine networks of the install-config in cm, read as the operator
+// reads them (operator.MachineNetworksFromInstallConfig); nil when there are none or the
+// install-config cannot be read.
+func machineNetworks(cm *corev1.ConfigMap) []netip.Prefix {
+	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
+	if err != nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
