@@ -143,17 +143,14 @@ type (
 		inv   *workers.Inventory
 		err   error
 	}
+	// planMsg and patchedMsg are a patch's rows, one per object, in the order of the sections.
 	planMsg struct {
 		key     string
 		results []attach.Result
-		pools   []attach.Result
-		capi    []attach.Result
 		err     error
 	}
 	patchedMsg struct {
 		results []attach.Result
-		pools   []attach.Result
-		capi    []attach.Result
 		err     error
 	}
 	// poolsMsg is a read of the patched NodePools' progress; poolsPollMsg asks for the next.
@@ -244,9 +241,7 @@ func setsCmd(ctx context.Context, b Backend, key string, want attach.Attachment,
 func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, sel workers.Selection) tea.Cmd {
 	return func() tea.Msg {
 		results, err := b.Patch(ctx, a, sel, true)
-		msg := planMsg{key: key, err: err}
-		msg.results, msg.capi, msg.pools = byKind(results)
-		return msg
+		return planMsg{key: key, results: results, err: err}
 	}
 }
 
@@ -258,22 +253,6 @@ func selection(names, capi, pools []string) workers.Selection {
 		sel.MachineSets = &machinesets.Selection{Names: names}
 	}
 	return sel
-}
-
-// byKind splits the rows of a patch as the screens show them: the Machine API MachineSets
-// (with their Cluster API copies), the Cluster API objects, the NodePools.
-func byKind(results []attach.Result) (sets, capi, pools []attach.Result) {
-	for _, r := range results {
-		switch {
-		case r.Kind == "NodePool":
-			pools = append(pools, r)
-		case r.Namespace == machinesets.Namespace:
-			sets = append(sets, r)
-		default:
-			capi = append(capi, r)
-		}
-	}
-	return sets, capi, pools
 }
 
 func nav(d int) tea.Cmd { return func() tea.Msg { return navMsg(d) } }
@@ -461,7 +440,7 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 	case stepReview:
 		m.step = stepApply
 		var cmd tea.Cmd
-		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.review.changedNames(), m.sets.chosen(), m.sets.inv, m.opts.DryRun, m.opts.Now())
+		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.sets.chosen(), m.sets.inv, m.opts.DryRun, m.opts.Now())
 		return m, cmd
 	case stepApply:
 		m.step = stepVerify

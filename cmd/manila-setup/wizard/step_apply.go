@@ -14,6 +14,7 @@ import (
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -34,7 +35,6 @@ const (
 type applyModel struct {
 	phase   string
 	names   []string // MachineSets rolled
-	changed []string // MachineSets the patch changes
 	want    attach.Attachment
 	patched []attach.Result
 	// pools are the NodePools chosen, as last read; poolsPatched what their patch did.
@@ -60,7 +60,7 @@ type applyModel struct {
 }
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
-func startApply(ctx context.Context, b Backend, want attach.Attachment, changed []string, chosen []workers.Row, inv *workers.Inventory, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen []workers.Row, inv *workers.Inventory, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
 	var names []string
 	var capi []clusterapi.Status
 	var pools []nodepools.Status
@@ -78,7 +78,7 @@ func startApply(ctx context.Context, b Backend, want attach.Attachment, changed 
 			}
 		}
 	}
-	a := applyModel{names: names, changed: changed, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
+	a := applyModel{names: names, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
 	for _, n := range append(slices.Clone(names), a.capiSets()...) {
 		a.order = append(a.order, n)
 		a.sets[n] = rollout.SetProgress{Name: n, State: rollout.Pending, Phase: "waiting for the patch"}
@@ -98,9 +98,7 @@ func startApply(ctx context.Context, b Backend, want attach.Attachment, changed 
 	}
 	return a, tea.Batch(func() tea.Msg {
 		results, err := b.Patch(ctx, want, selection(names, capiNames, poolNames), false)
-		msg := patchedMsg{err: err}
-		msg.results, msg.capi, msg.pools = byKind(results)
-		return msg
+		return patchedMsg{results: results, err: err}
 	}, clockTick())
 }
 
@@ -255,7 +253,7 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 			return a, deploymentsCmd(ctx, b, a.want)
 		}
 	case patchedMsg:
-		a.patched, a.poolsPatched, a.capiPatched = msg.results, msg.pools, msg.capi
+		a.patched, a.capiPatched, a.poolsPatched = byKind(msg.results)
 		if msg.err != nil {
 			a.phase, a.err, a.ended = applyFailed, msg.err.Error(), a.now
 			return a, nil
@@ -741,4 +739,24 @@ func (a applyModel) patchedLines(w int) []string {
 		}
 	}
 	return lines
+}
+
+// byKind splits the rows of a patch as the screens show them: the Machine API MachineSets
+// (with their Cluster API copies), the Cluster API objects, the NodePools.
+func byKind(results []attach.Result) (sets, capi, pools []attach.Result) {
+	for _, r := range results {
+		switch {
+		case r.Kind == "NodePool":
+			pools = append(pools, r)
+		case r.Namespace == machinesets.Namespace:
+			sets = append(sets, r)
+		default:
+			capi = append(capi, r)
+		}
+	}
+	return sets, capi, pools
+}
+
+func describeAdded(r attach.Result) string {
+	return "adds " + strings.Join(r.Added(), ", ")
 }

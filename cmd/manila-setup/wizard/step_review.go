@@ -2,25 +2,25 @@ package wizard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/manila-setup/manila-setup/attach"
-	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/workers"
 )
 
-// reviewModel is screen 5: the diff per MachineSet and NodePool and the equivalent commands.
+// reviewModel is screen 5: what the patch does to each object chosen (workers.Review), its
+// diffs, and the equivalent commands.
 type reviewModel struct {
 	loading  bool
 	forKey   string
 	kinds    string // what was chosen from: "MachineSet", "NodePool", "MachineSet or NodePool"
 	err      string
 	results  []attach.Result
-	pools    []attach.Result
-	capi     []attach.Result
 	commands []string
 	scroll   int
 }
@@ -34,41 +34,13 @@ func (r reviewModel) withPlan(msg planMsg) reviewModel {
 		r.err = msg.err.Error()
 		return r
 	}
-	r.results, r.pools, r.capi = msg.results, msg.pools, msg.capi
+	r.results = msg.results
 	return r
 }
 
-// changedNames are the MachineSets the patch changes.
-func (r reviewModel) changedNames() []string {
-	var names []string
-	for _, res := range r.results {
-		if res.Action == attach.ActionWouldPatch {
-			names = append(names, res.Name)
-		}
-	}
-	return names
-}
-
-func (r reviewModel) invalid() []attach.Result {
-	var out []attach.Result
-	for _, res := range r.results {
-		if res.Action == attach.ActionInvalid {
-			out = append(out, res)
-		}
-	}
-	return out
-}
-
-// invalidCAPI are the Cluster API objects that cannot be patched (their template is missing or
-// unreadable): like invalid MachineSets, they keep the review from going on.
-func (r reviewModel) invalidCAPI() []attach.Result {
-	var out []attach.Result
-	for _, res := range r.capi {
-		if res.Action == attach.ActionInvalid {
-			out = append(out, res)
-		}
-	}
-	return out
+// blocked: some object cannot be patched (its spec is broken): the review does not go on.
+func (r reviewModel) blocked() bool {
+	return slices.ContainsFunc(r.results, func(res attach.Result) bool { return res.Action == attach.ActionInvalid })
 }
 
 func (r reviewModel) key(k string, w, h int, dryRun bool) (reviewModel, tea.Cmd) {
@@ -89,7 +61,7 @@ func (r reviewModel) key(k string, w, h int, dryRun bool) (reviewModel, tea.Cmd)
 	case "end", "G":
 		r.scroll = last
 	case "enter":
-		if !r.loading && r.err == "" && len(r.invalid()) == 0 && len(r.invalidCAPI()) == 0 {
+		if !r.loading && r.err == "" && !r.blocked() {
 			return r, nav(1)
 		}
 	}
@@ -108,53 +80,17 @@ func (r reviewModel) hints(dryRun bool) []hint {
 // content is the whole review, before scrolling.
 func (r reviewModel) content(w int, dryRun bool) []string {
 	var lines []string
-	changed := r.changedNames()
+	for _, l := range workers.Review(r.results) {
+		lines = append(lines, toned(l, w)...)
+	}
 	for _, res := range r.results {
-		switch res.Action {
-		case attach.ActionWouldPatch:
-			lines = append(lines, wrap("MachineSet "+res.Name+": "+describeAdded(res)+viaCopy(res.ClusterAPI), w)...)
-		default:
-			lines = append(lines, wrapStyled(styleDim, "MachineSet "+res.Name+": "+res.Action+", "+res.Reason, w)...)
-		}
-	}
-	for _, res := range r.invalid() {
-		lines = append(lines, wrapStyled(styleErr, fmt.Sprintf("✗ MachineSet %s cannot be patched: %s. Fix its providerSpec, or go back (esc) and leave it out.", res.Name, res.Reason), w)...)
-	}
-	if len(r.results) > 0 && len(changed) == 0 && len(r.invalid()) == 0 {
-		lines = append(lines, styleOK.Render("Every chosen MachineSet already has the network and groups: enter replaces the machines that still lack them."))
-	}
-	lines = append(lines, r.capiLines(w)...)
-	lines = append(lines, r.poolLines(w)...)
-	diffs := make([]string, 0, len(r.results)+len(r.capi))
-	for _, res := range r.results {
-		diffs = append(diffs, res.Diff)
-	}
-	for _, res := range r.capi {
-		diffs = append(diffs, res.Diff)
-	}
-	for _, diff := range diffs {
-		if diff == "" {
-			continue
-		}
-		lines = append(lines, "")
-		for _, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
-			if strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") {
-				// The headers name the object; wrapped rather than cut at narrow widths.
-				for _, part := range wrap(l, w) {
-					lines = append(lines, colorDiff(part))
-				}
-				continue
-			}
-			lines = append(lines, colorDiff(l))
-		}
-	}
-	for _, res := range r.pools {
 		if res.Diff == "" {
 			continue
 		}
 		lines = append(lines, "")
 		for _, l := range strings.Split(strings.TrimRight(res.Diff, "\n"), "\n") {
 			if strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") {
+				// The headers name the object; wrapped rather than cut at narrow widths.
 				for _, part := range wrap(l, w) {
 					lines = append(lines, colorDiff(part))
 				}
@@ -173,57 +109,19 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	return lines
 }
 
-// viaCopy says that a MachineSet is patched through its Cluster API copy: the diff that follows
-// is of the copy and its new template.
-func viaCopy(clusterAPI bool) string {
-	if !clusterAPI {
-		return ""
+// toned draws a line of the use case in width w, in its tone.
+func toned(l workers.Line, w int) []string {
+	st := map[workers.Tone]lipgloss.Style{workers.Dim: styleDim, workers.Bad: styleErr, workers.Warn: styleWarn, workers.Good: styleOK}
+	style, styled := st[l.Tone]
+	switch {
+	case l.Cut && styled:
+		return []string{style.Render(l.Text)}
+	case l.Cut:
+		return []string{l.Text}
+	case styled:
+		return wrapStyled(style, l.Text, w)
 	}
-	return " (via its Cluster API copy in " + clusterapi.OpenShiftNamespace + ": a new OpenStackMachineTemplate)"
-}
-
-// capiLines say what the patch does to each chosen Cluster API object: a new template, and who
-// replaces its Machines.
-func (r reviewModel) capiLines(w int) []string {
-	var lines []string
-	for _, res := range r.capi {
-		name := "Cluster API " + res.Kind + " " + res.Name
-		switch res.Action {
-		case attach.ActionWouldPatch:
-			lines = append(lines, wrap(fmt.Sprintf("%s: new OpenStackMachineTemplate %s (from %s), %s", name, res.Template, res.OldTemplate, describeAdded(res)), w)...)
-		case attach.ActionInvalid:
-			lines = append(lines, wrapStyled(styleErr, fmt.Sprintf("✗ %s cannot be patched: %s. Fix it, or go back (esc) and leave it out.", name, res.Reason), w)...)
-		default:
-			lines = append(lines, wrapStyled(styleDim, name+": "+res.Action+", "+res.Reason, w)...)
-		}
-		if res.Warning != "" {
-			lines = append(lines, wrapStyled(styleWarn, "! "+res.Warning, w)...)
-		}
-	}
-	return lines
-}
-
-// poolLines say what the patch does to each chosen NodePool, and, once for all of them, that
-// the security groups chosen are not added there: the attachment goes on without them.
-func (r reviewModel) poolLines(w int) []string {
-	var lines, warned []string
-	for _, res := range r.pools {
-		name := res.Namespace + "/" + res.Name
-		switch res.Action {
-		case attach.ActionWouldPatch:
-			lines = append(lines, wrap("NodePool "+name+" (HostedCluster "+res.HostedCluster+"): adds a port on network "+strings.Join(res.AddedNetworks, ", "), w)...)
-		default:
-			lines = append(lines, wrapStyled(styleDim, "NodePool "+name+": "+res.Action+", "+res.Reason, w)...)
-		}
-		if res.Warning != "" {
-			warned = append(warned, name)
-		}
-	}
-	if len(warned) > 0 {
-		lines = append(lines, wrapStyled(styleWarn, "! The security groups chosen are not added to NodePool "+strings.Join(warned, ", ")+
-			": a NodePool's additional ports take none of their own. NFS to the export addresses must be allowed by the security groups its HostedCluster gives the nodes, or the port's portSecurityPolicy set to Disabled. The port is added all the same.", w)...)
-	}
-	return lines
+	return wrap(l.Text, w)
 }
 
 func colorDiff(l string) string {
@@ -238,10 +136,6 @@ func colorDiff(l string) string {
 		return styleHunk.Render(l)
 	}
 	return l
-}
-
-func describeAdded(r attach.Result) string {
-	return "adds " + strings.Join(r.Added(), ", ")
 }
 
 func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
@@ -260,81 +154,24 @@ func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
 }
 
 func orKind(kinds string) string {
-	if kinds == "" {
-		return "MachineSet"
-	}
 	return strings.ReplaceAll(kinds, " or ", " and ")
 }
 
-// commandLines are the flag-driven commands that do what the wizard is about to do: for
-// MachineSets a patch and a rollout, for NodePools (NAMESPACE/NAME) a patch, as HyperShift rolls
-// them itself.
+// commandLines are the flag-driven commands that do what the wizard is about to do
+// (workers.Commands), and on which cluster they act.
 func commandLines(conn *Connection, a attach.Attachment, sel workers.Selection, force bool) []string {
-	var names []string
-	if sel.MachineSets != nil {
-		names = sel.MachineSets.Names
-	}
-	capi, pools := sel.ClusterAPI, sel.NodePools
-	prefix := "manila-setup"
+	prefix, cloud := "manila-setup", ""
 	if conn != nil {
 		for _, f := range conn.Flags {
 			prefix += " " + shellQuote(f)
 		}
-	}
-	roll := prefix + " machinesets rollout"
-	capiRoll := prefix + " clusterapi rollout"
-	if conn != nil && conn.Cloud != "" {
-		prefix += " --os-cloud " + shellQuote(conn.Cloud)
-	}
-	var networks string
-	for _, n := range a.Networks {
-		networks += " --network " + n
-	}
-	// The admin said yes to a network the guard questions; the commands would refuse it.
-	forced := ""
-	if force {
-		forced = " --force"
+		if conn.Cloud != "" {
+			cloud = shellQuote(conn.Cloud)
+		}
 	}
 	var lines []string
-	if len(names) > 0 {
-		patch := prefix + " machinesets patch" + networks
-		for _, g := range a.SecurityGroups {
-			patch += " --security-group " + g
-		}
-		patch += forced
-		for _, n := range names {
-			patch += " --name " + n
-			roll += " --name " + n
-		}
-		lines = append(lines, "  "+patch, "  "+roll)
-	}
-	if len(capi) > 0 {
-		patch := prefix + " clusterapi patch" + networks
-		for _, g := range a.SecurityGroups {
-			patch += " --security-group " + g
-		}
-		patch += forced
-		sets := false
-		for _, n := range capi {
-			patch += " --name " + n
-			// A MachineDeployment rolls by itself; only standalone MachineSets are rolled.
-			if strings.HasPrefix(n, "machineset/") {
-				capiRoll += " --name " + n
-				sets = true
-			}
-		}
-		lines = append(lines, "  "+patch)
-		if sets {
-			lines = append(lines, "  "+capiRoll)
-		}
-	}
-	if len(pools) > 0 {
-		// No --security-group: a NodePool's port takes none, the review says so instead.
-		patch := prefix + " nodepools patch" + networks + forced
-		for _, p := range pools {
-			patch += " --name " + shellQuote(p)
-		}
-		lines = append(lines, "  "+patch)
+	for _, c := range workers.Commands(prefix, cloud, sel, a, force) {
+		lines = append(lines, "  "+c)
 	}
 	if conn != nil && conn.Context != "" {
 		which := "all act"
