@@ -15,7 +15,6 @@ import (
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -243,16 +242,6 @@ func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, se
 		results, err := b.Patch(ctx, a, sel, true)
 		return planMsg{key: key, results: results, err: err}
 	}
-}
-
-// selection is what the wizard chose, as the use case takes it: nothing of a kind none of
-// which was chosen.
-func selection(names, capi, pools []string) workers.Selection {
-	sel := workers.Selection{ClusterAPI: capi, NodePools: pools}
-	if len(names) > 0 {
-		sel.MachineSets = &machinesets.Selection{Names: names}
-	}
-	return sel
 }
 
 func nav(d int) tea.Cmd { return func() tea.Msg { return navMsg(d) } }

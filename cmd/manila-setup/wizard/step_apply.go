@@ -34,7 +34,8 @@ const (
 // status while the screen is shown.
 type applyModel struct {
 	phase   string
-	names   []string // MachineSets rolled
+	chosen  []workers.Row // the rows chosen on the sets screen
+	names   []string      // MachineSets rolled
 	want    attach.Attachment
 	patched []attach.Result
 	// pools are the NodePools chosen, as last read; poolsPatched what their patch did.
@@ -78,10 +79,10 @@ func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen [
 			}
 		}
 	}
-	a := applyModel{names: names, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
-	for _, n := range append(slices.Clone(names), a.capiSets()...) {
-		a.order = append(a.order, n)
-		a.sets[n] = rollout.SetProgress{Name: n, State: rollout.Pending, Phase: "waiting for the patch"}
+	a := applyModel{chosen: chosen, names: names, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
+	for _, r := range a.rolled() {
+		a.order = append(a.order, r.Name)
+		a.sets[r.Name] = rollout.SetProgress{Name: r.Name, State: rollout.Pending, Phase: "waiting for the patch"}
 	}
 	if dryRun {
 		a.phase, a.ended = applyDry, now
@@ -91,15 +92,23 @@ func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen [
 		return a, nil
 	}
 	a.phase = applyPatching
-	poolNames := a.poolNames()
-	var capiNames []string
-	for _, c := range capi {
-		capiNames = append(capiNames, capiKey(c))
-	}
 	return a, tea.Batch(func() tea.Msg {
-		results, err := b.Patch(ctx, want, selection(names, capiNames, poolNames), false)
+		results, err := b.Patch(ctx, want, workers.Select(chosen), false)
 		return patchedMsg{results: results, err: err}
 	}, clockTick())
+}
+
+// rolled are the rows chosen whose machines the wizard replaces, in the order it does; their
+// names cannot clash (a Cluster API MachineSet of a Machine API MachineSet's name is its copy,
+// never offered on its own).
+func (a applyModel) rolled() []workers.Row {
+	var rows []workers.Row
+	for _, r := range a.chosen {
+		if r.Rolls == workers.ByRollout {
+			rows = append(rows, r)
+		}
+	}
+	return rows
 }
 
 // capiSets are the standalone Cluster API MachineSets chosen, which the wizard rolls; their
@@ -163,9 +172,8 @@ func clockTick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return clockMsg(t) })
 }
 
-// rolloutCmd runs the rollout in the background, the Machine API MachineSets first, then the
-// standalone Cluster API ones; its progress comes back through events.
-func rolloutCmd(ctx context.Context, b Backend, names, capiSets []string) tea.Cmd {
+// rolloutCmd runs the rollout of sel in the background; its progress comes back through events.
+func rolloutCmd(ctx context.Context, b Backend, sel workers.Selection) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithCancel(ctx)
 		events := make(chan tea.Msg, 1024)
@@ -177,11 +185,7 @@ func rolloutCmd(ctx context.Context, b Backend, names, capiSets []string) tea.Cm
 				default: // the screen is behind; the next update carries the state anyway
 				}
 			}
-			qualified := make([]string, len(capiSets))
-			for i, n := range capiSets {
-				qualified[i] = "machineset/" + n
-			}
-			results, err := b.Roll(ctx, selection(names, qualified, nil), progress)
+			results, err := b.Roll(ctx, sel, progress)
 			events <- rolloutDoneMsg{results, err}
 		}()
 		return rolloutStartedMsg{events: events, cancel: cancel}
@@ -282,7 +286,7 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 			a.sets[n] = rollout.SetProgress{Name: n, State: rollout.Pending, Phase: "waiting for its turn"}
 		}
 		a.phase = applyRolling
-		return a, tea.Batch(rolloutCmd(ctx, b, a.names, a.capiSets()), follow)
+		return a, tea.Batch(rolloutCmd(ctx, b, workers.Select(a.rolled())), follow)
 	case rolloutStartedMsg:
 		a.cancel, a.events = msg.cancel, msg.events
 		return a, waitEvent(msg.events)
@@ -313,22 +317,7 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 
 // resumeCommand is the command that resumes the rollout of the chosen sets.
 func (a applyModel) resumeCommand() string {
-	var cmds []string
-	if len(a.names) > 0 {
-		cmd := "manila-setup machinesets rollout"
-		for _, n := range a.names {
-			cmd += " --name " + n
-		}
-		cmds = append(cmds, cmd)
-	}
-	if sets := a.capiSets(); len(sets) > 0 {
-		cmd := "manila-setup clusterapi rollout"
-		for _, n := range sets {
-			cmd += " --name machineset/" + n
-		}
-		cmds = append(cmds, cmd)
-	}
-	return strings.Join(cmds, "` and `")
+	return strings.Join(workers.Rollouts("manila-setup", workers.Select(a.rolled())), "` and `")
 }
 
 // stoppedSummary says how far the stopped rollout got and how to resume it.
