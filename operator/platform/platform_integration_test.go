@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator/platform"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // TestDetectOnAPIServer walks one real API server through the kinds of cluster, as objects

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 // The rendered CredentialsRequest is accepted by a real API server with the cloud-credential

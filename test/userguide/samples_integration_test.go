@@ -33,8 +33,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
 var update = flag.Bool("update", false, "write this run's samples into docs/user-guide.md")
