@@ -100,6 +100,13 @@ type Row struct {
 	// Joins is the cluster its machines join when it is not this one (a NodePool's
 	// HostedCluster, in its namespace).
 	Joins string
+	// AlwaysFollowed: a row that rolls by itself whose progress is read once the patch ran,
+	// whether or not the patch changed it (HyperShift may still be rolling an earlier change);
+	// else it is read only when the patch changed it.
+	AlwaysFollowed bool
+	// status is the object as listed (a pointer to its kind's status), for what Progress says
+	// of it.
+	status any
 }
 
 // Label is the row's name as listed.
@@ -203,6 +210,7 @@ func machineSetSection(sets []machinesets.SetStatus, alone bool) Section {
 		r := Row{Section: s.ID, Kind: "MachineSet", Namespace: machinesets.Namespace, Name: st.Name, Key: st.Name,
 			What: "MachineSet " + st.Name, Short: 1, Rolls: ByRollout,
 			Selectable: !machinesets.IsControlPlane(st.Role) && st.StorageNetwork != attach.StateNA,
+			status:     &st,
 			Cells: []Cell{{Text: fmt.Sprintf("%-8s", cutEnd(st.Role, 8))}, {Text: fmt.Sprintf("%-8s", fmt.Sprintf("%d/%d", st.UpToDate, st.Wanted))},
 				stateCell(st.StorageNetwork), {Text: st.SecurityGroups}}}
 		r.Preselected = r.Selectable && st.Role == "worker"
@@ -251,7 +259,7 @@ func clusterAPISection(objects []clusterapi.Status) Section {
 			Cells: []Cell{{Text: fmt.Sprintf("%-10s", kind)}, {Text: fmt.Sprintf("%-8d", c.Replicas)},
 				{Text: fmt.Sprintf("%-*s", clusterAPITemplateWidth, cutMiddle(c.Template, clusterAPITemplateWidth))}, stateCell(c.StorageNetwork),
 				{Text: fmt.Sprintf("%d/%d", c.OnTemplate, c.Machines)}},
-			Short: 2, Selectable: ok, WhyNot: c.Note, Preselected: ok, Rolls: rolls})
+			Short: 2, Selectable: ok, WhyNot: c.Note, Preselected: ok, Rolls: rolls, status: &c})
 	}
 	return s
 }
@@ -275,7 +283,8 @@ func nodePoolSection(pools []nodepools.Status) Section {
 		s.Rows = append(s.Rows, Row{Section: s.ID, Kind: "NodePool", Namespace: p.Namespace, Name: p.Name, Key: key, Scope: p.Namespace,
 			What:  "NodePool " + key,
 			Cells: []Cell{{Text: fmt.Sprintf("%-14s", cutEnd(p.HostedCluster, 14))}, {Text: fmt.Sprintf("%-8d", p.Replicas)}, stateCell(p.StorageNetwork)},
-			Short: 2, Selectable: ok, WhyNot: "not OpenStack (" + platform + ")", Preselected: ok, Rolls: ByItself, Joins: p.HostedCluster})
+			Short: 2, Selectable: ok, WhyNot: "not OpenStack (" + platform + ")", Preselected: ok, Rolls: ByItself, Joins: p.HostedCluster,
+			AlwaysFollowed: true, status: &p})
 	}
 	return s
 }

@@ -494,7 +494,7 @@ func (d *driver) settle(timeout time.Duration) {
 				d.pending = append(d.pending[:i], d.pending[i+1:]...)
 				i--
 				switch msg.(type) {
-				case spinner.TickMsg, clockMsg, storagePollMsg, poolsPollMsg:
+				case spinner.TickMsg, clockMsg, storagePollMsg, followPollMsg:
 					continue
 				}
 				for _, c := range d.feed(msg) {

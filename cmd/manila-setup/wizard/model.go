@@ -13,9 +13,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/workers"
 )
 
@@ -152,20 +150,14 @@ type (
 		results []attach.Result
 		err     error
 	}
-	// poolsMsg is a read of the patched NodePools' progress; poolsPollMsg asks for the next.
-	poolsMsg struct {
-		pools []nodepools.Status
-		err   error
+	// followMsg is a read of the rows that roll by themselves, for their progress: the rows
+	// read, and by section ID why a section could not be; followPollMsg asks for the next.
+	followMsg struct {
+		rows []workers.Row
+		errs map[string]string
 	}
-	poolsPollMsg struct{}
-	// deploymentsMsg is a read of the patched MachineDeployments' progress; deploymentsPollMsg
-	// asks for the next.
-	deploymentsMsg struct {
-		capi []clusterapi.Status
-		err  error
-	}
-	deploymentsPollMsg struct{}
-	rolloutStartedMsg  struct {
+	followPollMsg     struct{}
+	rolloutStartedMsg struct {
 		events <-chan tea.Msg
 		cancel context.CancelFunc
 	}
@@ -305,7 +297,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case planMsg:
 		m.review = m.review.withPlan(msg)
 		return m, nil
-	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, poolsMsg, poolsPollMsg, deploymentsMsg, deploymentsPollMsg:
+	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, followMsg, followPollMsg:
 		var cmd tea.Cmd
 		m.apply, cmd = m.apply.update(msg, m.ctx, m.opts, m.step == stepApply)
 		if o := m.apply.outcome(); o.Summary != "" {
@@ -429,7 +421,7 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 	case stepReview:
 		m.step = stepApply
 		var cmd tea.Cmd
-		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.sets.chosen(), m.sets.inv, m.opts.DryRun, m.opts.Now())
+		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.sets.chosen(), m.opts.DryRun, m.opts.Now())
 		return m, cmd
 	case stepApply:
 		m.step = stepVerify

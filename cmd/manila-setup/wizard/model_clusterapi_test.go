@@ -140,7 +140,7 @@ func TestApplyClusterAPI(t *testing.T) {
 		}
 	}
 	b.mu.Unlock()
-	next, cmd := d.m.Update(deploymentsPollMsg{})
+	next, cmd := d.m.Update(followPollMsg{})
 	d.m = next.(Model)
 	d.run(cmd)
 	mustContain(t, view(d), "now: 2 of 2 Machines made from capi-md-tmpl-manila-0a1b2c3d")

@@ -159,7 +159,7 @@ func TestApplyPatchesNodePoolsAndLeavesTheRollToHyperShift(t *testing.T) {
 	b.mu.Lock()
 	b.pools[1].CurrentNodes, b.pools[1].Conditions = 3, []nodepools.Condition{{Type: "Ready", Status: "True"}}
 	b.mu.Unlock()
-	next, cmd := d.m.Update(poolsPollMsg{})
+	next, cmd := d.m.Update(followPollMsg{})
 	d.m = next.(Model)
 	d.run(cmd)
 	mustContain(t, view(d), "now: 3 of 3 nodes · Ready")

@@ -462,7 +462,7 @@ func TestApplyFitsManyMachineSets(t *testing.T) {
 		}
 		a.order = append(a.order, n)
 		a.sets[n] = p
-		a.patched = append(a.patched, attach.Result{Name: n, Action: attach.ActionPatched, AddedNetworks: []string{fakeStorageNet}})
+		a.results = append(a.results, attach.Result{Kind: "MachineSet", Namespace: machinesets.Namespace, Name: n, Action: attach.ActionPatched, AddedNetworks: []string{fakeStorageNet}})
 	}
 	got := ansi.Strip(strings.Join(a.view(80, 20, "*"), "\n"))
 	if n := len(a.view(80, 20, "*")); n > 20 {

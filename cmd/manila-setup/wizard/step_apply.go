@@ -13,9 +13,6 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/clusterapi"
-	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/workers"
 )
 
@@ -29,30 +26,25 @@ const (
 	applyDry      = "dry run"
 )
 
-// applyModel is screen 6: patch, then replace the machines, one bar per MachineSet. NodePools
-// are patched only (HyperShift replaces their machines): their progress is read from their
-// status while the screen is shown.
+// applyModel is screen 6: patch, then replace the machines, one bar per set the wizard rolls.
+// The rows that roll by themselves (their own controller replaces the machines) are patched
+// only: their progress is read from the inventory while the screen is shown.
 type applyModel struct {
 	phase   string
 	chosen  []workers.Row // the rows chosen on the sets screen
-	names   []string      // MachineSets rolled
 	want    attach.Attachment
-	patched []attach.Result
-	// pools are the NodePools chosen, as last read; poolsPatched what their patch did.
-	pools          []nodepools.Status
-	poolsPatched   []attach.Result
-	poolsErr       string // the last progress read failed
-	deploymentsErr string // the last read of the MachineDeployments' progress failed
-	// capi are the Cluster API objects chosen; capiPatched what their patch did. Their
-	// standalone MachineSets are rolled after the Machine API ones, in the same bars.
-	capi        []clusterapi.Status
-	capiPatched []attach.Result
-	order       []string
-	sets        map[string]rollout.SetProgress
-	started     time.Time
-	now         time.Time
-	ended       time.Time
-	err         string
+	results []attach.Result // what the patch did, one per object
+	// itself are the chosen rows that roll by themselves, as last read; follow the sections
+	// whose progress is read again, followErr what the last read of each said when it failed.
+	itself    []workers.Row
+	follow    []string
+	followErr map[string]string
+	order     []string
+	sets      map[string]rollout.SetProgress
+	started   time.Time
+	now       time.Time
+	ended     time.Time
+	err       string
 
 	confirmStop bool
 	stopping    bool
@@ -61,25 +53,13 @@ type applyModel struct {
 }
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
-func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen []workers.Row, inv *workers.Inventory, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
-	var names []string
-	var capi []clusterapi.Status
-	var pools []nodepools.Status
+func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen []workers.Row, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+	a := applyModel{chosen: chosen, want: want, started: now, now: now, sets: map[string]rollout.SetProgress{}, followErr: map[string]string{}}
 	for _, r := range chosen {
-		switch r.Section {
-		case workers.SectionMachineSets:
-			names = append(names, r.Name)
-		case workers.SectionClusterAPI:
-			if i := slices.IndexFunc(inv.ClusterAPI, func(c clusterapi.Status) bool { return c.Kind == r.Kind && c.Name == r.Name }); i >= 0 {
-				capi = append(capi, inv.ClusterAPI[i])
-			}
-		case workers.SectionNodePools:
-			if i := slices.IndexFunc(inv.NodePools, func(p nodepools.Status) bool { return poolKey(p) == r.Key }); i >= 0 {
-				pools = append(pools, inv.NodePools[i])
-			}
+		if r.Rolls == workers.ByItself {
+			a.itself = append(a.itself, r)
 		}
 	}
-	a := applyModel{chosen: chosen, names: names, want: want, capi: capi, pools: pools, started: now, now: now, sets: map[string]rollout.SetProgress{}}
 	for _, r := range a.rolled() {
 		a.order = append(a.order, r.Name)
 		a.sets[r.Name] = rollout.SetProgress{Name: r.Name, State: rollout.Pending, Phase: "waiting for the patch"}
@@ -111,61 +91,21 @@ func (a applyModel) rolled() []workers.Row {
 	return rows
 }
 
-// capiSets are the standalone Cluster API MachineSets chosen, which the wizard rolls; their
-// names cannot clash with the Machine API ones (a Cluster API MachineSet of a Machine API
-// MachineSet's name is its copy, never offered on its own).
-func (a applyModel) capiSets() []string {
-	var names []string
-	for _, c := range a.capi {
-		if c.Kind == clusterapi.KindMachineSet {
-			names = append(names, c.Name)
-		}
-	}
-	return names
-}
-
-func poolKey(p nodepools.Status) string { return p.Namespace + "/" + p.Name }
-
-// capiKey names a Cluster API object as clusterapi.Options.Names and --name take it.
-func capiKey(c clusterapi.Status) string { return strings.ToLower(c.Kind) + "/" + c.Name }
-
-func (a applyModel) poolNames() []string {
-	names := make([]string, len(a.pools))
-	for i, p := range a.pools {
-		names[i] = poolKey(p)
-	}
-	return names
-}
-
-// poolsCmd reads the NodePools' progress once.
-func poolsCmd(ctx context.Context, b Backend, want attach.Attachment) tea.Cmd {
+// followCmd reads the rows of the sections followed once, each section on its own: a section
+// whose read fails keeps its rows as they were, and says why.
+func followCmd(ctx context.Context, b Backend, want attach.Attachment, sections []string) tea.Cmd {
 	return func() tea.Msg {
-		inv, err := b.Inventory(ctx, want, workers.Kinds{NodePools: true})
-		if err != nil {
-			return poolsMsg{err: err}
+		msg := followMsg{errs: map[string]string{}}
+		for _, sec := range sections {
+			inv, err := b.Inventory(ctx, want, workers.Reads(sec))
+			if err != nil {
+				msg.errs[sec] = err.Error()
+				continue
+			}
+			msg.rows = append(msg.rows, inv.Rows()...)
 		}
-		return poolsMsg{pools: inv.NodePools}
+		return msg
 	}
-}
-
-// deploymentsCmd reads the Cluster API objects once, for the progress of the patched
-// MachineDeployments.
-func deploymentsCmd(ctx context.Context, b Backend, want attach.Attachment) tea.Cmd {
-	return func() tea.Msg {
-		inv, err := b.Inventory(ctx, want, workers.Kinds{ClusterAPI: true})
-		if err != nil {
-			return deploymentsMsg{err: err}
-		}
-		return deploymentsMsg{capi: inv.ClusterAPI}
-	}
-}
-
-// deploymentsPatched reports whether a MachineDeployment got a new template, whose rollout the
-// screen then follows.
-func (a applyModel) deploymentsPatched() bool {
-	return slices.ContainsFunc(a.capiPatched, func(r attach.Result) bool {
-		return r.Kind == clusterapi.KindMachineDeployment && r.Action == attach.ActionPatched
-	})
 }
 
 func clockTick() tea.Cmd {
@@ -222,63 +162,52 @@ func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, activ
 		if a.running() {
 			return a, clockTick()
 		}
-	case poolsMsg:
-		a.poolsErr = ""
-		if msg.err != nil {
-			a.poolsErr = msg.err.Error()
-		}
-		for i, p := range a.pools {
-			for _, fresh := range msg.pools {
-				if poolKey(fresh) == poolKey(p) {
-					a.pools[i] = fresh
+	case followMsg:
+		// Copied so that the reads do not change an earlier model's slice.
+		a.itself = slices.Clone(a.itself)
+		a.followErr = map[string]string{}
+		for _, sec := range a.follow {
+			if err, ok := msg.errs[sec]; ok {
+				a.followErr[sec] = err
+				continue
+			}
+			for i, r := range a.itself {
+				if r.Section != sec {
+					continue
+				}
+				if j := slices.IndexFunc(msg.rows, func(f workers.Row) bool { return f.Section == r.Section && f.Key == r.Key }); j >= 0 {
+					a.itself[i] = msg.rows[j]
 				}
 			}
 		}
-		return a, tea.Tick(opts.NodePoolPoll, func(time.Time) tea.Msg { return poolsPollMsg{} })
-	case poolsPollMsg:
-		if active {
-			return a, poolsCmd(ctx, b, a.want)
-		}
-	case deploymentsMsg:
-		a.deploymentsErr = ""
-		if msg.err != nil {
-			a.deploymentsErr = msg.err.Error()
-		}
-		for i, c := range a.capi {
-			for _, fresh := range msg.capi {
-				if fresh.Kind == c.Kind && fresh.Name == c.Name {
-					a.capi[i] = fresh
-				}
-			}
-		}
-		return a, tea.Tick(opts.NodePoolPoll, func(time.Time) tea.Msg { return deploymentsPollMsg{} })
-	case deploymentsPollMsg:
-		if active {
-			return a, deploymentsCmd(ctx, b, a.want)
+		return a, tea.Tick(opts.NodePoolPoll, func(time.Time) tea.Msg { return followPollMsg{} })
+	case followPollMsg:
+		if active && len(a.follow) > 0 {
+			return a, followCmd(ctx, b, a.want, a.follow)
 		}
 	case patchedMsg:
-		a.patched, a.capiPatched, a.poolsPatched = byKind(msg.results)
+		a.results = msg.results
 		if msg.err != nil {
 			a.phase, a.err, a.ended = applyFailed, msg.err.Error(), a.now
 			return a, nil
 		}
-		var follow tea.Cmd
-		if len(a.pools) > 0 {
-			// The pools are copied so that the reads do not change the chosen ones' slice.
-			a.pools = append([]nodepools.Status(nil), a.pools...)
-			follow = poolsCmd(ctx, b, a.want)
+		var followed []workers.Row
+		for _, r := range a.itself {
+			if workers.Follows(r, a.results) {
+				followed = append(followed, r)
+			}
 		}
-		if a.deploymentsPatched() {
-			// Copied, as the pools are, before the reads replace entries.
-			a.capi = append([]clusterapi.Status(nil), a.capi...)
-			follow = tea.Batch(follow, deploymentsCmd(ctx, b, a.want))
+		a.follow = workers.Sections(followed)
+		var follow tea.Cmd
+		if len(a.follow) > 0 {
+			follow = followCmd(ctx, b, a.want, a.follow)
 		}
 		if a.stopping {
 			a.phase, a.ended = applyStopped, a.now
 			return a, follow
 		}
 		if len(a.order) == 0 {
-			// NodePools and MachineDeployments only: HyperShift and Cluster API do the rest.
+			// Rows that roll by themselves only: their controllers do the rest.
 			a.phase, a.ended = applyDone, a.now
 			return a, follow
 		}
@@ -345,99 +274,41 @@ func (a applyModel) outcome() Outcome {
 	case applyPatching, applyRolling, applyDry, "":
 		return Outcome{}
 	case applyDone:
-		switch {
-		case len(a.capi) > 0:
-			o.Summary = a.capiSummary()
-		case len(a.pools) == 0:
-			o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s; their machines were replaced.", strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "))
-		case len(a.names) == 0:
-			o.Summary = fmt.Sprintf("Attached network %s to NodePools %s; HyperShift rolls the change out itself: watch `%s`.", strings.Join(a.want.Networks, ", "), strings.Join(a.poolNames(), ", "), a.watchCommand())
-		default:
-			o.Summary = fmt.Sprintf("Attached network %s to MachineSets %s (their machines were replaced) and to NodePools %s; HyperShift rolls the NodePools out itself: watch `%s`.",
-				strings.Join(a.want.Networks, ", "), strings.Join(a.names, ", "), strings.Join(a.poolNames(), ", "), a.watchCommand())
-		}
+		o.Summary = workers.Summary(a.want.Networks, a.chosen)
 	case applyStopped:
 		o.Interrupted, o.Err = true, nil
 		o.Summary = "The rollout was stopped: " + a.stoppedSummary() + "."
 	case applyFailed:
-		o.Applied = len(a.patched) > 0 || len(a.poolsPatched) > 0
+		o.Applied = len(a.results) > 0
 		o.Summary = "The attachment did not finish: " + a.err
 	}
 	return o
 }
 
-// capiSummary is the closing sentence when Cluster API objects were chosen: what was attached
-// to which kind, and who replaced or replaces its machines.
-func (a applyModel) capiSummary() string {
-	var parts []string
-	if len(a.names) > 0 {
-		parts = append(parts, "MachineSets "+strings.Join(a.names, ", ")+" (their machines were replaced)")
-	}
-	if sets := a.capiSets(); len(sets) > 0 {
-		parts = append(parts, "Cluster API MachineSets "+strings.Join(sets, ", ")+" (their Machines were replaced)")
-	}
-	var deployments []string
-	for _, c := range a.capi {
-		if c.Kind == clusterapi.KindMachineDeployment {
-			deployments = append(deployments, c.Name)
-		}
-	}
-	if len(deployments) > 0 {
-		parts = append(parts, "MachineDeployments "+strings.Join(deployments, ", ")+" (Cluster API replaces their Machines itself: watch `oc get machinedeployments -n "+clusterapi.OpenShiftNamespace+"`)")
-	}
-	if len(a.pools) > 0 {
-		parts = append(parts, "NodePools "+strings.Join(a.poolNames(), ", ")+" (HyperShift rolls them out itself: watch `"+a.watchCommand()+"`)")
-	}
-	return fmt.Sprintf("Attached network %s to %s.", strings.Join(a.want.Networks, ", "), strings.Join(parts, "; "))
-}
-
-// capiLines say what the patch did to the chosen MachineDeployments, who replaces their
-// Machines and how far that is; the standalone MachineSets have their bars.
-func (a applyModel) capiLines(w int) []string {
+// itselfLines say, section by section, what the patch did to the chosen rows that roll by
+// themselves and how far their rollout is; compact: as short as each kind can.
+func (a applyModel) itselfLines(w int, compact bool) []string {
 	var lines []string
-	if a.deploymentsErr != "" {
-		lines = append(lines, wrapStyled(styleWarn, "the MachineDeployments' progress could not be read: "+a.deploymentsErr, w)...)
-	}
-	for _, c := range a.capi {
-		if c.Kind != clusterapi.KindMachineDeployment {
-			continue
-		}
-		name := "MachineDeployment " + c.Name
-		i := slices.IndexFunc(a.capiPatched, func(r attach.Result) bool { return r.Kind == c.Kind && r.Name == c.Name })
-		switch {
-		case a.phase == applyDry:
-			lines = append(lines, wrap(name+": dry run, would get a new template with the port (if it lacks one)", w)...)
-		case i < 0:
-			lines = append(lines, cut(name+": waiting for the patch", w))
-		case a.capiPatched[i].Action == attach.ActionPatched:
-			r := a.capiPatched[i]
-			lines = append(lines, wrap(fmt.Sprintf("%s: patched, makes its Machines from OpenStackMachineTemplate %s (was %s)", name, r.Template, r.OldTemplate), w)...)
-			lines = append(lines, wrapStyled(styleDim, "  Cluster API replaces its Machines itself (its rolling update); watch: oc get machinedeployment -n "+clusterapi.OpenShiftNamespace+" "+c.Name, w)...)
-			if c.Template == r.Template {
-				// Read since the patch: how far the rolling update is.
-				lines = append(lines, wrap(fmt.Sprintf("  now: %d of %d Machines made from %s", c.OnTemplate, c.Replicas, r.Template), w)...)
+	for _, sec := range workers.Sections(a.itself) {
+		f := workers.Follow{Section: sec, Results: a.results, Dry: a.phase == applyDry, Compact: compact, Err: a.followErr[sec]}
+		for _, r := range a.itself {
+			if r.Section == sec {
+				f.Rows = append(f.Rows, r)
 			}
-		default:
-			r := a.capiPatched[i]
-			lines = append(lines, wrap(name+": "+r.Action+", "+r.Reason, w)...)
+		}
+		for _, l := range workers.Progress(f) {
+			lines = append(lines, drawn(l, w)...)
 		}
 	}
 	return lines
 }
 
-// watchCommand follows the chosen NodePools: those of one namespace, or all.
-func (a applyModel) watchCommand() string {
-	ns := ""
-	for _, p := range a.pools {
-		if ns != "" && p.Namespace != ns {
-			return "oc get nodepools -A"
-		}
-		ns = p.Namespace
+// drawn is a line of the use case in width w, in its tone; a Cut line is cut here.
+func drawn(l workers.Line, w int) []string {
+	if l.Cut {
+		l.Text = cut(l.Text, w)
 	}
-	if len(a.pools) == 1 {
-		return "oc get nodepool -n " + ns + " " + a.pools[0].Name
-	}
-	return "oc get nodepools -n " + ns
+	return toned(l, w)
 }
 
 func (a applyModel) key(k string) (applyModel, tea.Cmd) {
@@ -486,11 +357,11 @@ func (a applyModel) view(w, h int, spin string) []string {
 	var lines []string
 	switch a.phase {
 	case applyPatching:
-		patching := slices.Clone(a.names)
-		for _, c := range a.capi {
-			patching = append(patching, capiKey(c))
+		var patching []string
+		for _, r := range a.chosen {
+			patching = append(patching, r.Key)
 		}
-		lines = append(lines, spin+" patching "+strings.Join(append(patching, a.poolNames()...), ", ")+"…")
+		lines = append(lines, spin+" patching "+strings.Join(patching, ", ")+"…")
 	case applyRolling:
 		if a.stopping {
 			lines = append(lines, spin+" stopping after the current step…")
@@ -498,16 +369,7 @@ func (a applyModel) view(w, h int, spin string) []string {
 			lines = append(lines, spin+" replacing machines, one at a time, without losing capacity")
 		}
 	case applyDone:
-		switch {
-		case len(a.capi) > 0:
-			lines = append(lines, wrapStyled(styleOK, "✓ every chosen set was patched and the MachineSets' machines replaced; a MachineDeployment's are replaced by Cluster API itself (below)", w)...)
-		case len(a.pools) == 0:
-			lines = append(lines, styleOK.Render("✓ every chosen MachineSet was patched and its machines replaced"))
-		case len(a.names) == 0:
-			lines = append(lines, wrapStyled(styleOK, "✓ every chosen NodePool has its port on the storage network; HyperShift rolls the change out itself (below)", w)...)
-		default:
-			lines = append(lines, wrapStyled(styleOK, "✓ every chosen MachineSet was patched and its machines replaced; every chosen NodePool has its port, HyperShift rolls it out itself (below)", w)...)
-		}
+		lines = append(lines, toned(workers.Done(a.chosen), w)...)
 	case applyDry:
 		lines = append(lines, styleWarn.Render("Dry run: nothing was patched and no machine was replaced."))
 	case applyStopped:
@@ -524,9 +386,9 @@ func (a applyModel) view(w, h int, spin string) []string {
 	}
 	patched := a.patchedLines(w)
 	budget := h - len(lines) - len(confirm)
-	pools := append(a.capiLines(w), a.poolLines(w, false)...)
+	pools := a.itselfLines(w, false)
 	if len(a.order) > 0 && len(pools) > budget/2 {
-		pools = append(a.capiLines(w), a.poolLines(w, true)...) // the MachineSets' bars keep their room
+		pools = a.itselfLines(w, true) // the bars keep their room
 	}
 	if len(a.order) == 0 {
 		return append(append(lines, pools...), confirm...)
@@ -542,88 +404,6 @@ func (a applyModel) view(w, h int, spin string) []string {
 	lines = append(lines, patched...)
 	lines = append(lines, pools...)
 	return append(lines, confirm...)
-}
-
-// poolLines say, per chosen NodePool, what its patch did and what HyperShift is doing about it
-// (read from its status), with the command that follows it; compact: one line each, and the
-// command once.
-func (a applyModel) poolLines(w int, compact bool) []string {
-	var lines []string
-	for _, p := range a.pools {
-		key := poolKey(p)
-		res, patched := a.poolResult(key)
-		switch {
-		case a.phase == applyDry:
-			lines = append(lines, wrap("NodePool "+key+": dry run, would get its port (if it lacks one)", w)...)
-			continue
-		case a.phase == applyPatching, !patched:
-			lines = append(lines, cut("NodePool "+key+": waiting for the patch", w))
-			continue
-		case compact:
-			lines = append(lines, cut("NodePool "+key+": "+res.Action+" · "+poolProgress(p), w))
-			continue
-		}
-		head := "NodePool " + key + ": " + res.Action + ", " + res.Reason
-		if res.Action == attach.ActionPatched {
-			head = "NodePool " + key + ": patched, adds a port on network " + strings.Join(res.AddedNetworks, ", ")
-			lines = append(lines, wrap(head, w)...)
-			lines = append(lines, wrapStyled(styleDim, "  "+rollsHow(p), w)...)
-		} else {
-			lines = append(lines, wrap(head, w)...)
-		}
-		lines = append(lines, wrapStyled(styleDim, "  now: "+poolProgress(p), w)...)
-		lines = append(lines, styleDim.Render(cut("  watch: oc get nodepool -n "+p.Namespace+" "+p.Name, w)))
-	}
-	if compact && len(a.poolsPatched) > 0 {
-		lines = append(lines, styleDim.Render(cut("  HyperShift rolls them out itself; watch: "+a.watchCommand(), w)))
-	}
-	if a.poolsErr != "" && len(a.pools) > 0 {
-		lines = append(lines, wrapStyled(styleWarn, "  reading the NodePools' progress failed: "+a.poolsErr, w)...)
-	}
-	return lines
-}
-
-// poolResult is what the patch did to one NodePool, if it was patched yet.
-func (a applyModel) poolResult(key string) (attach.Result, bool) {
-	for _, r := range a.poolsPatched {
-		if r.Namespace+"/"+r.Name == key {
-			return r, true
-		}
-	}
-	return attach.Result{}, false
-}
-
-// rollsHow says what HyperShift does with a platform change of p, as its upgradeType says
-// (HyperShift's NodePool lifecycle: InPlace NodePools apply platform changes to new nodes only).
-func rollsHow(p nodepools.Status) string {
-	switch p.UpgradeType {
-	case "InPlace":
-		return "upgradeType InPlace: only machines created from now on get the port, the running ones keep theirs until they are replaced"
-	case "Replace":
-		return "HyperShift replaces its machines (upgradeType Replace)"
-	}
-	return "HyperShift rolls the change out as its upgradeType says"
-}
-
-// poolProgress is a NodePool's state as its status tells it: its nodes, and what it is updating
-// or why it is not ready.
-func poolProgress(p nodepools.Status) string {
-	text := fmt.Sprintf("%d of %d nodes", p.CurrentNodes, p.Replicas)
-	for _, c := range p.Conditions {
-		if c.Status == "True" && c.Type != "Ready" && strings.HasPrefix(c.Type, "Updating") {
-			return text + " · " + c.Type + ": " + coalesceName(c.Message, c.Reason)
-		}
-	}
-	for _, c := range p.Conditions {
-		if c.Type != "Ready" {
-			continue
-		}
-		if c.Status == "True" {
-			return text + " · Ready"
-		}
-		return text + " · not Ready: " + coalesceName(c.Message, c.Reason)
-	}
-	return text + " · HyperShift has not reported its state yet"
 }
 
 // setLines draws a progress bar per MachineSet, with its current phase under it. When they do
@@ -698,7 +478,13 @@ func (a applyModel) setLines(w, height int) []string {
 func (a applyModel) patchedLines(w int) []string {
 	var names []string
 	var first attach.Result
-	for _, r := range a.patched {
+	var patched []attach.Result
+	for _, r := range a.results {
+		if workers.UnderBars(r) {
+			patched = append(patched, r)
+		}
+	}
+	for _, r := range patched {
 		if r.Action == attach.ActionPatched {
 			if len(names) == 0 {
 				first = r
@@ -713,7 +499,7 @@ func (a applyModel) patchedLines(w int) []string {
 		return wrapStyled(styleDim, "patched "+names[0]+": "+describeAdded(first), w)
 	}
 	same := true
-	for _, r := range a.patched {
+	for _, r := range patched {
 		if r.Action == attach.ActionPatched && describeAdded(r) != describeAdded(first) {
 			same = false
 		}
@@ -722,28 +508,12 @@ func (a applyModel) patchedLines(w int) []string {
 		return wrapStyled(styleDim, fmt.Sprintf("patched %d MachineSets (%s): %s", len(names), strings.Join(names, ", "), describeAdded(first)), w)
 	}
 	var lines []string
-	for _, r := range a.patched {
+	for _, r := range patched {
 		if r.Action == attach.ActionPatched {
 			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+describeAdded(r), w)...)
 		}
 	}
 	return lines
-}
-
-// byKind splits the rows of a patch as the screens show them: the Machine API MachineSets
-// (with their Cluster API copies), the Cluster API objects, the NodePools.
-func byKind(results []attach.Result) (sets, capi, pools []attach.Result) {
-	for _, r := range results {
-		switch {
-		case r.Kind == "NodePool":
-			pools = append(pools, r)
-		case r.Namespace == machinesets.Namespace:
-			sets = append(sets, r)
-		default:
-			capi = append(capi, r)
-		}
-	}
-	return sets, capi, pools
 }
 
 func describeAdded(r attach.Result) string {
