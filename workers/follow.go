@@ -316,3 +316,67 @@ func nodePoolParts(pools []Row) []string {
 	}
 	return []string{"NodePools " + strings.Join(keys(pools), ", ") + " (HyperShift rolls them out itself: watch `" + nodePoolWatch(pools) + "`)"}
 }
+
+// Title names what the screen that offers the rows of kinds lists, kind by kind: "MachineSets,
+// Cluster API, NodePools"; empty when kinds has none.
+func Title(kinds Kinds) string {
+	var names []string
+	if kinds.MachineSets {
+		names = append(names, "MachineSets")
+	}
+	if kinds.ClusterAPI {
+		names = append(names, "Cluster API")
+	}
+	if kinds.NodePools {
+		names = append(names, "NodePools")
+	}
+	return strings.Join(names, ", ")
+}
+
+// Screen is a screen whose help says what each kind offered changes there.
+type Screen int
+
+const (
+	// ScreenSets offers the rows, ScreenReview shows what a patch would do, ScreenApply patches
+	// and rolls.
+	ScreenSets Screen = iota + 1
+	ScreenReview
+	ScreenApply
+)
+
+// Help is what the help of screen s adds for kinds, kind by kind, each sentence after a space;
+// empty when the kinds add nothing there.
+func Help(kinds Kinds, s Screen) string {
+	text := ""
+	if kinds.ClusterAPI {
+		text += clusterAPIHelp(s)
+	}
+	if kinds.NodePools {
+		text += nodePoolHelp(s)
+	}
+	return text
+}
+
+// clusterAPIHelp: what Cluster API objects change on screen s.
+func clusterAPIHelp(s Screen) string {
+	switch s {
+	case ScreenSets:
+		return " Cluster API MachineSets and MachineDeployments get a new OpenStackMachineTemplate with a port on the storage network; a MachineSet that Cluster API is authoritative for is attached through its Cluster API copy (via CAPI)."
+	case ScreenApply:
+		return " Cluster API MachineSets are rolled as MachineSets are (`manila-setup clusterapi rollout` resumes); a MachineDeployment replaces its Machines itself."
+	}
+	return ""
+}
+
+// nodePoolHelp: what NodePools change on screen s.
+func nodePoolHelp(s Screen) string {
+	switch s {
+	case ScreenSets:
+		return " NodePools (HyperShift) get an additional port on the storage network in spec.platform.openstack; those of other platforms cannot be chosen."
+	case ScreenReview:
+		return " A NodePool's additional port takes no security groups of its own: NFS must be allowed by the groups its HostedCluster gives the nodes."
+	case ScreenApply:
+		return " NodePools are patched only: HyperShift rolls the change out itself, as each NodePool's spec.management.upgradeType says."
+	}
+	return ""
+}

@@ -83,6 +83,18 @@ type Connection struct {
 	NodeAddresses []netip.Addr
 }
 
+// Served are the kinds of machines the cluster serves: those its inventory is read for.
+func (c Connection) Served() workers.Kinds {
+	return workers.Kinds{MachineSets: c.MachineAPI, ClusterAPI: c.ClusterAPI, NodePools: c.HyperShift}
+}
+
+// Offered are the kinds the cluster has to choose from, as the screens name them: its
+// MachineSets (also where it serves nothing else), its Cluster API objects, the NodePools of a
+// management cluster that has some.
+func (c Connection) Offered() workers.Kinds {
+	return workers.Kinds{MachineSets: c.MachineAPI || !c.HyperShift, ClusterAPI: c.ClusterAPI, NodePools: c.HyperShift && c.NodePools > 0}
+}
+
 // Condition is one condition of the ClusterCSIDriver.
 type Condition = health.Condition
 

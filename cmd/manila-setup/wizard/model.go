@@ -404,7 +404,7 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		if m.conn != nil {
 			conn = *m.conn
 		}
-		kinds := workers.Kinds{MachineSets: conn.MachineAPI, ClusterAPI: conn.ClusterAPI, NodePools: conn.HyperShift}
+		kinds := conn.Served()
 		m.sets = setsModel{loading: true, forKey: key, reading: workers.Reading(kinds)}
 		return m, setsCmd(m.ctx, b, key, want, kinds)
 	case stepSets:
@@ -588,46 +588,20 @@ func (m Model) stepTitle(step stepID) string {
 	if step != stepSets || m.conn == nil {
 		return stepTitles[step]
 	}
-	var kinds []string
-	if m.conn.MachineAPI || !m.conn.HyperShift {
-		kinds = append(kinds, "MachineSets")
-	}
-	if m.conn.ClusterAPI {
-		kinds = append(kinds, "Cluster API")
-	}
-	if m.conn.HyperShift && m.conn.NodePools > 0 {
-		kinds = append(kinds, "NodePools")
-	}
-	if len(kinds) == 0 {
-		return stepTitles[step]
-	}
-	return strings.Join(kinds, ", ")
+	return coalesceName(workers.Title(m.conn.Offered()), stepTitles[step])
 }
 
-// helpText is what a screen is for, with what Cluster API objects and NodePools change.
+// helpScreens are the screens whose help says what each kind offered changes there.
+var helpScreens = map[stepID]workers.Screen{stepSets: workers.ScreenSets, stepReview: workers.ScreenReview, stepApply: workers.ScreenApply}
+
+// helpText is what a screen is for, with what the kinds the cluster offers change there.
 func (m Model) helpText(step stepID) string {
 	text := helpText[step]
 	if m.conn == nil {
 		return text
 	}
-	if m.conn.ClusterAPI {
-		switch step {
-		case stepSets:
-			text += " Cluster API MachineSets and MachineDeployments get a new OpenStackMachineTemplate with a port on the storage network; a MachineSet that Cluster API is authoritative for is attached through its Cluster API copy (via CAPI)."
-		case stepApply:
-			text += " Cluster API MachineSets are rolled as MachineSets are (`manila-setup clusterapi rollout` resumes); a MachineDeployment replaces its Machines itself."
-		}
-	}
-	if !m.conn.HyperShift || m.conn.NodePools == 0 {
-		return text
-	}
-	switch step {
-	case stepSets:
-		text += " NodePools (HyperShift) get an additional port on the storage network in spec.platform.openstack; those of other platforms cannot be chosen."
-	case stepReview:
-		text += " A NodePool's additional port takes no security groups of its own: NFS must be allowed by the groups its HostedCluster gives the nodes."
-	case stepApply:
-		text += " NodePools are patched only: HyperShift rolls the change out itself, as each NodePool's spec.management.upgradeType says."
+	if s, ok := helpScreens[step]; ok {
+		text += workers.Help(m.conn.Offered(), s)
 	}
 	return text
 }
