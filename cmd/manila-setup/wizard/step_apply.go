@@ -98,11 +98,12 @@ func followCmd(ctx context.Context, b Backend, want attach.Attachment, sections 
 		msg := followMsg{errs: map[string]string{}}
 		for _, sec := range sections {
 			inv, err := b.Inventory(ctx, want, workers.Reads(sec))
-			if err != nil {
+			switch {
+			case err != nil:
 				msg.errs[sec] = err.Error()
-				continue
+			case inv != nil:
+				msg.rows = append(msg.rows, inv.Rows()...)
 			}
-			msg.rows = append(msg.rows, inv.Rows()...)
 		}
 		return msg
 	}
@@ -152,8 +153,8 @@ func waitEvent(events <-chan tea.Msg) tea.Cmd {
 
 func (a applyModel) running() bool { return a.phase == applyPatching || a.phase == applyRolling }
 
-// update takes the results of the patch, the rollout and the NodePools' progress; active: the
-// screen is shown, so the NodePools are read again.
+// update takes the results of the patch, the rollout and the progress of the rows that roll by
+// themselves; active: the screen is shown, so those rows are read again.
 func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, active bool) (applyModel, tea.Cmd) {
 	b := opts.Backend
 	switch msg := msg.(type) {
@@ -394,7 +395,7 @@ func (a applyModel) view(w, h int, spin string) []string {
 		return append(append(lines, pools...), confirm...)
 	}
 	if len(pools) > 0 {
-		pools = append([]string{""}, pools...) // apart from the MachineSets
+		pools = append([]string{""}, pools...) // apart from the bars
 	}
 	sets := a.setLines(w, budget-len(patched)-len(pools))
 	if len(sets)+len(patched)+len(pools) > budget {
