@@ -144,6 +144,15 @@ func TestApplyClusterAPI(t *testing.T) {
 	d.m = next.(Model)
 	d.run(cmd)
 	mustContain(t, view(d), "now: 2 of 2 Machines made from capi-md-tmpl-manila-0a1b2c3d")
+
+	// A read that fails says so, and the last one read stays.
+	b.mu.Lock()
+	b.capiListErr = errFake
+	b.mu.Unlock()
+	next, cmd = d.m.Update(followPollMsg{})
+	d.m = next.(Model)
+	d.run(cmd)
+	mustContain(t, view(d), "the MachineDeployments' progress could not be read: fake failure", "now: 2 of 2 Machines made from capi-md-tmpl-manila-0a1b2c3d")
 }
 
 // TestDryRunWritesNoClusterAPIObject: a dry run computes the diffs and writes nothing.
