@@ -22,6 +22,10 @@ type NetworkPolicy struct {
 	// NodeAddresses are the nodes' internal addresses: a subnet holding one is the machines'
 	// own network (none known: not checked).
 	NodeAddresses []netip.Addr
+	// SecurityGroups: the machines' port on the network gets security groups (Fitness).
+	SecurityGroups bool
+	// MachineNetworks are the cluster's networks, when known (Fitness).
+	MachineNetworks []netip.Prefix
 }
 
 // NetworkProblem is a network the policy refuses: no Manila export location lies in its
@@ -30,6 +34,8 @@ type NetworkProblem struct {
 	Index   int
 	ID      string
 	Problem string
+	// Finding is set when the problem is one of Fitness's.
+	Finding *Finding
 }
 
 // Networks is what ResolveNetworks decided.
@@ -40,6 +46,9 @@ type Networks struct {
 	Discovered *openstack.Candidate
 	// Forced are the networks refused but attached anyway (NetworkPolicy.Force).
 	Forced []NetworkProblem
+	// Warnings are what the networks will do to the machines (Fitness's warnings): said, and
+	// the networks attached.
+	Warnings []NetworkProblem
 }
 
 // NetworkPolicyError says which networks the policy refuses; nothing may be written.
@@ -92,13 +101,21 @@ func StorageNetworkOf(d *openstack.Discovery, identity string) (*openstack.Candi
 // own, unless Force. A network the project does not know is left to the Neutron check of the
 // IDs (IDChecker), which says so with the others.
 func ResolveNetworks(ctx context.Context, cloud *openstack.Client, ids []string, p NetworkPolicy) (Networks, error) {
-	out := Networks{IDs: slices.Clone(ids)}
 	d, err := cloud.Discover(ctx, openstack.DiscoverOptions{})
 	if err != nil {
-		return out, &CloudError{Err: err}
+		return Networks{IDs: slices.Clone(ids)}, &CloudError{Err: err}
 	}
+	return Resolve(d, cloud.Identity(), ids, p)
+}
+
+// Resolve is ResolveNetworks over a discovery already made; identity names the project that
+// made it. A network is judged twice: do Manila's exports lie in it (and is it not the machines'
+// own), and is it fit to be a machine's second NIC (Fitness: its errors refuse it like the
+// first, its warnings are said).
+func Resolve(d *openstack.Discovery, identity string, ids []string, p NetworkPolicy) (Networks, error) {
+	out := Networks{IDs: slices.Clone(ids)}
 	if p.Discover {
-		best, err := StorageNetworkOf(d, cloud.Identity())
+		best, err := StorageNetworkOf(d, identity)
 		if err != nil {
 			return out, err
 		}
@@ -108,16 +125,27 @@ func ResolveNetworks(ctx context.Context, cloud *openstack.Client, ids []string,
 		}
 	}
 	var refused []NetworkProblem
+	refuse := func(np NetworkProblem) {
+		if p.Force {
+			out.Forced = append(out.Forced, np)
+		} else {
+			refused = append(refused, np)
+		}
+	}
 	for i, id := range out.IDs {
-		if !slices.ContainsFunc(d.Networks, func(n openstack.Network) bool { return neutronid.Equal(n.ID, id) }) {
+		at := slices.IndexFunc(d.Networks, func(n openstack.Network) bool { return neutronid.Equal(n.ID, id) })
+		if at < 0 {
 			continue
 		}
 		if problem := d.NetworkProblem(id, p.NodeAddresses); problem != "" {
-			np := NetworkProblem{Index: i, ID: id, Problem: problem}
-			if p.Force {
-				out.Forced = append(out.Forced, np)
+			refuse(NetworkProblem{Index: i, ID: id, Problem: problem})
+		}
+		for _, f := range Fitness(d.Networks[at], FitnessOptions{SecurityGroups: p.SecurityGroups, MachineNetworks: p.MachineNetworks}) {
+			np := NetworkProblem{Index: i, ID: id, Problem: f.String(), Finding: &f}
+			if f.Severity == SeverityError {
+				refuse(np)
 			} else {
-				refused = append(refused, np)
+				out.Warnings = append(out.Warnings, np)
 			}
 		}
 	}

@@ -62,7 +62,9 @@ func (a *attachFlags) validate(g *GlobalOptions) error {
 // addrs, the nodes' addresses, when the cluster's own nodes are known), saying on standard error
 // which network --discover added and which --force let through; it returns the options of the
 // patch, with the IDs to be looked up in Neutron.
-func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, addrs []netip.Addr) (attach.Options, error) {
+// groupsOnPorts says whether the kind puts the security groups on the storage port (NodePools
+// do not), which a network without port security refuses.
+func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, addrs []netip.Addr, groupsOnPorts bool) (attach.Options, error) {
 	opts := attach.Options{DryRun: a.DryRun, By: "manila-setup " + version}
 	if g.OSCloud != "" {
 		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
@@ -71,7 +73,8 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 			return opts, environmentError(fmt.Errorf("--os-cloud %s: %w", g.OSCloud, err))
 		}
 		opts.Checker = attach.NeutronChecker{Client: cloud}
-		nets, err := attach.ResolveNetworks(ctx, cloud, a.Networks, attach.NetworkPolicy{Discover: a.Discover, Force: a.Force, NodeAddresses: addrs})
+		nets, err := attach.ResolveNetworks(ctx, cloud, a.Networks, attach.NetworkPolicy{Discover: a.Discover, Force: a.Force, NodeAddresses: addrs,
+			SecurityGroups: groupsOnPorts && len(a.SecurityGroups) > 0})
 		if err != nil {
 			return opts, networkPolicyExit(err)
 		}
@@ -80,6 +83,9 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 		}
 		for _, p := range nets.Forced {
 			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", p.Index, p.ID, p.Problem)
+		}
+		for _, p := range nets.Warnings {
+			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s\n", p.Index, p.ID, p.Problem)
 		}
 		a.Networks = nets.IDs
 	}

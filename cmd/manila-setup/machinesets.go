@@ -294,7 +294,7 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, addrs)
+	opts, err := o.attachFlags.options(ctx, o.g, o.streams, addrs, true)
 	if err != nil {
 		return err
 	}

@@ -397,6 +397,13 @@ func TestDay2Walkthrough(t *testing.T) {
 	if strings.Count(out, "  patched  ") != 2 || !strings.Contains(out, `discovered: network "storage"`) || !strings.Contains(out, "network "+storage) {
 		t.Errorf("patch --discover:\n%s", out)
 	}
+	// The seeded storage subnet is as Neutron makes a subnet by default (a gateway, no DNS
+	// servers): attached, with what it does to the nodes said, and the fix.
+	if !strings.Contains(out, "warning: --network[0] "+storage+": network storage") ||
+		!strings.Contains(out, "its gateway 10.0.0.1 is handed out by DHCP") || !strings.Contains(out, "fix: openstack subnet set --gateway none storage-subnet") ||
+		!strings.Contains(out, "its DHCP server announces itself as a DNS server") || !strings.Contains(out, "--dns-nameserver 0.0.0.0 storage-subnet") {
+		t.Errorf("patch --discover does not warn about the subnet's gateway and DNS:\n%s", out)
+	}
 	out = sh(0, "machinesets", "list")
 	if !strings.Contains(out, "attached         attached         0/2") {
 		t.Errorf("list after patch:\n%s", out)

@@ -22,15 +22,35 @@ type Network struct {
 	External  bool     `json:"external"`
 	Subnets   []Subnet `json:"subnets"`
 	Tags      []string `json:"tags,omitempty"`
+	// PortSecurity is port_security_enabled: what the network's ports get unless a port says
+	// otherwise (nil: Neutron did not say, the port_security extension is off: enabled).
+	PortSecurity *bool `json:"portSecurity,omitempty"`
 }
 
-// Subnet is one subnet of a network.
+// Subnet is one subnet of a network, with what its DHCP server tells a machine on it.
 type Subnet struct {
 	ID        string       `json:"id"`
 	Name      string       `json:"name,omitempty"`
 	NetworkID string       `json:"networkID"`
 	CIDR      netip.Prefix `json:"cidr"`
 	IPVersion int          `json:"ipVersion"`
+	// DHCP is enable_dhcp: without it a machine's port on the subnet gets no address.
+	DHCP bool `json:"dhcp"`
+	// Gateway is gateway_ip (invalid when none): DHCP hands it out as a default route.
+	Gateway netip.Addr `json:"gateway,omitzero"`
+	// DNS is dns_nameservers: empty makes the DHCP server announce itself; "0.0.0.0"
+	// announces none.
+	DNS []string `json:"dnsNameservers,omitempty"`
+	// HostRoutes are host_routes, as DHCP hands them out.
+	HostRoutes []Route `json:"hostRoutes,omitempty"`
+	// IPv6RAMode is ipv6_ra_mode ("" when Neutron sends no router advertisements).
+	IPv6RAMode string `json:"ipv6RAMode,omitempty"`
+}
+
+// Route is a host route of a subnet.
+type Route struct {
+	Destination netip.Prefix `json:"destination"`
+	NextHop     netip.Addr   `json:"nextHop"`
 }
 
 // CIDRs returns the network's subnet prefixes, IPv4 first.
@@ -115,14 +135,24 @@ type wireNetwork struct {
 	External  bool     `json:"router:external"`
 	Subnets   []string `json:"subnets"`
 	Tags      []string `json:"tags"`
+	// PortSecurity is absent when the port_security extension is off.
+	PortSecurity *bool `json:"port_security_enabled"`
 }
 
 type wireSubnet struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	NetworkID string `json:"network_id"`
-	CIDR      string `json:"cidr"`
-	IPVersion int    `json:"ip_version"`
+	ID             string   `json:"id"`
+	Name           string   `json:"name"`
+	NetworkID      string   `json:"network_id"`
+	CIDR           string   `json:"cidr"`
+	IPVersion      int      `json:"ip_version"`
+	EnableDHCP     *bool    `json:"enable_dhcp"`
+	GatewayIP      *string  `json:"gateway_ip"`
+	DNSNameservers []string `json:"dns_nameservers"`
+	HostRoutes     []struct {
+		Destination string `json:"destination"`
+		NextHop     string `json:"nexthop"`
+	} `json:"host_routes"`
+	IPv6RAMode *string `json:"ipv6_ra_mode"`
 }
 
 type wireSecurityGroup struct {
@@ -162,8 +192,8 @@ type wirePort struct {
 
 // Fields asked of Neutron, to keep answers small on clouds with thousands of networks.
 var (
-	networkFields = []string{"id", "name", "project_id", "status", "shared", "router:external", "subnets", "tags"}
-	subnetFields  = []string{"id", "name", "network_id", "cidr", "ip_version"}
+	networkFields = []string{"id", "name", "project_id", "status", "shared", "router:external", "subnets", "tags", "port_security_enabled"}
+	subnetFields  = []string{"id", "name", "network_id", "cidr", "ip_version", "enable_dhcp", "gateway_ip", "dns_nameservers", "host_routes", "ipv6_ra_mode"}
 	portFields    = []string{"id", "name", "network_id", "device_id", "device_owner", "status", "fixed_ips", "security_groups", "port_security_enabled", "tags"}
 )
 
@@ -266,7 +296,22 @@ func joinSubnets(wires []wireNetwork, subnets []wireSubnet) []Network {
 		if err != nil {
 			continue
 		}
-		byNet[s.NetworkID] = append(byNet[s.NetworkID], Subnet{ID: s.ID, Name: s.Name, NetworkID: s.NetworkID, CIDR: p.Masked(), IPVersion: s.IPVersion})
+		sub := Subnet{ID: s.ID, Name: s.Name, NetworkID: s.NetworkID, CIDR: p.Masked(), IPVersion: s.IPVersion,
+			DHCP: s.EnableDHCP == nil || *s.EnableDHCP, DNS: s.DNSNameservers}
+		if s.GatewayIP != nil {
+			sub.Gateway, _ = netip.ParseAddr(*s.GatewayIP)
+		}
+		if s.IPv6RAMode != nil {
+			sub.IPv6RAMode = *s.IPv6RAMode
+		}
+		for _, r := range s.HostRoutes {
+			dst, derr := netip.ParsePrefix(r.Destination)
+			hop, herr := netip.ParseAddr(r.NextHop)
+			if derr == nil && herr == nil {
+				sub.HostRoutes = append(sub.HostRoutes, Route{Destination: dst, NextHop: hop})
+			}
+		}
+		byNet[s.NetworkID] = append(byNet[s.NetworkID], sub)
 	}
 	out := make([]Network, 0, len(wires))
 	seen := map[string]bool{}
@@ -281,7 +326,7 @@ func joinSubnets(wires []wireNetwork, subnets []wireSubnet) []Network {
 		})
 		out = append(out, Network{
 			ID: w.ID, Name: w.Name, ProjectID: coalesce(w.ProjectID, w.TenantID), Status: w.Status,
-			Shared: w.Shared, External: w.External, Subnets: subs, Tags: w.Tags,
+			Shared: w.Shared, External: w.External, Subnets: subs, Tags: w.Tags, PortSecurity: w.PortSecurity,
 		})
 	}
 	slices.SortFunc(out, func(a, b Network) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })

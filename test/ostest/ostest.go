@@ -231,6 +231,43 @@ func (p *Project) CreateNetwork(name string, cidrs ...string) Network {
 	return out
 }
 
+// CreateNetworkWith makes a network of the project with the given attributes (Neutron's names:
+// port_security_enabled, ...) and one subnet per body (cidr, ip_version, enable_dhcp,
+// gateway_ip, dns_nameservers, host_routes, ...; name and network_id are filled in).
+func (p *Project) CreateNetworkWith(name string, network map[string]any, subnets ...map[string]any) Network {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	body := map[string]any{"name": name}
+	for k, v := range network {
+		body[k] = v
+	}
+	var n struct {
+		Network struct {
+			ID string `json:"id"`
+		} `json:"network"`
+	}
+	p.must(post(ctx, p.member.network, "networks", map[string]any{"network": body}, &n))
+	out := Network{ID: n.Network.ID}
+	p.onCleanup(func(ctx context.Context) error { return del(ctx, p.member.network, "networks/"+out.ID) })
+	for i, sb := range subnets {
+		b := map[string]any{"name": fmt.Sprintf("%s-subnet-%d", name, i), "network_id": out.ID, "ip_version": 4}
+		for k, v := range sb {
+			b[k] = v
+		}
+		var s struct {
+			Subnet struct {
+				ID string `json:"id"`
+			} `json:"subnet"`
+		}
+		p.must(post(ctx, p.member.network, "subnets", map[string]any{"subnet": b}, &s))
+		out.SubnetIDs = append(out.SubnetIDs, s.Subnet.ID)
+		id := s.Subnet.ID
+		p.onCleanup(func(ctx context.Context) error { return del(ctx, p.member.network, "subnets/"+id) })
+	}
+	return out
+}
+
 // CreateNetworks makes n networks named prefix-0..n-1, each with one /24 subnet, with Neutron's
 // bulk API (50 per request). Quotas are raised first. The admin creates them for the project as
 // VXLAN networks with explicit VNIs: the loopback cloud's tenant range has only 1000. They are

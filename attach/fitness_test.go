@@ -1,0 +1,119 @@
+package attach
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+)
+
+func fitSubnet(name, cidr string) openstack.Subnet {
+	return openstack.Subnet{ID: name + "-id", Name: name, CIDR: netip.MustParsePrefix(cidr), IPVersion: 4, DHCP: true, DNS: []string{"0.0.0.0"}}
+}
+
+func findingIDs(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Severity+":"+f.ID)
+	}
+	return out
+}
+
+func TestFitness(t *testing.T) {
+	off := false
+	on := true
+	good := openstack.Network{ID: "n-id", Name: "storage", Subnets: []openstack.Subnet{fitSubnet("s", "10.0.0.0/24")}}
+	with := func(f func(n *openstack.Network)) openstack.Network {
+		n := good
+		n.Subnets = slices.Clone(good.Subnets)
+		f(&n)
+		return n
+	}
+	for _, tt := range []struct {
+		name string
+		n    openstack.Network
+		opts FitnessOptions
+		want []string
+		fix  string
+	}{
+		{"fit: no gateway, DNS 0.0.0.0, DHCP on", good, FitnessOptions{}, nil, ""},
+		{"port security on, groups asked", with(func(n *openstack.Network) { n.PortSecurity = &on }), FitnessOptions{SecurityGroups: true}, nil, ""},
+		{"DHCP off everywhere", with(func(n *openstack.Network) { n.Subnets[0].DHCP = false }), FitnessOptions{}, []string{"error:dhcp-off"}, "openstack subnet set --dhcp s"},
+		{"DHCP off on one of two", with(func(n *openstack.Network) {
+			n.Subnets[0].DHCP = false
+			n.Subnets = append(n.Subnets, fitSubnet("s2", "10.0.1.0/24"))
+		}), FitnessOptions{}, nil, ""},
+		{"port security off, groups asked", with(func(n *openstack.Network) { n.PortSecurity = &off }), FitnessOptions{SecurityGroups: true}, []string{"error:port-security-off"}, "without --security-group"},
+		{"port security off, no groups", with(func(n *openstack.Network) { n.PortSecurity = &off }), FitnessOptions{}, nil, ""},
+		{"gateway", with(func(n *openstack.Network) { n.Subnets[0].Gateway = netip.MustParseAddr("10.0.0.1") }), FitnessOptions{}, []string{"warning:default-route"}, "openstack subnet set --gateway none s"},
+		{"default host route", with(func(n *openstack.Network) {
+			n.Subnets[0].HostRoutes = []openstack.Route{{Destination: netip.MustParsePrefix("0.0.0.0/0"), NextHop: netip.MustParseAddr("10.0.0.254")}}
+		}), FitnessOptions{}, []string{"warning:default-route"}, "openstack subnet unset --host-route destination=0.0.0.0/0,gateway=10.0.0.254 s"},
+		{"narrow host route", with(func(n *openstack.Network) {
+			n.Subnets[0].HostRoutes = []openstack.Route{{Destination: netip.MustParsePrefix("172.16.0.0/24"), NextHop: netip.MustParseAddr("10.0.0.254")}}
+		}), FitnessOptions{}, nil, ""},
+		{"DNS announced by the DHCP server", with(func(n *openstack.Network) { n.Subnets[0].DNS = nil }), FitnessOptions{}, []string{"warning:dns-announced"}, "--dns-nameserver 0.0.0.0 s"},
+		{"real DNS servers", with(func(n *openstack.Network) { n.Subnets[0].DNS = []string{"8.8.8.8"} }), FitnessOptions{}, []string{"warning:dns-announced"}, ""},
+		{"gateway and DNS on a DHCP-less subnet say nothing more", with(func(n *openstack.Network) {
+			n.Subnets[0].DHCP, n.Subnets[0].Gateway, n.Subnets[0].DNS = false, netip.MustParseAddr("10.0.0.1"), nil
+		}), FitnessOptions{}, []string{"error:dhcp-off"}, ""},
+		{"overlaps the machine network", good, FitnessOptions{MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16")}}, []string{"error:overlap"}, ""},
+		{"IPv6 without router advertisements", with(func(n *openstack.Network) {
+			n.Subnets = append(n.Subnets, openstack.Subnet{ID: "v6", CIDR: netip.MustParsePrefix("fd00::/64"), IPVersion: 6, DHCP: true, DNS: []string{"0.0.0.0"}})
+		}), FitnessOptions{}, []string{"warning:ipv6-no-ra"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Fitness(tt.n, tt.opts)
+			if !slices.Equal(findingIDs(got), tt.want) {
+				t.Fatalf("findings %v, want %v (%v)", findingIDs(got), tt.want, got)
+			}
+			for _, f := range got {
+				if f.Network != "storage (n-id)" || f.Message == "" {
+					t.Errorf("finding does not name the network or say what is wrong: %+v", f)
+				}
+			}
+			if tt.fix != "" && !strings.Contains(got[0].Fix, tt.fix) {
+				t.Errorf("fix %q, want it to hold %q", got[0].Fix, tt.fix)
+			}
+		})
+	}
+}
+
+// TestResolveAppliesFitness: a network Manila exports on is still refused when its machines
+// would get no address, said with a warning when it hands out a default route, and --force
+// attaches it while saying so.
+func TestResolveAppliesFitness(t *testing.T) {
+	storage := openstack.Network{ID: "5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c", Name: "storage", Subnets: []openstack.Subnet{fitSubnet("storage-subnet", "10.0.0.0/24")}}
+	discovery := func(n openstack.Network) *openstack.Discovery {
+		return &openstack.Discovery{Networks: []openstack.Network{n},
+			Ranking: openstack.Ranking{Candidates: []openstack.Candidate{{Network: n, Exports: []openstack.NetworkExport{{Address: netip.MustParseAddr("10.0.0.10")}}}}}}
+	}
+	got, err := Resolve(discovery(storage), "demo", []string{storage.ID}, NetworkPolicy{})
+	if err != nil || len(got.Warnings) != 0 {
+		t.Fatalf("a fit network: %v, warnings %v", err, got.Warnings)
+	}
+
+	gateway := storage
+	gateway.Subnets = []openstack.Subnet{fitSubnet("storage-subnet", "10.0.0.0/24")}
+	gateway.Subnets[0].Gateway = netip.MustParseAddr("10.0.0.1")
+	got, err = Resolve(discovery(gateway), "demo", []string{storage.ID}, NetworkPolicy{})
+	if err != nil || len(got.Warnings) != 1 || got.Warnings[0].Finding.ID != FindingDefaultRoute || !strings.Contains(got.Warnings[0].Problem, "--gateway none storage-subnet") {
+		t.Fatalf("a gateway: %v, warnings %+v", err, got.Warnings)
+	}
+
+	noDHCP := storage
+	noDHCP.Subnets = []openstack.Subnet{fitSubnet("storage-subnet", "10.0.0.0/24")}
+	noDHCP.Subnets[0].DHCP = false
+	_, err = Resolve(discovery(noDHCP), "demo", []string{storage.ID}, NetworkPolicy{})
+	var refused *NetworkPolicyError
+	if !errors.As(err, &refused) || len(refused.Problems) != 1 || refused.Problems[0].Finding.ID != FindingDHCPOff {
+		t.Fatalf("DHCP off: %v", err)
+	}
+	got, err = Resolve(discovery(noDHCP), "demo", []string{storage.ID}, NetworkPolicy{Force: true})
+	if err != nil || len(got.Forced) != 1 || got.IDs[0] != storage.ID {
+		t.Fatalf("DHCP off, forced: %v, %+v", err, got)
+	}
+}
