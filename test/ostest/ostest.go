@@ -202,33 +202,15 @@ type Network struct {
 // CreateNetwork makes a network of the project with one subnet per CIDR (IPv4 or IPv6).
 func (p *Project) CreateNetwork(name string, cidrs ...string) Network {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var n struct {
-		Network struct {
-			ID string `json:"id"`
-		} `json:"network"`
-	}
-	p.must(post(ctx, p.member.network, "networks", map[string]any{"network": map[string]any{"name": name}}, &n))
-	out := Network{ID: n.Network.ID}
-	p.onCleanup(func(ctx context.Context) error { return del(ctx, p.member.network, "networks/"+out.ID) })
+	subnets := make([]map[string]any, len(cidrs))
 	for i, cidr := range cidrs {
 		version := 4
 		if strings.Contains(cidr, ":") {
 			version = 6
 		}
-		var s struct {
-			Subnet struct {
-				ID string `json:"id"`
-			} `json:"subnet"`
-		}
-		p.must(post(ctx, p.member.network, "subnets", map[string]any{"subnet": map[string]any{
-			"name": fmt.Sprintf("%s-subnet-%d", name, i), "network_id": out.ID, "cidr": cidr, "ip_version": version}}, &s))
-		out.SubnetIDs = append(out.SubnetIDs, s.Subnet.ID)
-		id := s.Subnet.ID
-		p.onCleanup(func(ctx context.Context) error { return del(ctx, p.member.network, "subnets/"+id) })
+		subnets[i] = map[string]any{"cidr": cidr, "ip_version": version}
 	}
-	return out
+	return p.CreateNetworkWith(name, nil, subnets...)
 }
 
 // CreateNetworkWith makes a network of the project with the given attributes (Neutron's names:
