@@ -84,7 +84,8 @@ func chosenKeys(s setsModel, section string) []string {
 }
 
 func subnet(name, cidr, netID string) openstack.Subnet {
-	return openstack.Subnet{ID: name + "-id", Name: name, NetworkID: netID, CIDR: netip.MustParsePrefix(cidr), IPVersion: 4}
+	// A subnet fit to be a node's second NIC: DHCP on, no gateway, no DNS announced.
+	return openstack.Subnet{ID: name + "-id", Name: name, NetworkID: netID, CIDR: netip.MustParsePrefix(cidr), IPVersion: 4, DHCP: true, DNS: []string{"0.0.0.0"}}
 }
 
 func newFakeBackend() *fakeBackend {

@@ -3,10 +3,13 @@ package wizard
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )
 
@@ -180,11 +183,9 @@ func (n networkModel) key(k tea.KeyMsg) (networkModel, tea.Cmd) {
 		n.cursor = clamp(len(n.shown)-1, len(n.shown))
 	case "enter":
 		if cur := n.current(); cur != nil {
-			if n.disc != nil {
-				if p := n.disc.NetworkProblem(cur.net.ID, n.nodeAddrs); p != "" {
-					n.confirming = p
-					return n, nil
-				}
+			if p := n.problem(cur.net); p != "" {
+				n.confirming = p
+				return n, nil
 			}
 			return n, nav(1)
 		}
@@ -207,6 +208,22 @@ func boundOnNetworks(s string) bool {
 	return false
 }
 
+// problem is why a network should not be attached, as the commands refuse it without --force:
+// no export in it, the machines' own network, or a finding of attach.Fitness that leaves a node
+// without an address or a port. "" when there is none.
+func (n networkModel) problem(nw openstack.Network) string {
+	if n.disc == nil {
+		return ""
+	}
+	if p := n.disc.NetworkProblem(nw.ID, n.nodeAddrs); p != "" {
+		return p
+	}
+	if errs := attach.Errors(attach.Fitness(nw, attach.FitnessOptions{})); len(errs) > 0 {
+		return errs[0].String()
+	}
+	return ""
+}
+
 // needsForce tells whether one of these networks is one the guard questions (the admin said
 // yes to it): `machinesets patch` then needs --force to do the same.
 func (n networkModel) needsForce(ids []string) bool {
@@ -214,7 +231,12 @@ func (n networkModel) needsForce(ids []string) bool {
 		return false
 	}
 	for _, id := range ids {
-		if n.disc.NetworkProblem(id, n.nodeAddrs) != "" {
+		for _, nw := range n.disc.Networks {
+			if neutronid.Equal(nw.ID, id) && n.problem(nw) != "" {
+				return true
+			}
+		}
+		if !slices.ContainsFunc(n.disc.Networks, func(nw openstack.Network) bool { return neutronid.Equal(nw.ID, id) }) && n.disc.NetworkProblem(id, n.nodeAddrs) != "" {
 			return true
 		}
 	}
@@ -335,6 +357,16 @@ func (n networkModel) details(w int) []string {
 		lines = append(lines, wrapStyled(styleWarn, "! no Manila export location lies in this network's subnets: pods reach shares through it only if Manila exports there later", w)...)
 	default:
 		lines = append(lines, wrapStyled(styleWarn, "! no Manila export location lies in this network's subnets: pods would not reach the shares through it", w)...)
+	}
+	// What the network would do to the nodes as their second NIC (attach.Fitness): the same
+	// findings the commands print.
+	for _, f := range attach.Fitness(nw, attach.FitnessOptions{}) {
+		text := strings.TrimPrefix(f.String(), "network "+f.Network+", ")
+		if f.Severity == attach.SeverityError {
+			lines = append(lines, wrapStyled(styleErr, "✗ "+text, w)...)
+		} else {
+			lines = append(lines, wrapStyled(styleWarn, "! "+text, w)...)
+		}
 	}
 	return lines
 }
