@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
@@ -365,6 +366,12 @@ func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) 
 		w.printf("  %d. %s  %s  %s  (confidence %s, score %d%s)\n", i+1, orDash(cand.Network.Name), cand.Network.ID, strings.Join(cidrs, ","), cand.Confidence, cand.Score, flags)
 		for _, r := range cand.Reasons {
 			w.printf("     - %s\n", r)
+		}
+		if len(cand.Exports) > 0 {
+			// What it would do to the nodes as their second NIC, as the patch commands say it.
+			for _, f := range attach.Fitness(cand.Network, attach.FitnessOptions{}) {
+				w.printf("     %s: %s\n", f.Severity, strings.TrimPrefix(f.String(), "network "+f.Network+", "))
+			}
 		}
 		if a := cand.Attachment; a != nil {
 			w.printf("     workers attached: %d of %d (%s)\n", a.Attached, a.Total, a.Method)

@@ -145,6 +145,12 @@ func TestNetworksDiscoverOnTheSeed(t *testing.T) {
 	if strings.Contains(out, "decoy") || strings.Contains(out, "11.0.0.11") {
 		t.Errorf("output names the decoy or the admin-only export:\n%s", out)
 	}
+	// The seeded subnet is as Neutron makes one: a gateway, no DNS servers. Discovery says what
+	// that does to the nodes, as the patch commands do.
+	if !strings.Contains(out, "     warning: subnet storage-subnet (") || !strings.Contains(out, "its gateway 10.0.0.1 is handed out by DHCP") ||
+		!strings.Contains(out, "fix: openstack subnet set --no-dns-nameservers --dns-nameserver 0.0.0.0 storage-subnet") {
+		t.Errorf("discover does not say what the storage subnet does to the nodes:\n%s", out)
+	}
 
 	code, out, _ = runCLI(t, "networks", "discover", "-o", "json", "--security-group", cloud.Seed.SecurityGroups["block-egress"])
 	if code != exitOK {
