@@ -52,8 +52,8 @@ func Review(results []attach.Result) []Line {
 	return append(lines, nodePoolReview(by[SectionNodePools])...)
 }
 
-// describeAdded says what a patch adds: "adds network ID, security group ID".
-func describeAdded(r attach.Result) string {
+// DescribeAdded says what a patch adds: "adds network ID, security group ID".
+func DescribeAdded(r attach.Result) string {
 	return "adds " + strings.Join(r.Added(), ", ")
 }
 
@@ -71,7 +71,7 @@ func machineSetReview(results []attach.Result) []Line {
 				// The diff that follows is of the copy and its new template.
 				via = " (via its Cluster API copy in " + clusterapi.OpenShiftNamespace + ": a new OpenStackMachineTemplate)"
 			}
-			lines = append(lines, Line{Text: "MachineSet " + res.Name + ": " + describeAdded(res) + via})
+			lines = append(lines, Line{Text: "MachineSet " + res.Name + ": " + DescribeAdded(res) + via})
 		default:
 			lines = append(lines, Line{Text: "MachineSet " + res.Name + ": " + res.Action + ", " + res.Reason, Tone: Dim})
 		}
@@ -93,7 +93,7 @@ func clusterAPIReview(results []attach.Result) []Line {
 		name := "Cluster API " + res.Kind + " " + res.Name
 		switch res.Action {
 		case attach.ActionWouldPatch:
-			lines = append(lines, Line{Text: fmt.Sprintf("%s: new OpenStackMachineTemplate %s (from %s), %s", name, res.Template, res.OldTemplate, describeAdded(res))})
+			lines = append(lines, Line{Text: fmt.Sprintf("%s: new OpenStackMachineTemplate %s (from %s), %s", name, res.Template, res.OldTemplate, DescribeAdded(res))})
 		case attach.ActionInvalid:
 			lines = append(lines, Line{Text: fmt.Sprintf("✗ %s cannot be patched: %s. Fix it, or go back (esc) and leave it out.", name, res.Reason), Tone: Bad})
 		default:
@@ -172,7 +172,7 @@ func Commands(prefix, cloud string, sel Selection, a attach.Attachment, force bo
 		// No --security-group: a NodePool's port takes none, the review says so instead.
 		line := patch + " nodepools patch" + networks + forced
 		for _, p := range sel.NodePools {
-			line += " --name " + shellQuote(p)
+			line += " --name " + ShellQuote(p)
 		}
 		lines = append(lines, line)
 	}
@@ -203,8 +203,9 @@ func Rollouts(prefix string, sel Selection) []string {
 	return lines
 }
 
-// shellQuote quotes a word for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes a word for a POSIX shell when it needs it, as the commands this package
+// prints for copying are quoted.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@%+", r))
 	}) < 0 {

@@ -108,23 +108,13 @@ func TestOperatorCommandErrors(t *testing.T) {
 	}
 }
 
+// TestCredentialsFromCloudsYAML: the command's wrapper of deploy.CredentialsFromCloudsYAML
+// (whose output operator/deploy tests) gives a cloud that cannot be used exit 1.
 func TestCredentialsFromCloudsYAML(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir+"/ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-	writeFile(t, dir+"/clouds.yaml", `clouds:
-  mine:
-    auth: {auth_url: "https://k/v3", username: u, password: pw, project_name: p, user_domain_name: Default}
-    cacert: ca.pem
-  other:
-    auth: {auth_url: "https://o/v3"}
-`)
-	data, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "mine")
-	if err != nil {
-		t.Fatal(err)
-	}
-	y := string(data["clouds.yaml"])
-	if !strings.Contains(y, "openstack:") || strings.Contains(y, "other") || strings.Contains(y, "cacert") || !strings.Contains(string(data["cacert"]), "BEGIN CERTIFICATE") {
-		t.Errorf("credentials: %q / %q", y, data["cacert"])
+	writeFile(t, dir+"/clouds.yaml", "clouds:\n  mine:\n    auth: {auth_url: \"https://k/v3\", username: u, password: pw, project_name: p}\n  other:\n    auth: {auth_url: \"https://o/v3\"}\n")
+	if data, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "mine"); err != nil || len(data["clouds.yaml"]) == 0 {
+		t.Errorf("a usable cloud: %v", err)
 	}
 	if _, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "nope"); exitCodeOf(err) != exitInvalid {
 		t.Errorf("unknown cloud: %v", err)

@@ -497,26 +497,22 @@ func (a applyModel) patchedLines(w int) []string {
 	case 0:
 		return nil
 	case 1:
-		return wrapStyled(styleDim, "patched "+names[0]+": "+describeAdded(first), w)
+		return wrapStyled(styleDim, "patched "+names[0]+": "+workers.DescribeAdded(first), w)
 	}
 	same := true
 	for _, r := range patched {
-		if r.Action == attach.ActionPatched && describeAdded(r) != describeAdded(first) {
+		if r.Action == attach.ActionPatched && workers.DescribeAdded(r) != workers.DescribeAdded(first) {
 			same = false
 		}
 	}
 	if same {
-		return wrapStyled(styleDim, fmt.Sprintf("patched %d MachineSets (%s): %s", len(names), strings.Join(names, ", "), describeAdded(first)), w)
+		return wrapStyled(styleDim, fmt.Sprintf("patched %d MachineSets (%s): %s", len(names), strings.Join(names, ", "), workers.DescribeAdded(first)), w)
 	}
 	var lines []string
 	for _, r := range patched {
 		if r.Action == attach.ActionPatched {
-			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+describeAdded(r), w)...)
+			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+workers.DescribeAdded(r), w)...)
 		}
 	}
 	return lines
-}
-
-func describeAdded(r attach.Result) string {
-	return "adds " + strings.Join(r.Added(), ", ")
 }

@@ -163,10 +163,10 @@ func commandLines(conn *Connection, a attach.Attachment, sel workers.Selection, 
 	prefix, cloud := "manila-setup", ""
 	if conn != nil {
 		for _, f := range conn.Flags {
-			prefix += " " + shellQuote(f)
+			prefix += " " + workers.ShellQuote(f)
 		}
 		if conn.Cloud != "" {
-			cloud = shellQuote(conn.Cloud)
+			cloud = workers.ShellQuote(conn.Cloud)
 		}
 	}
 	var lines []string
@@ -184,16 +184,6 @@ func commandLines(conn *Connection, a attach.Attachment, sel workers.Selection, 
 		lines = append(lines, styleDim.Render("  ("+which+" on the kubeconfig's current context: oc config use-context "+conn.Context+")"))
 	}
 	return lines
-}
-
-// shellQuote quotes a word for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@%+", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // shellLines breaks a command line before its flags, with shell continuations, so that what is
