@@ -14,6 +14,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 )
 
@@ -106,6 +110,9 @@ func (c *capiTarget) Observe(ctx context.Context, name string) (rollout.SetView,
 	}
 	replicas, _, _ := unstructured.NestedInt64(ms.Object, "spec", "replicas")
 	v := rollout.SetView{Name: name, ResourceVersion: ms.GetResourceVersion(), Replicas: int32(replicas), HasAnnotations: len(ms.GetAnnotations()) > 0}
+	if rec := record.Parse(ms.GetAnnotations()); rec != nil {
+		v.StorageNetworks = rec.Networks
+	}
 	if v.Original, v.HasOriginal, err = rollout.OriginalReplicas(ms.GetAnnotations(), v.Replicas); err != nil {
 		return rollout.SetView{}, fmt.Errorf("Cluster API MachineSet %s/%s: %v", c.namespace, name, err)
 	}
@@ -156,6 +163,7 @@ func machineView(m *clusterv1.Machine, template string, clonedFrom map[string]st
 		Deleting: m.DeletionTimestamp != nil,
 		Marked:   marked,
 		Phase:    m.Status.Phase,
+		Canary:   m.Annotations[rollout.CanaryAnnotation],
 	}
 	from, known := clonedFrom[m.Spec.InfrastructureRef.Name]
 	mv.Updated = known && from == template
@@ -204,4 +212,62 @@ func (c *capiTarget) Finish(ctx context.Context, v rollout.SetView) error {
 		return fmt.Errorf("removing annotation %s from Cluster API MachineSet %s/%s: %w", rollout.OriginalReplicasAnnotation, c.namespace, v.Name, err)
 	}
 	return nil
+}
+
+// Core resources read through the dynamic client, for the canary.
+var (
+	nodeGVR  = corev1.SchemeGroupVersion.WithResource("nodes")
+	eventGVR = corev1.SchemeGroupVersion.WithResource("events")
+)
+
+// Facts reads a Machine of the set, its Node and the Warning events about it, for the canary.
+func (c *capiTarget) Facts(ctx context.Context, v rollout.SetView, machine string) (rollout.Facts, error) {
+	u, err := c.dyn.Resource(MachineGVR).Namespace(c.namespace).Get(ctx, machine, metav1.GetOptions{})
+	if err != nil {
+		return rollout.Facts{}, fmt.Errorf("reading Machine %s/%s: %w", c.namespace, machine, err)
+	}
+	var m clusterv1.Machine
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &m); err != nil {
+		return rollout.Facts{}, fmt.Errorf("Machine %s/%s does not read as Cluster API's v1beta1: %v", c.namespace, machine, err)
+	}
+	f := rollout.Facts{Set: v.Name, Machine: machine, StorageNetworks: v.StorageNetworks}
+	var addresses []corev1.NodeAddress
+	for _, a := range m.Status.Addresses {
+		addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeAddressType(a.Type), Address: a.Address})
+	}
+	f.MachineAddresses = rollout.InternalIPs(addresses)
+	if m.Spec.ProviderID != nil {
+		f.ServerID = rollout.ServerID(*m.Spec.ProviderID)
+	}
+	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
+		un, err := c.dyn.Resource(nodeGVR).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return rollout.Facts{}, fmt.Errorf("reading Node %s of Machine %s/%s: %w", ref.Name, c.namespace, machine, err)
+		}
+		var node corev1.Node
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(un.Object, &node); err != nil {
+			return rollout.Facts{}, fmt.Errorf("Node %s: %v", ref.Name, err)
+		}
+		f.Node = node.Name
+		if ips := rollout.InternalIPs(node.Status.Addresses); len(ips) > 0 {
+			f.NodeIP = ips[0]
+		}
+	}
+	events, err := c.dyn.Resource(eventGVR).Namespace(c.namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": machine, "involvedObject.kind": "Machine", "type": corev1.EventTypeWarning}.String()})
+	if err != nil {
+		return rollout.Facts{}, fmt.Errorf("listing the events of Machine %s/%s: %w", c.namespace, machine, err)
+	}
+	for _, e := range events.Items {
+		reason, _, _ := unstructured.NestedString(e.Object, "reason")
+		message, _, _ := unstructured.NestedString(e.Object, "message")
+		f.Warnings = append(f.Warnings, reason+": "+message)
+	}
+	return f, nil
+}
+
+// MarkCanary records the canary check on a Machine.
+func (c *capiTarget) MarkCanary(ctx context.Context, machine, value string) error {
+	_, err := c.dyn.Resource(MachineGVR).Namespace(c.namespace).Patch(ctx, machine, types.MergePatchType, rollout.CanaryPatch(value), metav1.PatchOptions{FieldManager: "manila-setup"})
+	return err
 }

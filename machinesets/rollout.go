@@ -10,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 )
 
@@ -77,6 +79,9 @@ func (r *roller) Observe(ctx context.Context, name string) (rollout.SetView, err
 		return rollout.SetView{}, fmt.Errorf("MachineSet %s/%s: %v", Namespace, name, err)
 	}
 	v := rollout.SetView{Name: name, ResourceVersion: ms.ResourceVersion, HasAnnotations: len(ms.Annotations) > 0}
+	if rec := record.Parse(ms.Annotations); rec != nil {
+		v.StorageNetworks = rec.Networks
+	}
 	if ms.Spec.Replicas != nil {
 		v.Replicas = *ms.Spec.Replicas
 	}
@@ -98,6 +103,7 @@ func (r *roller) Observe(ctx context.Context, name string) (rollout.SetView, err
 			Created:  m.CreationTimestamp.Time,
 			Deleting: m.DeletionTimestamp != nil,
 			Marked:   m.Annotations[DeleteMachineAnnotation] != "",
+			Canary:   m.Annotations[rollout.CanaryAnnotation],
 		}
 		if m.Status.Phase != nil {
 			mv.Phase = *m.Status.Phase
@@ -176,4 +182,42 @@ func (r *roller) Finish(ctx context.Context, v rollout.SetView) error {
 		return fmt.Errorf("removing annotation %s from MachineSet %s/%s: %w", rollout.OriginalReplicasAnnotation, Namespace, v.Name, err)
 	}
 	return nil
+}
+
+// Facts reads a Machine of the set, its Node and the Warning events about it, for the canary.
+func (r *roller) Facts(ctx context.Context, v rollout.SetView, machine string) (rollout.Facts, error) {
+	m, err := r.mc.MachineV1beta1().Machines(Namespace).Get(ctx, machine, metav1.GetOptions{})
+	if err != nil {
+		return rollout.Facts{}, fmt.Errorf("reading Machine %s/%s: %w", Namespace, machine, err)
+	}
+	f := rollout.Facts{Set: v.Name, Machine: machine, StorageNetworks: v.StorageNetworks,
+		MachineAddresses: rollout.InternalIPs(m.Status.Addresses)}
+	if m.Spec.ProviderID != nil {
+		f.ServerID = rollout.ServerID(*m.Spec.ProviderID)
+	}
+	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
+		node, err := r.kc.CoreV1().Nodes().Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return rollout.Facts{}, fmt.Errorf("reading Node %s of Machine %s: %w", ref.Name, machine, err)
+		}
+		f.Node = node.Name
+		if ips := rollout.InternalIPs(node.Status.Addresses); len(ips) > 0 {
+			f.NodeIP = ips[0]
+		}
+	}
+	events, err := r.kc.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": machine, "involvedObject.kind": "Machine", "type": corev1.EventTypeWarning}.String()})
+	if err != nil {
+		return rollout.Facts{}, fmt.Errorf("listing the events of Machine %s/%s: %w", Namespace, machine, err)
+	}
+	for _, e := range events.Items {
+		f.Warnings = append(f.Warnings, e.Reason+": "+e.Message)
+	}
+	return f, nil
+}
+
+// MarkCanary records the canary check on a Machine.
+func (r *roller) MarkCanary(ctx context.Context, machine, value string) error {
+	_, err := r.mc.MachineV1beta1().Machines(Namespace).Patch(ctx, machine, types.MergePatchType, rollout.CanaryPatch(value), metav1.PatchOptions{FieldManager: "manila-setup"})
+	return err
 }

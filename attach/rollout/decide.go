@@ -18,6 +18,8 @@ type MachineView struct {
 	Deleting bool // has a deletionTimestamp
 	Marked   bool // carries the API's delete-machine annotation
 	Phase    string
+	// Canary is its CanaryAnnotation: "" (not checked), CanaryPassed, or a failure.
+	Canary string
 }
 
 // SetView is a MachineSet as the rollout sees it at one instant: what Target.Observe
@@ -33,15 +35,18 @@ type SetView struct {
 	Machines    []MachineView
 
 	HasAnnotations bool // the set has metadata.annotations (a JSON patch adds to it, or adds it)
+	// StorageNetworks are the storage networks recorded as attached to the set (for the canary).
+	StorageNetworks []string
 }
 
 type stepKind int
 
 const (
-	stepWait  stepKind = iota // nothing to do until the cluster changes
-	stepScale                 // set spec.replicas to Replicas, after marking Victims
-	stepDone                  // the set is rolled; clean up the annotations
-	stepFail                  // stop: Err says why
+	stepWait   stepKind = iota // nothing to do until the cluster changes
+	stepScale                  // set spec.replicas to Replicas, after marking Victims
+	stepDone                   // the set is rolled; clean up the annotations
+	stepFail                   // stop: Err says why
+	stepCanary                 // check Machine, the set's first new one, before going on
 )
 
 // step is the one action the rollout takes next for a set.
@@ -52,7 +57,8 @@ type step struct {
 	Phase    string   // for the progress line
 	Waiting  string   // when waiting on one Machine, its name (for the elapsed time)
 	Err      string   // stepFail: what went wrong
-	Machine  string   // stepFail: the Machine at fault, if one
+	Machine  string   // stepFail: the Machine at fault, if one; stepCanary: the one to check
+	Canary   bool     // stepFail: Machine failed its canary check
 	Replaced int      // old Machines gone with a Ready new one in their place
 }
 
@@ -61,8 +67,11 @@ type step struct {
 // it left leads to the same decisions.
 //
 // The invariants: at most Original+surge Machines exist (the MachineSet controller's view),
-// and an action never takes the Ready count below Original-unavailable.
-func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time.Time) step {
+// and an action never takes the Ready count below Original-unavailable. With canary, no old
+// Machine is removed once a new one exists (or one old Machine is gone) until a new Machine has
+// passed its check (MachineView.Canary): the first Ready one is checked, and one that failed
+// stops the rollout.
+func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time.Time, canary bool) step {
 	R := v.Original
 	var live, old, fresh []MachineView
 	ready := 0
@@ -111,9 +120,30 @@ func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time
 		}
 	}
 
+	// The canary gate holds every removal until a new Machine has passed; the one removal it
+	// lets through is the first with --max-surge 0, when no new Machine can exist before it.
+	gated := false
+	if canary && !slices.ContainsFunc(fresh, func(m MachineView) bool { return m.Canary == CanaryPassed }) {
+		for _, m := range fresh {
+			if strings.HasPrefix(m.Canary, CanaryFailedPrefix) {
+				st.Kind, st.Machine, st.Canary = stepFail, m.Name, true
+				st.Err = fmt.Sprintf("new Machine %s, the first of the set, failed its check: %s", m.Name, strings.TrimPrefix(m.Canary, CanaryFailedPrefix))
+				return st
+			}
+		}
+		if m := firstReady(fresh); m != nil {
+			st.Kind, st.Machine = stepCanary, m.Name
+			st.Phase = fmt.Sprintf("checking new Machine %s before replacing the others", m.Name)
+			return st
+		}
+		gated = len(fresh) > 0 || len(old) < int(R)
+	}
+
 	minReady := int(R - unavailable)
 	if len(old) == 0 {
 		switch {
+		case v.Replicas > R && gated:
+			return waitForNew(st, fresh, now, "waiting for a new Machine to check before scaling back")
 		case v.Replicas > R:
 			surplus := len(live) - int(R)
 			victims := pickVictims(live, surplus, false)
@@ -148,6 +178,9 @@ func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time
 	if len(live) < int(v.Replicas) {
 		return waitForNew(st, fresh, now, fmt.Sprintf("waiting for the MachineSet controller to create %d Machine(s)", int(v.Replicas)-len(live)))
 	}
+	if gated {
+		return waitForNew(st, fresh, now, "waiting for a new Machine to check before removing an old one")
+	}
 	victim := pickVictims(old, 1, true)
 	if ready-countReady(victim) >= minReady {
 		st.Kind, st.Replicas, st.Victims = stepScale, v.Replicas-1, names(victim)
@@ -171,6 +204,17 @@ func waitForNew(st step, fresh []MachineView, now time.Time, otherwise string) s
 		st.Phase = fmt.Sprintf("waiting for new Machine %s to become a Ready Node (%s)", waiting.Name, orDefault(waiting.Phase, "no phase yet"))
 	}
 	return st
+}
+
+// firstReady is the oldest Ready new Machine, nil if none.
+func firstReady(fresh []MachineView) *MachineView {
+	var first *MachineView
+	for i := range fresh {
+		if fresh[i].Ready && (first == nil || fresh[i].Created.Before(first.Created)) {
+			first = &fresh[i]
+		}
+	}
+	return first
 }
 
 // pickVictims chooses n Machines to delete: those already marked (a run that was killed

@@ -20,6 +20,8 @@ type world struct {
 	machines    []*MachineView
 	next        int
 	log         []string
+	// canary: decide checks the first new Machine; badCanary: that check fails.
+	canary, badCanary bool
 }
 
 func newWorld(seed uint64, replicas int) *world {
@@ -105,8 +107,18 @@ func (w *world) controllerEvent() bool {
 // rollerEvent runs one decide-and-act round; killMidway drops the scale after the marks, as
 // a kill -9 between the two requests would. It returns the step taken.
 func (w *world) rollerEvent(surge, unavailable int32, killMidway bool) step {
-	st := decide(w.view(), surge, unavailable, time.Hour, w.now)
+	st := decide(w.view(), surge, unavailable, time.Hour, w.now, w.canary)
 	switch st.Kind {
+	case stepCanary:
+		for _, m := range w.machines {
+			if m.Name == st.Machine {
+				m.Canary = CanaryPassed
+				if w.badCanary {
+					m.Canary = failedCanary([]string{"node IP on the storage network"})
+				}
+			}
+		}
+		w.log = append(w.log, "canary "+st.Machine+": "+w.machines[slices.IndexFunc(w.machines, func(m *MachineView) bool { return m.Name == st.Machine })].Canary)
 	case stepScale:
 		for _, name := range st.Victims {
 			for _, m := range w.machines {
@@ -178,6 +190,59 @@ func TestDecideKeepsItsBoundsInEveryInterleaving(t *testing.T) {
 	}
 }
 
+// TestDecideChecksTheFirstNewMachine drives decide with the canary against the same model: no
+// old Machine is removed before a new one passed its check (one, with --max-surge 0, where no
+// new Machine can exist before a removal), a passing check lets the rollout finish, and a
+// failing one stops it with the old Machines still there.
+func TestDecideChecksTheFirstNewMachine(t *testing.T) {
+	for _, c := range []struct{ replicas, surge, unavailable int }{
+		{3, 1, 0}, {3, 2, 0}, {3, 0, 1}, {3, 1, 1}, {1, 1, 0}, {5, 3, 2}, {2, 0, 2}, {1, 0, 1},
+	} {
+		for _, bad := range []bool{false, true} {
+			for seed := uint64(0); seed < 150; seed++ {
+				name := fmt.Sprintf("replicas%d-surge%d-unavailable%d-bad%v-seed%d", c.replicas, c.surge, c.unavailable, bad, seed)
+				w := newWorld(seed, c.replicas)
+				w.canary, w.badCanary = true, bad
+				R := c.replicas
+				allowance := 0 // old Machines that may go before a check passed
+				if c.surge == 0 {
+					allowance = 1
+				}
+				var last step
+				checks := 0
+				for i := 0; i < 2000 && last.Kind != stepDone && last.Kind != stepFail; i++ {
+					if w.rng.IntN(3) == 0 {
+						w.controllerEvent()
+					} else {
+						last = w.rollerEvent(int32(c.surge), int32(c.unavailable), w.rng.IntN(8) == 0)
+						if last.Kind == stepCanary {
+							checks++
+						}
+					}
+					passed, oldLive := false, 0
+					for _, m := range w.machines {
+						passed = passed || m.Canary == CanaryPassed
+						if !m.Updated && !m.Deleting {
+							oldLive++
+						}
+					}
+					if !passed && oldLive < R-allowance {
+						t.Fatalf("%s: %d old Machines left before a check passed (want at least %d)\n%s", name, oldLive, R-allowance, strings.Join(w.log, "\n"))
+					}
+				}
+				switch {
+				case checks == 0:
+					t.Fatalf("%s: no Machine was checked\n%s", name, strings.Join(w.log, "\n"))
+				case bad && (last.Kind != stepFail || !last.Canary || !strings.Contains(last.Err, "node IP on the storage network")):
+					t.Fatalf("%s: a failed check did not stop the rollout: %+v\n%s", name, last, strings.Join(w.log, "\n"))
+				case !bad && last.Kind != stepDone:
+					t.Fatalf("%s: not done: %+v\n%s", name, last, strings.Join(w.log, "\n"))
+				}
+			}
+		}
+	}
+}
+
 func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	base := SetView{Name: "set", Replicas: 4, Original: 3, HasOriginal: true, Machines: []MachineView{
@@ -189,19 +254,19 @@ func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 	failed := base
 	failed.Machines = append(slices.Clone(base.Machines), MachineView{Name: "new-x", Updated: true, Failed: true, Phase: "Failed",
 		Message: "Quota exceeded for ports", Created: now.Add(-time.Minute)})
-	st := decide(failed, 1, 0, 10*time.Minute, now)
+	st := decide(failed, 1, 0, 10*time.Minute, now, false)
 	if st.Kind != stepFail || st.Machine != "new-x" || !strings.Contains(st.Err, "Quota exceeded for ports") {
 		t.Errorf("failed machine: %+v", st)
 	}
 
 	slow := base
 	slow.Machines = append(slices.Clone(base.Machines), MachineView{Name: "new-y", Updated: true, Phase: "Provisioned", Created: now.Add(-11 * time.Minute)})
-	st = decide(slow, 1, 0, 10*time.Minute, now)
+	st = decide(slow, 1, 0, 10*time.Minute, now, false)
 	if st.Kind != stepFail || st.Machine != "new-y" || !strings.Contains(st.Err, "no Ready Node 10m0s after it was created") {
 		t.Errorf("slow machine: %+v", st)
 	}
 	// The same machine within its time: wait, and say for what.
-	st = decide(slow, 1, 0, 20*time.Minute, now)
+	st = decide(slow, 1, 0, 20*time.Minute, now, false)
 	if st.Kind != stepWait || !strings.Contains(st.Phase, "new-y") {
 		t.Errorf("machine within its timeout: %+v", st)
 	}
@@ -211,7 +276,7 @@ func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 	sick.Machines = slices.Clone(base.Machines)
 	sick.Machines[1].Ready, sick.Machines[1].Failed = false, true
 	sick.Machines = append(sick.Machines, MachineView{Name: "new-z", Updated: true, Ready: true, Created: now})
-	st = decide(sick, 1, 0, time.Hour, now)
+	st = decide(sick, 1, 0, time.Hour, now, false)
 	if st.Kind != stepScale || !slices.Equal(st.Victims, []string{"old-b"}) || st.Replicas != 3 {
 		t.Errorf("failed old machine is not the first victim: %+v", st)
 	}
@@ -222,12 +287,12 @@ func TestDecideLeavesUpToDateSetsAlone(t *testing.T) {
 	v := SetView{Name: "set", Replicas: 2, Original: 2, Machines: []MachineView{
 		{Name: "a", Updated: true, Ready: true, Created: now}, {Name: "b", Updated: true, Ready: false, Created: now},
 	}}
-	if st := decide(v, 1, 0, time.Hour, now); st.Kind != stepDone || st.Phase != "up to date" {
+	if st := decide(v, 1, 0, time.Hour, now, false); st.Kind != stepDone || st.Phase != "up to date" {
 		t.Errorf("up-to-date set without a rollout under way: %+v", st)
 	}
 	// With a rollout under way it waits for the last Machine to be Ready.
 	v.HasOriginal = true
-	if st := decide(v, 1, 0, time.Hour, now); st.Kind != stepWait {
+	if st := decide(v, 1, 0, time.Hour, now, false); st.Kind != stepWait {
 		t.Errorf("finishing rollout: %+v", st)
 	}
 }

@@ -29,6 +29,10 @@ type Target interface {
 	// Finish removes what the rollout left: the delete mark of the Machines that stay and the
 	// OriginalReplicasAnnotation (when v.HasOriginal).
 	Finish(ctx context.Context, v SetView) error
+	// Facts reads what the canary check needs about a Machine of the set v.
+	Facts(ctx context.Context, v SetView, machine string) (Facts, error)
+	// MarkCanary sets the CanaryAnnotation of a Machine to value ("" removes it).
+	MarkCanary(ctx context.Context, machine, value string) error
 }
 
 // API names where a target's sets are and how to continue a rollout, for the messages.
@@ -145,6 +149,7 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 	lastPhase, lastChange := "", r.opts.Now()
 	refused := 0 // scales refused in a row because the set changed under us
 	hiccups := 0 // reads failed in a row for a reason that usually passes
+	resume := r.opts.Resume && r.opts.Canary != nil
 	for {
 		v, err := r.target.Observe(ctx, name)
 		if err != nil {
@@ -162,8 +167,20 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 			return err
 		}
 		hiccups = 0
+		if resume {
+			// --resume: the user fixed what a canary failed on; check that Machine again.
+			resume = false
+			again, err := r.clearFailedCanaries(ctx, v)
+			if err != nil {
+				r.setPhase(i, Failed, err.Error(), r.progress[i].Replaced, r.progress[i].Total)
+				return err
+			}
+			if again {
+				continue // read the set again, without the marks
+			}
+		}
 		now := r.opts.Now()
-		st := decide(v, r.opts.MaxSurge, r.opts.MaxUnavailable, r.opts.Timeout, now)
+		st := decide(v, r.opts.MaxSurge, r.opts.MaxUnavailable, r.opts.Timeout, now, r.opts.Canary != nil)
 		total := int(v.Original)
 
 		// A phase that does not change for Timeout means something we do not see is stuck
@@ -187,8 +204,22 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 			}
 			r.setPhase(i, state, st.Phase, st.Replaced, total)
 			return nil
+		case stepCanary:
+			r.setPhase(i, Running, st.Phase, st.Replaced, total)
+			verdict, err := r.check(ctx, v, st.Machine)
+			if err != nil {
+				err = fmt.Errorf("rollout of %s %s/%s: checking new Machine %s: %w", api.SetKind, api.Namespace, name, st.Machine, err)
+				r.setPhase(i, Failed, err.Error(), st.Replaced, total)
+				return err
+			}
+			if len(verdict.Problems) > 0 {
+				reason := fmt.Sprintf("new Machine %s, the first of the set, failed its check: %s", st.Machine, strings.Join(verdict.Problems, "; "))
+				r.setPhase(i, Failed, reason, st.Replaced, total)
+				return &Error{MachineSet: name, Machine: st.Machine, Canary: true, Reason: reason, Replaced: st.Replaced, Total: total, API: api}
+			}
+			r.setPhase(i, Running, fmt.Sprintf("new Machine %s passed its check (%s)", st.Machine, strings.Join(verdict.Checked, "; ")), st.Replaced, total)
 		case stepFail:
-			err := &Error{MachineSet: name, Machine: st.Machine, Reason: st.Err, Replaced: st.Replaced, Total: total, API: api}
+			err := &Error{MachineSet: name, Machine: st.Machine, Canary: st.Canary, Reason: st.Err, Replaced: st.Replaced, Total: total, API: api}
 			r.setPhase(i, Failed, st.Err, st.Replaced, total)
 			return err
 		case stepScale:
@@ -213,6 +244,43 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 			}
 		}
 	}
+}
+
+// check runs the canary check of a Machine of the set v and records its verdict on the Machine,
+// so that a rollout run again neither checks it twice nor goes past a failure.
+func (r *sequencer) check(ctx context.Context, v SetView, machine string) (Verdict, error) {
+	facts, err := r.target.Facts(ctx, v, machine)
+	if err != nil {
+		return Verdict{}, err
+	}
+	verdict, err := r.opts.Canary.Check(ctx, facts)
+	if err != nil {
+		return Verdict{}, err
+	}
+	mark := CanaryPassed
+	if len(verdict.Problems) > 0 {
+		mark = failedCanary(verdict.Problems)
+	}
+	if err := r.target.MarkCanary(ctx, machine, mark); err != nil {
+		return Verdict{}, fmt.Errorf("recording the check on Machine %s: %w", machine, err)
+	}
+	return verdict, nil
+}
+
+// clearFailedCanaries removes the failed canary mark of the set's live Machines, so that they
+// are checked again; it reports whether it removed one.
+func (r *sequencer) clearFailedCanaries(ctx context.Context, v SetView) (bool, error) {
+	cleared := false
+	for _, m := range v.Machines {
+		if m.Deleting || !strings.HasPrefix(m.Canary, CanaryFailedPrefix) {
+			continue
+		}
+		if err := r.target.MarkCanary(ctx, m.Name, ""); err != nil {
+			return cleared, fmt.Errorf("--resume: clearing the check of Machine %s: %w", m.Name, err)
+		}
+		cleared = true
+	}
+	return cleared, nil
 }
 
 // transient reports whether a failed read is worth trying again: the apiserver was busy,

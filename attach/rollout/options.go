@@ -33,6 +33,12 @@ type Options struct {
 	Timeout time.Duration
 	// PollInterval is how often the state is read. Zero: DefaultPollInterval.
 	PollInterval time.Duration
+	// Canary, when set, checks the first new Machine of each set before any old Machine of
+	// that set is removed; nil skips the check.
+	Canary Checker
+	// Resume checks again a new Machine whose canary check failed (the user fixed the cause on
+	// the running machine); without it such a Machine keeps the rollout stopped.
+	Resume bool
 	// Progress, when set, receives the state of a set whenever it changes, and every poll.
 	Progress func(SetProgress)
 	// Now is the clock; nil means time.Now.
@@ -68,8 +74,10 @@ type Error struct {
 	MachineSet string
 	Machine    string // the Machine at fault, if one
 	Reason     string
-	Replaced   int
-	Total      int
+	// Canary says that Machine is the set's first new Machine and failed its canary check.
+	Canary   bool
+	Replaced int
+	Total    int
 	// API names where the set is and how to continue.
 	API API
 }
@@ -78,10 +86,13 @@ func (e *Error) Error() string {
 	api := e.API
 	msg := fmt.Sprintf("rollout of %s %s/%s stopped: %s. %d of %d Machines were replaced; the old Machines left were not touched, and no other MachineSet was changed.",
 		api.SetKind, api.Namespace, e.MachineSet, e.Reason, e.Replaced, e.Total)
-	if e.Machine != "" {
+	switch {
+	case e.Canary:
+		msg += canaryGuidance(api, e.Machine)
+	case e.Machine != "":
 		msg += fmt.Sprintf(" Find the cause with `oc describe %s -n %s %s`, fix it, delete that Machine (`oc delete %s -n %s %s`) and run `%s` again: it continues where it stopped.",
 			api.MachineResource, api.Namespace, e.Machine, api.MachineResource, api.Namespace, e.Machine, api.Command)
-	} else {
+	default:
 		msg += fmt.Sprintf(" Run `%s` again to continue where it stopped.", api.Command)
 	}
 	return msg

@@ -124,7 +124,7 @@ func (c *SimCluster) Stop() {
 
 // AddNode registers a fake node that kwok keeps Ready. Control-plane nodes carry OpenShift's
 // labels and NoSchedule taint, so only workloads that tolerate it land there.
-func (c *SimCluster) AddNode(ctx context.Context, name string, controlPlane bool) error {
+func (c *SimCluster) AddNode(ctx context.Context, name string, controlPlane bool, internalIPs ...string) error {
 	labels := map[string]string{
 		"kubernetes.io/hostname": name,
 		"kubernetes.io/os":       "linux",
@@ -153,9 +153,17 @@ func (c *SimCluster) AddNode(ctx context.Context, name string, controlPlane bool
 		Spec: corev1.NodeSpec{Taints: taints},
 		// An address on the machine network (the loopback cloud's tenant subnet), as a real
 		// node has; kwok keeps it (its own default would be an address of no subnet of ours).
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity,
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: NodeIP(name)}, {Type: corev1.NodeHostName, Address: name}}},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 	}
+	// internalIPs, when given, are the node's addresses as a booted machine chose them (its node
+	// IP first); else the address on the machine network.
+	if len(internalIPs) == 0 {
+		internalIPs = []string{NodeIP(name)}
+	}
+	for _, ip := range internalIPs {
+		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
 	_, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil

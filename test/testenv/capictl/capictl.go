@@ -1,6 +1,6 @@
 // Package capictl is a test-only stand-in for Cluster API's MachineSet and Machine controllers
 // with CAPO, for a test apiserver that serves their CRDs (testenv.APIServer.InstallClusterAPICRDs)
-// but runs no controller. Much smaller than machinectl: no Nodes, no cloud.
+// but runs no controller. Much smaller than machinectl: bare Nodes (no kwok), no cloud.
 //
 //   - For each MachineSet of its namespace that no MachineDeployment owns, it keeps
 //     spec.replicas live Machines: a new one is an OpenStackMachine cloned from the set's
@@ -10,7 +10,8 @@
 //     the oldest, with their OpenStackMachines. It writes the set's status replicas,
 //     readyReplicas and availableReplicas.
 //   - A new Machine goes Provisioning, then after Options.RunDelay Running with a nodeRef (a
-//     Node of its name, which does not exist), or Failed with a failureReason and failureMessage
+//     Node of its name, registered with the machine's address, as a kubelet does) and that
+//     address, or Failed with a failureReason and failureMessage
 //     when told to (FailNext).
 //
 // Deleted objects go at once: there are no finalizers. It polls every Options.Interval.
@@ -300,6 +301,9 @@ func (c *Controller) createMachine(ctx context.Context, set *unstructured.Unstru
 
 func (c *Controller) deleteMachine(ctx context.Context, m *unstructured.Unstructured) error {
 	ns := c.opts.Namespace
+	if err := c.dyn.Resource(nodeGVR).Delete(ctx, m.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
 	if err := c.dyn.Resource(machineGVR).Namespace(ns).Delete(ctx, m.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -310,6 +314,33 @@ func (c *Controller) deleteMachine(ctx context.Context, m *unstructured.Unstruct
 	infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
 	if err := c.dyn.Resource(openStackMachineGVR).Namespace(ns).Delete(ctx, infra, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	return nil
+}
+
+// nodeGVR is the core Nodes: a Running Machine's nodeRef names one, with the machine's address.
+var nodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+
+// registerNode makes the Node of a Machine (as a kubelet registers it), with its address on the
+// machine network; nothing keeps it Ready: Cluster API's Running phase is what the rollout reads.
+func (c *Controller) registerNode(ctx context.Context, name string) error {
+	node := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"kubernetes.io/hostname": name}},
+	}}
+	created, err := c.dyn.Resource(nodeGVR).Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("registering the Node of Machine %s: %w", name, err)
+	}
+	_ = unstructured.SetNestedSlice(created.Object, []any{
+		map[string]any{"type": "InternalIP", "address": testenv.NodeIP(name)},
+		map[string]any{"type": "Hostname", "address": name},
+	}, "status", "addresses")
+	if _, err := c.dyn.Resource(nodeGVR).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("the addresses of Node %s: %w", name, err)
 	}
 	return nil
 }
@@ -336,8 +367,15 @@ func (c *Controller) advance(ctx context.Context, m *unstructured.Unstructured) 
 		_ = unstructured.SetNestedField(m.Object, "CreateError", "status", "failureReason")
 		_ = unstructured.SetNestedField(m.Object, failure, "status", "failureMessage")
 	case time.Since(born) >= c.opts.RunDelay:
+		if err := c.registerNode(ctx, m.GetName()); err != nil {
+			return phase, err
+		}
 		next = string(clusterv1.MachinePhaseRunning)
 		_ = unstructured.SetNestedMap(m.Object, map[string]any{"apiVersion": "v1", "kind": "Node", "name": m.GetName()}, "status", "nodeRef")
+		_ = unstructured.SetNestedSlice(m.Object, []any{
+			map[string]any{"type": "InternalIP", "address": testenv.NodeIP(m.GetName())},
+			map[string]any{"type": "Hostname", "address": m.GetName()},
+		}, "status", "addresses")
 	default:
 		next = string(clusterv1.MachinePhaseProvisioning)
 	}

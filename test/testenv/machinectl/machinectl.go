@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -69,11 +70,17 @@ type Options struct {
 	// port on every network its providerSpec names by ID, and deletes them with the Machine, so
 	// that the cloud sees the attachments the Machine API stand-in makes.
 	Ports PortMaker
+	// NodeIP is how a new node chooses its node IP among its NICs (nodeip.go); the zero rule
+	// keeps the primary NIC's address unless a storage subnet holds the hint or a VIP.
+	NodeIP NodeIPRule
+	// PrimaryNetwork names the machines' primary network (for the order of their addresses);
+	// default "ostest-8x2kq-openshift", as the installer names it after the infrastructure.
+	PrimaryNetwork string
 }
 
 // NodeRegistrar registers fake nodes that kwok keeps Ready; *testenv.SimCluster is one.
 type NodeRegistrar interface {
-	AddNode(ctx context.Context, name string, controlPlane bool) error
+	AddNode(ctx context.Context, name string, controlPlane bool, internalIPs ...string) error
 }
 
 // Controller is the simulated Machine API. Create it with New or Start.
@@ -106,6 +113,9 @@ func New(mc machineclient.Interface, kc kubernetes.Interface, nodes NodeRegistra
 	}
 	if opts.Interval == 0 {
 		opts.Interval = 100 * time.Millisecond
+	}
+	if opts.PrimaryNetwork == "" {
+		opts.PrimaryNetwork = "ostest-8x2kq-openshift"
 	}
 	return &Controller{mc: mc, kc: kc, nodes: nodes, opts: opts,
 		fail: map[string]string{}, stall: map[string]bool{}, firstSeen: map[string]time.Time{}}
@@ -441,20 +451,28 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 	// The server: its ID is the Machine's UID (a UUID, as Nova's are), its ports are made on
 	// the networks the providerSpec names.
 	serverID := string(m.UID)
-	// The addresses the Machine API's OpenStack provider reports: every fixed IP of the server,
-	// the primary one (the stand-in's node IP, as no cloud-side cluster network exists) and one
-	// per port on the networks the providerSpec names, such as the storage network.
-	addresses := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: testenv.NodeIP(m.Name)}}
+	// The server's NICs: the primary one (the stand-in's address on the machine network, as no
+	// cloud-side cluster network exists) and one per port on the networks the providerSpec
+	// names, such as the storage network. Its addresses and its node IP follow from them as on
+	// a booted machine (nodeip.go).
+	primary := netip.MustParseAddr(testenv.NodeIP(m.Name))
+	nics := []NIC{{Network: c.opts.PrimaryNetwork, Addr: primary, Subnet: netip.PrefixFrom(primary, 16).Masked(), DefaultRoute: true}}
 	if c.opts.Ports != nil {
-		ips, err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m))
+		ports, err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m))
 		if err != nil {
 			return err
 		}
-		for _, ip := range ips {
-			addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
-		}
+		nics = append(nics, ports...)
+	}
+	var addresses []corev1.NodeAddress
+	for _, a := range MachineAddresses(nics) {
+		addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
 	}
 	addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: m.Name})
+	var nodeIPs []string
+	for _, a := range NodeAddresses(c.opts.NodeIP.NodeIP(nics), MachineAddresses(nics)) {
+		nodeIPs = append(nodeIPs, a.String())
+	}
 	providerID := "openstack:///" + serverID
 	if m.Spec.ProviderID == nil {
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"providerID": providerID}})
@@ -463,7 +481,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 		}
 	}
 	controlPlane := m.Labels[RoleLabel] == "master"
-	if err := c.nodes.AddNode(ctx, m.Name, controlPlane); err != nil {
+	if err := c.nodes.AddNode(ctx, m.Name, controlPlane, nodeIPs...); err != nil {
 		return fmt.Errorf("registering the Node of Machine %s: %w", m.Name, err)
 	}
 	node := map[string]any{"metadata": map[string]any{"annotations": map[string]string{NodeMachineAnnotation: m.Namespace + "/" + m.Name}}}

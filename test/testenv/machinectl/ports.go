@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 
 	"github.com/manila-setup/manila-setup/internal/neutronid"
@@ -21,8 +24,8 @@ import (
 // as with the real machine actuator.
 type PortMaker interface {
 	// CreatePorts gives the server a port on each network, named after the machine, and
-	// returns the fixed IPs of all the server's ports (what Nova reports as its addresses).
-	CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) ([]string, error)
+	// returns the NICs its ports make: one per fixed IP, with what the subnet's DHCP gives it.
+	CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) ([]NIC, error)
 	// DeletePorts deletes every port of the server.
 	DeletePorts(ctx context.Context, serverID string) error
 }
@@ -89,7 +92,7 @@ func NeutronPorts(ctx context.Context, cloudsFile, cloud string) (PortMaker, err
 
 type neutronPorts struct{ nc *gophercloud.ServiceClient }
 
-func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) ([]string, error) {
+func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string, networkIDs []string) ([]NIC, error) {
 	existing, err := n.list(ctx, serverID)
 	if err != nil {
 		return nil, err
@@ -110,13 +113,45 @@ func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string,
 		}
 		existing = append(existing, *p)
 	}
-	var addrs []string
+	var nics []NIC
 	for _, p := range existing {
+		network, err := networks.Get(ctx, n.nc, p.NetworkID).Extract()
+		if err != nil {
+			return nil, fmt.Errorf("reading network %s of port %s: %w", p.NetworkID, p.ID, err)
+		}
 		for _, ip := range p.FixedIPs {
-			addrs = append(addrs, ip.IPAddress)
+			subnet, err := subnets.Get(ctx, n.nc, ip.SubnetID).Extract()
+			if err != nil {
+				return nil, fmt.Errorf("reading subnet %s of port %s: %w", ip.SubnetID, p.ID, err)
+			}
+			nic, err := nicOf(network.Name, ip.IPAddress, subnet)
+			if err != nil {
+				return nil, fmt.Errorf("port %s: %w", p.ID, err)
+			}
+			nics = append(nics, nic)
 		}
 	}
-	return addrs, nil
+	return nics, nil
+}
+
+// nicOf is the NIC a fixed IP on subnet makes: what the subnet's DHCP server hands out.
+func nicOf(network, address string, subnet *subnets.Subnet) (NIC, error) {
+	addr, err := netip.ParseAddr(address)
+	if err != nil {
+		return NIC{}, fmt.Errorf("fixed IP %q: %w", address, err)
+	}
+	prefix, err := netip.ParsePrefix(subnet.CIDR)
+	if err != nil {
+		return NIC{}, fmt.Errorf("subnet %s CIDR %q: %w", subnet.ID, subnet.CIDR, err)
+	}
+	nic := NIC{Network: network, Addr: addr, Subnet: prefix, NoDHCP: !subnet.EnableDHCP}
+	nic.DefaultRoute = subnet.EnableDHCP && subnet.GatewayIP != ""
+	for _, r := range subnet.HostRoutes {
+		if d, err := netip.ParsePrefix(r.DestinationCIDR); err == nil && d.Bits() == 0 && subnet.EnableDHCP {
+			nic.DefaultRoute = true
+		}
+	}
+	return nic, nil
 }
 
 func (n neutronPorts) DeletePorts(ctx context.Context, serverID string) error {

@@ -1,0 +1,213 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/operator"
+)
+
+// Canary is the check of a rollout's first new Machine of each set (rollout.Checker): what a
+// booted machine with the storage NIC shows, before the others are replaced.
+//   - no Warning event about the Machine (a port Neutron refused, a failed create);
+//   - its Node's IP lies in the machine network and in no storage subnet: a storage subnet that
+//     hands out a default route, or holds NODEIP_HINT or a VIP, moves the node IP (logs, exec,
+//     br-ex follow it);
+//   - the Machine has an address on each storage network: its port exists.
+//
+// Without the cluster's machine networks or a cloud, the checks that need them are said to be
+// skipped, not passed.
+type Canary struct {
+	// MachineNetworks are the cluster's machine networks (cluster-config-v1), nil if unknown.
+	MachineNetworks []netip.Prefix
+	// Cloud, when set, says what the storage networks' subnets are.
+	Cloud *openstack.Client
+
+	mu       sync.Mutex
+	networks map[string]openstack.Network // by neutronid.Key
+}
+
+// NewCanary reads the cluster's machine networks from kube-system/cluster-config-v1 (as the
+// installer leaves them) for the canary; cloud may be nil.
+func NewCanary(ctx context.Context, kube kubernetes.Interface, cloud *openstack.Client) *Canary {
+	c := &Canary{Cloud: cloud}
+	if kube == nil {
+		return c
+	}
+	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-config-v1", metav1.GetOptions{})
+	if err != nil {
+		return c
+	}
+	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
+	if err != nil {
+		return c
+	}
+	for _, s := range cidrs {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			c.MachineNetworks = append(c.MachineNetworks, p.Masked())
+		}
+	}
+	return c
+}
+
+// Check judges the facts of a new Machine.
+func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, error) {
+	var v rollout.Verdict
+	for _, w := range f.Warnings {
+		v.Problems = append(v.Problems, "the Machine reported "+w)
+	}
+	if len(f.Warnings) == 0 {
+		v.Checked = append(v.Checked, "no warning events")
+	}
+	storage, err := c.storageNetworks(ctx, f.StorageNetworks)
+	if err != nil {
+		return v, err
+	}
+	switch {
+	case !f.NodeIP.IsValid():
+		v.Problems = append(v.Problems, fmt.Sprintf("its Node %s has no InternalIP", orNone(f.Node)))
+	default:
+		v = c.checkNodeIP(v, f, storage)
+	}
+	if c.Cloud == nil {
+		v.Checked = append(v.Checked, "storage addresses not checked (no cloud given)")
+		return v, nil
+	}
+	for _, n := range storage {
+		if !slices.ContainsFunc(f.MachineAddresses, func(a netip.Addr) bool { return inSubnets(n.Subnets, a) != nil }) {
+			v.Problems = append(v.Problems, fmt.Sprintf("Machine %s has no address on storage network %s: its port was not made, or got no address (addresses %s)", f.Machine, networkLabel(n), addrs(f.MachineAddresses)))
+			continue
+		}
+		v.Checked = append(v.Checked, "an address on "+orNone(n.Name))
+	}
+	return v, nil
+}
+
+// checkNodeIP checks where the node IP lies: in no storage subnet, in a machine network.
+func (c *Canary) checkNodeIP(v rollout.Verdict, f rollout.Facts, storage []openstack.Network) rollout.Verdict {
+	for _, n := range storage {
+		if s := inSubnets(n.Subnets, f.NodeIP); s != nil {
+			msg := fmt.Sprintf("Node %s took its node IP %s from storage subnet %s of network %s: logs, exec and the node's br-ex would go over the storage network", f.Node, f.NodeIP, subnetLabel(*s), networkLabel(n))
+			if fixes := fixesOf(n); fixes != "" {
+				msg += "; fix: " + fixes
+			}
+			v.Problems = append(v.Problems, msg)
+			return v
+		}
+	}
+	if len(c.MachineNetworks) == 0 {
+		v.Checked = append(v.Checked, fmt.Sprintf("node IP %s (machine network unknown)", f.NodeIP))
+		return v
+	}
+	if !slices.ContainsFunc(c.MachineNetworks, func(p netip.Prefix) bool { return p.Contains(f.NodeIP) }) {
+		v.Problems = append(v.Problems, fmt.Sprintf("Node %s's node IP %s is outside the machine network %s", f.Node, f.NodeIP, prefixes(c.MachineNetworks)))
+		return v
+	}
+	v.Checked = append(v.Checked, fmt.Sprintf("node IP %s on the machine network", f.NodeIP))
+	return v
+}
+
+// storageNetworks are the networks of ids with their subnets, read once per network.
+func (c *Canary) storageNetworks(ctx context.Context, ids []string) ([]openstack.Network, error) {
+	if c.Cloud == nil || len(ids) == 0 {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.networks == nil {
+		c.networks = map[string]openstack.Network{}
+	}
+	var missing []string
+	for _, id := range ids {
+		if _, ok := c.networks[neutronid.Key(id)]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		nets, err := c.Cloud.Networks(ctx, missing...)
+		if err != nil {
+			return nil, fmt.Errorf("reading the storage networks: %w", err)
+		}
+		for _, n := range nets {
+			c.networks[neutronid.Key(n.ID)] = n
+		}
+	}
+	var out []openstack.Network
+	for _, id := range ids {
+		if n, ok := c.networks[neutronid.Key(id)]; ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// fixesOf are the fixes of what moves a node IP: the default-route findings of the network.
+func fixesOf(n openstack.Network) string {
+	var fixes []string
+	for _, f := range attach.Fitness(n, attach.FitnessOptions{}) {
+		if f.ID == attach.FindingDefaultRoute && f.Fix != "" {
+			fixes = append(fixes, f.Fix)
+		}
+	}
+	return strings.Join(fixes, "; ")
+}
+
+func inSubnets(subnets []openstack.Subnet, a netip.Addr) *openstack.Subnet {
+	for i := range subnets {
+		if subnets[i].CIDR.IsValid() && subnets[i].CIDR.Contains(a) {
+			return &subnets[i]
+		}
+	}
+	return nil
+}
+
+func networkLabel(n openstack.Network) string {
+	if n.Name == "" {
+		return n.ID
+	}
+	return n.Name + " (" + n.ID + ")"
+}
+
+func subnetLabel(s openstack.Subnet) string {
+	if s.Name == "" {
+		return s.CIDR.String() + " (" + s.ID + ")"
+	}
+	return s.Name + " " + s.CIDR.String()
+}
+
+func addrs(as []netip.Addr) string {
+	if len(as) == 0 {
+		return "none"
+	}
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return strings.Join(out, ", ")
+}
+
+func prefixes(ps []netip.Prefix) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
