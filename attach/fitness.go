@@ -22,6 +22,7 @@ const (
 	FindingDNSAnnounced     = "dns-announced"     // the subnet's DHCP announces DNS servers
 	FindingOverlap          = "overlap"           // the subnet overlaps the machines' networks
 	FindingIPv6NoRA         = "ipv6-no-ra"        // an IPv6 subnet without router advertisements
+	FindingVIPInSubnet      = "vip-in-subnet"     // the subnet holds the API or ingress VIP
 	SeverityError           = "error"             // the network is refused, unless forced
 	SeverityWarning         = "warning"           // said, and the network attached
 	dnsNoneAnnounced        = "0.0.0.0"
@@ -59,6 +60,20 @@ type FitnessOptions struct {
 	// MachineNetworks are the cluster's machine, cluster and service networks, when known: a
 	// storage subnet must not overlap them.
 	MachineNetworks []netip.Prefix
+	// VIPs are the cluster's API and ingress VIPs, when known: a storage subnet must not hold
+	// them, as OpenShift's node-IP selection takes the interface whose subnet holds one.
+	VIPs []netip.Addr
+	// Sources say where a machine network or a VIP was read (a field path, say), keyed by its
+	// text form, for the messages; optional.
+	Sources map[string]string
+}
+
+// source is " (where)" for a machine network or VIP whose origin is known.
+func (o FitnessOptions) source(v fmt.Stringer) string {
+	if where := o.Sources[v.String()]; where != "" {
+		return " (" + where + ")"
+	}
+	return ""
 }
 
 // Fitness judges network n as a storage network: errors for what leaves a node without an
@@ -92,7 +107,13 @@ func Fitness(n openstack.Network, opts FitnessOptions) []Finding {
 		}
 		for _, m := range opts.MachineNetworks {
 			if s.CIDR.IsValid() && m.IsValid() && s.CIDR.Overlaps(m) {
-				add(FindingOverlap, SeverityError, subnet, fmt.Sprintf("its range %s overlaps the cluster's network %s: the nodes would route part of the cluster's traffic to the storage network", s.CIDR, m), "")
+				add(FindingOverlap, SeverityError, subnet, fmt.Sprintf("its range %s overlaps the cluster's network %s%s: the nodes would route part of the cluster's traffic to the storage network", s.CIDR, m, opts.source(m)), "")
+			}
+		}
+		for _, v := range opts.VIPs {
+			if s.CIDR.IsValid() && s.CIDR.Contains(v) {
+				add(FindingVIPInSubnet, SeverityError, subnet, fmt.Sprintf("its range %s holds the VIP %s%s: OpenShift's node-IP selection takes the interface whose subnet holds a VIP, so the nodes would take their InternalIP from the storage network (logs, exec and the node's br-ex move)", s.CIDR, v, opts.source(v)),
+					"attach a storage network whose subnets do not hold the API and ingress VIPs (they belong to the machine network)")
 			}
 		}
 		if !s.DHCP {

@@ -61,6 +61,12 @@ func TestFitness(t *testing.T) {
 			n.Subnets[0].DHCP, n.Subnets[0].Gateway, n.Subnets[0].DNS = false, netip.MustParseAddr("10.0.0.1"), nil
 		}), FitnessOptions{}, []string{"error:dhcp-off"}, ""},
 		{"overlaps the machine network", good, FitnessOptions{MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16")}}, []string{"error:overlap"}, ""},
+		{"holds a VIP", good, FitnessOptions{VIPs: []netip.Addr{netip.MustParseAddr("10.196.0.5"), netip.MustParseAddr("10.0.0.7")}}, []string{"error:vip-in-subnet"}, "do not hold the API and ingress VIPs"},
+		{"a VIP of another family", good, FitnessOptions{VIPs: []netip.Addr{netip.MustParseAddr("fd00::7")}}, nil, ""},
+		{"a VIP on a DHCP-less subnet still counts", with(func(n *openstack.Network) {
+			n.Subnets[0].DHCP = false
+			n.Subnets = append(n.Subnets, fitSubnet("s2", "10.0.1.0/24"))
+		}), FitnessOptions{VIPs: []netip.Addr{netip.MustParseAddr("10.0.0.7")}}, []string{"error:vip-in-subnet"}, ""},
 		{"IPv6 without router advertisements", with(func(n *openstack.Network) {
 			n.Subnets = append(n.Subnets, openstack.Subnet{ID: "v6", CIDR: netip.MustParsePrefix("fd00::/64"), IPVersion: 6, DHCP: true, DNS: []string{"0.0.0.0"}})
 		}), FitnessOptions{}, []string{"warning:ipv6-no-ra"}, ""},
@@ -79,6 +85,28 @@ func TestFitness(t *testing.T) {
 				t.Errorf("fix %q, want it to hold %q", got[0].Fix, tt.fix)
 			}
 		})
+	}
+}
+
+// TestFitnessSources: the messages say where a machine network or a VIP was read, when told.
+func TestFitnessSources(t *testing.T) {
+	n := openstack.Network{ID: "n-id", Name: "storage", Subnets: []openstack.Subnet{fitSubnet("s", "10.0.0.0/24")}}
+	opts := FitnessOptions{
+		MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("10.0.0.0/14")},
+		VIPs:            []netip.Addr{netip.MustParseAddr("10.0.0.5")},
+		Sources:         map[string]string{"10.0.0.0/16": "networking.machineNetwork[0].cidr", "10.0.0.5": "platform.openstack.apiVIPs[0]"},
+	}
+	var got []string
+	for _, f := range Fitness(n, opts) {
+		got = append(got, f.ID+": "+f.Message)
+	}
+	want := []string{
+		"overlap: its range 10.0.0.0/24 overlaps the cluster's network 10.0.0.0/16 (networking.machineNetwork[0].cidr): the nodes would route part of the cluster's traffic to the storage network",
+		"overlap: its range 10.0.0.0/24 overlaps the cluster's network 10.0.0.0/14: the nodes would route part of the cluster's traffic to the storage network",
+		"vip-in-subnet: its range 10.0.0.0/24 holds the VIP 10.0.0.5 (platform.openstack.apiVIPs[0]): OpenShift's node-IP selection takes the interface whose subnet holds a VIP, so the nodes would take their InternalIP from the storage network (logs, exec and the node's br-ex move)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

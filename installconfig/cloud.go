@@ -14,16 +14,25 @@ type IDRef struct {
 	Field string
 	// Line and Column locate it in the file.
 	Line, Column int
+	// SecurityGroups (networks only): the machines that get this network also get additional
+	// security groups, which Neutron puts on their port on it.
+	SecurityGroups bool
 }
 
-// CloudRefs is what the cloud checks look at: every well-formed ID of the file and the
-// machine network.
+// CloudRefs is what the cloud checks look at: every well-formed ID of the file, the
+// cluster's networks and its VIPs.
 type CloudRefs struct {
 	Networks       []IDRef
 	SecurityGroups []IDRef
 	// MachineNetworks are the networking.machineNetwork[].cidr values, or the installer's
 	// default when the file sets none.
 	MachineNetworks []CIDRRef
+	// ClusterNetworks and ServiceNetworks are networking.clusterNetwork[].cidr and
+	// networking.serviceNetwork[], or the installer's defaults when the file sets none.
+	ClusterNetworks []CIDRRef
+	ServiceNetworks []CIDRRef
+	// VIPs are platform.openstack's API and ingress VIPs.
+	VIPs []VIPRef
 	// ComputePools are the compute pools with the networks their machines get.
 	ComputePools []PoolRef
 }
@@ -31,7 +40,7 @@ type CloudRefs struct {
 // DefaultMachineNetwork is the machine network the installer uses when the file sets none.
 const DefaultMachineNetwork = "10.0.0.0/16"
 
-// CIDRRef is one machine network CIDR as written (not checked: the installer checks it).
+// CIDRRef is one machine, cluster or service network CIDR as written (not checked: the installer checks it).
 type CIDRRef struct {
 	CIDR  string
 	Field string
@@ -87,6 +96,7 @@ func References(f *File) CloudRefs {
 					seen[it.path.String()] = true
 					ref := IDRef{Kind: k, ID: it.canonical, Field: it.path.String(), Line: it.node.Line, Column: it.node.Column}
 					if k == Networks {
+						ref.SecurityGroups = c.model.asksSecurityGroups(p)
 						refs.Networks = append(refs.Networks, ref)
 					} else {
 						refs.SecurityGroups = append(refs.SecurityGroups, ref)
@@ -96,6 +106,9 @@ func References(f *File) CloudRefs {
 		}
 	}
 	refs.MachineNetworks = c.model.machineNetworks
+	refs.ClusterNetworks = c.model.clusterNetworks
+	refs.ServiceNetworks = c.model.serviceNetworks
+	refs.VIPs = vips(c.model.osStep.node)
 	for _, p := range c.model.compute {
 		refs.ComputePools = append(refs.ComputePools, poolRef(p, c.model.def))
 	}
@@ -141,6 +154,18 @@ func CheckWithCloud(ctx context.Context, name string, data []byte, cloud CloudCh
 	}
 	cloudProblems, err := cloud.CheckIDs(ctx, References(f))
 	problems = append(problems, cloudProblems...)
+	problems.sortByPosition()
+	return problems, err
+}
+
+// CloudProblems runs only the cloud checks on a file (one Check accepts), in file order: what
+// the cloud adds to the offline problems, for a caller that already has those.
+func CloudProblems(ctx context.Context, name string, data []byte, cloud CloudChecker) (Problems, error) {
+	f, _ := Parse(name, data)
+	if f.root == nil {
+		return nil, nil
+	}
+	problems, err := cloud.CheckIDs(ctx, References(f))
 	problems.sortByPosition()
 	return problems, err
 }

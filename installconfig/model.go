@@ -2,8 +2,9 @@ package installconfig
 
 import (
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"strings"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -147,6 +148,8 @@ type model struct {
 	controlPlane    *pool
 	compute         []*pool
 	machineNetworks []CIDRRef
+	clusterNetworks []CIDRRef
+	serviceNetworks []CIDRRef
 }
 
 // pools lists every pool: default, control plane, then compute.

@@ -97,9 +97,12 @@ type problemJSON struct {
 	Value    string   `json:"value"`
 	Detail   string   `json:"detail"`
 	Severity Severity `json:"severity"`
+	// Rule is the check's stable name: one of the Rule* constants, a cloud check's, or the ID
+	// of a storage-network finding (attach.Fitness), the same ID every command prints.
+	Rule string `json:"rule,omitempty"`
 }
 
-// MarshalJSON writes {field, type, value, detail, severity}.
+// MarshalJSON writes {field, type, value, detail, severity, rule}.
 func (p Problem) MarshalJSON() ([]byte, error) {
 	return json.Marshal(problemJSON{
 		Field:    p.Field,
@@ -107,7 +110,20 @@ func (p Problem) MarshalJSON() ([]byte, error) {
 		Value:    valueString(p.BadValue),
 		Detail:   p.Detail,
 		Severity: p.Severity,
+		Rule:     p.Origin,
 	})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (the value as a string; no position), so that
+// programs in Go can read the -o json output back.
+func (p *Problem) UnmarshalJSON(b []byte) error {
+	var j problemJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Problem{Error: field.Error{Type: field.ErrorType(j.Type), Field: j.Field, BadValue: j.Value, Detail: j.Detail, Origin: j.Rule},
+		Severity: j.Severity}
+	return nil
 }
 
 func valueString(v any) string {

@@ -2,11 +2,12 @@ package installconfig
 
 import (
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -79,7 +80,9 @@ func (c *checker) run() {
 	c.checkControlPlane(root, es)
 	c.checkCompute(root, es)
 	c.checkOverrides()
-	c.model.machineNetworks = machineNetworks(es)
+	c.model.machineNetworks = networkingCIDRs(es, "machineNetwork", true, DefaultMachineNetwork)
+	c.model.clusterNetworks = networkingCIDRs(es, "clusterNetwork", true, DefaultClusterNetwork)
+	c.model.serviceNetworks = networkingCIDRs(es, "serviceNetwork", false, DefaultServiceNetwork)
 	c.checkAliases()
 }
 
@@ -720,43 +723,6 @@ func distance(a, b string, max int) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// machineNetworks reads networking.machineNetwork[].cidr, for the cloud checks. When the file
-// sets none, the installer's default (10.0.0.0/16) is what the machines get.
-func machineNetworks(root []entry) []CIDRRef {
-	def := []CIDRRef{{CIDR: DefaultMachineNetwork, Field: "networking.machineNetwork", Default: true}}
-	nw := lookup(root, "networking")
-	if len(nw) == 0 {
-		return def
-	}
-	m := resolve(chosen(nw).value)
-	if m == nil || m.Kind != yaml.MappingNode {
-		return def
-	}
-	es, _, _ := entries(m)
-	mn := lookup(es, "machineNetwork")
-	if len(mn) == 0 {
-		return def
-	}
-	seq := resolve(chosen(mn).value)
-	if seq == nil || seq.Kind != yaml.SequenceNode {
-		return nil
-	}
-	var out []CIDRRef
-	for i, item := range seq.Content {
-		im := resolve(item)
-		if im == nil || im.Kind != yaml.MappingNode {
-			continue
-		}
-		ies, _, _ := entries(im)
-		if cidr := lookup(ies, "cidr"); len(cidr) > 0 {
-			if v := resolve(chosen(cidr).value); v != nil && v.Kind == yaml.ScalarNode {
-				out = append(out, CIDRRef{CIDR: v.Value, Field: fmt.Sprintf("networking.machineNetwork[%d].cidr", i), Line: v.Line, Column: v.Column})
-			}
-		}
-	}
-	return out
 }
 
 var hexAndDashes = regexp.MustCompile(`^[0-9a-fA-F-]+$`)

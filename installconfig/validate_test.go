@@ -208,9 +208,15 @@ func TestProblemJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `[{"field":"compute[0].platform.openstack.additionalNetworkIDs[0]","type":"FieldValueInvalid","value":"aa1788ba-e63a-11f1-aa6c-02fc00000001","detail":"must be a UUID v4, not a version 1 UUID","severity":"error"}]`
+	want := `[{"field":"compute[0].platform.openstack.additionalNetworkIDs[0]","type":"FieldValueInvalid","value":"aa1788ba-e63a-11f1-aa6c-02fc00000001","detail":"must be a UUID v4, not a version 1 UUID","severity":"error","rule":"uuid-version"}]`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
+	}
+	// Read back: what a program in Go sees of the output.
+	var back Problems
+	if err := json.Unmarshal(b, &back); err != nil || len(back) != 1 || back[0].Rule() != RuleUUIDVersion ||
+		back[0].Text("ic.yaml") != ps[0].Text("ic.yaml") {
+		t.Errorf("read back: %v, %+v", err, back)
 	}
 	if l := ps.ErrorList(); len(l) != 2 || l[1].Field != "compute[0].platform.openstack.additionalNetworkIDs[1]" {
 		t.Errorf("ErrorList = %v", l)

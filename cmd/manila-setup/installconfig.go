@@ -101,13 +101,21 @@ With a cloud (--os-cloud NAME, or $OS_CLOUD; --offline skips it), the IDs are al
 
   - each network exists and the project can see it; each security group exists; an ID in
     the wrong list (a security group given as a network, a subnet, a port) is named as such;
-  - no subnet of an additional network overlaps the machine network;
+  - each additional network is fit to be the machines' second NIC (the rules every command
+    applies to a storage network, see "manila-setup networks discover"): errors for a network
+    whose subnets have DHCP off, port security off while the pool asks for security groups, a
+    subnet that overlaps networking's machine, cluster or service networks, or one that holds
+    an API or ingress VIP; warnings for a gateway or 0.0.0.0/0 host route, DNS servers handed
+    out, an IPv6 subnet without router advertisements. Each names the network, the subnet and
+    the fix;
   - a warning for each compute pool whose machines get no network Manila exports on, naming
     that network and the patch command that adds it.
 
-Every problem is printed on one line as PATH: Invalid value: "VALUE": why. Warnings (a key
-spelled in another case, a pool list that replaces the defaultMachinePlatform list, a second
-YAML document, no Manila network) do not fail the check unless --strict is given.
+Every problem is printed on one line as PATH: Invalid value: "VALUE": why; with -o json each
+also has its rule, a stable name (the storage-network findings keep their IDs: dhcp-off,
+default-route, ...). Warnings (a key spelled in another case, a pool list that replaces the
+defaultMachinePlatform list, a second YAML document, no Manila network, a storage subnet that
+hands out a default route or DNS servers) do not fail the check unless --strict is given.
 
 Exit codes: 0 valid, 1 invalid, 2 usage error, the file cannot be read, or the cloud cannot
 be asked (the offline results are still printed).`,
@@ -247,8 +255,9 @@ With --dry-run it prints a unified diff and writes nothing. With FILE "-" it rea
 input and writes the result to standard output.
 
 With a cloud (--os-cloud NAME, or $OS_CLOUD), the result is checked against it as validate does
-before anything is written: an ID the cloud does not know, or one in the wrong list, stops the
-patch (exit 1); a cloud that cannot be asked stops it too (exit 2). --offline skips the cloud.
+before anything is written: an ID the cloud does not know, one in the wrong list, or a network
+unfit to be the machines' second NIC stops the patch (exit 1); its warnings are printed and the
+file is patched; a cloud that cannot be asked stops it too (exit 2). --offline skips the cloud.
 With --discover, the network Manila exports on (as "networks discover" finds it) is added
 without looking its ID up; it is printed on standard error with the reason.
 
@@ -305,15 +314,13 @@ func (o *installConfigPatchOptions) checkWithCloud(ctx context.Context, name str
 	if err := o.connect(ctx); err != nil {
 		return fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err)
 	}
-	all, err := installconfig.CheckWithCloud(ctx, name, res.Output, cloudcheck.Checker{Client: o.client, File: o.File})
+	// Only the cloud's problems: the offline ones are already in res.Warnings.
+	fromCloud, err := installconfig.CloudProblems(ctx, name, res.Output, cloudcheck.Checker{Client: o.client, File: o.File})
 	if err != nil {
 		return environmentError(fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err))
 	}
 	var cloudErrs installconfig.Problems
-	for _, p := range all {
-		if !strings.HasPrefix(p.Rule(), "cloud-") {
-			continue // the offline problems are already in res.Warnings
-		}
+	for _, p := range fromCloud {
 		if p.Severity == installconfig.SeverityError {
 			cloudErrs = append(cloudErrs, p)
 		} else {

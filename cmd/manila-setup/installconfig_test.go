@@ -135,14 +135,16 @@ func TestInstallConfigValidateStructured(t *testing.T) {
     "type": "FieldValueInvalid",
     "value": "aa1788ba-e63a-11f1-aa6c-02fc00000001",
     "detail": "must be a UUID v4, not a version 1 UUID",
-    "severity": "error"
+    "severity": "error",
+    "rule": "uuid-version"
   },
   {
     "field": "compute[0].platform.openstack.additionalNetworkIDs[1]",
     "type": "FieldValueInvalid",
     "value": "00000000-0000-0000-0000-000000000000",
     "detail": "must be a UUID v4, not a version 0 UUID",
-    "severity": "error"
+    "severity": "error",
+    "rule": "uuid-version"
   }
 ]
 `
@@ -154,7 +156,7 @@ func TestInstallConfigValidateStructured(t *testing.T) {
 		t.Errorf("valid -o json: exit %d, %q", code, out)
 	}
 	code, out, _ = runCLI(t, "installconfig", "validate", "-o", "yaml", invalid)
-	if code != 1 || !strings.HasPrefix(out, "- detail: must be a UUID v4, not a version 1 UUID\n  field: compute[0].platform.openstack.additionalNetworkIDs[0]\n  severity: error\n  type: FieldValueInvalid\n  value: aa1788ba-e63a-11f1-aa6c-02fc00000001\n") {
+	if code != 1 || !strings.HasPrefix(out, "- detail: must be a UUID v4, not a version 1 UUID\n  field: compute[0].platform.openstack.additionalNetworkIDs[0]\n  rule: uuid-version\n  severity: error\n  type: FieldValueInvalid\n  value: aa1788ba-e63a-11f1-aa6c-02fc00000001\n") {
 		t.Errorf("-o yaml: exit %d\n%s", code, out)
 	}
 }

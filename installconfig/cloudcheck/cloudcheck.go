@@ -4,8 +4,11 @@
 //   - each additional network exists and the project can see it; each additional security
 //     group exists; an ID given in the wrong list (a security group as a network, a subnet or a
 //     port as either) is called out as such;
-//   - no subnet of an additional network overlaps the machine network (the machines would get
-//     two routes to the same addresses, and the installer's own check does not look);
+//   - each additional network is fit to be the machines' second NIC, by the rules every
+//     command applies to a storage network (attach.Fitness): DHCP on, port security on where
+//     security groups are asked, no default route or DNS servers handed out, no overlap with
+//     the machine, cluster or service networks, no API or ingress VIP in its subnets. The
+//     machines' primary network is not one of these lists and is not judged;
 //   - every compute pool gets a network Manila exports on: a warning names the network when it
 //     does not, with the command that adds it.
 //
@@ -23,6 +26,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )
@@ -32,7 +36,6 @@ const (
 	RuleNetworkNotFound       = "cloud-network-not-found"
 	RuleSecurityGroupNotFound = "cloud-security-group-not-found"
 	RuleWrongKind             = "cloud-wrong-kind"
-	RuleMachineNetworkOverlap = "cloud-machine-network-overlap"
 	RuleNoManilaNetwork       = "cloud-no-manila-network"
 	RuleManilaUnknown         = "cloud-manila-unknown"
 )
@@ -102,13 +105,14 @@ func (c Checker) CheckIDs(ctx context.Context, refs installconfig.CloudRefs) (in
 
 	var ps installconfig.Problems
 	where := c.where()
+	fitOpts := fitnessOptions(refs)
 	for _, r := range refs.Networks {
 		n, ok := byID[r.ID]
 		if !ok {
 			ps = append(ps, c.missing(r, installconfig.Networks, kinds[r.ID], where))
 			continue
 		}
-		ps = append(ps, overlaps(r, n, refs.MachineNetworks)...)
+		ps = append(ps, fitness(r, n, fitOpts)...)
 	}
 	for _, r := range refs.SecurityGroups {
 		if !sgByID[r.ID] {
@@ -150,31 +154,6 @@ func (c Checker) missing(r installconfig.IDRef, list installconfig.ListKind, act
 	}
 	return problem(installconfig.SeverityError, rule, field.ErrorTypeNotFound, r,
 		fmt.Sprintf("no %s with this ID is visible to %s in %s: %s", noun, c.Client.Identity(), where, fix))
-}
-
-// overlaps reports each subnet of n that overlaps a machine network: Neutron would accept the
-// port, but the node would route part of its own machine network through the storage network.
-func overlaps(r installconfig.IDRef, n openstack.Network, machine []installconfig.CIDRRef) installconfig.Problems {
-	var ps installconfig.Problems
-	for _, m := range machine {
-		mp, err := netip.ParsePrefix(m.CIDR)
-		if err != nil {
-			continue // the installer's own check reports a malformed CIDR
-		}
-		for _, s := range n.Subnets {
-			if !s.CIDR.IsValid() || !s.CIDR.Overlaps(mp) {
-				continue
-			}
-			what := fmt.Sprintf("the machine network %s (%s)", m.CIDR, m.Field)
-			if m.Default {
-				what = fmt.Sprintf("the machine network %s (the installer's default, as networking.machineNetwork is not set)", m.CIDR)
-			}
-			ps = append(ps, problem(installconfig.SeverityError, RuleMachineNetworkOverlap, field.ErrorTypeInvalid, r,
-				fmt.Sprintf("subnet %s of network %s overlaps %s: the nodes would route part of the machine network through this network; choose a machine network that does not overlap %s",
-					subnetLabel(s), label(n), what, s.CIDR)))
-		}
-	}
-	return ps
 }
 
 // manilaNetworks warns about each compute pool whose machines get no network Manila exports
@@ -277,9 +256,65 @@ func label(n openstack.Network) string {
 	return fmt.Sprintf("%q (%s)", n.Name, n.ID)
 }
 
-func subnetLabel(s openstack.Subnet) string {
-	if s.Name == "" {
-		return s.CIDR.String()
+// fitnessOptions are what the file says of the cluster, for attach.Fitness: its machine,
+// cluster and service networks and its VIPs, each with where it was read. A value that does
+// not parse is left to the installer's own checks.
+func fitnessOptions(refs installconfig.CloudRefs) attach.FitnessOptions {
+	opts := attach.FitnessOptions{Sources: map[string]string{}}
+	for _, list := range [][]installconfig.CIDRRef{refs.MachineNetworks, refs.ClusterNetworks, refs.ServiceNetworks} {
+		for _, m := range list {
+			p, err := netip.ParsePrefix(m.CIDR)
+			if err != nil {
+				continue
+			}
+			opts.MachineNetworks = append(opts.MachineNetworks, p)
+			where := m.Field
+			if m.Default {
+				where = "the installer's default, as " + m.Field + " is not set"
+			}
+			opts.Sources[p.String()] = where
+		}
 	}
-	return fmt.Sprintf("%q %s", s.Name, s.CIDR)
+	for _, v := range refs.VIPs {
+		a, err := netip.ParseAddr(v.Address)
+		if err != nil {
+			continue
+		}
+		opts.VIPs = append(opts.VIPs, a)
+		opts.Sources[a.String()] = v.Field
+	}
+	return opts
+}
+
+// fitness judges network n, given at r, as the machines' second NIC: one problem per finding,
+// errors as errors, warnings as warnings, the finding's ID as the rule (the same ID every
+// command prints).
+func fitness(r installconfig.IDRef, n openstack.Network, opts attach.FitnessOptions) installconfig.Problems {
+	opts.SecurityGroups = r.SecurityGroups
+	var ps installconfig.Problems
+	for _, f := range attach.Fitness(n, opts) {
+		sev := installconfig.SeverityWarning
+		if f.Severity == attach.SeverityError {
+			sev = installconfig.SeverityError
+		}
+		if fix := installConfigFix(f.ID, n); fix != "" {
+			f.Fix = fix
+		}
+		ps = append(ps, problem(sev, f.ID, field.ErrorTypeInvalid, r, f.String()))
+	}
+	return ps
+}
+
+// installConfigFix is the fix that lies in the install-config itself, where the finding's own
+// (for a running cluster) would not do; "" keeps the finding's.
+func installConfigFix(id string, n openstack.Network) string {
+	switch id {
+	case attach.FindingOverlap:
+		return "choose networking CIDRs apart from the storage subnet, or a storage network apart from them"
+	case attach.FindingVIPInSubnet:
+		return "give platform.openstack.apiVIPs and ingressVIPs addresses of the machine network, outside the storage subnet"
+	case attach.FindingPortSecurityOff:
+		return "drop additionalSecurityGroupIDs from the pools that get this network, or: openstack network set --enable-port-security " + n.ID
+	}
+	return ""
 }
