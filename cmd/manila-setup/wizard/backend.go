@@ -35,6 +35,13 @@ type Backend interface {
 	// authoritative), then the standalone Cluster API MachineSets; MachineDeployments and
 	// NodePools roll by themselves.
 	Roll(ctx context.Context, sel workers.Selection, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error)
+	// UpdateSubnet changes a subnet of the storage network so that its DHCP hands the nodes no
+	// default route and no DNS server (openstack.Client.UpdateSubnet). The wizard calls it only
+	// after the user saw the change and said yes. A subnet the user's role may not change is
+	// an error of openstack.KindForbidden.
+	UpdateSubnet(ctx context.Context, u openstack.SubnetUpdate) error
+	// Network reads one network again, with its subnets, as Discover lists it.
+	Network(ctx context.Context, id string) (openstack.Network, error)
 	// Storage reads the ClusterCSIDriver's conditions and the Manila StorageClasses.
 	Storage(ctx context.Context) (StorageStatus, error)
 	// CheckRWX creates a ReadWriteMany PVC of storageClass with two writer pods on different

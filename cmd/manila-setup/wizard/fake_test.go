@@ -70,6 +70,12 @@ type fakeBackend struct {
 	capiPatched []string // machineset/NAME or machinedeployment/NAME, "dry:" prefix for dry runs
 	capiRolled  []string
 	capiListErr error // ClusterAPI answers it
+
+	// subnetDenied are the subnets the user's role may not change (another project's, as the
+	// admin's shared network is): UpdateSubnet refuses them as Neutron does.
+	subnetDenied  map[string]bool
+	subnetUpdates []openstack.SubnetUpdate // the changes made
+	networkReads  int
 }
 
 // chosenKeys are the keys of the rows of section chosen on the sets screen.
@@ -389,6 +395,52 @@ func (f *fakeBackend) rollSets(ctx context.Context, names []string, progress fun
 		out = append(out, p)
 	}
 	return out, f.rolloutErr
+}
+
+// UpdateSubnet changes the fake's copy of the subnet as Neutron would, never what the wizard
+// already read: the wizard sees the change only by reading the network again.
+func (f *fakeBackend) UpdateSubnet(_ context.Context, u openstack.SubnetUpdate) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.subnetDenied[u.SubnetID] {
+		return &openstack.Error{Kind: openstack.KindForbidden, Service: "Neutron", Message: "updating subnet " + u.SubnetID +
+			`: project "demo" can see the subnet but may not change it (Neutron answered 403 Forbidden): it belongs to project admin-project-id; its owner or the cloud's administrator can make the change`}
+	}
+	nets := slices.Clone(f.nets)
+	for i := range nets {
+		subs := slices.Clone(nets[i].Subnets)
+		for j, s := range subs {
+			if s.ID != u.SubnetID {
+				continue
+			}
+			if u.NoGateway {
+				s.Gateway = netip.Addr{}
+			}
+			if u.NoDNS {
+				s.DNS = []string{"0.0.0.0"}
+			}
+			if u.DropDefaultRoutes {
+				s.HostRoutes = slices.DeleteFunc(slices.Clone(s.HostRoutes), func(r openstack.Route) bool { return r.Destination.Bits() == 0 })
+			}
+			subs[j] = s
+			f.subnetUpdates = append(f.subnetUpdates, u)
+		}
+		nets[i].Subnets = subs
+	}
+	f.nets = nets
+	return nil
+}
+
+func (f *fakeBackend) Network(_ context.Context, id string) (openstack.Network, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.networkReads++
+	for _, n := range f.nets {
+		if n.ID == id {
+			return n, nil
+		}
+	}
+	return openstack.Network{}, &openstack.Error{Kind: openstack.KindNotFound, Service: "Neutron", Message: "no network " + id}
 }
 
 func (f *fakeBackend) Storage(context.Context) (StorageStatus, error) {

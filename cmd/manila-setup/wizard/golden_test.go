@@ -63,6 +63,24 @@ var screens = []struct {
 	{"4-machinesets", func(t *testing.T, w, h int) *driver { return toSets(t, newFakeBackend(), false, w, h) }},
 	{"5-review", func(t *testing.T, w, h int) *driver { return toReview(t, newFakeBackend(), false, w, h) }},
 	{"5-review-dry-run", func(t *testing.T, w, h int) *driver { return toReview(t, newFakeBackend(), true, w, h) }},
+	// A storage subnet as Neutron makes it: the warnings to acknowledge, the change of the
+	// subnet shown before it is made, and a role that does not allow it.
+	{"5-review-warnings", func(t *testing.T, w, h int) *driver {
+		return toReview(t, neutronDefaults(newFakeBackend()), false, w, h)
+	}},
+	{"5-review-warnings-change", func(t *testing.T, w, h int) *driver {
+		d := toReview(t, neutronDefaults(newFakeBackend()), false, w, h)
+		d.press("c")
+		return d
+	}},
+	{"5-review-warnings-refused", func(t *testing.T, w, h int) *driver {
+		b := neutronDefaults(newFakeBackend())
+		b.subnetDenied = map[string]bool{"storage-subnet-id": true}
+		d := toReview(t, b, false, w, h)
+		d.press("c", "y")
+		d.settle(time.Second)
+		return d
+	}},
 	{"6-apply-rolling", rolling},
 	{"6-apply-confirm-stop", func(t *testing.T, w, h int) *driver {
 		d := rolling(t, w, h)

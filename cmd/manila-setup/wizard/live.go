@@ -289,6 +289,25 @@ func (l *LiveBackend) SecurityGroups(ctx context.Context) ([]openstack.SecurityG
 	return c.SecurityGroups(ctx)
 }
 
+// UpdateSubnet makes the change of a subnet the user confirmed.
+func (l *LiveBackend) UpdateSubnet(ctx context.Context, u openstack.SubnetUpdate) error {
+	c, _, _, _ := l.clients()
+	if c == nil {
+		return errNotConnected
+	}
+	_, err := c.UpdateSubnet(ctx, u)
+	return err
+}
+
+// Network reads one network again, after its subnets changed.
+func (l *LiveBackend) Network(ctx context.Context, id string) (openstack.Network, error) {
+	c, _, _, _ := l.clients()
+	if c == nil {
+		return openstack.Network{}, errNotConnected
+	}
+	return c.Network(ctx, id)
+}
+
 // Inventory is what `machinesets list`, `clusterapi list` and `nodepools list` show, assembled
 // as the wizard offers it.
 func (l *LiveBackend) Inventory(ctx context.Context, want attach.Attachment, kinds workers.Kinds) (*workers.Inventory, error) {

@@ -87,6 +87,10 @@ type Model struct {
 	apply   applyModel
 	verify  verifyModel
 
+	// changed are the subnets the wizard changed in Neutron (on the user's yes at the review),
+	// with what it set: the closing words say so, whatever else happened.
+	changed []string
+
 	outcome Outcome
 	quit    bool
 }
@@ -297,11 +301,30 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case planMsg:
 		m.review = m.review.withPlan(msg)
 		return m, nil
+	case fixedMsg:
+		m.review.fit, m.review.scroll = m.review.fit.withFixed(msg), 0 // to the outcome, at the top
+		for _, r := range msg.results {
+			if r.err == nil {
+				m.changed = append(m.changed, "subnet "+subnetName(r.fix.subnet)+" ("+changeText(r.fix.update)+")")
+			}
+		}
+		if msg.network != nil {
+			// The network as Neutron now describes it, on the network screen too.
+			m.network = m.network.withNetwork(*msg.network)
+			m.discovery = m.network.disc
+		}
+		return m, nil
 	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, followMsg, followPollMsg:
 		var cmd tea.Cmd
 		m.apply, cmd = m.apply.update(msg, m.ctx, m.opts, m.step == stepApply)
 		if o := m.apply.outcome(); o.Summary != "" {
 			m.outcome = o
+			if o.Applied && len(m.review.fit.warnings) > 0 {
+				m.outcome.Summary += " " + acknowledged(m.review.fit)
+			}
+			if len(m.changed) > 0 {
+				m.outcome.Summary += " " + m.changedNote()
+			}
 		}
 		return m, cmd
 	case storageMsg, storagePollMsg, rwxStartedMsg, rwxLineMsg, rwxDoneMsg:
@@ -363,7 +386,7 @@ func (m Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case stepSets:
 		m.sets, cmd = m.sets.key(s)
 	case stepReview:
-		m.review, cmd = m.review.key(s, max(m.width, 20), m.bodyHeight(), m.opts.DryRun)
+		m.review, cmd = m.review.key(s, max(m.width, 20), m.bodyHeight(), m.opts.DryRun, m.ctx, m.opts.Backend)
 	case stepApply:
 		m.apply, cmd = m.apply.key(s)
 	case stepVerify:
@@ -415,7 +438,8 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 			key += "|" + rowID(r)
 		}
 		sel := workers.Select(chosen)
-		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.offer.Choose, commands: commandLines(m.conn, want, sel, m.network.needsForce(want.Networks))}
+		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.offer.Choose, commands: commandLines(m.conn, want, sel, m.network.needsForce(want.Networks)),
+			fit: newFitnessModel(m.network.chosen(), m.review.fit)}
 		m.step = stepReview
 		return m, planCmd(m.ctx, b, key, want, sel)
 	case stepReview:
@@ -448,8 +472,15 @@ func attachmentKey(a attach.Attachment) string {
 	return strings.Join(a.Networks, ",") + "|" + strings.Join(a.SecurityGroups, ",")
 }
 
+// changedNote says which subnets the wizard changed in Neutron.
+func (m Model) changedNote() string {
+	return "Changed in Neutron: " + strings.Join(m.changed, "; ") + "."
+}
+
 func (m Model) quitSummary() string {
 	switch {
+	case m.step < stepApply && len(m.changed) > 0:
+		return "The cluster was not changed. " + m.changedNote()
 	case m.step < stepApply:
 		return "Nothing was changed."
 	case m.opts.DryRun:
@@ -597,6 +628,9 @@ var helpScreens = map[stepID]workers.Screen{stepSets: workers.ScreenSets, stepRe
 // helpText is what a screen is for, with what the kinds the cluster offers change there.
 func (m Model) helpText(step stepID) string {
 	text := helpText[step]
+	if step == stepReview && len(m.review.fit.warnings) > 0 {
+		text += " " + reviewWarningsHelp
+	}
 	if m.conn == nil {
 		return text
 	}

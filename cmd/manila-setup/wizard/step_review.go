@@ -1,6 +1,7 @@
 package wizard
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,6 +24,9 @@ type reviewModel struct {
 	results  []attach.Result
 	commands []string
 	scroll   int
+	// fit is what the chosen network does to the nodes: its warnings are acknowledged (or
+	// fixed) before enter applies.
+	fit fitnessModel
 }
 
 func (r reviewModel) withPlan(msg planMsg) reviewModel {
@@ -43,8 +47,15 @@ func (r reviewModel) blocked() bool {
 	return slices.ContainsFunc(r.results, func(res attach.Result) bool { return res.Action == attach.ActionInvalid })
 }
 
-func (r reviewModel) key(k string, w, h int, dryRun bool) (reviewModel, tea.Cmd) {
-	last := max(len(r.content(w, dryRun))-(h-1), 0)
+func (r reviewModel) key(k string, w, h int, dryRun bool, ctx context.Context, b Backend) (reviewModel, tea.Cmd) {
+	if !r.loading && r.err == "" {
+		var cmd tea.Cmd
+		var handled bool
+		if r.fit, cmd, handled = r.fit.key(k, ctx, b, dryRun); handled {
+			return r, cmd
+		}
+	}
+	last := max(len(r.content(w, dryRun))-r.pageHeight(h), 0)
 	switch k {
 	case "esc":
 		return r, nav(-1)
@@ -61,6 +72,11 @@ func (r reviewModel) key(k string, w, h int, dryRun bool) (reviewModel, tea.Cmd)
 	case "end", "G":
 		r.scroll = last
 	case "enter":
+		if r.fit.blocks() {
+			// Nothing is applied, not even in a dry run's walk, before the warnings are read.
+			r.fit.nagged = true
+			return r, nil
+		}
 		if !r.loading && r.err == "" && !r.blocked() {
 			return r, nav(1)
 		}
@@ -74,12 +90,34 @@ func (r reviewModel) hints(dryRun bool) []hint {
 	if dryRun {
 		next = "continue (dry run)"
 	}
-	return []hint{{"↑/↓ pgup/pgdn G", "scroll"}, {"enter", next}}
+	switch {
+	case r.fit.asking && dryRun:
+		return []hint{{"any key", "back"}}
+	case r.fit.asking:
+		return []hint{{"y", "change the subnets"}, {"n or enter", "keep them"}}
+	}
+	hs := []hint{{"↑/↓ pgup/pgdn G", "scroll"}}
+	if r.fit.blocks() {
+		hs = append(hs, hint{"a", "acknowledge the warnings"})
+	}
+	if len(r.fit.warnings) > 0 && r.fit.fixable() {
+		hs = append(hs, hint{"c", "change the subnet"})
+	}
+	return append(hs, hint{"enter", next})
+}
+
+// pageHeight is how many lines of the review show at once in a body of height h: under them
+// the line count, and while the network has warnings, their state.
+func (r reviewModel) pageHeight(h int) int {
+	if r.fit.status("") != "" {
+		return max(h-2, 1)
+	}
+	return h - 1
 }
 
 // content is the whole review, before scrolling.
 func (r reviewModel) content(w int, dryRun bool) []string {
-	var lines []string
+	lines := r.fit.lines(w)
 	for _, l := range workers.Review(r.results) {
 		lines = append(lines, toned(l, w)...)
 	}
@@ -145,12 +183,20 @@ func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
 	if r.err != "" {
 		return append(wrapStyled(styleErr, "✗ "+r.err, w), styleDim.Render("Press esc to go back and change the choice, or q to quit."))
 	}
+	if r.fit.asking {
+		return r.fit.question(w, h, dryRun)
+	}
 	all := r.content(w, dryRun)
-	top := min(r.scroll, max(len(all)-(h-1), 0))
-	end := min(top+h-1, len(all))
+	page := r.pageHeight(h)
+	top := min(r.scroll, max(len(all)-page, 0))
+	end := min(top+page, len(all))
 	lines := all[top:end]
 	more := fmt.Sprintf("lines %d-%d of %d", top+1, end, len(all))
-	return append(lines[:len(lines):len(lines)], styleDim.Render(more))
+	lines = lines[:len(lines):len(lines)]
+	if status := r.fit.status(spin); status != "" {
+		lines = append(lines, cut(status, w))
+	}
+	return append(lines, styleDim.Render(more))
 }
 
 func orKind(kinds string) string {
