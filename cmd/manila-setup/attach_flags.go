@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 )
 
 // attachFlags are the flags of every command that attaches the storage network (machinesets,
@@ -23,6 +25,40 @@ type attachFlags struct {
 	Force          bool
 	File           string
 	InPlace        bool
+
+	// findings are what the networks attached would do to the machines (attach.Fitness), found
+	// by options: said on standard error there, and in each object's row of -o json|yaml.
+	findings []networkFinding
+}
+
+// networkFinding is a finding of one network the patch attaches.
+type networkFinding struct {
+	network string // its ID, as given or discovered
+	attach.Finding
+	// Forced: an error that --force let through.
+	Forced bool `json:"forced,omitempty"`
+}
+
+// resultJSON is one object's row of -o json|yaml: what Patch did, and the findings of the
+// networks it added.
+type resultJSON struct {
+	attach.Result
+	Findings []networkFinding `json:"findings,omitempty"`
+}
+
+// resultsJSON gives each result the findings of the networks it adds (or, on a dry run,
+// would add): the warnings, and the errors --force let through, with their stable IDs.
+func (a *attachFlags) resultsJSON(results []attach.Result) []resultJSON {
+	out := make([]resultJSON, len(results))
+	for i, r := range results {
+		out[i].Result = r
+		for _, f := range a.findings {
+			if slices.ContainsFunc(r.AddedNetworks, func(id string) bool { return neutronid.Equal(id, f.network) }) {
+				out[i].Findings = append(out[i].Findings, f)
+			}
+		}
+	}
+	return out
 }
 
 // attachHelp are the words that differ between the commands.
@@ -83,9 +119,15 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 		}
 		for _, p := range nets.Forced {
 			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", p.Index, p.ID, p.Problem)
+			if p.Finding != nil {
+				a.findings = append(a.findings, networkFinding{network: p.ID, Finding: *p.Finding, Forced: true})
+			}
 		}
 		for _, p := range nets.Warnings {
 			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s\n", p.Index, p.ID, p.Problem)
+			if p.Finding != nil {
+				a.findings = append(a.findings, networkFinding{network: p.ID, Finding: *p.Finding})
+			}
 		}
 		a.Networks = nets.IDs
 	}

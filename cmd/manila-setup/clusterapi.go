@@ -176,7 +176,7 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 		return err
 	}
 	report, err := clusterapi.Patch(ctx, dyn, scope, opts)
-	if printErr := printClusterAPIReport(o.g, o.streams, report, o.DryRun); printErr != nil && err == nil {
+	if printErr := printClusterAPIReport(o.g, o.streams, report, o.DryRun, &o.attachFlags); printErr != nil && err == nil {
 		err = printErr
 	}
 	if err := patchErrorExit(err); err != nil {
@@ -204,12 +204,15 @@ func (o *clusterAPIPatchOptions) runFile(ctx context.Context, scope clusterapi.S
 
 // printClusterAPIReport prints what Patch did: a line per set, the diffs of a dry run, the
 // templates replaced, and who replaces the running machines.
-func printClusterAPIReport(g *GlobalOptions, streams IOStreams, report *clusterapi.Report, dryRun bool) error {
+func printClusterAPIReport(g *GlobalOptions, streams IOStreams, report *clusterapi.Report, dryRun bool, a *attachFlags) error {
 	if report == nil {
 		report = &clusterapi.Report{Results: []attach.Result{}}
 	}
 	if g.Output != outputText {
-		return printStructured(streams.Out, g.Output, report)
+		return printStructured(streams.Out, g.Output, struct {
+			*clusterapi.Report
+			Results []resultJSON `json:"results"` // hides the Report's own, with the findings
+		}{report, a.resultsJSON(report.Results)})
 	}
 	out := streams.Out
 	patched, err := writePatchTable(out, report.Results)

@@ -351,10 +351,7 @@ func (o *machineSetsPatchOptions) invalidResults(results []attach.Result) error 
 
 func (o *machineSetsPatchOptions) print(results []attach.Result) error {
 	if o.g.Output != outputText {
-		if results == nil {
-			results = []attach.Result{}
-		}
-		return printStructured(o.streams.Out, o.g.Output, results)
+		return printStructured(o.streams.Out, o.g.Output, o.resultsJSON(results))
 	}
 	out := o.streams.Out
 	patched, err := writePatchTable(out, results)

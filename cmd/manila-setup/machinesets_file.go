@@ -40,7 +40,7 @@ func runPatchFile(ctx context.Context, g *GlobalOptions, streams IOStreams, a at
 	}
 	err = emitPatchedFile(g, streams, a.DryRun, a.InPlace, patchedFile{
 		path: a.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
-		results: res.Results,
+		results: a.resultsJSON(res.Results),
 		table: func(w io.Writer) error {
 			if _, err := writePatchTable(w, res.Results); err != nil || note == nil {
 				return err

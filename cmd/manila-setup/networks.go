@@ -209,6 +209,12 @@ Nodes) that are not control-plane; their ports are found in Neutron by device_id
 from providerID), or by port name (the machine name), so no Nova access is needed. Without a
 cluster, --server and --infra-id name the servers instead.
 
+Under the network Manila exports on, it says what that network would do to the nodes as their
+second NIC, with the fix (the rules the patch commands apply). With -o json (or yaml) every
+candidate has "findings": each with its stable id (dhcp-off, port-security-off, overlap,
+vip-in-subnet, default-route, dns-announced, ipv6-no-ra), severity, network, subnet, message
+and fix; [] for a fit network.
+
 Exit codes: 0 a network was found, 1 none was found, 2 usage or environment error.`,
 		Example: `  manila-setup networks discover --os-cloud mycloud
   manila-setup networks discover --kubeconfig ~/ocp/auth/kubeconfig -o json
@@ -271,7 +277,7 @@ func (o *NetworksDiscoverOptions) Run(ctx context.Context) error {
 		d.Notes = append(d.Notes, note)
 	}
 	if o.global.Output != outputText {
-		if err := printStructured(o.streams.Out, o.global.Output, d); err != nil {
+		if err := printStructured(o.streams.Out, o.global.Output, discoveryWithFindings(d)); err != nil {
 			return err
 		}
 	} else if err := printDiscovery(o.streams.Out, d, c); err != nil {
@@ -325,6 +331,33 @@ func (o *NetworksDiscoverOptions) clusterWorkers(ctx context.Context) (*machines
 		return nil, fmt.Errorf("kubeconfig %s: %v", o.kubeconfig, err)
 	}
 	return machinesets.ClusterWorkers(ctx, dyn, cfg.Host)
+}
+
+// discoveryJSON is the -o json|yaml form of a discovery: each candidate with its findings.
+type discoveryJSON struct {
+	*openstack.Discovery
+	// Candidates hides the Discovery's own (a shallower field wins in encoding/json).
+	Candidates []candidateJSON `json:"candidates"`
+}
+
+// candidateJSON is a candidate with what it would do to the nodes as their second NIC.
+type candidateJSON struct {
+	openstack.Candidate
+	// Findings are attach.Fitness's, with their stable IDs; [] for a fit network.
+	Findings []attach.Finding `json:"findings"`
+}
+
+// discoveryWithFindings judges every candidate by the rules the patch commands apply, so that a
+// script choosing one sees what the text shows under the network Manila exports on.
+func discoveryWithFindings(d *openstack.Discovery) discoveryJSON {
+	out := discoveryJSON{Discovery: d, Candidates: make([]candidateJSON, len(d.Candidates))}
+	for i, cand := range d.Candidates {
+		out.Candidates[i] = candidateJSON{Candidate: cand, Findings: attach.Fitness(cand.Network, attach.FitnessOptions{})}
+		if out.Candidates[i].Findings == nil {
+			out.Candidates[i].Findings = []attach.Finding{}
+		}
+	}
+	return out
 }
 
 func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) error {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -166,10 +167,76 @@ func TestNetworksDiscoverOnTheSeed(t *testing.T) {
 	if d.SecurityGroups == nil || len(d.SecurityGroups.Verdicts) != 2 || d.SecurityGroups.Verdicts[0].Allowed || d.SecurityGroups.Verdicts[1].Allowed {
 		t.Errorf("block-egress verdicts %+v", d.SecurityGroups)
 	}
+	// The findings the text shows, as data: the seeded subnet's gateway and DNS.
+	cands := discoveredFindings(t, out)
+	storageSubnet := fmt.Sprintf("storage-subnet (%s)", cloud.Seed.Subnets["storage-subnet"].ID)
+	if fs := cands[cloud.Seed.Networks["storage"]]; len(fs) != 2 ||
+		fs[0] != (attach.Finding{ID: attach.FindingDefaultRoute, Severity: attach.SeverityWarning, Network: "storage (" + cloud.Seed.Networks["storage"] + ")", Subnet: storageSubnet,
+			Message: fs[0].Message, Fix: "openstack subnet set --gateway none storage-subnet"}) ||
+		!strings.HasPrefix(fs[0].Message, "its gateway 10.0.0.1 is handed out by DHCP: ") ||
+		fs[1].ID != attach.FindingDNSAnnounced || fs[1].Severity != attach.SeverityWarning || fs[1].Subnet != storageSubnet ||
+		fs[1].Fix != "openstack subnet set --no-dns-nameservers --dns-nameserver 0.0.0.0 storage-subnet" {
+		t.Errorf("the storage candidate's findings: %+v", fs)
+	}
 
 	code, out, _ = runCLI(t, "networks", "discover", "--security-group", cloud.Seed.SecurityGroups["block-egress"])
 	if code != exitOK || !strings.Contains(out, "NFS: BLOCKED: security groups block-egress would block NFS: no egress rule allows 2049/tcp, 111/tcp, 111/udp to 10.0.0.10") {
 		t.Errorf("exit %d, text verdict:\n%s", code, out)
+	}
+}
+
+// discoveredFindings reads the candidates' findings of `networks discover -o json`, by network
+// ID; a candidate without the field fails the test ([] is a fit network).
+func discoveredFindings(t *testing.T, out string) map[string][]attach.Finding {
+	t.Helper()
+	var d struct {
+		Candidates []struct {
+			Network  struct{ ID string }
+			Findings *[]attach.Finding `json:"findings"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	byID := map[string][]attach.Finding{}
+	for _, c := range d.Candidates {
+		if c.Findings == nil {
+			t.Errorf("candidate %s has no findings field:\n%s", c.Network.ID, out)
+			continue
+		}
+		byID[c.Network.ID] = *c.Findings
+	}
+	return byID
+}
+
+// TestNetworksDiscoverFindingsAsJSON: every candidate of -o json carries its findings with
+// their stable IDs, those of a network Manila places share servers on too; a fit one has [].
+func TestNetworksDiscoverFindingsAsJSON(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	noCluster(t)
+	p := ostest.NewProject(t, cloud, "ms-cli-findings")
+	fit := p.CreateNetworkWith("nd-fit", nil, map[string]any{"cidr": "10.71.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})
+	off := p.CreateNetworkWith("nd-dhcp-off", nil, map[string]any{"cidr": "10.72.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}, "enable_dhcp": false})
+	p.CreateShareNetwork("nd-fit", fit.ID, fit.SubnetIDs[0])
+	p.CreateShareNetwork("nd-dhcp-off", off.ID, off.SubnetIDs[0])
+
+	code, out, errOut := runCLI(t, "--os-cloud", ostest.CloudName, "--os-client-config-file", p.CloudsFile, "networks", "discover", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	cands := discoveredFindings(t, out)
+	if fs, ok := cands[fit.ID]; !ok || len(fs) != 0 {
+		t.Errorf("the fit network: candidate %v, findings %+v", ok, fs)
+	}
+	want := attach.Finding{ID: attach.FindingDHCPOff, Severity: attach.SeverityError, Network: "nd-dhcp-off (" + off.ID + ")",
+		Message: "no subnet has DHCP enabled: the machines' port on it gets no address, and the shares stay unreachable",
+		Fix:     "openstack subnet set --dhcp nd-dhcp-off-subnet-0"}
+	if fs := cands[off.ID]; len(fs) != 1 || fs[0] != want {
+		t.Errorf("the DHCP-less network's findings %+v, want %+v", fs, want)
+	}
+	// The raw field names scripts use.
+	if !strings.Contains(out, `"id": "dhcp-off"`) || !strings.Contains(out, `"severity": "error"`) || !strings.Contains(out, `"findings": []`) {
+		t.Errorf("-o json:\n%s", out)
 	}
 }
 

@@ -184,10 +184,7 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 
 func (o *nodePoolsPatchOptions) print(results []attach.Result) error {
 	if o.g.Output != outputText {
-		if results == nil {
-			results = []attach.Result{}
-		}
-		return printStructured(o.streams.Out, o.g.Output, results)
+		return printStructured(o.streams.Out, o.g.Output, o.resultsJSON(results))
 	}
 	patched, err := writePatchTable(o.streams.Out, results)
 	if err != nil {
