@@ -52,7 +52,28 @@ func (a Attachment) Validate() field.ErrorList {
 	}
 	check(field.NewPath("network"), a.Networks)
 	check(field.NewPath("security-group"), a.SecurityGroups)
+	for i, id := range a.PortSecurityDisabled {
+		if !ContainsID(a.Networks, id) {
+			errs = append(errs, field.Invalid(field.NewPath("portSecurityDisabled").Index(i), id, "must be one of the networks attached"))
+		}
+	}
 	return errs
+}
+
+// PortSecurityOff reports whether network id has port security disabled in Neutron, so that
+// the machines' port on it must be written without port security.
+func (a Attachment) PortSecurityOff(id string) bool { return ContainsID(a.PortSecurityDisabled, id) }
+
+// PortSecurityOffOf returns those of ids whose port security is disabled (PortSecurityOff), in
+// the order of ids: what a kind records of the networks it added.
+func (a Attachment) PortSecurityOffOf(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if a.PortSecurityOff(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Record is the value of Annotation: every storage network and security group manila-setup has
@@ -74,6 +95,7 @@ func RecordIn(annotations map[string]string) *Record {
 }
 
 // Merged returns the record after attaching a: the union of the IDs, with time and author now.
+// Of a.PortSecurityDisabled, only the networks of a.Networks are recorded.
 func (r *Record) Merged(a Attachment, now time.Time, by string) Record {
 	out := Record{Time: now.UTC().Format(time.RFC3339), By: by}
 	if r != nil {
@@ -88,6 +110,16 @@ func (r *Record) Merged(a Attachment, now time.Time, by string) Record {
 	for _, id := range a.SecurityGroups {
 		if !ContainsID(out.SecurityGroups, id) {
 			out.SecurityGroups = append(out.SecurityGroups, id)
+		}
+	}
+	if r != nil {
+		out.PortSecurityDisabled = slices.Clone(r.PortSecurityDisabled)
+	}
+	// Only the networks of a are recorded as written without port security: the kinds pass
+	// those they added, so a port written before (with or without it) is not misreported.
+	for _, id := range a.PortSecurityOffOf(a.Networks) {
+		if !ContainsID(out.PortSecurityDisabled, id) {
+			out.PortSecurityDisabled = append(out.PortSecurityDisabled, id)
 		}
 	}
 	return out

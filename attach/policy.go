@@ -49,6 +49,31 @@ type Networks struct {
 	// Warnings are what the networks will do to the machines (Fitness's warnings): said, and
 	// the networks attached.
 	Warnings []NetworkProblem
+	// PortSecurityDisabled are those of IDs whose port security is disabled in Neutron
+	// (PortSecurityOff): their port is written without port security.
+	PortSecurityDisabled []string
+}
+
+// Attachment is what the resolved networks attach, with groups as the security groups.
+func (n Networks) Attachment(groups []string) Attachment {
+	return Attachment{Networks: slices.Clone(n.IDs), SecurityGroups: slices.Clone(groups), PortSecurityDisabled: slices.Clone(n.PortSecurityDisabled)}
+}
+
+// PortSecurityOff returns those of ids that networks (as Neutron describes them) say have port
+// security disabled, in the order of ids. Neutron gives such a network's ports no port
+// security, and refuses security groups (PortSecurityAndIPRequiredForSecurityGroups) and
+// allowed address pairs (AddressPairAndPortSecurityRequired) on them, so each consumer must be
+// told to create the machines' port without it. A network whose port_security_enabled is not
+// reported (the extension is off) is not among them.
+func PortSecurityOff(networks []openstack.Network, ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		at := slices.IndexFunc(networks, func(n openstack.Network) bool { return neutronid.Equal(n.ID, id) })
+		if at >= 0 && networks[at].PortSecurity != nil && !*networks[at].PortSecurity {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // NetworkPolicyError says which networks the policy refuses; nothing may be written.
@@ -111,7 +136,9 @@ func ResolveNetworks(ctx context.Context, cloud *openstack.Client, ids []string,
 // Resolve is ResolveNetworks over a discovery already made; identity names the project that
 // made it. A network is judged twice: do Manila's exports lie in it (and is it not the machines'
 // own), and is it fit to be a machine's second NIC (Fitness: its errors refuse it like the
-// first, its warnings are said).
+// first, its warnings are said). The networks without port security are named in
+// PortSecurityDisabled, also when security groups are forced onto them: the consumers then
+// put the groups on the machines' other ports only.
 func Resolve(d *openstack.Discovery, identity string, ids []string, p NetworkPolicy) (Networks, error) {
 	out := Networks{IDs: slices.Clone(ids)}
 	if p.Discover {
@@ -149,6 +176,7 @@ func Resolve(d *openstack.Discovery, identity string, ids []string, p NetworkPol
 			}
 		}
 	}
+	out.PortSecurityDisabled = PortSecurityOff(d.Networks, out.IDs)
 	if len(refused) > 0 {
 		return out, &NetworkPolicyError{Problems: refused}
 	}

@@ -112,9 +112,16 @@ type jsonPatchOp struct {
 // port is the port added per storage network: the network by ID and a description saying who
 // added it. Without allowedAddressPairs, CAPO gives the port none (the Machine API's
 // noAllowedAddressPairs).
+//
+// On a network with port security disabled the port says disablePortSecurity: true, and has no
+// securityGroups of its own. CAPO adds the machine's securityGroups to every port
+// (openStackMachineSpecToOpenStackServerSpec), but resolves a port's security groups only when
+// its port security is not disabled (v0.12, pkg/cloud/services/networking/port.go,
+// normalizePorts), so the port is created without them, as Neutron requires on such a network.
 type port struct {
-	Network     networkParam `json:"network"`
-	Description string       `json:"description"`
+	Network             networkParam `json:"network"`
+	Description         string       `json:"description"`
+	DisablePortSecurity *bool        `json:"disablePortSecurity,omitempty"`
 }
 
 type networkParam struct {
@@ -153,8 +160,18 @@ func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by 
 	var newPorts []any
 	for _, id := range a.Networks {
 		if !hasPortOn(spec.Ports, id) && !slices.Contains(r.AddedNetworks, neutronid.Key(id)) {
-			newPorts = append(newPorts, port{Network: networkParam{ID: neutronid.Key(id)}, Description: PortDescription})
+			np := port{Network: networkParam{ID: neutronid.Key(id)}, Description: PortDescription}
+			if a.PortSecurityOff(id) {
+				np.DisablePortSecurity = new(true)
+			}
+			newPorts = append(newPorts, np)
 			r.AddedNetworks = append(r.AddedNetworks, neutronid.Key(id))
+		}
+	}
+	var warnings []string
+	for _, id := range a.PortSecurityOffOf(a.Networks) {
+		if at := portSecurityLeftOn(spec.Ports, id); at != "" && !slices.Contains(r.AddedNetworks, neutronid.Key(id)) {
+			warnings = append(warnings, fmt.Sprintf("%s: network %s has port security disabled, but spec.template.spec.%s of OpenStackMachineTemplate %s, its port, does not say disablePortSecurity: true: CAPO gives that port the machine's security groups and Neutron refuses it; a template with disablePortSecurity: true on that port (and no securityGroups on it) is needed", o, neutronid.Key(id), at, tmpl.GetName()))
 		}
 	}
 	var newGroups []any
@@ -165,8 +182,9 @@ func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by 
 		}
 	}
 	if filtered := portsByFilter(spec.Ports); len(newPorts) > 0 && filtered != "" {
-		r.Warning = fmt.Sprintf("%s: OpenStackMachineTemplate %s names the network of %s by filter: if that is the storage network, the machines get two ports on it; remove the one manila-setup added (description %q)", o, tmpl.GetName(), filtered, PortDescription)
+		warnings = append([]string{fmt.Sprintf("%s: OpenStackMachineTemplate %s names the network of %s by filter: if that is the storage network, the machines get two ports on it; remove the one manila-setup added (description %q)", o, tmpl.GetName(), filtered, PortDescription)}, warnings...)
 	}
+	r.Warning = strings.Join(warnings, "; ")
 	if len(newPorts) == 0 && len(newGroups) == 0 {
 		r.Action, r.Reason = attach.ActionUnchanged, "its template already has a port on every storage network and every security group"
 		return p, nil
@@ -191,6 +209,8 @@ func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by 
 			}
 		}
 	}
+	// The record says which of the ports added are without port security.
+	a.PortSecurityDisabled = a.PortSecurityOffOf(r.AddedNetworks)
 	if err := p.newTemplate(tmpl, ops, a, by, now); err != nil {
 		return nil, fmt.Errorf("%s: %w", o, err)
 	}
@@ -204,7 +224,7 @@ func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by 
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: rv})
 	}
 	ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/template/spec/infrastructureRef/name", Value: p.template.GetName()})
-	ops = append(ops, recordOp(o.u.GetAnnotations(), attach.Attachment{Networks: r.AddedNetworks, SecurityGroups: r.AddedSecurityGroups}, by, now))
+	ops = append(ops, recordOp(o.u.GetAnnotations(), attach.Attachment{Networks: r.AddedNetworks, SecurityGroups: r.AddedSecurityGroups, PortSecurityDisabled: a.PortSecurityDisabled}, by, now))
 	var err error
 	p.patch, err = json.Marshal(ops)
 	return p, err
@@ -316,6 +336,17 @@ func hasPortOn(ports []infrav1.PortOpts, id string) bool {
 	return slices.ContainsFunc(ports, func(p infrav1.PortOpts) bool {
 		return p.Network != nil && p.Network.ID != nil && neutronid.Equal(*p.Network.ID, id)
 	})
+}
+
+// portSecurityLeftOn names the first port on network id (by ID) that does not disable its port
+// security, as ports[i]; "" if none.
+func portSecurityLeftOn(ports []infrav1.PortOpts, id string) string {
+	for i, p := range ports {
+		if p.Network != nil && p.Network.ID != nil && neutronid.Equal(*p.Network.ID, id) && (p.DisablePortSecurity == nil || !*p.DisablePortSecurity) {
+			return fmt.Sprintf("ports[%d]", i)
+		}
+	}
+	return ""
 }
 
 // portsByFilter names the ports whose network is given by filter, "" if none.

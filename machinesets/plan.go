@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,9 +105,18 @@ type jsonPatchOp struct {
 // storageNetwork is the networks[] entry appended for a storage network: like the installer's
 // additionalNetworkIDs, without allowed address pairs (the API and ingress VIPs only live on
 // the machine network).
+//
+// On a network with port security disabled the entry also says portSecurity: false. MAPO
+// passes it on to CAPO as the port's DisablePortSecurity (machine-api-provider-openstack,
+// pkg/machine/convert.go, networkParamToCapov1PortOpt), and CAPO then gives the port neither
+// allowed address pairs nor the machine's securityGroups (pkg/cloud/services/networking,
+// CreatePort: "inherit port security groups from the instance" only when port security is not
+// disabled), which Neutron would refuse on such a network. Without it the port inherits the
+// machine's securityGroups and its creation fails.
 type storageNetwork struct {
 	UUID                  string `json:"uuid"`
 	NoAllowedAddressPairs bool   `json:"noAllowedAddressPairs"`
+	PortSecurity          *bool  `json:"portSecurity,omitempty"`
 }
 
 type securityGroup struct {
@@ -144,12 +154,20 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 			p.AddSecurityGroups = append(p.AddSecurityGroups, neutronid.Key(id))
 		}
 	}
+	var warnings []string
+	for _, id := range want.PortSecurityOffOf(want.Networks) {
+		if at := spec.portSecurityLeftOn(id); at != "" && !attach.ContainsID(p.AddNetworks, id) {
+			warnings = append(warnings, fmt.Sprintf("network %s has port security disabled, but %s.%s, its entry, does not say portSecurity: false: the new machines' port on it inherits their security groups and Neutron refuses it; add portSecurity: false there", neutronid.Key(id), providerSpecField, at))
+		}
+	}
 	if len(p.AddNetworks) == 0 && len(p.AddSecurityGroups) == 0 {
+		p.Warning = strings.Join(warnings, "; ")
 		return p
 	}
 	if len(p.AddNetworks) > 0 {
-		p.Warning = MigrationWarning(ms)
+		warnings = append([]string{MigrationWarning(ms)}, warnings...)
 	}
+	p.Warning = strings.Join(slices.DeleteFunc(warnings, func(w string) bool { return w == "" }), "; ")
 
 	var ops []jsonPatchOp
 	if ms.ResourceVersion != "" {
@@ -159,7 +177,11 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 	}
 	var nets []any
 	for _, id := range p.AddNetworks {
-		nets = append(nets, storageNetwork{UUID: id, NoAllowedAddressPairs: true})
+		n := storageNetwork{UUID: id, NoAllowedAddressPairs: true}
+		if want.PortSecurityOff(id) {
+			n.PortSecurity = new(false)
+		}
+		nets = append(nets, n)
 	}
 	ops = append(ops, appendOps(spec.Fields, "networks", nets)...)
 	var sgs []any
@@ -168,7 +190,9 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 	}
 	ops = append(ops, appendOps(spec.Fields, "securityGroups", sgs)...)
 
-	record, _ := json.Marshal(attach.RecordIn(ms.Annotations).Merged(want, now, by))
+	recorded := want
+	recorded.PortSecurityDisabled = want.PortSecurityOffOf(p.AddNetworks)
+	record, _ := json.Marshal(attach.RecordIn(ms.Annotations).Merged(recorded, now, by))
 	if len(ms.Annotations) == 0 {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attach.Annotation: string(record)}})
 	} else {

@@ -97,6 +97,23 @@ func (p *ProviderSpec) HasNetwork(id string) bool { return p.attached.HasNetwork
 // HasSecurityGroup reports whether security group id is in securityGroups[], by uuid or filter.id.
 func (p *ProviderSpec) HasSecurityGroup(id string) bool { return p.attached.HasSecurityGroup(id) }
 
+// portSecurityLeftOn returns the path (in the providerSpec) of the first entry that gives the
+// machines a port on network id without disabling its port security (networks[i], ports[i]),
+// "" if there is none.
+func (p *ProviderSpec) portSecurityLeftOn(id string) string {
+	for i, n := range p.Spec.Networks {
+		if (attachment.SameID(n.UUID, id) || attachment.SameID(n.Filter.ID, id)) && (n.PortSecurity == nil || *n.PortSecurity) {
+			return fmt.Sprintf("networks[%d]", i)
+		}
+	}
+	for i, port := range p.Spec.Ports {
+		if attachment.SameID(port.NetworkID, id) && (port.PortSecurity == nil || *port.PortSecurity) {
+			return fmt.Sprintf("ports[%d]", i)
+		}
+	}
+	return ""
+}
+
 // attachments returns a key for every network and security group the machines get, the same for
 // an entry however it names its target: a machine created from a template has all the keys of
 // the template. Keys read like "network 4b1e..." for use in messages.

@@ -57,7 +57,9 @@ type Target struct {
 	Scope Scope
 }
 
-// Select lists the NodePools once and picks those of the scope.
+// Select lists the NodePools once and picks those of the scope. The OpenStack NodePools of a
+// HostedCluster that sets spec.platform.openstack.subnets are refused (refuseIgnoredPorts):
+// HyperShift would ignore the port.
 func (t Target) Select(ctx context.Context) ([]attach.Selected[*unstructured.Unstructured], error) {
 	if err := t.Scope.check(); err != nil {
 		return nil, err
@@ -70,8 +72,13 @@ func (t Target) Select(ctx context.Context) ([]attach.Selected[*unstructured.Uns
 		return nil, err
 	}
 	out := make([]attach.Selected[*unstructured.Unstructured], len(pools))
+	objects := make([]*unstructured.Unstructured, len(pools))
 	for i := range pools {
 		out[i] = attach.Selected[*unstructured.Unstructured]{Object: &pools[i]}
+		objects[i] = &pools[i]
+	}
+	if err := refuseIgnoredPorts(objects, clusterGetter(ctx, t.Dyn), "choose others with --hosted-cluster, -n or --name"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -149,14 +156,30 @@ func planPatch(u *unstructured.Unstructured, a attach.Attachment, by string, now
 	for _, id := range a.Networks {
 		if !hasNetwork(existing, id) && !slices.ContainsFunc(p.ports, func(ps hyperv1.PortSpec) bool { return neutronid.Equal(*ps.Network.ID, id) }) {
 			key := neutronid.Key(id)
-			p.ports = append(p.ports, hyperv1.PortSpec{Network: &hyperv1.NetworkParam{ID: &key}, Description: PortDescription})
+			port := hyperv1.PortSpec{Network: &hyperv1.NetworkParam{ID: &key}, Description: PortDescription}
+			if a.PortSecurityOff(id) {
+				// HyperShift maps an empty policy to port security enabled on the port
+				// (DisablePortSecurity false), not to the network's default.
+				port.PortSecurityPolicy = hyperv1.PortSecurityDisabled
+			}
+			p.ports = append(p.ports, port)
 			r.AddedNetworks = append(r.AddedNetworks, key)
 		}
 	}
+	var warnings []string
 	if len(a.SecurityGroups) > 0 {
-		r.Warning = fmt.Sprintf("NodePool %s/%s: security groups %s were not added: a NodePool's additional ports take none of their own; NFS to the export addresses must be allowed by the security groups its HostedCluster gives the nodes, or the port's portSecurityPolicy set to Disabled",
-			np.Namespace, np.Name, strings.Join(a.SecurityGroups, ", "))
+		warnings = append(warnings, fmt.Sprintf("NodePool %s/%s: security groups %s were not added: a NodePool's additional ports take none of their own; NFS to the export addresses must be allowed by the security groups its HostedCluster gives the nodes, or the port's portSecurityPolicy set to Disabled",
+			np.Namespace, np.Name, strings.Join(a.SecurityGroups, ", ")))
 	}
+	for _, id := range a.PortSecurityOffOf(a.Networks) {
+		if i := slices.IndexFunc(existing, func(ps hyperv1.PortSpec) bool {
+			return ps.Network != nil && ps.Network.ID != nil && neutronid.Equal(*ps.Network.ID, id) && ps.PortSecurityPolicy != hyperv1.PortSecurityDisabled
+		}); i >= 0 {
+			warnings = append(warnings, fmt.Sprintf("NodePool %s/%s: network %s has port security disabled, but spec.platform.openstack.additionalPorts[%d], its port, does not say portSecurityPolicy: Disabled: HyperShift creates that port with port security enabled and the nodes' security groups, which may block NFS; set portSecurityPolicy: Disabled there",
+				np.Namespace, np.Name, neutronid.Key(id), i))
+		}
+	}
+	r.Warning = strings.Join(warnings, "; ")
 	switch {
 	case len(p.ports) == 0:
 		r.Action, r.Reason = attach.ActionUnchanged, "already attached"
@@ -181,7 +204,7 @@ func planPatch(u *unstructured.Unstructured, a attach.Attachment, by string, now
 	} else {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: portsPath, Value: p.ports})
 	}
-	record, err := json.Marshal(attach.RecordIn(np.Annotations).Merged(attach.Attachment{Networks: r.AddedNetworks}, now, by))
+	record, err := json.Marshal(attach.RecordIn(np.Annotations).Merged(attach.Attachment{Networks: r.AddedNetworks, PortSecurityDisabled: a.PortSecurityOffOf(r.AddedNetworks)}, now, by))
 	if err != nil {
 		return nil, err
 	}
@@ -392,6 +415,19 @@ func (t Target) FromFile(name string, objects []filepatch.Object) ([]attach.File
 		return nil, 0, filepatch.Errorf("%s: no NodePool (apiVersion %s, kind NodePool) in it", name, hyperv1.GroupVersion)
 	case len(out) == 0:
 		return nil, 0, attach.NewSelectionError(fmt.Sprintf("no NodePool in %s is of HostedCluster %q%s", name, t.Scope.HostedCluster, inNamespace(t.Scope.Namespace)))
+	}
+	// Only a HostedCluster of the same file can be judged: without a cluster, one elsewhere is
+	// not known.
+	find, err := fileClusters(name, objects)
+	if err != nil {
+		return nil, 0, err
+	}
+	picked := make([]*unstructured.Unstructured, len(out))
+	for i := range out {
+		picked[i] = out[i].Object
+	}
+	if err := refuseIgnoredPorts(picked, find, "choose others with --hosted-cluster or -n"); err != nil {
+		return nil, 0, err
 	}
 	return out, found, nil
 }

@@ -13,6 +13,11 @@ const Annotation = "manila-setup.io/storage-attachment"
 type IDs struct {
 	Networks       []string `json:"networks"`
 	SecurityGroups []string `json:"securityGroups,omitempty"`
+	// PortSecurityDisabled are those of Networks that have port security disabled in Neutron:
+	// the machines' port on them is written without port security (Machine API
+	// portSecurity: false, CAPO disablePortSecurity: true, HyperShift portSecurityPolicy:
+	// Disabled), since Neutron refuses security groups and allowed address pairs there.
+	PortSecurityDisabled []string `json:"portSecurityDisabled,omitempty"`
 }
 
 // Record is the value of Annotation: every storage network and security group manila-setup has

@@ -129,7 +129,12 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 				a.findings = append(a.findings, networkFinding{network: p.ID, Finding: *p.Finding})
 			}
 		}
+		for _, id := range nets.PortSecurityDisabled {
+			fmt.Fprintf(streams.ErrOut, "note: network %s has port security disabled: its port is written without port security, security groups and allowed address pairs\n", id)
+		}
 		a.Networks = nets.IDs
+		opts.Attachment = nets.Attachment(a.SecurityGroups)
+		return opts, nil
 	}
 	opts.Attachment = a.attachment()
 	return opts, nil

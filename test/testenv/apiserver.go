@@ -244,17 +244,19 @@ func (s *APIServer) UseMachineAPIFeatureSet(featureSet string) error {
 // what it takes on a loaded machine. It only caps a failure.
 const crdWait = 2 * time.Minute
 
-// InstallHyperShiftCRDs installs HyperShift's NodePool CRD (the OpenStack feature set) from the
-// github.com/openshift/hypershift/api module at the version go.mod pins, as a HyperShift
-// management cluster serves it.
+// InstallHyperShiftCRDs installs HyperShift's NodePool and HostedCluster CRDs (the OpenStack
+// feature set) from the github.com/openshift/hypershift/api module at the version go.mod pins,
+// as a HyperShift management cluster serves them.
 func (s *APIServer) InstallHyperShiftCRDs() error {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/hypershift/api").Output()
 	if err != nil {
 		return fmt.Errorf("locating the github.com/openshift/hypershift/api module (go list -m): %w", err)
 	}
-	p := filepath.Join(strings.TrimSpace(string(out)), "hypershift", "v1beta1", "zz_generated.featuregated-crd-manifests",
-		"nodepools.hypershift.openshift.io", "OpenStack.yaml")
-	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: []string{p}, ErrorIfPathMissing: true, MaxTime: crdWait})
+	var paths []string
+	for _, crd := range []string{"nodepools.hypershift.openshift.io", "hostedclusters.hypershift.openshift.io"} {
+		paths = append(paths, filepath.Join(strings.TrimSpace(string(out)), "hypershift", "v1beta1", "zz_generated.featuregated-crd-manifests", crd, "OpenStack.yaml"))
+	}
+	_, err = envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true, MaxTime: crdWait})
 	return err
 }
 
