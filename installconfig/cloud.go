@@ -14,9 +14,6 @@ type IDRef struct {
 	Field string
 	// Line and Column locate it in the file.
 	Line, Column int
-	// SecurityGroups (networks only): the machines that get this network also get additional
-	// security groups, which Neutron puts on their port on it.
-	SecurityGroups bool
 }
 
 // CloudRefs is what the cloud checks look at: every well-formed ID of the file, the
@@ -96,7 +93,6 @@ func References(f *File) CloudRefs {
 					seen[it.path.String()] = true
 					ref := IDRef{Kind: k, ID: it.canonical, Field: it.path.String(), Line: it.node.Line, Column: it.node.Column}
 					if k == Networks {
-						ref.SecurityGroups = c.model.asksSecurityGroups(p)
 						refs.Networks = append(refs.Networks, ref)
 					} else {
 						refs.SecurityGroups = append(refs.SecurityGroups, ref)

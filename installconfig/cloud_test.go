@@ -138,8 +138,7 @@ func TestCheckWithCloud(t *testing.T) {
 }
 
 // TestReferencesForFitness: what the storage-network rules need of the file: the cluster and
-// service networks (the installer's defaults when unset), the VIPs, new and legacy, and for
-// each network whether the machines that get it also get security groups.
+// service networks (the installer's defaults when unset) and the VIPs, new and legacy.
 func TestReferencesForFitness(t *testing.T) {
 	const a, b, c, sg = "6f0e3a3c-2b8d-4f51-9c1e-7d2a4b5c6d70", "0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a37", "837e03cd-a06c-494f-9f58-88263af211ef", "a2c6e413-56e4-47d7-b06c-e8d49773801f"
 	data := []byte(`networking:
@@ -186,9 +185,6 @@ compute:
 	for _, v := range refs.VIPs {
 		got = append(got, v.Field+"="+v.Address)
 	}
-	for _, n := range refs.Networks {
-		got = append(got, fmt.Sprintf("%s groups=%v", n.Field, n.SecurityGroups))
-	}
 	want := []string{
 		"networking.machineNetwork=10.0.0.0/16 default=true",
 		"networking.clusterNetwork[0].cidr=10.128.0.0/14 default=false",
@@ -199,22 +195,16 @@ compute:
 		"platform.openstack.apiVIPs[1]=fd00::5",
 		"platform.openstack.ingressVIPs[0]=10.0.0.7",
 		"platform.openstack.apiVIP=10.0.0.5",
-		// The control plane inherits the default's networks and asks for groups of its own.
-		"platform.openstack.defaultMachinePlatform.additionalNetworkIDs[0] groups=true",
-		"compute[0].platform.openstack.additionalNetworkIDs[0] groups=false",
-		"compute[1].platform.openstack.additionalNetworkIDs[0] groups=true",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("refs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	// Without networking: the installer's defaults; the default pool's networks go to pools
-	// that ask for no groups.
+	// Without networking: the installer's defaults.
 	f, _ = Parse("ic.yaml", []byte("platform:\n  openstack:\n    defaultMachinePlatform:\n      additionalNetworkIDs: ["+a+"]\ncompute:\n- name: worker\n"))
 	refs = References(f)
 	if len(refs.ClusterNetworks) != 1 || refs.ClusterNetworks[0].CIDR != DefaultClusterNetwork || !refs.ClusterNetworks[0].Default ||
-		len(refs.ServiceNetworks) != 1 || refs.ServiceNetworks[0].CIDR != DefaultServiceNetwork || len(refs.VIPs) != 0 ||
-		len(refs.Networks) != 1 || refs.Networks[0].SecurityGroups {
+		len(refs.ServiceNetworks) != 1 || refs.ServiceNetworks[0].CIDR != DefaultServiceNetwork || len(refs.VIPs) != 0 {
 		t.Errorf("defaults: %+v", refs)
 	}
 }

@@ -286,8 +286,9 @@ func TestInstallConfigStorageNetworkFitness(t *testing.T) {
 		return fmt.Sprintf("network %s (%s), subnet %s-subnet-0 (%s)", name, n.ID, name, n.SubnetIDs[0])
 	}
 	const route = "every machine gets a second default route through it; when the API and ingress VIPs are not on-link, OpenShift's node-IP selection takes the interface with the lowest-metric default route and the node may take its InternalIP from the storage network (logs, exec and the node's br-ex move)"
-	// The VIP lies in ic-vip's subnet; the control plane gets the network without port security
-	// but asks for no security groups, which is fine.
+	// The VIP lies in ic-vip's subnet. The network without port security is refused in the
+	// control plane too, which asks for no additional security groups: the installer gives every
+	// machine its role's group.
 	file := installConfig(t, `    apiVIPs: [10.66.0.5]
     ingressVIPs: [10.196.0.7]
 networking:
@@ -310,6 +311,7 @@ compute:
       additionalSecurityGroupIDs: [`+s.sg+`]
 `)
 	worker := func(i int) string { return fmt.Sprintf("compute[0].platform.openstack.additionalNetworkIDs[%d]", i) }
+	noPortSecurity := fmt.Sprintf("network ic-no-port-security (%s): port security is disabled on the network, and security groups are asked for: Neutron refuses the machines' port (PortSecurityAndIPRequiredForSecurityGroups) and the new machines never start; fix: the installer puts each machine's own security group (<infraID>-<role>) on this port too, whatever additionalSecurityGroupIDs says: openstack network set --enable-port-security %s, or attach the network after the install with `manila-setup machinesets patch`, which writes the port without port security", s.noPortSecurity.ID, s.noPortSecurity.ID)
 	code, out, errOut := s.cli(t, "installconfig", "validate", file)
 	if code != exitInvalid {
 		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, out, errOut)
@@ -321,9 +323,10 @@ compute:
 		problemLine(true, worker(3), s.dns.ID, subnet(s.dns, "ic-dns")+": no dns_nameservers: its DHCP server announces itself as a DNS server: the nodes may resolve through the storage network before the cluster's own DNS; fix: openstack subnet set --no-dns-nameservers --dns-nameserver 0.0.0.0 ic-dns-subnet-0"),
 		problemLine(false, worker(4), s.overlap.ID, subnet(s.overlap, "ic-overlap")+": its range 10.196.8.0/24 overlaps the cluster's network 10.196.0.0/16 (networking.machineNetwork[0].cidr): the nodes would route part of the cluster's traffic to the storage network; fix: choose networking CIDRs apart from the storage subnet, or a storage network apart from them"),
 		problemLine(false, worker(5), s.vip.ID, subnet(s.vip, "ic-vip")+": its range 10.66.0.0/24 holds the VIP 10.66.0.5 (platform.openstack.apiVIPs[0]): OpenShift's node-IP selection takes the interface whose subnet holds a VIP, so the nodes would take their InternalIP from the storage network (logs, exec and the node's br-ex move); fix: give platform.openstack.apiVIPs and ingressVIPs addresses of the machine network, outside the storage subnet"),
-		problemLine(false, "compute[1].platform.openstack.additionalNetworkIDs[0]", s.noPortSecurity.ID, fmt.Sprintf("network ic-no-port-security (%s): port security is disabled on the network, and security groups are asked for: Neutron refuses the machines' port (PortSecurityAndIPRequiredForSecurityGroups) and the new machines never start; fix: drop additionalSecurityGroupIDs from the pools that get this network, or: openstack network set --enable-port-security %s", s.noPortSecurity.ID, s.noPortSecurity.ID)),
+		problemLine(false, "compute[1].platform.openstack.additionalNetworkIDs[0]", s.noPortSecurity.ID, noPortSecurity),
+		problemLine(false, "controlPlane.platform.openstack.additionalNetworkIDs[0]", s.noPortSecurity.ID, noPortSecurity),
 		// The project has no share: Manila cannot tell where it exports.
-		file + ": invalid, 4 errors, 3 warnings",
+		file + ": invalid, 5 errors, 3 warnings",
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	for _, w := range want {
@@ -331,8 +334,8 @@ compute:
 			t.Errorf("output lacks the line\n%s", w)
 		}
 	}
-	if strings.Contains(out, `"`+s.fit.ID+`"`) || strings.Contains(out, "controlPlane") {
-		t.Errorf("the fit network, or the network without port security where no group is asked, is reported:\n%s", out)
+	if strings.Contains(out, `"`+s.fit.ID+`"`) {
+		t.Errorf("the fit network is reported:\n%s", out)
 	}
 
 	// The same as data: one problem per finding, its ID as the rule.
@@ -348,6 +351,7 @@ compute:
 	wantJSON := []string{
 		"warning cloud-manila-unknown ",
 		"error port-security-off compute[1].platform.openstack.additionalNetworkIDs[0]",
+		"error port-security-off controlPlane.platform.openstack.additionalNetworkIDs[0]",
 		"error dhcp-off " + worker(1),
 		"warning default-route " + worker(2),
 		"warning dns-announced " + worker(3),
@@ -370,7 +374,7 @@ compute:
 		t.Errorf("warnings only, --strict: exit %d\n%s", code, out)
 	}
 
-	// The fit network, with security groups asked: nothing but Manila's own word.
+	// The fit network, with security groups: nothing but Manila's own word.
 	good := installConfig(t, "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\ncompute:\n- name: worker\n  platform:\n    openstack:\n      additionalNetworkIDs: ["+
 		s.fit.ID+"]\n      additionalSecurityGroupIDs: ["+s.sg+"]\n")
 	code, out, _ = s.cli(t, "installconfig", "validate", "-o", "json", good)

@@ -5,8 +5,8 @@
 //     group exists; an ID given in the wrong list (a security group as a network, a subnet or a
 //     port as either) is called out as such;
 //   - each additional network is fit to be the machines' second NIC, by the rules every
-//     command applies to a storage network (attach.Fitness): DHCP on, port security on where
-//     security groups are asked, no default route or DNS servers handed out, no overlap with
+//     command applies to a storage network (attach.Fitness): DHCP on, port security on (the
+//     installer gives every machine its role's security group), no default route or DNS servers handed out, no overlap with
 //     the machine, cluster or service networks, no API or ingress VIP in its subnets. The
 //     machines' primary network is not one of these lists and is not judged;
 //   - every compute pool gets a network Manila exports on: a warning names the network when it
@@ -259,8 +259,13 @@ func label(n openstack.Network) string {
 // fitnessOptions are what the file says of the cluster, for attach.Fitness: its machine,
 // cluster and service networks and its VIPs, each with where it was read. A value that does
 // not parse is left to the installer's own checks.
+//
+// SecurityGroups is always set: the installer gives every machine the security group of its
+// role (<infraID>-worker, <infraID>-master) beside additionalSecurityGroupIDs, and every port
+// of the machine inherits it, so a network without port security refuses the port whatever the
+// file says (openshift/installer pkg/asset/machines/openstack).
 func fitnessOptions(refs installconfig.CloudRefs) attach.FitnessOptions {
-	opts := attach.FitnessOptions{Sources: map[string]string{}}
+	opts := attach.FitnessOptions{SecurityGroups: true, Sources: map[string]string{}}
 	for _, list := range [][]installconfig.CIDRRef{refs.MachineNetworks, refs.ClusterNetworks, refs.ServiceNetworks} {
 		for _, m := range list {
 			p, err := netip.ParsePrefix(m.CIDR)
@@ -290,7 +295,6 @@ func fitnessOptions(refs installconfig.CloudRefs) attach.FitnessOptions {
 // errors as errors, warnings as warnings, the finding's ID as the rule (the same ID every
 // command prints).
 func fitness(r installconfig.IDRef, n openstack.Network, opts attach.FitnessOptions) installconfig.Problems {
-	opts.SecurityGroups = r.SecurityGroups
 	var ps installconfig.Problems
 	for _, f := range attach.Fitness(n, opts) {
 		sev := installconfig.SeverityWarning
@@ -314,7 +318,8 @@ func installConfigFix(id string, n openstack.Network) string {
 	case attach.FindingVIPInSubnet:
 		return "give platform.openstack.apiVIPs and ingressVIPs addresses of the machine network, outside the storage subnet"
 	case attach.FindingPortSecurityOff:
-		return "drop additionalSecurityGroupIDs from the pools that get this network, or: openstack network set --enable-port-security " + n.ID
+		return "the installer puts each machine's own security group (<infraID>-<role>) on this port too, whatever additionalSecurityGroupIDs says: " +
+			"openstack network set --enable-port-security " + n.ID + ", or attach the network after the install with `manila-setup machinesets patch`, which writes the port without port security"
 	}
 	return ""
 }
