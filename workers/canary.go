@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
@@ -24,14 +25,20 @@ import (
 //   - its Node's IP lies in the machine network and in no storage subnet: a storage subnet that
 //     hands out a default route, or holds NODEIP_HINT or a VIP, moves the node IP (logs, exec,
 //     br-ex follow it);
-//   - the Machine has an address on each storage network: its port exists.
+//   - the Machine has an address on each storage network: its port exists;
+//   - its primary port still carries the API and ingress VIPs as allowed address pairs (the
+//     storage entry says noAllowedAddressPairs; the primary one must keep them, or keepalived
+//     cannot move a VIP to the node).
 //
 // Without the cluster's machine networks or a cloud, the checks that need them are said to be
 // skipped, not passed.
 type Canary struct {
 	// MachineNetworks are the cluster's machine networks (cluster-config-v1), nil if unknown.
 	MachineNetworks []netip.Prefix
-	// Cloud, when set, says what the storage networks' subnets are.
+	// VIPs are the cluster's API and ingress VIPs (cluster-config-v1), nil if unknown.
+	VIPs []netip.Addr
+	// Cloud, when set, says what the storage networks' subnets are and what the server's ports
+	// carry.
 	Cloud *openstack.Client
 
 	mu       sync.Mutex
@@ -49,7 +56,9 @@ func NewCanary(ctx context.Context, kube kubernetes.Interface, cloud *openstack.
 	if err != nil {
 		return c
 	}
-	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
+	installConfig := []byte(cm.Data["install-config"])
+	c.VIPs = installConfigVIPs(installConfig)
+	cidrs, err := operator.MachineNetworksFromInstallConfig(installConfig)
 	if err != nil {
 		return c
 	}
@@ -59,6 +68,32 @@ func NewCanary(ctx context.Context, kube kubernetes.Interface, cloud *openstack.
 		}
 	}
 	return c
+}
+
+// installConfigVIPs are the API and ingress VIPs of an install-config (platform.openstack's
+// apiVIPs and ingressVIPs, or the older apiVIP and ingressVIP); nil when it has none.
+func installConfigVIPs(b []byte) []netip.Addr {
+	var ic struct {
+		Platform struct {
+			OpenStack struct {
+				APIVIPs     []string `json:"apiVIPs"`
+				IngressVIPs []string `json:"ingressVIPs"`
+				APIVIP      string   `json:"apiVIP"`
+				IngressVIP  string   `json:"ingressVIP"`
+			} `json:"openstack"`
+		} `json:"platform"`
+	}
+	if yaml.Unmarshal(b, &ic) != nil {
+		return nil
+	}
+	o := ic.Platform.OpenStack
+	var out []netip.Addr
+	for _, s := range append(append(o.APIVIPs, o.IngressVIPs...), o.APIVIP, o.IngressVIP) {
+		if a, err := netip.ParseAddr(s); err == nil && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Check judges the facts of a new Machine.
@@ -91,7 +126,71 @@ func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, e
 		}
 		v.Checked = append(v.Checked, "an address on "+orNone(n.Name))
 	}
+	switch {
+	case len(c.VIPs) == 0:
+		v.Checked = append(v.Checked, "VIP address pairs not checked (no VIPs in the install-config)")
+		return v, nil
+	case f.ServerID == "":
+		v.Checked = append(v.Checked, "VIP address pairs not checked (the Machine has no providerID)")
+		return v, nil
+	}
+	ports, err := c.Cloud.ServerPorts(ctx, f.ServerID)
+	if err != nil {
+		return v, fmt.Errorf("reading the ports of server %s: %w", f.ServerID, err)
+	}
+	problem, checked := vipPairs(ports, f.StorageNetworks, c.VIPs)
+	if problem != "" {
+		v.Problems = append(v.Problems, problem)
+	} else {
+		v.Checked = append(v.Checked, checked)
+	}
 	return v, nil
+}
+
+// vipPairs checks that a primary port of the server (one not on a storage network) lets the
+// VIPs through: the Machine API adds them as allowed address pairs to every port whose network
+// entry does not say noAllowedAddressPairs, and keepalived needs them to move a VIP to the node.
+func vipPairs(ports []openstack.Port, storage []string, vips []netip.Addr) (problem, checked string) {
+	var primary []openstack.Port
+	for _, p := range ports {
+		if !attach.ContainsID(storage, p.NetworkID) {
+			primary = append(primary, p)
+		}
+	}
+	if len(primary) == 0 {
+		return "", "VIP address pairs not checked (the server has no port off the storage networks in Neutron)"
+	}
+	for _, p := range primary {
+		if len(missingPairs(p, vips)) == 0 {
+			return "", "VIPs allowed on primary port " + orNone(p.Name)
+		}
+	}
+	p := primary[0]
+	missing := missingPairs(p, vips)
+	var fix []string
+	for _, a := range missing {
+		fix = append(fix, "--allowed-address ip-address="+a.String())
+	}
+	return fmt.Sprintf("the server's primary port %s (%s, network %s) lacks the allowed address pairs of VIPs %s: keepalived cannot move them to this node; fix: openstack port set %s %s",
+		orNone(p.Name), p.ID, p.NetworkID, addrs(missing), strings.Join(fix, " "), p.ID), ""
+}
+
+// missingPairs are the VIPs no allowed address pair of p covers.
+func missingPairs(p openstack.Port, vips []netip.Addr) []netip.Addr {
+	var missing []netip.Addr
+	for _, vip := range vips {
+		covered := slices.ContainsFunc(p.AllowedAddressPairs, func(pair string) bool {
+			if a, err := netip.ParseAddr(pair); err == nil {
+				return a == vip
+			}
+			pre, err := netip.ParsePrefix(pair)
+			return err == nil && pre.Contains(vip)
+		})
+		if !covered {
+			missing = append(missing, vip)
+		}
+	}
+	return missing
 }
 
 // checkNodeIP checks where the node IP lies: in no storage subnet, in a machine network.

@@ -3,10 +3,12 @@ package workers
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 )
 
 // Without a cloud the canary judges what the cluster shows: events, and the node IP against the
@@ -35,5 +37,34 @@ func TestCanaryWithoutACloud(t *testing.T) {
 	unknown := &Canary{}
 	if v, _ := unknown.Check(context.Background(), bad); len(v.Problems) != 1 {
 		t.Errorf("without the machine network only the event is a problem: %+v", v.Problems)
+	}
+}
+
+func TestCanaryVIPPairs(t *testing.T) {
+	vips := []netip.Addr{netip.MustParseAddr("10.196.0.5"), netip.MustParseAddr("10.196.0.7")}
+	storage := openstack.Port{ID: "p-storage", Name: "w-1-1", NetworkID: "storage-net"}
+	primary := openstack.Port{ID: "p-primary", Name: "w-1-0", NetworkID: "machine-net", AllowedAddressPairs: []string{"10.196.0.5", "10.196.0.7/32"}}
+	if problem, checked := vipPairs([]openstack.Port{storage, primary}, []string{"storage-net"}, vips); problem != "" || checked != "VIPs allowed on primary port w-1-0" {
+		t.Errorf("a primary port with the VIPs: %q, %q", problem, checked)
+	}
+	bare := primary
+	bare.AllowedAddressPairs = []string{"10.196.0.5"}
+	problem, _ := vipPairs([]openstack.Port{storage, bare}, []string{"storage-net"}, vips)
+	if !strings.Contains(problem, "lacks the allowed address pairs of VIPs 10.196.0.7") || !strings.Contains(problem, "fix: openstack port set --allowed-address ip-address=10.196.0.7 p-primary") {
+		t.Errorf("a primary port without a VIP: %q", problem)
+	}
+	if problem, checked := vipPairs([]openstack.Port{storage}, []string{"storage-net"}, vips); problem != "" || !strings.Contains(checked, "not checked") {
+		t.Errorf("no primary port: %q, %q", problem, checked)
+	}
+}
+
+func TestInstallConfigVIPs(t *testing.T) {
+	got := installConfigVIPs([]byte("platform:\n  openstack:\n    apiVIPs: [10.0.0.5, fd00::5]\n    ingressVIPs: [10.0.0.7]\n    apiVIP: 10.0.0.5\n"))
+	want := []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5"), netip.MustParseAddr("10.0.0.7")}
+	if !slices.Equal(got, want) {
+		t.Errorf("VIPs %v, want %v", got, want)
+	}
+	if got := installConfigVIPs([]byte("not: [yaml")); got != nil {
+		t.Errorf("broken install-config: %v", got)
 	}
 }

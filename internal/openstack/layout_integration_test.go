@@ -86,6 +86,10 @@ func TestAttachmentsWithoutNova(t *testing.T) {
 	p.CreatePort(tenant.ID, infra+"-worker-0-b-0", b, open)
 	p.CreatePort(tenant.ID, infra+"-master-0-0", m, open)
 	p.CreatePort(storage, "someone-else", "1a1a1a1a-0000-4000-8000-000000000009", open)
+	// A machine's primary port as the Machine API makes it: the VIPs as allowed address pairs.
+	vips := "1a1a1a1a-0000-4000-8000-000000000004"
+	p.CreatePortWith(tenant.ID, "other-cluster-worker-0-0", vips, map[string]any{"security_groups": []string{open},
+		"allowed_address_pairs": []map[string]any{{"ip_address": "10.200.0.5"}, {"ip_address": "10.200.0.7/32"}}})
 
 	c, cnt := connect(t, cloud, ostest.CloudName, func(cfg *Config) { cfg.CloudsFile = p.CloudsFile })
 	ctx := testContext(t, 2*time.Minute)
@@ -105,6 +109,15 @@ func TestAttachmentsWithoutNova(t *testing.T) {
 		}
 		if total, detail := cnt.snapshot(); total != 1 {
 			t.Errorf("%d requests for two networks and two servers, want 1:\n%s", total, detail)
+		}
+	})
+	t.Run("allowed address pairs", func(t *testing.T) {
+		ports, err := c.ServerPorts(ctx, vips)
+		if err != nil || len(ports) != 1 || !slices.Equal(ports[0].AllowedAddressPairs, []string{"10.200.0.5", "10.200.0.7/32"}) {
+			t.Errorf("ports of the server with VIP pairs: %+v, %v", ports, err)
+		}
+		if ports, err := c.ServerPorts(ctx, b); err != nil || len(ports) != 1 || ports[0].AllowedAddressPairs != nil {
+			t.Errorf("ports of a server without pairs: %+v, %v", ports, err)
 		}
 	})
 	t.Run("by name only", func(t *testing.T) {

@@ -106,6 +106,9 @@ type Port struct {
 	SecurityGroups []string     `json:"securityGroups,omitempty"`
 	PortSecurity   bool         `json:"portSecurity"`
 	Tags           []string     `json:"tags,omitempty"`
+	// AllowedAddressPairs are the addresses (or CIDRs) the port may also answer for: the API
+	// and ingress VIPs on a machine's primary port, so that keepalived can move them to it.
+	AllowedAddressPairs []string `json:"allowedAddressPairs,omitempty"`
 }
 
 // ResourceKind names what an ID refers to in Neutron.
@@ -188,13 +191,16 @@ type wirePort struct {
 	SecurityGroups []string `json:"security_groups"`
 	PortSecurity   *bool    `json:"port_security_enabled"`
 	Tags           []string `json:"tags"`
+	Pairs          []struct {
+		IPAddress string `json:"ip_address"`
+	} `json:"allowed_address_pairs"`
 }
 
 // Fields asked of Neutron, to keep answers small on clouds with thousands of networks.
 var (
 	networkFields = []string{"id", "name", "project_id", "status", "shared", "router:external", "subnets", "tags", "port_security_enabled"}
 	subnetFields  = []string{"id", "name", "network_id", "cidr", "ip_version", "enable_dhcp", "gateway_ip", "dns_nameservers", "host_routes", "ipv6_ra_mode"}
-	portFields    = []string{"id", "name", "network_id", "device_id", "device_owner", "status", "fixed_ips", "security_groups", "port_security_enabled", "tags"}
+	portFields    = []string{"id", "name", "network_id", "device_id", "device_owner", "status", "fixed_ips", "security_groups", "port_security_enabled", "tags", "allowed_address_pairs"}
 )
 
 func fieldsQuery(fields []string) url.Values {
@@ -424,6 +430,9 @@ func (c *Client) Ports(ctx context.Context, f PortFilter) ([]Port, error) {
 			if a, err := netip.ParseAddr(ip.IPAddress); err == nil {
 				p.FixedIPs = append(p.FixedIPs, a)
 			}
+		}
+		for _, pair := range w.Pairs {
+			p.AllowedAddressPairs = append(p.AllowedAddressPairs, pair.IPAddress)
 		}
 		out = append(out, p)
 	}

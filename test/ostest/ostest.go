@@ -363,11 +363,22 @@ func (p *Project) CreateSecurityGroup(name string, allowEgress bool) string {
 // device_owner, as Nova would set them.
 func (p *Project) CreatePort(networkID, name, deviceID string, securityGroups ...string) string {
 	p.t.Helper()
+	attrs := map[string]any{}
+	if len(securityGroups) > 0 {
+		attrs["security_groups"] = securityGroups
+	}
+	return p.CreatePortWith(networkID, name, deviceID, attrs)
+}
+
+// CreatePortWith makes a port of a server (deviceID) with more attributes (Neutron's names:
+// security_groups, allowed_address_pairs, ...).
+func (p *Project) CreatePortWith(networkID, name, deviceID string, attrs map[string]any) string {
+	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	port := map[string]any{"network_id": networkID, "name": name, "device_id": deviceID, "device_owner": "compute:nova"}
-	if len(securityGroups) > 0 {
-		port["security_groups"] = securityGroups
+	for k, v := range attrs {
+		port[k] = v
 	}
 	var out struct {
 		Port struct {

@@ -55,6 +55,10 @@ controlPlane:
 platform:
   openstack:
     cloud: openstack
+    apiVIPs:
+    - 10.196.0.5
+    ingressVIPs:
+    - 10.196.0.7
 `
 
 // Cluster is a sim cluster made to look like a fresh OpenShift-on-OpenStack install, with the
