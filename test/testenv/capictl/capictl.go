@@ -20,6 +20,7 @@ package capictl
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
 	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
 
 var (
@@ -52,6 +54,10 @@ type Options struct {
 	RunDelay time.Duration
 	// Interval is the reconcile period; default 50ms.
 	Interval time.Duration
+	// Ports, when set, gives each Machine's server (its ID is the Machine's UID) a real Neutron
+	// port on every network its OpenStackMachine's ports name by ID, as CAPO does, and deletes
+	// them with the Machine; the Machine's addresses then include theirs.
+	Ports machinectl.PortMaker
 }
 
 // Controller is the simulated Cluster API. Create it with Start.
@@ -301,6 +307,11 @@ func (c *Controller) createMachine(ctx context.Context, set *unstructured.Unstru
 
 func (c *Controller) deleteMachine(ctx context.Context, m *unstructured.Unstructured) error {
 	ns := c.opts.Namespace
+	if c.opts.Ports != nil {
+		if err := c.opts.Ports.DeletePorts(ctx, string(m.GetUID())); err != nil {
+			return err
+		}
+	}
 	if err := c.dyn.Resource(nodeGVR).Delete(ctx, m.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -316,6 +327,47 @@ func (c *Controller) deleteMachine(ctx context.Context, m *unstructured.Unstruct
 		return err
 	}
 	return nil
+}
+
+// serverAddresses are the addresses of a Machine's server: its address on the machine network,
+// and with Ports, those of its ports on the networks its OpenStackMachine names (made now, as
+// CAPO makes them before the server boots), in Nova's order (by network name). The Machine gets
+// its providerID, as CAPO sets it, so that its server can be found by ID.
+func (c *Controller) serverAddresses(ctx context.Context, m *unstructured.Unstructured) ([]string, error) {
+	primary := netip.MustParseAddr(testenv.NodeIP(m.GetName()))
+	nics := []machinectl.NIC{{Network: "ostest-openshift", Addr: primary, Subnet: netip.PrefixFrom(primary, 16).Masked(), DefaultRoute: true}}
+	if c.opts.Ports != nil {
+		infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+		om, err := c.dyn.Resource(openStackMachineGVR).Namespace(c.opts.Namespace).Get(ctx, infra, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading OpenStackMachine %s of Machine %s: %w", infra, m.GetName(), err)
+		}
+		var networks []string
+		ports, _, _ := unstructured.NestedSlice(om.Object, "spec", "ports")
+		for _, p := range ports {
+			if id, _, _ := unstructured.NestedString(p.(map[string]any), "network", "id"); id != "" {
+				networks = append(networks, strings.ToLower(id))
+			}
+		}
+		made, err := c.opts.Ports.CreatePorts(ctx, m.GetName(), string(m.GetUID()), networks)
+		if err != nil {
+			return nil, err
+		}
+		nics = append(nics, made...)
+		if id, _, _ := unstructured.NestedString(m.Object, "spec", "providerID"); id == "" {
+			_ = unstructured.SetNestedField(m.Object, "openstack:///"+string(m.GetUID()), "spec", "providerID")
+			updated, err := c.dyn.Resource(machineGVR).Namespace(c.opts.Namespace).Update(ctx, m, metav1.UpdateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("setting the providerID of Machine %s: %w", m.GetName(), err)
+			}
+			m.Object = updated.Object // its status is written next, on this resourceVersion
+		}
+	}
+	var out []string
+	for _, a := range machinectl.MachineAddresses(nics) {
+		out = append(out, a.String())
+	}
+	return out, nil
 }
 
 // nodeGVR is the core Nodes: a Running Machine's nodeRef names one, with the machine's address.
@@ -367,15 +419,21 @@ func (c *Controller) advance(ctx context.Context, m *unstructured.Unstructured) 
 		_ = unstructured.SetNestedField(m.Object, "CreateError", "status", "failureReason")
 		_ = unstructured.SetNestedField(m.Object, failure, "status", "failureMessage")
 	case time.Since(born) >= c.opts.RunDelay:
+		addresses, err := c.serverAddresses(ctx, m)
+		if err != nil {
+			return phase, err
+		}
 		if err := c.registerNode(ctx, m.GetName()); err != nil {
 			return phase, err
 		}
 		next = string(clusterv1.MachinePhaseRunning)
 		_ = unstructured.SetNestedMap(m.Object, map[string]any{"apiVersion": "v1", "kind": "Node", "name": m.GetName()}, "status", "nodeRef")
-		_ = unstructured.SetNestedSlice(m.Object, []any{
-			map[string]any{"type": "InternalIP", "address": testenv.NodeIP(m.GetName())},
-			map[string]any{"type": "Hostname", "address": m.GetName()},
-		}, "status", "addresses")
+		list := []any{}
+		for _, a := range addresses {
+			list = append(list, map[string]any{"type": "InternalIP", "address": a})
+		}
+		list = append(list, map[string]any{"type": "Hostname", "address": m.GetName()})
+		_ = unstructured.SetNestedSlice(m.Object, list, "status", "addresses")
 	default:
 		next = string(clusterv1.MachinePhaseProvisioning)
 	}
