@@ -4,6 +4,7 @@ package attach
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -41,6 +42,11 @@ func TestFitnessOfRealNetworks(t *testing.T) {
 		"default-route": {p.CreateNetworkWith("default-route", nil, with(map[string]any{"host_routes": []map[string]any{{"destination": "0.0.0.0/0", "nexthop": "10.50.0.254"}}})).ID, FitnessOptions{}, []string{"warning:default-route"}},
 		"no-port-sec":   {p.CreateNetworkWith("no-port-sec", map[string]any{"port_security_enabled": false}, fit).ID, FitnessOptions{SecurityGroups: true}, []string{"error:port-security-off"}},
 		"real-dns":      {p.CreateNetworkWith("real-dns", nil, with(map[string]any{"dns_nameservers": []string{"192.0.2.53"}})).ID, FitnessOptions{}, []string{"warning:dns-announced"}},
+		// The cluster's VIP and machine network lie in the subnet.
+		"holds-vip": {p.CreateNetworkWith("holds-vip", nil, with(map[string]any{"cidr": "10.52.0.0/24"})).ID,
+			FitnessOptions{VIPs: []netip.Addr{netip.MustParseAddr("10.196.0.5"), netip.MustParseAddr("10.52.0.5")}}, []string{"error:vip-in-subnet"}},
+		"overlap": {p.CreateNetworkWith("overlap", nil, with(map[string]any{"cidr": "10.53.0.0/24"})).ID,
+			FitnessOptions{MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.53.0.0/16")}}, []string{"error:overlap"}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -154,5 +156,23 @@ func TestPatchCommandsReportFindingsAsJSON(t *testing.T) {
 	}
 	if !strings.Contains(out, `"id": "dhcp-off"`) || !strings.Contains(out, `"forced": true`) {
 		t.Errorf("-o json field names:\n%s", out)
+	}
+
+	// A file patched in place (GitOps): the rows of -o json carry the findings too.
+	original, err := os.ReadFile("../../machinesets/testdata/corpus/installer-default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(file, original, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "machinesets", "patch", "-f", file, "--in-place", "--network", storage, "-o", "json")
+	rows = nil
+	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil {
+		t.Fatalf("machinesets patch -f --in-place -o json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if n := checkFindingRows(t, "machinesets patch -f", rows, storage, warnings...); n != 1 {
+		t.Errorf("machinesets patch -f: %d rows add the network, want 1:\n%s", n, out)
 	}
 }
