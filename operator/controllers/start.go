@@ -288,7 +288,8 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		}, inf.OnDynamic, inf.StorageClasses, inf.Secrets, inf.ClusterConfig))
 	}
 	o.controllers = append(o.controllers, newStorageNetworkController(loop, ops, storage, inf.CRDExists, inf.DynamicLister, mounts.answer,
-		l.StorageClasses, p.names.StorageClassPrefix, inf.OnDynamic, inf.CRDs, inf.StorageClasses, inf.ClusterConfig))
+		l.StorageClasses, p.names.StorageClassPrefix, inf.OnDynamic, inf.CRDs, inf.StorageClasses, inf.ClusterConfig,
+		storageNetworkInputs{nodes: l.Nodes, clusterConfig: l.ClusterConfig, recorder: recorder, nodesInf: inf.Nodes}))
 	if !p.deploysDriver {
 		return o
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -13,11 +14,13 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -33,8 +36,11 @@ import (
 // storageNetworkController reports StorageNetworkReachable: whether every MachineSet attaches
 // its machines to the storage network, so that nodes can reach the NFS exports. The storage
 // network is --storage-network or what discovery found (storageNetworks); without either, the
-// attachments manila-setup recorded on the MachineSets are compared. It syncs when a MachineSet
-// changes (its informer's events), when discovery gives another answer, and every resync.
+// attachments manila-setup recorded on the MachineSets are compared. When discovery saw the
+// network's subnets, it also says what the network does to the nodes (storage_network_nodes.go):
+// the findings of attach.Fitness, and the workers whose node IP lies on it or that have no
+// address on it yet. It syncs when a MachineSet or a node changes (their informers' events),
+// when discovery gives another answer, and every resync.
 type storageNetworkController struct {
 	operands
 	// machineAPI tells whether the cluster has MachineSets at all (their CRD).
@@ -50,19 +56,44 @@ type storageNetworkController struct {
 	// StorageClasses the operator keeps.
 	shareClients func() (shareclient.Answer, error)
 	classes      func() []*storagev1.StorageClass
+	// candidate is the storage network as discovery saw it, with its subnets (nil when the
+	// cloud has not told); nodes the cached nodes; clusterNetworks the cluster's networks from
+	// its install-config (nil when unknown).
+	candidate       func() *openstack.Candidate
+	nodes           func() []*corev1.Node
+	clusterNetworks func() []netip.Prefix
+	// recorder says the storage network's warnings once as an Event; warned holds the last
+	// ones said (a controller syncs one at a time).
+	recorder machinery.Recorder
+	warned   string
 }
 
 const storageNetworkName = "StorageNetworkController"
 
+// storageNetworkInputs are what the controller reads besides the MachineSets and the classes:
+// the nodes (their addresses), the install-config (the cluster's networks), and where it
+// records Events.
+type storageNetworkInputs struct {
+	nodes         cache.GenericLister
+	clusterConfig corelisters.ConfigMapLister
+	recorder      machinery.Recorder
+	nodesInf      cache.SharedIndexInformer
+}
+
 // newStorageNetworkController reports on the MachineSets (machineSets, and their events through
 // machineAPI) against the storage network, and on the StorageClasses the operator keeps (classes,
-// storageClasses).
+// storageClasses), on the storage network itself and on the nodes (in).
 func newStorageNetworkController(loop machinery.Loop, ops operands, storage *storageNetworks, crdExists func(string) bool,
 	machineSets func(schema.GroupVersionResource) (cache.GenericLister, bool), shareClients func() (shareclient.Answer, error),
-	storageClasses storagelisters.StorageClassLister, prefix string, machineAPI dynamicEvents, crds, storageClassesInf, clusterConfig cache.SharedIndexInformer) *machinery.Controller {
+	storageClasses storagelisters.StorageClassLister, prefix string, machineAPI dynamicEvents, crds, storageClassesInf, clusterConfig cache.SharedIndexInformer,
+	in storageNetworkInputs) *machinery.Controller {
 	c := &storageNetworkController{
-		operands:   ops,
-		machineAPI: func() bool { return crdExists("machinesets.machine.openshift.io") },
+		operands:        ops,
+		candidate:       storage.candidate,
+		nodes:           cachedNodes(in.nodes),
+		clusterNetworks: installConfigNetworks(in.clusterConfig),
+		recorder:        in.recorder,
+		machineAPI:      func() bool { return crdExists("machinesets.machine.openshift.io") },
 		machineSets: func() ([]runtime.Object, bool, error) {
 			lister, synced := machineSets(machinery.MachineSetGVR)
 			if !synced {
@@ -85,7 +116,7 @@ func newStorageNetworkController(loop machinery.Loop, ops operands, storage *sto
 			return out
 		},
 	}
-	ctrl := loop.Controller(storageNetworkName, c.sync, crds, storageClassesInf, clusterConfig)
+	ctrl := loop.Controller(storageNetworkName, c.sync, crds, storageClassesInf, clusterConfig, in.nodesInf)
 	c.requeueAfter = ctrl.RequeueAfter
 	onMachineAPI(machineAPI, ctrl)
 	storage.listen(ctrl.Enqueue)
@@ -101,25 +132,31 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Contro
 		// No condition: the one this controller wrote goes away with its apply.
 		return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus())
 	}
-	status, reason, msg := c.verdict()
+	sets, status, reason, msg := c.verdict()
 	if status == operatorv1.ConditionTrue {
 		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg)
+	}
+	if cand := c.candidate(); cand != nil {
+		report := judgeStorageNetwork(cand.Network, sets, c.clusterNetworks(), c.nodes())
+		status, reason, msg = report.apply(status, reason, msg)
+		c.warnOnce(report)
 	}
 	return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus().WithConditions(
 		machinery.Condition(operator.ConditionStorageNetworkReachable, status, reason, msg)))
 }
 
-func (c *storageNetworkController) verdict() (operatorv1.ConditionStatus, string, string) {
+// verdict judges the MachineSets (returned sorted by name) against the storage network.
+func (c *storageNetworkController) verdict() ([]*unstructured.Unstructured, operatorv1.ConditionStatus, string, string) {
 	if !c.machineAPI() {
-		return operatorv1.ConditionUnknown, "NoMachineAPI", "the cluster has no MachineSets to check"
+		return nil, operatorv1.ConditionUnknown, "NoMachineAPI", "the cluster has no MachineSets to check"
 	}
 	objs, synced, err := c.machineSets()
 	if !synced || err != nil {
 		c.requeueAfter(time.Second)
-		return operatorv1.ConditionUnknown, "Checking", "reading MachineSets"
+		return nil, operatorv1.ConditionUnknown, "Checking", "reading MachineSets"
 	}
 	if len(objs) == 0 {
-		return operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in " + machinery.MachineAPINamespace
+		return nil, operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in " + machinery.MachineAPINamespace
 	}
 	sets := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
@@ -129,7 +166,51 @@ func (c *storageNetworkController) verdict() (operatorv1.ConditionStatus, string
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].GetName() < sets[j].GetName() })
 	id, how, why := c.network()
-	return storageNetworkVerdict(sets, id, how, why)
+	status, reason, msg := storageNetworkVerdict(sets, id, how, why)
+	return sets, status, reason, msg
+}
+
+// warnOnce records the storage network's warnings as a Warning Event when they differ from
+// those last recorded: the condition keeps saying them, the Event says when they appeared.
+func (c *storageNetworkController) warnOnce(r storageReport) {
+	w := r.warningsMessage()
+	if w == c.warned {
+		return
+	}
+	c.warned = w
+	if w != "" && c.recorder != nil {
+		c.recorder.Warningf("StorageNetworkWarnings", "%s", w)
+	}
+}
+
+// cachedNodes lists the nodes of the cache (machinery.Informers.Nodes: labels and addresses).
+func cachedNodes(l cache.GenericLister) func() []*corev1.Node {
+	return func() []*corev1.Node {
+		objs, err := l.List(machinery.Everything)
+		if err != nil {
+			return nil
+		}
+		out := make([]*corev1.Node, 0, len(objs))
+		for _, o := range objs {
+			if n, ok := o.(*corev1.Node); ok {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+}
+
+// installConfigNetworks reads the cluster's networks from the install-config the operator
+// already caches (kube-system/cluster-config-v1); nil without it. --machine-network is not one
+// of them: it only says what the StorageClasses admit, and may be wider than the nodes' network.
+func installConfigNetworks(l corelisters.ConfigMapLister) func() []netip.Prefix {
+	return func() []netip.Prefix {
+		cm, err := l.ConfigMaps(machinery.ClusterConfigNamespace).Get(machinery.ClusterConfigName)
+		if err != nil {
+			return nil
+		}
+		return clusterNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
+	}
 }
 
 // storageNetworks is the storage network as given (--storage-network) or as the last
@@ -167,11 +248,14 @@ func (s *storageNetworks) due(src ManilaSource, period time.Duration) bool {
 // discovered records the result of a discovery.
 func (s *storageNetworks) discovered(src ManilaSource, ranking *openstack.Ranking, err error) {
 	before, beforeHow, beforeWhy := s.network()
+	beforeNet := s.candidateNetwork()
 	s.mu.Lock()
 	s.at, s.src, s.ranking, s.err = time.Now(), src, ranking, err
 	notify := s.onChange
 	s.mu.Unlock()
-	if id, how, why := s.network(); id != before || how != beforeHow || why != beforeWhy {
+	// Another answer is another network, or the same one changed: its subnets, what they hand
+	// out, its port security.
+	if id, how, why := s.network(); id != before || how != beforeHow || why != beforeWhy || !reflect.DeepEqual(s.candidateNetwork(), beforeNet) {
 		for _, f := range notify {
 			f()
 		}
@@ -244,6 +328,14 @@ func (s *storageNetworks) candidate() *openstack.Candidate {
 		return nil
 	}
 	return best
+}
+
+// candidateNetwork is the storage network as the last discovery saw it, nil when it did not.
+func (s *storageNetworks) candidateNetwork() *openstack.Network {
+	if c := s.candidate(); c != nil {
+		return &c.Network
+	}
+	return nil
 }
 
 // storageNetworkFrom applies the storage network rule to the result of a discovery.

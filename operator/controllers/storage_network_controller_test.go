@@ -9,15 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/shareclient"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
 // The storage network controller's sync, on fakes of what it reads and writes.
@@ -38,6 +40,18 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 		{Network: openstack.Network{ID: other, Name: "b"}, Score: 10, Confidence: openstack.ConfidenceHigh},
 	}}
 	managed := &operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}
+	const subnetID = "5b7a3f55-4f83-4f7e-9d64-4f2f8b4f9a10"
+	fit := openstack.Subnet{ID: subnetID, Name: "s", CIDR: netip.MustParsePrefix("10.0.0.0/24"), IPVersion: 4, DHCP: true, DNS: []string{"0.0.0.0"}}
+	dhcpOff, gateway := fit, fit
+	dhcpOff.DHCP = false
+	gateway.Gateway = netip.MustParseAddr("10.0.0.1")
+	// discovered is what discovery saw: the storage network with one subnet, an export in it.
+	discovered := func(s openstack.Subnet) *storageNetworks {
+		return &storageNetworks{at: time.Now(), ranking: &openstack.Ranking{Candidates: []openstack.Candidate{{
+			Network: openstack.Network{ID: storage, Name: "storage", Subnets: []openstack.Subnet{s}}, Score: 100, Confidence: openstack.ConfidenceHigh,
+			Exports: []openstack.NetworkExport{{Address: netip.MustParseAddr("10.0.0.20"), CIDR: s.CIDR, Shares: 1, Preferred: true}},
+		}}}}
+	}
 
 	tests := []struct {
 		name       string
@@ -54,6 +68,11 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 		// classes are the operator's StorageClasses, by their nfs-shareClient; the workers
 		// mount from the storage subnet 10.0.0.0/24 (every set attached, every machine on it).
 		classes []string
+		// nodes are the cached nodes; msgHasNot is what the message must not say; events how
+		// the Events recorded begin, one per line.
+		nodes     []*corev1.Node
+		msgHasNot string
+		events    string
 	}{
 		{name: "no ClusterCSIDriver", want: ""},
 		{name: "Unmanaged", spec: &operatorv1.OperatorSpec{ManagementState: operatorv1.Unmanaged}, want: ""},
@@ -73,6 +92,21 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 			storage: &storageNetworks{given: storage}, want: "False MachineSetsNotAttached", msgHas: "MachineSets b do not attach"},
 		{name: "discovery tie", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
 			storage: &storageNetworks{at: time.Now(), ranking: tie}, want: "Unknown StorageNetworkUnknown", msgHas: "choose one with --storage-network"},
+		{name: "discovered, fit, every worker on it", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: discovered(fit), nodes: []*corev1.Node{worker("w1", "10.196.0.5", "10.0.0.5"), master("m1", "10.196.0.2")},
+			want: "True AsExpected", msgHas: "every MachineSet (1) attaches its machines to the storage network " + storage + " (found by discovery with high confidence: \"storage\" (" + storage + ")); the workers mount from 10.0.0.0/24 (every worker has a port on the storage network, so it mounts from its address in the export subnet (set a)). all 1 workers have an address in the storage subnets 10.0.0.0/24",
+			msgHasNot: "warning"},
+		{name: "discovered, DHCP off", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: discovered(dhcpOff), want: "False StorageNetworkUnfit",
+			msgHas: "the storage network storage (" + storage + ") cannot serve as the workers' second NIC: (1) dhcp-off: network storage (" + storage + "): no subnet has DHCP enabled"},
+		{name: "discovered, a gateway: True, warned once", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: discovered(gateway), nodes: []*corev1.Node{worker("w1", "10.196.0.5")},
+			want: "True AsExpected", msgHas: "1 of 1 workers have no address in the storage subnets 10.0.0.0/24 yet (not attached, or their Machines predate the attachment): w1. warnings on the storage network storage (" + storage + "): (1) default-route: network storage (" + storage + "), subnet s (" + subnetID + "): its gateway 10.0.0.1 is handed out by DHCP",
+			events: "Warning StorageNetworkWarnings warnings on the storage network storage (" + storage + "): (1) default-route"},
+		{name: "discovered, a node IP on it", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
+			storage: discovered(gateway), nodes: []*corev1.Node{worker("w1", "10.0.0.9", "10.196.0.5")},
+			want: "False NodeIPOnStorageNetwork", msgHas: "workers w1 (10.0.0.9 in subnet s (" + subnetID + ") 10.0.0.0/24) have their node IP (first InternalIP) on the storage network storage (" + storage + ")",
+			events: "Warning StorageNetworkWarnings warnings on the storage network storage (" + storage + "): (1) default-route"},
 		{name: "discovery failed", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
 			storage: &storageNetworks{at: time.Now(), err: errors.New("Keystone timed out")}, want: "Unknown StorageNetworkUnknown", msgHas: "discovery failed: Keystone timed out"},
 	}
@@ -83,6 +117,7 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 			}
 			var written *machinery.Status
 			requeued := false
+			rec := &eventLog{}
 			c := &storageNetworkController{
 				operands: operands{
 					spec: func() *operatorv1.OperatorSpec { return tt.spec },
@@ -98,6 +133,12 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 				machineSets:  func() ([]runtime.Object, bool, error) { return tt.sets, tt.synced, nil },
 				network:      tt.storage.network,
 				requeueAfter: func(time.Duration) { requeued = true },
+				candidate:    tt.storage.candidate,
+				nodes:        func() []*corev1.Node { return tt.nodes },
+				clusterNetworks: func() []netip.Prefix {
+					return []netip.Prefix{netip.MustParsePrefix("10.196.0.0/16")}
+				},
+				recorder: rec,
 				shareClients: func() (shareclient.Answer, error) {
 					return shareclient.Decide(shareclient.Facts{MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.196.0.0/16")},
 						ExportSubnets: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}, Sets: []shareclient.Set{{Name: "a", Attached: true}}})
@@ -127,9 +168,15 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 				if !strings.Contains(cond.Message, tt.msgHas) {
 					t.Errorf("message %q lacks %q", cond.Message, tt.msgHas)
 				}
+				if tt.msgHasNot != "" && strings.Contains(cond.Message, tt.msgHasNot) {
+					t.Errorf("message %q has %q", cond.Message, tt.msgHasNot)
+				}
 			}
 			if got != tt.want || requeued != tt.requeue {
 				t.Errorf("wrote %q (requeued %v), want %q (%v)", got, requeued, tt.want, tt.requeue)
+			}
+			if got := strings.Join(rec.events, "\n"); !strings.HasPrefix(got, tt.events) || (tt.events == "") != (got == "") {
+				t.Errorf("events %q, want %q...", rec.events, tt.events)
 			}
 		})
 	}

@@ -83,8 +83,9 @@ type Informers struct {
 	Infrastructures, Proxies                      cache.SharedIndexInformer
 	ClusterCSIDriver                              cache.SharedIndexInformer // manila.csi.openstack.org, by name
 	// Self is the operator's own object: ClusterCSIDriver, or the CustomResource given.
-	Self        cache.SharedIndexInformer
-	Nodes, CRDs cache.SharedIndexInformer // metadata only
+	Self cache.SharedIndexInformer
+	// Nodes hold their labels and addresses only (slimNode); CRDs their metadata only.
+	Nodes, CRDs cache.SharedIndexInformer
 
 	listers Listers
 	kube    *Clients
@@ -153,7 +154,7 @@ func NewInformers(k *Clients, namespace string, self *CustomResource) *Informers
 	if self != nil {
 		s.Self = s.track(s.newDynamic(self.GVR, "", ByName(self.Name)))
 	}
-	s.Nodes = s.metadataOnly(NodeGVR)
+	s.Nodes = s.slimNodes(k.Core)
 	s.CRDs = s.metadataOnly(CRDGVR)
 
 	l := &s.listers
@@ -208,7 +209,29 @@ func (s *Informers) typed(c rest.Interface, resource, namespace string, obj runt
 	return s.track(cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(c, resource, namespace, tweak), obj, 0, namespaceIndexers))
 }
 
-// metadataOnly caches the metadata of a resource only (nodes, CRDs).
+// slimNodes caches the nodes with their name, labels and addresses only (slimNode): what the
+// controllers read of them (the control-plane label, where a node's addresses lie), without
+// the images, conditions and capacity that make most of a Node's weight.
+func (s *Informers) slimNodes(core rest.Interface) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(core, "nodes", "", func(*metav1.ListOptions) {}), &corev1.Node{}, 0, namespaceIndexers)
+	_ = inf.SetTransform(slimNode)
+	s.all = append(s.all, inf)
+	return inf
+}
+
+// slimNode keeps of a Node what slimNodes says; anything else passes unchanged.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels},
+		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, nil
+}
+
+// metadataOnly caches the metadata of a resource only (CRDs).
 func (s *Informers) metadataOnly(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
 	r := s.kube.Metadata.Resource(gvr)
 	lw := &cache.ListWatch{
