@@ -32,6 +32,8 @@ require (
 require (
 	github.com/pkg/errors v0.9.1 // indirect
 	go.opentelemetry.io/otel/sdk/metric v1.44.0 // indirect
+	k8s.io/component-base v0.37.2 // indirect
+	k8s.io/pod-security-admission v0.37.2
 )
 
 require (

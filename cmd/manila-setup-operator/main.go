@@ -52,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(newStartCommand(), &cobra.Command{
+	root.AddCommand(newStartCommand(), newProbeCommand(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(stderr, "Error: %v\n", err)
-		return exitUsage
+		return exitCode(err)
 	}
 	return exitOK
 }
