@@ -63,8 +63,9 @@ type PoolRef struct {
 
 // CloudChecker checks what only the cloud can tell: that each network exists and is visible to
 // the project, that each security group exists, that no security group ID is given as a
-// network or the reverse, that no subnet of an additional network overlaps the machine network,
-// and whether an additional network holds a Manila export location. The OpenStack layer
+// network or the reverse, that each additional network is fit to be the machines' second NIC
+// (DHCP, port security, routes, DNS, no overlap with the cluster's networks, no VIP in its
+// subnets), and whether an additional network holds a Manila export location. The OpenStack layer
 // (internal/openstack) provides the implementation; this package does not depend on it.
 //
 // CheckIDs returns problems in the same form as the offline checks (field paths from the
