@@ -1,7 +1,8 @@
 // Package record is the annotation in which manila-setup records, on each object it attached
 // (a MachineSet, a Cluster API set, a NodePool), the storage networks and security groups it
-// attached, for the CLI, the wizard and the operator to report. It has no dependencies, so that
-// the operator reads it without linking any client.
+// attached (and which of those networks got a port without port security), for the CLI, the
+// wizard and the operator to report. It has no dependencies, so that the operator reads it
+// without linking any client.
 package record
 
 import "encoding/json"

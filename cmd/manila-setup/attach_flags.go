@@ -96,8 +96,9 @@ func (a *attachFlags) validate(g *GlobalOptions) error {
 
 // options connects to the cloud of --os-cloud, if any, and applies the network policy (with
 // addrs, the nodes' addresses, when the cluster's own nodes are known), saying on standard error
-// which network --discover added and which --force let through; it returns the options of the
-// patch, with the IDs to be looked up in Neutron.
+// which network --discover added, which --force let through and which have port security
+// disabled (their port is written without it); it returns the options of the patch, with the
+// IDs to be looked up in Neutron.
 // groupsOnPorts says whether the kind puts the security groups on the storage port (NodePools
 // do not), which a network without port security refuses.
 func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, addrs []netip.Addr, groupsOnPorts bool) (attach.Options, error) {
