@@ -164,8 +164,11 @@ func TestWizardClusterAPI(t *testing.T) {
 			{enter, []string{"4/7 MachineSets", "1 of 1 MachineSets and 2 of 2 Cluster API sets selected", "via CAPI",
 				"ostest-extra", "MachineSet 1", "ostest-md", "Deployment 1"}},
 			{enter, []string{"5/7 Review", "MachineSet ostest-worker-0: adds network " + storageNet + " (via its Cluster API copy",
-				"Cluster API MachineSet ostest-extra: new OpenStackMachineTemplate ostest-extra-manila-", "Cluster API MachineDeployment ostest-md: new OpenStackMachineTemplate",
-				"+++ OpenStackMachineTemplate openshift-cluster-api/ostest-md spec.template.spec (patched)"}},
+				"Cluster API MachineSet ostest-extra: new OpenStackMachineTemplate ostest-extra-manila-", "Cluster API MachineDeployment ostest-md: new OpenStackMachineTemplate"}},
+			// The storage network's warnings come first: the last diff is further down.
+			{keyMsg("G"), []string{"+++ OpenStackMachineTemplate openshift-cluster-api/ostest-md spec.template.spec (patched)"}},
+			// The seeded storage subnet's warnings, acknowledged before anything is applied.
+			{keyMsg("a"), []string{"✓ 2 warnings of the storage network acknowledged"}},
 			{enter, []string{final}},
 		} {
 			m := scr.mark()

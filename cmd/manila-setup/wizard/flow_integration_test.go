@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -27,8 +28,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
@@ -207,9 +210,26 @@ func TestWizardFullFlow(t *testing.T) {
 	m = scr.mark()
 	tm.Send(enter)
 	scr.waitFor(t, m, settle, "5/7 Review", "+- noAllowedAddressPairs: true", "+  uuid: "+storageNet, "+- uuid: "+nfsGroup)
+	// The seeded storage subnet is as Neutron makes a subnet by default, in the admin's shared
+	// network: its warnings must be acknowledged, and the member's role may not fix them.
+	scr.waitFor(t, m, settle, "its gateway 10.0.0.1 is handed out by DHCP", "! 2 warnings to acknowledge (a) before applying")
 	m = scr.mark()
 	tm.Type("G") // to the end: the equivalent commands
 	scr.waitFor(t, m, settle, "machinesets patch --network "+storageNet, "machinesets rollout --name "+infraID+"-worker-0 --name "+infraID+"-worker-1")
+	m = scr.mark()
+	tm.Send(enter)
+	scr.waitFor(t, m, settle, "✗ nothing is applied before the warnings are acknowledged: press a")
+	m = scr.mark()
+	tm.Type("c")
+	scr.waitFor(t, m, settle, "Change the subnets now? y changes them", "openstack subnet set --gateway none storage-subnet")
+	m = scr.mark()
+	tm.Type("y")
+	storageSubnet := cloud.Seed.Subnets["storage-subnet"].ID
+	scr.waitFor(t, m, settle, "✗ Your role does not allow this change", "may not change it", "The cloud's administrator can make the change:",
+		"openstack subnet set --gateway none "+storageSubnet, "You can still acknowledge the warnings (a)")
+	m = scr.mark()
+	tm.Type("a")
+	scr.waitFor(t, m, settle, "✓ 2 warnings of the storage network acknowledged")
 	m = scr.mark()
 	tm.Send(enter)
 	scr.waitFor(t, m, settle, "6/7 Apply and roll", "rolling")
@@ -224,8 +244,12 @@ func TestWizardFullFlow(t *testing.T) {
 	scr.waitFor(t, m, settle, "✗ multi-writer check on csi-manila-default: PVC rwx-check was not bound within 4s", "cleaned up: namespace manila-setup-rwx-check-")
 	tm.Send(enter)
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(settle)).(Model)
-	if o := final.Outcome(); !o.Applied || o.Err != nil || o.Interrupted {
+	if o := final.Outcome(); !o.Applied || o.Err != nil || o.Interrupted || !strings.Contains(o.Summary, "(default-route, dns-announced) were acknowledged") ||
+		strings.Contains(o.Summary, "Changed in Neutron") {
 		t.Errorf("outcome %+v", o)
+	}
+	if s := readSubnet(t, ctx, cloud.CloudsFile, testenv.CloudAdmin, storageNet); s.Gateway != netip.MustParseAddr("10.0.0.1") || len(s.DNS) != 0 {
+		t.Errorf("the refused change changed the seeded subnet: %+v", s)
 	}
 
 	// The cluster changed for real.
@@ -353,7 +377,12 @@ func TestWizardDryRunAndAFailingContext(t *testing.T) {
 		{[]tea.KeyMsg{enter}, []string{"2/7 Storage network · dry run", "› * storage"}},
 		{[]tea.KeyMsg{enter}, []string{"3/7 Security groups"}},
 		{[]tea.KeyMsg{space, enter}, []string{"4/7 MachineSets", "2 of 2 MachineSets selected"}},
-		{[]tea.KeyMsg{enter}, []string{"5/7 Review", "+- noAllowedAddressPairs: true", "continue (dry run)"}},
+		{[]tea.KeyMsg{enter}, []string{"5/7 Review", "! 2 warnings to acknowledge (a) before applying", "continue (dry run)"}},
+		// The diff is under the storage network's warnings: a page or two down.
+		{[]tea.KeyMsg{keyMsg("f"), keyMsg("f")}, []string{"+- noAllowedAddressPairs: true"}},
+		{[]tea.KeyMsg{enter}, []string{"✗ nothing is applied before the warnings are acknowledged"}},
+		{[]tea.KeyMsg{keyMsg("c")}, []string{"Dry run: the change is shown, not made."}},
+		{[]tea.KeyMsg{keyMsg("y"), keyMsg("a")}, []string{"✓ 2 warnings of the storage network acknowledged"}},
 		{[]tea.KeyMsg{enter}, []string{"6/7 Apply and roll", "Dry run: nothing was patched and no machine was replaced."}},
 		{[]tea.KeyMsg{enter}, []string{"7/7 Verify", "not found: the Manila CSI driver operator is not installed"}},
 	} {
@@ -370,5 +399,105 @@ func TestWizardDryRunAndAFailingContext(t *testing.T) {
 	}
 	if after := versions(); !maps.Equal(before, after) {
 		t.Errorf("the dry run changed MachineSets: %v -> %v", before, after)
+	}
+}
+
+// readSubnet reads the first subnet of network id as cloud of cloudsFile sees it.
+func readSubnet(t *testing.T, ctx context.Context, cloudsFile, cloud, id string) openstack.Subnet {
+	t.Helper()
+	c, err := openstack.Connect(ctx, openstack.Config{Cloud: cloud, CloudsFile: cloudsFile, UserAgent: "manila-setup/test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Network(ctx, id)
+	if err != nil || len(n.Subnets) == 0 {
+		t.Fatalf("reading network %s: %+v %v", id, n, err)
+	}
+	return n.Subnets[0]
+}
+
+// TestWizardChangesTheStorageSubnet: in a project of its own, a storage network whose subnet
+// is as Neutron makes it (a gateway, no DNS) plus a default host route. The review refuses to
+// apply before the acknowledgement; the change of the subnet, shown with the findings' commands
+// and confirmed with y, is made in Neutron (read back here with the openstack client: no
+// gateway, DNS 0.0.0.0, the other host route kept); the network read again has no warning left.
+// The cluster is not touched, and quitting says what changed.
+func TestWizardChangesTheStorageSubnet(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	p := ostest.NewProject(t, cloud, "wizard-fix")
+	net := p.CreateNetworkWith("fix-store", nil, map[string]any{"cidr": "10.63.0.0/24",
+		"host_routes": []map[string]string{{"destination": "0.0.0.0/0", "nexthop": "10.63.0.254"}, {"destination": "192.168.9.0/24", "nexthop": "10.63.0.253"}}})
+	subnet := net.SubnetIDs[0]
+	api := testenv.NewAPIServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinesets.Namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := machineclient.NewForConfig(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const infraID = "fix-8q2w"
+	ms, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet(infraID, 0, 1), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := api.KubeconfigFor(t.TempDir(), "admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	backend := NewLiveBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, UserAgent: "manila-setup/test"})
+	start := time.Now()
+	// Wide enough that no line the test looks for wraps.
+	tm := teatest.NewTestModel(t, New(Options{Backend: backend, Context: ctx}), teatest.WithInitialTermSize(220, 50))
+	scr := &screen{}
+	go scr.copyFrom(tm.Output())
+	scr.waitFor(t, 0, settle, "✓ cloud ostest", "✓ cluster")
+	for _, step := range []struct {
+		keys []tea.KeyMsg
+		want []string
+	}{
+		{[]tea.KeyMsg{enter}, []string{"2/7 Storage network", "fix-store"}},
+		// No share of this project lies in it: the guard asks, and y takes it.
+		{[]tea.KeyMsg{keyMsg("/fix-store"), enter, enter}, []string{"Attach the workers to it anyway?"}},
+		{[]tea.KeyMsg{keyMsg("y")}, []string{"3/7 Security groups"}},
+		{[]tea.KeyMsg{enter}, []string{"4/7 MachineSets", "1 of 1 MachineSets selected"}},
+		{[]tea.KeyMsg{enter}, []string{"5/7 Review", "its gateway 10.63.0.1 is handed out by DHCP", "its host route 0.0.0.0/0 via 10.63.0.254",
+			"no dns_nameservers", "! 3 warnings to acknowledge (a) before applying", "+  uuid: " + net.ID}},
+		{[]tea.KeyMsg{enter}, []string{"✗ nothing is applied before the warnings are acknowledged: press a"}},
+		{[]tea.KeyMsg{keyMsg("c")}, []string{"subnet fix-store-subnet-0 (" + subnet + "):", "openstack subnet set --gateway none fix-store-subnet-0",
+			"openstack subnet unset --host-route destination=0.0.0.0/0,gateway=10.63.0.254 fix-store-subnet-0",
+			"openstack subnet set --no-dns-nameservers --dns-nameserver 0.0.0.0 fix-store-subnet-0", "Change the subnets now?"}},
+	} {
+		m := scr.mark()
+		for _, k := range step.keys {
+			tm.Send(k)
+		}
+		scr.waitFor(t, m, settle, step.want...)
+	}
+	// Shown, not yet made: the subnet is as it was until the yes.
+	if s := readSubnet(t, ctx, p.CloudsFile, ostest.CloudName, net.ID); !s.Gateway.IsValid() || len(s.DNS) != 0 {
+		t.Fatalf("the subnet changed before the yes: %+v", s)
+	}
+	m := scr.mark()
+	tm.Send(keyMsg("y"))
+	scr.waitFor(t, m, settle, "✓ subnet fix-store-subnet-0 ("+subnet+`) changed: gateway_ip null, host_routes without the default ones, dns_nameservers ["0.0.0.0"]`,
+		"read again from Neutron, hands the nodes no default route and no DNS server: nothing left to acknowledge")
+	t.Logf("changed after %s", time.Since(start).Round(time.Millisecond))
+	s := readSubnet(t, ctx, p.CloudsFile, ostest.CloudName, net.ID)
+	keep := []openstack.Route{{Destination: netip.MustParsePrefix("192.168.9.0/24"), NextHop: netip.MustParseAddr("10.63.0.253")}}
+	if s.Gateway.IsValid() || !slices.Equal(s.DNS, []string{"0.0.0.0"}) || !slices.Equal(s.HostRoutes, keep) {
+		t.Errorf("the subnet in Neutron: gateway %v, DNS %v, host routes %v", s.Gateway, s.DNS, s.HostRoutes)
+	}
+	tm.Send(keyMsg("q"))
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(settle)).(Model)
+	if o := final.Outcome(); o.Applied || !strings.HasPrefix(o.Summary, "The cluster was not changed. Changed in Neutron: subnet fix-store-subnet-0 ("+subnet+")") {
+		t.Errorf("outcome %+v", o)
+	}
+	after, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Get(ctx, ms.Name, metav1.GetOptions{})
+	if err != nil || after.ResourceVersion != ms.ResourceVersion {
+		t.Errorf("the MachineSet was written: %v", err)
 	}
 }

@@ -174,16 +174,16 @@ func TestWizardNodePools(t *testing.T) {
 		{keys("space", "down", "space"), []string{"0 of 2 MachineSets and 2 of 3 NodePools selected"}},
 		{keys("down", "down", "down", "space"), []string{"NodePool clusters/hc3-none cannot be chosen: not OpenStack (None)"}},
 		{keys("enter"), []string{"5/7 Review", "NodePool clusters/hc1-workers (HostedCluster hc1): adds a port on network " + storageNet,
-			"The security groups chosen are not added to NodePool clusters/hc1-workers, clusters/hc2-workers", "+    id: " + storageNet,
-			// The whole review fits the screen: the commands are drawn with it.
-			"nodepools patch", "--network " + storageNet, "--name clusters/hc2-workers"}},
+			"The security groups chosen are not added to NodePool clusters/hc1-workers, clusters/hc2-workers"}},
+		// Under the storage network's warnings: the diffs and the commands, at the end.
+		{keys("G"), []string{"+    id: " + storageNet, "nodepools patch", "--network " + storageNet, "--name clusters/hc2-workers"}},
 	}
 	const mixed = "2 MachineSets, 3 NodePools (HyperShift management cluster)"
 
 	before := versions()
 	t.Run("dry run", func(t *testing.T) {
 		final := walk(t, true, mixed, append(slices.Clone(toNodePools),
-			step{keys("enter"), []string{"6/7 Apply and roll · dry run", "Dry run: nothing was patched", "NodePool clusters/hc2-workers: dry run, would get its port"}},
+			step{keys("a", "enter"), []string{"6/7 Apply and roll · dry run", "Dry run: nothing was patched", "NodePool clusters/hc2-workers: dry run, would get its port"}},
 			step{keys("enter"), []string{"7/7 Verify", "not on this management cluster", "hcp create kubeconfig --namespace clusters --name hc1 > hc1.kubeconfig"}},
 		))
 		if o := final.Outcome(); o.Applied || o.Summary != "Dry run: nothing was changed." {
@@ -196,7 +196,7 @@ func TestWizardNodePools(t *testing.T) {
 
 	t.Run("apply", func(t *testing.T) {
 		final := walk(t, false, mixed, append(slices.Clone(toNodePools),
-			step{keys("enter"), []string{"6/7 Apply and roll", "✓ every chosen NodePool has its port on the storage network",
+			step{keys("a", "enter"), []string{"6/7 Apply and roll", "✓ every chosen NodePool has its port on the storage network",
 				"NodePool clusters/hc1-workers: patched, adds a port on network " + storageNet, "HyperShift replaces its machines (upgradeType Replace)",
 				"now: 0 of 2 nodes", "now: 2 of 2 nodes · Ready", "watch: oc get nodepool -n clusters hc1-workers",
 				"upgradeType InPlace: only machines created from now on get the port"}},
@@ -275,7 +275,7 @@ func TestWizardNodePools(t *testing.T) {
 			{keys("enter"), []string{"3/7 Security groups"}},
 			{keys("enter"), []string{"4/7 NodePools", "2 of 3 NodePools selected", "has it"}},
 			{keys("enter"), []string{"5/7 Review", "NodePool clusters/hc1-workers: unchanged, already attached", "NodePool clusters/hc2-workers: unchanged, already attached"}},
-			{keys("enter"), []string{"6/7 Apply and roll", "NodePool clusters/hc1-workers: unchanged, already attached"}},
+			{keys("a", "enter"), []string{"6/7 Apply and roll", "NodePool clusters/hc1-workers: unchanged, already attached"}},
 			{keys("enter"), []string{"7/7 Verify", "hcp create kubeconfig"}},
 		})
 		if o := final.Outcome(); o.Err != nil {
