@@ -80,12 +80,21 @@ func TestReviewAppliesNothingBeforeTheWarningsAreAcknowledged(t *testing.T) {
 }
 
 // TestReviewKeepsTheAcknowledgementOfTheSameWarnings: going back and coming again with the same
-// network keeps it; a dry run asks for it too.
+// network keeps it; a dry run asks for it too, and shows the change of the subnet without making
+// it.
 func TestReviewKeepsTheAcknowledgementOfTheSameWarnings(t *testing.T) {
-	d := toReview(t, neutronDefaults(newFakeBackend()), true, 80, 24)
+	b := neutronDefaults(newFakeBackend())
+	d := toReview(t, b, true, 80, 24)
 	d.press("enter")
 	if d.m.step != stepReview {
 		t.Fatal("a dry run walked on without the acknowledgement")
+	}
+	d.press("c")
+	mustSay(t, view(d), "Dry run: the change is shown, not made. Any key goes back.", "any key back")
+	d.press("y")
+	d.settle(100 * time.Millisecond)
+	if len(b.subnetUpdates) != 0 || b.networkReads != 0 || d.m.review.fit.asking {
+		t.Fatalf("a dry run changed the subnet: %+v", b.subnetUpdates)
 	}
 	d.press("a", "esc", "enter")
 	d.settle(200 * time.Millisecond)
