@@ -173,7 +173,7 @@ func (f fitnessModel) withFixed(msg fixedMsg) fitnessModel {
 			f.done = append(f.done, workers.Line{Text: "✓ subnet " + subnetName(r.fix.subnet) + " changed: " + changeText(r.fix.update), Tone: workers.Good})
 		case openstack.KindOf(r.err) == openstack.KindForbidden:
 			refused = true
-			f.done = append(f.done, workers.Line{Text: "✗ Your role does not allow this change: " + r.err.Error() + ".", Tone: workers.Bad},
+			f.done = append(f.done, workers.Line{Text: "✗ Your role does not allow this change: " + strings.TrimSuffix(r.err.Error(), ".") + ".", Tone: workers.Bad},
 				workers.Line{Text: "The cloud's administrator can make the change:"})
 			for _, w := range r.fix.findings {
 				f.done = append(f.done, workers.Line{Text: "  " + adminCommand(w.Fix, r.fix.subnet)})
