@@ -282,6 +282,7 @@ type clusterAPIRolloutOptions struct {
 	MaxUnavailable int32
 	Timeout        time.Duration
 	PollInterval   time.Duration
+	canary         canaryFlags
 }
 
 func newClusterAPIRolloutCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -303,7 +304,9 @@ Safe to interrupt: run it again and it continues where it stopped (the original 
 is kept in the annotation ` + rollout.OriginalReplicasAnnotation + `). A new Machine that
 fails, or is not Running within --timeout, stops the rollout and leaves the remaining old
 Machines as they are. Once no Machine is made from a replaced template, the next
-'clusterapi patch' deletes it.`,
+'clusterapi patch' deletes it.
+
+` + canaryHelp,
 		Example: `  manila-setup clusterapi rollout
   manila-setup clusterapi rollout -n capi-clusters --name md-0-workers --max-surge 2`,
 		Args: cobra.NoArgs,
@@ -317,6 +320,7 @@ Machines as they are. Once no Machine is made from a replaced template, the next
 	f.DurationVar(&o.Timeout, "timeout", rollout.DefaultTimeout, "how long a new Machine may take to be Running with a Node")
 	f.DurationVar(&o.PollInterval, "poll-interval", rollout.DefaultPollInterval, "how often the cluster is read")
 	_ = f.MarkHidden("poll-interval")
+	o.canary.addFlags(f)
 	return cmd
 }
 
@@ -326,6 +330,9 @@ func (o *clusterAPIRolloutOptions) Validate() error {
 	if o.Namespace == "" {
 		return usageError("--namespace cannot be empty")
 	}
+	if err := o.canary.validate(); err != nil {
+		return err
+	}
 	return rolloutFlagsError(o.MaxSurge, o.MaxUnavailable, o.Timeout, o.PollInterval)
 }
 
@@ -334,8 +341,16 @@ func (o *clusterAPIRolloutOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	clients, err := newMachineSetsClients(o.g)
+	if err != nil {
+		return err
+	}
 	printer := newRolloutPrinter(o.g, o.streams)
-	results, err := clusterapi.Rollout(ctx, dyn, o.Namespace, o.Names, rollout.Options{MaxSurge: o.MaxSurge, MaxUnavailable: o.MaxUnavailable, Timeout: o.Timeout, PollInterval: o.PollInterval, Progress: printer.Update})
+	opts := rollout.Options{MaxSurge: o.MaxSurge, MaxUnavailable: o.MaxUnavailable, Timeout: o.Timeout, PollInterval: o.PollInterval, Progress: printer.Update}
+	if err := o.canary.options(ctx, o.g, o.streams, clients.kube, &opts); err != nil {
+		return err
+	}
+	results, err := clusterapi.Rollout(ctx, dyn, o.Namespace, o.Names, opts)
 	if o.g.Output != outputText && results != nil {
 		if perr := printStructured(o.streams.Out, o.g.Output, results); perr != nil && err == nil {
 			err = perr

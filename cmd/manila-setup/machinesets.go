@@ -430,6 +430,7 @@ type machineSetsRolloutOptions struct {
 	MaxUnavailable int32
 	Timeout        time.Duration
 	PollInterval   time.Duration
+	canary         canaryFlags
 }
 
 func newMachineSetsRolloutCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -448,6 +449,8 @@ original replica count is kept in the annotation ` + rollout.OriginalReplicasAnn
 A new Machine that fails, or has no Ready Node within --timeout, stops the rollout and leaves
 the remaining old Machines as they are.
 
+` + canaryHelp + `
+
 A MachineSet that Cluster API is authoritative for (status.authoritativeAPI ClusterAPI, the
 Machine API → Cluster API migration) makes its machines from its Cluster API copy in
 ` + machinesets.ClusterAPINamespace + `: that copy is rolled instead, after the others, as
@@ -463,12 +466,16 @@ Machine API → Cluster API migration) makes its machines from its Cluster API c
 	f.DurationVar(&o.Timeout, "timeout", rollout.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
 	f.DurationVar(&o.PollInterval, "poll-interval", rollout.DefaultPollInterval, "how often the cluster is read")
 	_ = f.MarkHidden("poll-interval")
+	o.canary.addFlags(f)
 	return cmd
 }
 
 func (o *machineSetsRolloutOptions) Validate() error {
 	if len(o.Names) > 0 && o.Selector != "" {
 		return usageError("--name and --selector cannot be used together")
+	}
+	if err := o.canary.validate(); err != nil {
+		return err
 	}
 	return rolloutFlagsError(o.MaxSurge, o.MaxUnavailable, o.Timeout, o.PollInterval)
 }
@@ -497,13 +504,17 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	}
 	printer := newRolloutPrinter(o.g, o.streams)
 	sel := machinesets.Selection{Names: o.Names, Selector: o.Selector}
-	results, err := clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, rollout.Options{
+	opts := rollout.Options{
 		MaxSurge:       o.MaxSurge,
 		MaxUnavailable: o.MaxUnavailable,
 		Timeout:        o.Timeout,
 		PollInterval:   o.PollInterval,
 		Progress:       printer.Update,
-	})
+	}
+	if err := o.canary.options(ctx, o.g, o.streams, clients.kube, &opts); err != nil {
+		return err
+	}
+	results, err := clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, opts)
 	if o.g.Output != outputText && results != nil {
 		if perr := printStructured(o.streams.Out, o.g.Output, results); perr != nil && err == nil {
 			err = perr

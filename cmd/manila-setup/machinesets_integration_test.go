@@ -306,7 +306,20 @@ func TestDay2Walkthrough(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	mc := createMachineSetNamespace(t, ctx, c.APIServer)
-	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: 2 * time.Second})
+	// Real ports on the networks the Machines name, so that the rollout's check of the first new
+	// machine finds its address on the storage network.
+	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: 2 * time.Second, Ports: ports})
+	// The install-config the installer leaves in the cluster: the check of the first new machine
+	// reads the machine network from it.
+	if _, err := c.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-config-v1", Namespace: "kube-system"},
+		Data:       map[string]string{"install-config": machinectl.DefaultInstallConfig}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for i, replicas := range []int32{2, 1} {
 		if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet("ostest-8x2kq", i, replicas), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -411,6 +424,10 @@ func TestDay2Walkthrough(t *testing.T) {
 	out = sh(0, "machinesets", "rollout")
 	if !strings.Contains(out, "ostest-8x2kq-worker-0  2/2 replaced  done") || !strings.Contains(out, "ostest-8x2kq-worker-1  1/1 replaced  done") {
 		t.Errorf("rollout:\n%s", out)
+	}
+	// The first new machine of each set was checked before an old one went.
+	if strings.Count(out, "passed its check (no warning events; node IP 10.196.") != 2 || !strings.Contains(out, "on the machine network; an address on storage; VIP address pairs not checked (the server has no port off the storage networks in Neutron))") {
+		t.Errorf("rollout without the check of the first new machines:\n%s", out)
 	}
 	out = sh(0, "machinesets", "list")
 	if !strings.Contains(out, "attached         attached         2/2") || !strings.Contains(out, "attached         attached         1/1") {

@@ -43,6 +43,7 @@ import (
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // TestWholeJourney walks what an administrator and then an application developer do, against
@@ -160,7 +161,10 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Fatalf("machinesets.Patch: %v, %+v", err, results)
 	}
 	t2 := time.Now()
-	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 200 * time.Millisecond, Timeout: 2 * time.Minute, Progress: func(p rollout.SetProgress) {}})
+	// With the canary the commands use: the first new machine's node IP (on the machine network of
+	// the install-config) and its address on the storage network are checked before the others go.
+	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 200 * time.Millisecond, Timeout: 2 * time.Minute,
+		Canary: workers.NewCanary(ctx, sim.Client, osc), Progress: func(p rollout.SetProgress) {}})
 	if err != nil || len(progress) != 1 || progress[0].State != rollout.Done || progress[0].Replaced != 3 {
 		t.Fatalf("machinesets.Rollout: %v, %+v", err, progress)
 	}
@@ -168,21 +172,24 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := 0
+	live, checked := 0, 0
 	var serverIDs []string
 	for _, m := range machines.Items {
 		if m.DeletionTimestamp != nil {
 			continue
 		}
 		live++
+		if m.Annotations[rollout.CanaryAnnotation] == rollout.CanaryPassed {
+			checked++
+		}
 		serverIDs = append(serverIDs, string(m.UID)) // the stand-in's server ID
 		spec, err := machinesets.DecodeProviderSpec(m.Spec.ProviderSpec.Value.Raw)
 		if err != nil || !spec.HasNetwork(storageNet) || !spec.HasSecurityGroup(nfsSG) {
 			t.Errorf("Machine %s after the rollout: not on the storage network with the nfs group (%v)", m.Name, err)
 		}
 	}
-	if live != 3 {
-		t.Errorf("%d live worker Machines after the rollout, want 3", live)
+	if live != 3 || checked != 1 {
+		t.Errorf("%d live worker Machines after the rollout, want 3; %d passed the canary check, want 1", live, checked)
 	}
 	t.Logf("MachineSet %s patched and its 3 Machines replaced in %s", cl.MachineSet, time.Since(t2).Round(time.Millisecond))
 	// Where the workers now mount from: their addresses on the storage network, as Neutron has

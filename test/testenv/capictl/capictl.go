@@ -118,6 +118,7 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Controller {
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		c.deleteAllPorts()
 	})
 	return c
 }
@@ -327,6 +328,23 @@ func (c *Controller) deleteMachine(ctx context.Context, m *unstructured.Unstruct
 		return err
 	}
 	return nil
+}
+
+// deleteAllPorts deletes, with Ports, the ports of the servers of every Machine still there, so
+// that a stopped stand-in leaves nothing in the cloud.
+func (c *Controller) deleteAllPorts() {
+	if c.opts.Ports == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	machines, err := c.dyn.Resource(machineGVR).Namespace(c.opts.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, m := range machines.Items {
+		_ = c.opts.Ports.DeletePorts(ctx, string(m.GetUID()))
+	}
 }
 
 // serverAddresses are the addresses of a Machine's server: its address on the machine network,

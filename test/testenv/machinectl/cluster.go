@@ -172,16 +172,5 @@ func InstallerShaped(ctx context.Context, c *testenv.SimCluster, opts ClusterOpt
 func (c *Cluster) Stop() {
 	c.cancel()
 	<-c.done
-	if c.opts.Ports == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	machines, err := c.mc.MachineV1beta1().Machines(c.opts.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return
-	}
-	for _, m := range machines.Items {
-		_ = c.opts.Ports.DeletePorts(ctx, string(m.UID))
-	}
+	c.deleteAllPorts()
 }

@@ -146,8 +146,26 @@ func Start(t testing.TB, c *testenv.SimCluster, opts Options) *Controller {
 	t.Cleanup(func() {
 		cancel()
 		<-done
+		ctl.deleteAllPorts()
 	})
 	return ctl
+}
+
+// deleteAllPorts deletes, with Options.Ports, the ports of the servers of every Machine still
+// there, so that a stopped stand-in leaves nothing in the cloud.
+func (c *Controller) deleteAllPorts() {
+	if c.opts.Ports == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	machines, err := c.mc.MachineV1beta1().Machines(c.opts.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, m := range machines.Items {
+		_ = c.opts.Ports.DeletePorts(ctx, string(m.UID))
+	}
 }
 
 // Run reconciles every Interval until ctx ends. Errors (conflicts, mostly) are retried on the
