@@ -26,6 +26,8 @@ type NetworkPolicy struct {
 	SecurityGroups bool
 	// MachineNetworks are the cluster's networks, when known (Fitness).
 	MachineNetworks []netip.Prefix
+	// VIPs are the cluster's API and ingress VIPs, when known (Fitness).
+	VIPs []netip.Addr
 }
 
 // NetworkProblem is a network the policy refuses: no Manila export location lies in its
@@ -167,7 +169,7 @@ func Resolve(d *openstack.Discovery, identity string, ids []string, p NetworkPol
 		if problem := d.NetworkProblem(id, p.NodeAddresses); problem != "" {
 			refuse(NetworkProblem{Index: i, ID: id, Problem: problem})
 		}
-		for _, f := range Fitness(d.Networks[at], FitnessOptions{SecurityGroups: p.SecurityGroups, MachineNetworks: p.MachineNetworks}) {
+		for _, f := range Fitness(d.Networks[at], FitnessOptions{SecurityGroups: p.SecurityGroups, MachineNetworks: p.MachineNetworks, VIPs: p.VIPs}) {
 			np := NetworkProblem{Index: i, ID: id, Problem: f.String(), Finding: &f}
 			if f.Severity == SeverityError {
 				refuse(np)

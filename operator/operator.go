@@ -9,6 +9,7 @@ package operator
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,6 +129,74 @@ func ReadUnstructuredAsset(name string, vars map[string]string) (*unstructured.U
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return u, nil
+}
+
+// InstallConfigNetworks are the networks and VIPs of the install-config a cluster keeps
+// (kube-system/cluster-config-v1): what a storage subnet must neither overlap nor hold, and
+// where a node's IP belongs.
+type InstallConfigNetworks struct {
+	Machine, Cluster, Service []netip.Prefix
+	// VIPs are platform.openstack's apiVIPs and ingressVIPs (or the older apiVIP, ingressVIP).
+	VIPs []netip.Addr
+}
+
+// All are the machine, cluster and service networks.
+func (n InstallConfigNetworks) All() []netip.Prefix {
+	return slices.Concat(n.Machine, n.Cluster, n.Service)
+}
+
+// ParseInstallConfigNetworks reads the networks and VIPs of an install-config. It is lenient:
+// what does not parse is left out (a storage subnet is then not checked against it), as the
+// file was checked by the installer and the StorageClasses' reading reports its errors
+// (MachineNetworksFromInstallConfig).
+func ParseInstallConfigNetworks(b []byte) InstallConfigNetworks {
+	var ic struct {
+		Networking struct {
+			MachineNetwork []struct {
+				CIDR string `json:"cidr"`
+			} `json:"machineNetwork"`
+			ClusterNetwork []struct {
+				CIDR string `json:"cidr"`
+			} `json:"clusterNetwork"`
+			ServiceNetwork []string `json:"serviceNetwork"`
+		} `json:"networking"`
+		Platform struct {
+			OpenStack struct {
+				APIVIPs     []string `json:"apiVIPs"`
+				IngressVIPs []string `json:"ingressVIPs"`
+				APIVIP      string   `json:"apiVIP"`
+				IngressVIP  string   `json:"ingressVIP"`
+			} `json:"openstack"`
+		} `json:"platform"`
+	}
+	var out InstallConfigNetworks
+	if yaml.Unmarshal(b, &ic) != nil {
+		return out
+	}
+	prefixes := func(cidrs []string) []netip.Prefix {
+		var ps []netip.Prefix
+		for _, c := range cidrs {
+			if p, err := netip.ParsePrefix(strings.TrimSpace(c)); err == nil {
+				ps = append(ps, p.Masked())
+			}
+		}
+		return ps
+	}
+	var machine, cluster []string
+	for _, n := range ic.Networking.MachineNetwork {
+		machine = append(machine, n.CIDR)
+	}
+	for _, n := range ic.Networking.ClusterNetwork {
+		cluster = append(cluster, n.CIDR)
+	}
+	out.Machine, out.Cluster, out.Service = prefixes(machine), prefixes(cluster), prefixes(ic.Networking.ServiceNetwork)
+	o := ic.Platform.OpenStack
+	for _, s := range slices.Concat(o.APIVIPs, o.IngressVIPs, []string{o.APIVIP, o.IngressVIP}) {
+		if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil && !slices.Contains(out.VIPs, a) {
+			out.VIPs = append(out.VIPs, a)
+		}
+	}
+	return out
 }
 
 // MachineNetworksFromInstallConfig reads networking.machineNetwork[].cidr.

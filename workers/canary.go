@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
@@ -45,55 +44,25 @@ type Canary struct {
 	networks map[string]openstack.Network // by neutronid.Key
 }
 
-// NewCanary reads the cluster's machine networks from kube-system/cluster-config-v1 (as the
-// installer leaves them) for the canary; cloud may be nil.
+// NewCanary reads the cluster's machine networks and VIPs (InstallConfigNetworks) for the
+// canary; cloud may be nil.
 func NewCanary(ctx context.Context, kube kubernetes.Interface, cloud *openstack.Client) *Canary {
-	c := &Canary{Cloud: cloud}
+	n, _ := InstallConfigNetworks(ctx, kube)
+	return &Canary{Cloud: cloud, MachineNetworks: n.Machine, VIPs: n.VIPs}
+}
+
+// InstallConfigNetworks reads the cluster's networks and VIPs from the install-config the
+// installer leaves in kube-system/cluster-config-v1; an error (none is empty) when it cannot be
+// read.
+func InstallConfigNetworks(ctx context.Context, kube kubernetes.Interface) (operator.InstallConfigNetworks, error) {
 	if kube == nil {
-		return c
+		return operator.InstallConfigNetworks{}, nil
 	}
 	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-config-v1", metav1.GetOptions{})
 	if err != nil {
-		return c
+		return operator.InstallConfigNetworks{}, fmt.Errorf("reading kube-system/cluster-config-v1 (the install-config): %w", err)
 	}
-	installConfig := []byte(cm.Data["install-config"])
-	c.VIPs = installConfigVIPs(installConfig)
-	cidrs, err := operator.MachineNetworksFromInstallConfig(installConfig)
-	if err != nil {
-		return c
-	}
-	for _, s := range cidrs {
-		if p, err := netip.ParsePrefix(s); err == nil {
-			c.MachineNetworks = append(c.MachineNetworks, p.Masked())
-		}
-	}
-	return c
-}
-
-// installConfigVIPs are the API and ingress VIPs of an install-config (platform.openstack's
-// apiVIPs and ingressVIPs, or the older apiVIP and ingressVIP); nil when it has none.
-func installConfigVIPs(b []byte) []netip.Addr {
-	var ic struct {
-		Platform struct {
-			OpenStack struct {
-				APIVIPs     []string `json:"apiVIPs"`
-				IngressVIPs []string `json:"ingressVIPs"`
-				APIVIP      string   `json:"apiVIP"`
-				IngressVIP  string   `json:"ingressVIP"`
-			} `json:"openstack"`
-		} `json:"platform"`
-	}
-	if yaml.Unmarshal(b, &ic) != nil {
-		return nil
-	}
-	o := ic.Platform.OpenStack
-	var out []netip.Addr
-	for _, s := range append(append(o.APIVIPs, o.IngressVIPs...), o.APIVIP, o.IngressVIP) {
-		if a, err := netip.ParseAddr(s); err == nil && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out
+	return operator.ParseInstallConfigNetworks([]byte(cm.Data["install-config"])), nil
 }
 
 // Check judges the facts of a new Machine.

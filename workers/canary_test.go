@@ -3,7 +3,6 @@ package workers
 import (
 	"context"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 
@@ -55,16 +54,5 @@ func TestCanaryVIPPairs(t *testing.T) {
 	}
 	if problem, checked := vipPairs([]openstack.Port{storage}, []string{"storage-net"}, vips); problem != "" || !strings.Contains(checked, "not checked") {
 		t.Errorf("no primary port: %q, %q", problem, checked)
-	}
-}
-
-func TestInstallConfigVIPs(t *testing.T) {
-	got := installConfigVIPs([]byte("platform:\n  openstack:\n    apiVIPs: [10.0.0.5, fd00::5]\n    ingressVIPs: [10.0.0.7]\n    apiVIP: 10.0.0.5\n"))
-	want := []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5"), netip.MustParseAddr("10.0.0.7")}
-	if !slices.Equal(got, want) {
-		t.Errorf("VIPs %v, want %v", got, want)
-	}
-	if got := installConfigVIPs([]byte("not: [yaml")); got != nil {
-		t.Errorf("broken install-config: %v", got)
 	}
 }

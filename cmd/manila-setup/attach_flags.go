@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // attachFlags are the flags of every command that attaches the storage network (machinesets,
@@ -95,13 +97,14 @@ func (a *attachFlags) validate(g *GlobalOptions) error {
 }
 
 // options connects to the cloud of --os-cloud, if any, and applies the network policy (with
-// addrs, the nodes' addresses, when the cluster's own nodes are known), saying on standard error
+// what cluster says of this cluster, when it is the one whose machines are patched: its nodes'
+// addresses, its networks and VIPs), saying on standard error
 // which network --discover added, which --force let through and which have port security
 // disabled (their port is written without it); it returns the options of the patch, with the
 // IDs to be looked up in Neutron.
 // groupsOnPorts says whether the kind puts the security groups on the storage port (NodePools
 // do not), which a network without port security refuses.
-func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, addrs []netip.Addr, groupsOnPorts bool) (attach.Options, error) {
+func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, cluster attach.NetworkPolicy, groupsOnPorts bool) (attach.Options, error) {
 	opts := attach.Options{DryRun: a.DryRun, By: "manila-setup " + version}
 	if g.OSCloud != "" {
 		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
@@ -110,8 +113,9 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 			return opts, environmentError(fmt.Errorf("--os-cloud %s: %w", g.OSCloud, err))
 		}
 		opts.Checker = attach.NeutronChecker{Client: cloud}
-		nets, err := attach.ResolveNetworks(ctx, cloud, a.Networks, attach.NetworkPolicy{Discover: a.Discover, Force: a.Force, NodeAddresses: addrs,
-			SecurityGroups: groupsOnPorts && len(a.SecurityGroups) > 0})
+		policy := cluster // what the cluster says: its nodes' addresses, its networks and VIPs
+		policy.Discover, policy.Force, policy.SecurityGroups = a.Discover, a.Force, groupsOnPorts && len(a.SecurityGroups) > 0
+		nets, err := attach.ResolveNetworks(ctx, cloud, a.Networks, policy)
 		if err != nil {
 			return opts, networkPolicyExit(err)
 		}
@@ -139,6 +143,26 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 	}
 	opts.Attachment = a.attachment()
 	return opts, nil
+}
+
+// clusterPolicy is what this cluster tells the network policy: its nodes' addresses (a subnet
+// holding one is the machines' own network), and its install-config's networks and VIPs (a
+// storage subnet must neither overlap nor hold them). What cannot be read is not checked, and
+// the error says which.
+func clusterPolicy(ctx context.Context, kube kubernetes.Interface) (attach.NetworkPolicy, error) {
+	var p attach.NetworkPolicy
+	var errs []error
+	addrs, err := machinesets.NodeAddresses(ctx, kube)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%v: cannot tell whether a network is the machines' own", err))
+	}
+	p.NodeAddresses = addrs
+	networks, err := workers.InstallConfigNetworks(ctx, kube)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%v: a storage subnet is not checked against the cluster's networks and VIPs", err))
+	}
+	p.MachineNetworks, p.VIPs = networks.All(), networks.VIPs
+	return p, errors.Join(errs...)
 }
 
 // networkPolicyExit gives an error of attach.ResolveNetworks its words and exit code: a network

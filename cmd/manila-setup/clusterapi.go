@@ -163,7 +163,7 @@ func (o *clusterAPIPatchOptions) Validate() error {
 func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 	// Cluster API clusters' nodes are not always this cluster's: the machines' own network is
 	// not told, only the Manila exports.
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, nil, true)
+	opts, err := o.attachFlags.options(ctx, o.g, o.streams, attach.NetworkPolicy{}, true)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -281,7 +280,7 @@ func (o *machineSetsPatchOptions) Validate() error {
 func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
-	var addrs []netip.Addr
+	var cluster attach.NetworkPolicy
 	if o.File == "" { // a file has no cluster, and no nodes to ask
 		clients, err := newMachineSetsClients(o.g)
 		if err != nil {
@@ -289,12 +288,12 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 		}
 		o.clients = clients
 		if o.g.OSCloud != "" {
-			if addrs, err = machinesets.NodeAddresses(ctx, clients.kube); err != nil {
-				fmt.Fprintf(o.streams.ErrOut, "warning: %v: cannot tell whether a network is the machines' own\n", err)
+			if cluster, err = clusterPolicy(ctx, clients.kube); err != nil {
+				fmt.Fprintf(o.streams.ErrOut, "warning: %v\n", err)
 			}
 		}
 	}
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, addrs, true)
+	opts, err := o.attachFlags.options(ctx, o.g, o.streams, cluster, true)
 	if err != nil {
 		return err
 	}

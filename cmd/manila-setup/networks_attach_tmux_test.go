@@ -31,7 +31,11 @@ func TestNetworksAttachInTmux(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	mc := createMachineSetNamespace(t, ctx, c.APIServer)
-	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: 500 * time.Millisecond})
+	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: 500 * time.Millisecond, Ports: ports})
 	const infraID = "tmux-4q9z"
 	for i, replicas := range []int32{1, 1} {
 		if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet(infraID, i, replicas), metav1.CreateOptions{}); err != nil {

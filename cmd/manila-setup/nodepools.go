@@ -160,7 +160,7 @@ func (o *nodePoolsPatchOptions) Validate() error {
 func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	// The nodes of hosted clusters are not on this cluster: the machines' own network cannot be
 	// told, only the Manila exports.
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, nil, false)
+	opts, err := o.attachFlags.options(ctx, o.g, o.streams, attach.NetworkPolicy{}, false)
 	if err != nil {
 		return err
 	}

@@ -209,7 +209,7 @@ func installConfigNetworks(l corelisters.ConfigMapLister) func() []netip.Prefix 
 		if err != nil {
 			return nil
 		}
-		return clusterNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
+		return operator.ParseInstallConfigNetworks([]byte(cm.Data["install-config"])).All()
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
@@ -273,40 +272,4 @@ func securityGroupsAsked(sets []*unstructured.Unstructured, id string) bool {
 		}
 	}
 	return false
-}
-
-// clusterNetworksFromInstallConfig reads the cluster's networks from its install-config (as
-// kept in kube-system/cluster-config-v1): networking.machineNetwork, clusterNetwork and
-// serviceNetwork. What does not parse is left out: a storage subnet is then not checked
-// against it, and the StorageClasses' machine network reports the error (shareClientSource).
-func clusterNetworksFromInstallConfig(b []byte) []netip.Prefix {
-	var ic struct {
-		Networking struct {
-			MachineNetwork []struct {
-				CIDR string `json:"cidr"`
-			} `json:"machineNetwork"`
-			ClusterNetwork []struct {
-				CIDR string `json:"cidr"`
-			} `json:"clusterNetwork"`
-			ServiceNetwork []string `json:"serviceNetwork"`
-		} `json:"networking"`
-	}
-	if yaml.Unmarshal(b, &ic) != nil {
-		return nil
-	}
-	var cidrs []string
-	for _, n := range ic.Networking.MachineNetwork {
-		cidrs = append(cidrs, n.CIDR)
-	}
-	for _, n := range ic.Networking.ClusterNetwork {
-		cidrs = append(cidrs, n.CIDR)
-	}
-	cidrs = append(cidrs, ic.Networking.ServiceNetwork...)
-	var out []netip.Prefix
-	for _, c := range cidrs {
-		if p, err := netip.ParsePrefix(strings.TrimSpace(c)); err == nil {
-			out = append(out, p.Masked())
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/operator"
 )
 
 // eventLog records Events as "<type> <reason> <message>".
@@ -168,11 +169,14 @@ func TestClusterNetworksFromInstallConfig(t *testing.T) {
   - 172.30.0.0/16
   - not-a-cidr
 `
-	got := clusterNetworksFromInstallConfig([]byte(ic))
-	if want := "[10.196.0.0/16 192.168.1.0/24 10.128.0.0/14 172.30.0.0/16]"; fmt.Sprint(got) != want {
-		t.Errorf("%v, want %s", got, want)
+	got := operator.ParseInstallConfigNetworks([]byte(ic + "platform:\n  openstack:\n    apiVIPs: [10.196.0.5]\n    ingressVIPs: [10.196.0.7]\n    apiVIP: 10.196.0.5\n"))
+	if want := "[10.196.0.0/16 192.168.1.0/24 10.128.0.0/14 172.30.0.0/16]"; fmt.Sprint(got.All()) != want {
+		t.Errorf("%v, want %s", got.All(), want)
 	}
-	if got := clusterNetworksFromInstallConfig([]byte("{not yaml")); got != nil {
+	if want := "[10.196.0.5 10.196.0.7]"; fmt.Sprint(got.VIPs) != want {
+		t.Errorf("VIPs %v, want %s", got.VIPs, want)
+	}
+	if got := operator.ParseInstallConfigNetworks([]byte("{not yaml")).All(); got != nil {
 		t.Errorf("unparsable: %v", got)
 	}
 }

@@ -88,7 +88,13 @@ func TestWizardClusterAPI(t *testing.T) {
 	create(clusterapi.MachineSetGVR, set("MachineSet", "ostest-worker-0"))
 	create(clusterapi.MachineSetGVR, set("MachineSet", "ostest-extra"))
 	create(clusterapi.MachineDeploymentGVR, set("MachineDeployment", "ostest-md"))
-	capictl.Start(t, api.Config, capictl.Options{Namespace: clusterapi.OpenShiftNamespace})
+	// Real ports on the networks the OpenStackMachines name: the rollout's check of the first new
+	// machine looks for its address on the storage network.
+	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capictl.Start(t, api.Config, capictl.Options{Namespace: clusterapi.OpenShiftNamespace, Ports: ports})
 
 	// clonedFrom is the template each Running Machine of a Cluster API MachineSet was made from,
 	// once it has want of them and none is going away.

@@ -106,7 +106,7 @@ func tail(s string, n int) string {
 
 // simWorkers creates installer-shaped MachineSets (two workers, one control plane with no
 // replicas) in a sim cluster whose Machine API is machinectl, and waits for the workers' Machines.
-func simWorkers(t *testing.T, ctx context.Context, c *testenv.SimCluster, infraID string) (machineclient.Interface, []string) {
+func simWorkers(t *testing.T, ctx context.Context, c *testenv.SimCluster, cloud *testenv.Cloud, infraID string) (machineclient.Interface, []string) {
 	t.Helper()
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinesets.Namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,13 @@ func simWorkers(t *testing.T, ctx context.Context, c *testenv.SimCluster, infraI
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: 500 * time.Millisecond})
+	// Real ports on the networks the Machines name: the rollout's check of the first new machine
+	// looks for its address on the storage network.
+	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: 500 * time.Millisecond, Ports: ports})
 	sets := []*machinev1beta1.MachineSet{
 		machinectl.WorkerMachineSet(infraID, 0, 2),
 		machinectl.WorkerMachineSet(infraID, 1, 1),
@@ -179,7 +185,7 @@ func TestWizardFullFlow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	const infraID = "tui-7k2p"
-	mc, old := simWorkers(t, ctx, c, infraID)
+	mc, old := simWorkers(t, ctx, c, cloud, infraID)
 	installDriverStatus(t, ctx, c)
 	storageNet, nfsGroup := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
 

@@ -331,6 +331,15 @@ func (l *LiveBackend) Patch(ctx context.Context, a attach.Attachment, sel worker
 	if l.dynamic() == nil {
 		return nil, errNotConnected
 	}
+	if c != nil && len(a.PortSecurityDisabled) == 0 {
+		// A network without port security gets ports written without it, as the commands
+		// write them (attach.Resolve): ask Neutron which of the networks are such.
+		nets, err := c.Networks(ctx, a.Networks...)
+		if err != nil {
+			return nil, err
+		}
+		a.PortSecurityDisabled = attach.PortSecurityOff(nets, a.Networks)
+	}
 	opts := attach.Options{Attachment: a, DryRun: dryRun, By: l.cfg.By}
 	if c != nil {
 		opts.Checker = attach.NeutronChecker{Client: c}
@@ -348,14 +357,17 @@ func (l *LiveBackend) dynamic() dynamic.Interface {
 	return l.dyn
 }
 
-// Roll is what `machinesets rollout` and `clusterapi rollout` do, one after the other.
+// Roll is what `machinesets rollout` and `clusterapi rollout` do, one after the other, with the
+// check of the first new machine of each set (workers.Canary) against the cloud connected to.
 func (l *LiveBackend) Roll(ctx context.Context, sel workers.Selection, progress func(rollout.SetProgress)) ([]rollout.SetProgress, error) {
 	if l.dynamic() == nil {
 		return nil, errNotConnected
 	}
+	c, _, kc, _ := l.clients()
 	return l.cluster().Roll(ctx, sel, rollout.Options{
 		MaxSurge: rollout.DefaultMaxSurge,
 		Timeout:  l.cfg.RolloutTimeout, PollInterval: l.cfg.PollInterval,
+		Canary:   workers.NewCanary(ctx, kc, c),
 		Progress: progress,
 	})
 }
