@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/probe"
 )
 
 // Canary is the check of a rollout's first new Machine of each set (rollout.Checker): what a
@@ -40,16 +43,63 @@ type Canary struct {
 	// carry.
 	Cloud *openstack.Client
 
-	mu       sync.Mutex
-	networks map[string]openstack.Network // by neutronid.Key
+	// Probe, when set, opens TCP 2049 to the storage networks' export addresses from the new
+	// machine's node (package operator/probe): the operator runs in the cluster, in a namespace
+	// that admits the probe, from an image that holds it. NoProbe says why not otherwise.
+	Probe   *ProbeConfig
+	NoProbe string
+
+	mu        sync.Mutex
+	networks  map[string]openstack.Network // by neutronid.Key
+	discovery *openstack.Discovery         // read once, for the export addresses
+}
+
+// ProbeConfig is where and how the NFS probe runs.
+type ProbeConfig struct {
+	Kube             kubernetes.Interface
+	Namespace, Image string
+	// Timeout bounds the probe pod's run; zero: probe.DefaultTimeout.
+	Timeout time.Duration
 }
 
 // NewCanary reads the cluster's machine networks and VIPs (InstallConfigNetworks) for the
 // canary; cloud may be nil.
 func NewCanary(ctx context.Context, kube kubernetes.Interface, cloud *openstack.Client) *Canary {
 	n, _ := InstallConfigNetworks(ctx, kube)
-	return &Canary{Cloud: cloud, MachineNetworks: n.Machine, VIPs: n.VIPs}
+	c := &Canary{Cloud: cloud, MachineNetworks: n.Machine, VIPs: n.VIPs}
+	c.Probe, c.NoProbe = probeConfig(ctx, kube)
+	return c
 }
+
+// probeConfig finds where the NFS probe can run: beside this product's operator in driver mode
+// (its namespace admits host-network pods, its image holds the probe), when it runs. The
+// platform's operator has the same name and namespace on OpenShift: only a Deployment labelled
+// as this product's counts.
+func probeConfig(ctx context.Context, kube kubernetes.Interface) (*ProbeConfig, string) {
+	if kube == nil {
+		return nil, "no cluster"
+	}
+	d, err := kube.AppsV1().Deployments(operator.DefaultNamespace).Get(ctx, operator.OperatorName, metav1.GetOptions{})
+	switch {
+	case err == nil && d.Labels[managedByLabel] == managedBy:
+		if d.Status.AvailableReplicas == 0 || len(d.Spec.Template.Spec.Containers) == 0 {
+			return nil, fmt.Sprintf("the operator's Deployment %s/%s has no available replica", d.Namespace, d.Name)
+		}
+		return &ProbeConfig{Kube: kube, Namespace: d.Namespace, Image: d.Spec.Template.Spec.Containers[0].Image}, ""
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Sprintf("reading the operator's Deployment: %v", err)
+	}
+	if _, err := kube.AppsV1().Deployments(operator.CompanionNamespace).Get(ctx, operator.CompanionOperatorName, metav1.GetOptions{}); err == nil {
+		return nil, "beside the platform's driver, the operator's namespace " + operator.CompanionNamespace + " admits no host-network pod"
+	}
+	return nil, "the manila-setup operator does not run in the cluster"
+}
+
+// The label this product's objects carry.
+const (
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "manila-setup"
+)
 
 // InstallConfigNetworks reads the cluster's networks and VIPs from the install-config the
 // installer leaves in kube-system/cluster-config-v1; an error (none is empty) when it cannot be
@@ -88,6 +138,18 @@ func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, e
 		v.Checked = append(v.Checked, "storage addresses not checked (no cloud given)")
 		return v, nil
 	}
+	v = c.checkStorageAddresses(v, f, storage)
+	if v, err = c.checkVIPs(ctx, v, f); err != nil {
+		return v, err
+	}
+	if len(v.Problems) > 0 {
+		return v, nil // the probe would tell nothing more
+	}
+	return c.checkNFS(ctx, v, f)
+}
+
+// checkStorageAddresses checks that the Machine has an address on each storage network.
+func (c *Canary) checkStorageAddresses(v rollout.Verdict, f rollout.Facts, storage []openstack.Network) rollout.Verdict {
 	for _, n := range storage {
 		if !slices.ContainsFunc(f.MachineAddresses, func(a netip.Addr) bool { return inSubnets(n.Subnets, a) != nil }) {
 			v.Problems = append(v.Problems, fmt.Sprintf("Machine %s has no address on storage network %s: its port was not made, or got no address (addresses %s)", f.Machine, networkLabel(n), addrs(f.MachineAddresses)))
@@ -95,6 +157,11 @@ func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, e
 		}
 		v.Checked = append(v.Checked, "an address on "+orNone(n.Name))
 	}
+	return v
+}
+
+// checkVIPs checks the VIP address pairs of the server's primary port.
+func (c *Canary) checkVIPs(ctx context.Context, v rollout.Verdict, f rollout.Facts) (rollout.Verdict, error) {
 	switch {
 	case len(c.VIPs) == 0:
 		v.Checked = append(v.Checked, "VIP address pairs not checked (no VIPs in the install-config)")
@@ -114,6 +181,60 @@ func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, e
 		v.Checked = append(v.Checked, checked)
 	}
 	return v, nil
+}
+
+// checkNFS runs the NFS probe on the Machine's node, to the export addresses of its storage
+// networks: the node is taken as attached only when it reaches them.
+func (c *Canary) checkNFS(ctx context.Context, v rollout.Verdict, f rollout.Facts) (rollout.Verdict, error) {
+	if c.Probe == nil {
+		v.Checked = append(v.Checked, "NFS not probed ("+c.NoProbe+")")
+		return v, nil
+	}
+	targets, err := c.exportTargets(ctx, f.StorageNetworks)
+	if err != nil {
+		return v, err
+	}
+	if len(targets) == 0 {
+		v.Checked = append(v.Checked, "NFS not probed (no Manila export address lies on the storage networks)")
+		return v, nil
+	}
+	res, err := probe.Run(ctx, c.Probe.Kube, probe.Spec{Namespace: c.Probe.Namespace, Node: f.Node, Image: c.Probe.Image, Targets: targets, Timeout: c.Probe.Timeout})
+	switch {
+	case err != nil:
+		v.Problems = append(v.Problems, "the NFS probe on its node gave no answer: "+err.Error())
+	case !res.Reachable():
+		v.Problems = append(v.Problems, res.Problems()...)
+	default:
+		v.Checked = append(v.Checked, fmt.Sprintf("NFS reachable from the node (%d export addresses)", len(targets)))
+	}
+	return v, nil
+}
+
+// exportTargets are the NFS endpoints (ADDR:2049) of the Manila exports on the networks ids,
+// as discovery finds them (read once), at most probe.MaxTargets.
+func (c *Canary) exportTargets(ctx context.Context, ids []string) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.discovery == nil {
+		d, err := c.Cloud.Discover(ctx, openstack.DiscoverOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("finding the storage networks' export addresses: %w", err)
+		}
+		c.discovery = d
+	}
+	var out []string
+	for _, cand := range c.discovery.Candidates {
+		if !attach.ContainsID(ids, cand.Network.ID) {
+			continue
+		}
+		for _, e := range cand.Exports {
+			t := netip.AddrPortFrom(e.Address, probe.NFSPort).String()
+			if !slices.Contains(out, t) && len(out) < probe.MaxTargets {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
 }
 
 // vipPairs checks that a primary port of the server (one not on a storage network) lets the

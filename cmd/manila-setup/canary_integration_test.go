@@ -11,6 +11,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,6 +19,7 @@ import (
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
@@ -189,5 +191,75 @@ func waitSet(t *testing.T, ctx context.Context, mc machineclient.Interface, set 
 		return err == nil && ms.Status.ReadyReplicas == ready, nil
 	}); err != nil {
 		t.Fatalf("%s never had %d Ready Machines: %v; %s", set, ready, err, ctl)
+	}
+}
+
+// TestRolloutProbesNFSWhereTheOperatorRuns: where the manila-setup operator runs (its
+// Deployment, labelled as this product's, available in the driver's namespace), the check of the
+// first new machine runs the NFS probe pod on its node, to the export addresses discovery finds
+// on the storage network. A kwok node runs no container, so the probe reports nothing and the
+// rollout stops there with the old machine serving: the wiring is proven up to the pod; a node
+// that runs it is another environment's.
+func TestRolloutProbesNFSWhereTheOperatorRuns(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	c := testenv.NewSimCluster(t, testenv.SimOptions{})
+	t.Setenv("KUBECONFIG", c.Kubeconfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	mc := createMachineSetNamespace(t, ctx, c.APIServer)
+	if _, err := c.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-config-v1", Namespace: "kube-system"},
+		Data:       map[string]string{"install-config": machinectl.DefaultInstallConfig}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: time.Second, Ports: ports})
+	const set = "ostest-8x2kq-worker-0"
+	if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet("ostest-8x2kq", 0, 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSet(t, ctx, mc, set, 1, ctl)
+	old := liveMachines(t, ctx, mc, set)
+
+	// The operator, as `operator install` leaves it: its namespace admits host-network pods, its
+	// Deployment says it is this product's; kwok runs its pod (Ready, so available).
+	ns := operator.DefaultNamespace
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"name": operator.OperatorName}
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.OperatorName, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "manila-setup"}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "localhost/manila-setup:probe-test"}},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+		}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := c.Client.AppsV1().Deployments(ns).Get(ctx, operator.OperatorName, metav1.GetOptions{})
+		return err == nil && d.Status.AvailableReplicas == 1, nil
+	}); err != nil {
+		t.Fatalf("the operator's Deployment never available: %v", err)
+	}
+
+	if code, out, errOut := runCLI(t, "machinesets", "patch", "--network", cloud.Seed.Networks["storage"]); code != 0 {
+		t.Fatalf("patch: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := runCLI(t, "machinesets", "rollout", "--poll-interval", "100ms", "--timeout", "2m", "--probe-timeout", "3s")
+	t.Logf("rollout:\n%s%s", out, errOut)
+	if code != 1 || !strings.Contains(errOut, "the NFS probe on its node gave no answer") || !strings.Contains(errOut, "reported nothing within 3s") ||
+		!strings.Contains(errOut, "0 of 1 Machines were replaced") {
+		t.Errorf("rollout where the operator runs: exit %d\n%s%s", code, out, errOut)
+	}
+	checkStopped(t, ctx, mc, set, old)
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=manila-setup-probe"})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("probe pods left: %v, %v", pods, err)
 	}
 }

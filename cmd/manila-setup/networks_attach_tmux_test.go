@@ -77,8 +77,12 @@ func TestNetworksAttachInTmux(t *testing.T) {
 	term.Keys("Enter")
 	term.WaitFor(2*time.Minute, "4/7 MachineSets", "2 of 2 MachineSets selected")
 	term.Keys("Enter")
-	screen := term.WaitFor(2*time.Minute, "5/7 Review", "+- noAllowedAddressPairs: true")
+	// The seeded storage subnet is as Neutron makes one (a gateway, no DNS servers): its
+	// warnings come first and must be acknowledged before anything is applied.
+	screen := term.WaitFor(2*time.Minute, "5/7 Review", "its gateway 10.0.0.1 is handed out", "! 2 warnings to acknowledge (a) before applying")
 	t.Logf("review screen:\n%s", screen)
+	term.Keys("a")
+	term.WaitFor(2*time.Minute, "✓ 2 warnings of the storage network acknowledged")
 	term.Keys("G")
 	// The equivalent commands repeat the flags the wizard was started with (clouds.yaml only
 	// where the environment would not name it anyway), and run as printed: the patch, copied

@@ -135,7 +135,10 @@ func TestUserGuideSamples(t *testing.T) {
 	term.Keys("Enter")
 	term.WaitFor(2*time.Minute, "4/7 MachineSets", "ostest-demo1-worker-0")
 	term.Keys("Enter")
-	term.WaitFor(2*time.Minute, "5/7 Review", "+- noAllowedAddressPairs: true")
+	// The sandbox's storage subnet is as Neutron makes one: its warnings are acknowledged first.
+	term.WaitFor(2*time.Minute, "5/7 Review", "! 2 warnings to acknowledge (a) before applying")
+	term.Keys("a")
+	term.WaitFor(2*time.Minute, "✓ 2 warnings of the storage network acknowledged")
 	term.Keys("Enter")
 	rolled := term.WaitFor(6*time.Minute, "6/7 Apply and roll", "every chosen MachineSet was patched and its machines replaced")
 	got["wizard-rolled"] = strings.TrimRight(trimLines(rolled), "\n")
