@@ -223,9 +223,13 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 			}
 		}
 	}
+	// The check of the first new machine: this checker passes and records what it was given
+	// (what it judges is workers.Canary's, tested there); the engine must ask it once, about a
+	// new Machine with its Node, before the first old Machine is marked.
+	checker := &recordingChecker{}
 	f.counter.reset()
 	start := time.Now()
-	results, err := Rollout(ctx, f.mc, f.kc, Selection{Names: []string{"sim-worker-0"}}, rollout.Options{MaxSurge: 1, MaxUnavailable: 0, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree})
+	results, err := Rollout(ctx, f.mc, f.kc, Selection{Names: []string{"sim-worker-0"}}, rollout.Options{MaxSurge: 1, MaxUnavailable: 0, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree, Canary: checker})
 	if err != nil {
 		t.Fatalf("rollout: %v\nphases: %q", err, log.phases("sim-worker-0"))
 	}
@@ -263,9 +267,18 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	t.Logf("sim-worker-0 (3 replicas, surge 1, unavailable 0) rolled in %s: %s", time.Since(start).Round(time.Millisecond), stats)
 	writes := f.counter.get("PATCH machinesets") + f.counter.get("PATCH machines")
 	t.Logf("rollout requests: %s (%d writes)", f.counter, writes)
-	// Per replaced Machine: surge, mark the old one, scale down; then remove the annotation.
-	if writes != 3*3+1 {
-		t.Errorf("%d writes for 3 replacements, want 10: %s", writes, f.counter)
+	// Per replaced Machine: surge, mark the old one, scale down; the check's verdict on the
+	// first new one; then remove the annotation.
+	if writes != 3*3+1+1 {
+		t.Errorf("%d writes for 3 replacements and one check, want 11: %s", writes, f.counter)
+	}
+	if len(checker.facts) != 1 || slices.Contains(machineNames(old0), checker.facts[0].Machine) || checker.facts[0].Node == "" || !checker.facts[0].NodeIP.IsValid() ||
+		!slices.Equal(checker.facts[0].StorageNetworks, storageWant.Networks) {
+		t.Errorf("checks: %+v", checker.facts)
+	}
+	if i, j := slices.IndexFunc(log.phases("sim-worker-0"), func(p string) bool { return strings.HasPrefix(p, "checking new Machine") }),
+		slices.IndexFunc(log.phases("sim-worker-0"), func(p string) bool { return strings.HasPrefix(p, "removing old Machine") }); i < 0 || j < i {
+		t.Errorf("the first old Machine went before the check (phases %q)", log.phases("sim-worker-0"))
 	}
 	if stats.MinReady < 3 || stats.MaxLive > 4 || stats.EndReady != 3 {
 		t.Errorf("sim-worker-0 left its bounds: %s", stats)
@@ -442,4 +455,17 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 	if *got.Spec.Replicas != 6 {
 		t.Errorf("the other writer's replicas were overwritten: %d", *got.Spec.Replicas)
 	}
+}
+
+// recordingChecker passes every Machine and records the facts it was given.
+type recordingChecker struct {
+	mu    sync.Mutex
+	facts []rollout.Facts
+}
+
+func (c *recordingChecker) Check(_ context.Context, f rollout.Facts) (rollout.Verdict, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.facts = append(c.facts, f)
+	return rollout.Verdict{Checked: []string{"recorded"}}, nil
 }
