@@ -88,6 +88,9 @@ type Connection struct {
 	// NodeAddresses are the nodes' internal addresses (machinesets.NodeAddresses): what tells
 	// the machines' own network.
 	NodeAddresses []netip.Addr
+	// Fitness is what the cluster's install-config says a storage subnet must neither overlap
+	// nor hold (its networks and VIPs, workers.InstallConfigNetworks), for attach.Fitness.
+	Fitness attach.FitnessOptions
 }
 
 // Served are the kinds of machines the cluster serves: those its inventory is read for.

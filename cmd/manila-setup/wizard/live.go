@@ -169,6 +169,8 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		if clusterErr == nil {
 			// Best effort: without them the wizard cannot warn about the machines' own network.
 			cluster.NodeAddresses, _ = machinesets.NodeAddresses(ctx, kc)
+			networks, _ := workers.InstallConfigNetworks(ctx, kc)
+			cluster.Fitness = attach.FitnessOptions{MachineNetworks: networks.All(), VIPs: networks.VIPs}
 		}
 	}()
 	wg.Wait()
@@ -181,7 +183,7 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	conn.Region, conn.Identity, conn.Cluster = client.Region(), client.Identity(), restCfg.Host
 	conn.MachineAPI, conn.MachineSets, conn.HyperShift, conn.NodePools, conn.Note = cluster.MachineAPI, cluster.MachineSets, cluster.HyperShift, cluster.NodePools, cluster.Note
 	conn.ClusterAPI = cluster.ClusterAPI
-	conn.NodeAddresses = cluster.NodeAddresses
+	conn.NodeAddresses, conn.Fitness = cluster.NodeAddresses, cluster.Fitness
 	return conn, nil
 }
 

@@ -283,7 +283,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.discovery = msg.d
 		m.network = m.network.withDiscovery(msg.d, m.discErr)
 		if m.conn != nil {
-			m.network.nodeAddrs = m.conn.NodeAddresses
+			m.network.nodeAddrs, m.network.fitness = m.conn.NodeAddresses, m.conn.Fitness
 		}
 		return m, nil
 	case groupsMsg:

@@ -31,6 +31,8 @@ type networkModel struct {
 	disc       *openstack.Discovery
 	nodeAddrs  []netip.Addr
 	confirming string
+	// fitness is what the cluster tells attach.Fitness (its networks and VIPs).
+	fitness attach.FitnessOptions
 }
 
 type netRow struct {
@@ -218,7 +220,7 @@ func (n networkModel) problem(nw openstack.Network) string {
 	if p := n.disc.NetworkProblem(nw.ID, n.nodeAddrs); p != "" {
 		return p
 	}
-	if errs := attach.Errors(attach.Fitness(nw, attach.FitnessOptions{})); len(errs) > 0 {
+	if errs := attach.Errors(attach.Fitness(nw, n.fitness)); len(errs) > 0 {
 		return errs[0].String()
 	}
 	return ""
@@ -360,7 +362,7 @@ func (n networkModel) details(w int) []string {
 	}
 	// What the network would do to the nodes as their second NIC (attach.Fitness): the same
 	// findings the commands print.
-	for _, f := range attach.Fitness(nw, attach.FitnessOptions{}) {
+	for _, f := range attach.Fitness(nw, n.fitness) {
 		text := strings.TrimPrefix(f.String(), "network "+f.Network+", ")
 		if f.Severity == attach.SeverityError {
 			lines = append(lines, wrapStyled(styleErr, "✗ "+text, w)...)
