@@ -80,7 +80,7 @@ func (o FitnessOptions) source(v fmt.Stringer) string {
 // address or a port, warnings for what changes its routes and DNS.
 func Fitness(n openstack.Network, opts FitnessOptions) []Finding {
 	var out []Finding
-	network := label(n.Name, n.ID)
+	network := n.Ref()
 	add := func(id, severity, subnet, msg, fix string) {
 		out = append(out, Finding{ID: id, Severity: severity, Network: network, Subnet: subnet, Message: msg, Fix: fix})
 	}
@@ -100,7 +100,7 @@ func Fitness(n openstack.Network, opts FitnessOptions) []Finding {
 			"attach it without --security-group (the port then has no security groups), or: openstack network set --enable-port-security "+n.ID)
 	}
 	for _, s := range n.Subnets {
-		subnet := label(s.Name, s.ID)
+		subnet := s.Ref()
 		ref := s.Name
 		if ref == "" {
 			ref = s.ID
@@ -148,11 +148,4 @@ func Fitness(n openstack.Network, opts FitnessOptions) []Finding {
 // Errors returns the findings that refuse the network.
 func Errors(findings []Finding) []Finding {
 	return slices.DeleteFunc(slices.Clone(findings), func(f Finding) bool { return f.Severity != SeverityError })
-}
-
-func label(name, id string) string {
-	if name == "" {
-		return id
-	}
-	return name + " (" + id + ")"
 }

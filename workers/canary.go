@@ -152,7 +152,7 @@ func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, e
 func (c *Canary) checkStorageAddresses(v rollout.Verdict, f rollout.Facts, storage []openstack.Network) rollout.Verdict {
 	for _, n := range storage {
 		if !slices.ContainsFunc(f.MachineAddresses, func(a netip.Addr) bool { return inSubnets(n.Subnets, a) != nil }) {
-			v.Problems = append(v.Problems, fmt.Sprintf("Machine %s has no address on storage network %s: its port was not made, or got no address (addresses %s)", f.Machine, networkLabel(n), addrs(f.MachineAddresses)))
+			v.Problems = append(v.Problems, fmt.Sprintf("Machine %s has no address on storage network %s: its port was not made, or got no address (addresses %s)", f.Machine, n.Ref(), addrs(f.MachineAddresses)))
 			continue
 		}
 		v.Checked = append(v.Checked, "an address on "+orNone(n.Name))
@@ -287,7 +287,7 @@ func missingPairs(p openstack.Port, vips []netip.Addr) []netip.Addr {
 func (c *Canary) checkNodeIP(v rollout.Verdict, f rollout.Facts, storage []openstack.Network) rollout.Verdict {
 	for _, n := range storage {
 		if s := inSubnets(n.Subnets, f.NodeIP); s != nil {
-			msg := fmt.Sprintf("Node %s took its node IP %s from storage subnet %s of network %s: logs, exec and the node's br-ex would go over the storage network", f.Node, f.NodeIP, subnetLabel(*s), networkLabel(n))
+			msg := fmt.Sprintf("Node %s took its node IP %s from storage subnet %s of network %s: logs, exec and the node's br-ex would go over the storage network", f.Node, f.NodeIP, subnetLabel(*s), n.Ref())
 			if fixes := fixesOf(n); fixes != "" {
 				msg += "; fix: " + fixes
 			}
@@ -359,13 +359,6 @@ func inSubnets(subnets []openstack.Subnet, a netip.Addr) *openstack.Subnet {
 		}
 	}
 	return nil
-}
-
-func networkLabel(n openstack.Network) string {
-	if n.Name == "" {
-		return n.ID
-	}
-	return n.Name + " (" + n.ID + ")"
 }
 
 func subnetLabel(s openstack.Subnet) string {

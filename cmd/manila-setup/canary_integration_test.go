@@ -40,28 +40,11 @@ func TestRolloutChecksTheFirstNewMachine(t *testing.T) {
 	t.Setenv("OS_CLOUD", ostest.CloudName)
 	storage := p.CreateNetworkWith("canary-storage", nil, map[string]any{"cidr": "10.77.0.0/24", "dns_nameservers": []string{"0.0.0.0"}})
 
-	c := testenv.NewSimCluster(t, testenv.SimOptions{})
-	t.Setenv("KUBECONFIG", c.Kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	mc := createMachineSetNamespace(t, ctx, c.APIServer)
-	if _, err := c.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster-config-v1", Namespace: "kube-system"},
-		Data:       map[string]string{"install-config": machinectl.DefaultInstallConfig}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := machinectl.NeutronPorts(ctx, p.CloudsFile, ostest.CloudName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: time.Second, Ports: ports,
-		NodeIP: machinectl.NodeIPRule{VIPs: []netip.Addr{netip.MustParseAddr("192.0.2.5")}, StorageRouteFirst: true}})
 	const set = "ostest-8x2kq-worker-0"
-	if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet("ostest-8x2kq", 0, 3), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitSet(t, ctx, mc, set, 3, ctl)
-	old := liveMachines(t, ctx, mc, set)
+	_, mc, old := canaryCluster(t, ctx, p.CloudsFile, ostest.CloudName, 3,
+		machinectl.NodeIPRule{VIPs: []netip.Addr{netip.MustParseAddr("192.0.2.5")}, StorageRouteFirst: true})
 
 	if code, out, errOut := runCLI(t, "machinesets", "patch", "--network", storage.ID, "--force"); code != 0 {
 		t.Fatalf("patch: exit %d\n%s%s", code, out, errOut)
@@ -140,6 +123,33 @@ func TestRolloutChecksTheFirstNewMachine(t *testing.T) {
 	}
 }
 
+// canaryCluster is a sim cluster shaped as the installer leaves one (cluster-config-v1), whose
+// Machine API stand-in gives each server real ports in the cloud of cloudsFile and its node IP
+// by rule, with one worker MachineSet of replicas Ready machines; it returns them (KUBECONFIG
+// names the cluster for the commands).
+func canaryCluster(t *testing.T, ctx context.Context, cloudsFile, cloud string, replicas int32, rule machinectl.NodeIPRule) (*testenv.SimCluster, machineclient.Interface, []machinev1beta1.Machine) {
+	t.Helper()
+	c := testenv.NewSimCluster(t, testenv.SimOptions{})
+	t.Setenv("KUBECONFIG", c.Kubeconfig)
+	mc := createMachineSetNamespace(t, ctx, c.APIServer)
+	if _, err := c.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-config-v1", Namespace: "kube-system"},
+		Data:       map[string]string{"install-config": machinectl.DefaultInstallConfig}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := machinectl.NeutronPorts(ctx, cloudsFile, cloud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: time.Second, Ports: ports, NodeIP: rule})
+	const set = "ostest-8x2kq-worker-0"
+	if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet("ostest-8x2kq", 0, replicas), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSet(t, ctx, mc, set, replicas, ctl)
+	return c, mc, liveMachines(t, ctx, mc, set)
+}
+
 // checkStopped checks that the old Machines all still serve beside one new Machine whose check
 // failed, and returns that Machine's name.
 func checkStopped(t *testing.T, ctx context.Context, mc machineclient.Interface, set string, old []machinev1beta1.Machine) string {
@@ -202,27 +212,10 @@ func waitSet(t *testing.T, ctx context.Context, mc machineclient.Interface, set 
 // that runs it is another environment's.
 func TestRolloutProbesNFSWhereTheOperatorRuns(t *testing.T) {
 	cloud := testenv.NewCloud(t)
-	c := testenv.NewSimCluster(t, testenv.SimOptions{})
-	t.Setenv("KUBECONFIG", c.Kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	mc := createMachineSetNamespace(t, ctx, c.APIServer)
-	if _, err := c.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster-config-v1", Namespace: "kube-system"},
-		Data:       map[string]string{"install-config": machinectl.DefaultInstallConfig}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := machinectl.Start(t, c, machinectl.Options{NodeDelay: time.Second, Ports: ports})
 	const set = "ostest-8x2kq-worker-0"
-	if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet("ostest-8x2kq", 0, 1), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitSet(t, ctx, mc, set, 1, ctl)
-	old := liveMachines(t, ctx, mc, set)
+	c, mc, old := canaryCluster(t, ctx, cloud.CloudsFile, testenv.CloudDemo, 1, machinectl.NodeIPRule{})
 
 	// The operator, as `operator install` leaves it: its namespace admits host-network pods, its
 	// Deployment says it is this product's; kwok runs its pod (Ready, so available).

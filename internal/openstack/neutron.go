@@ -490,3 +490,16 @@ func (n Network) Label() string {
 	}
 	return fmt.Sprintf("%q (%s)", n.Name, n.ID)
 }
+
+// Ref names the network as problems and findings do: name (ID), or the ID alone.
+func (n Network) Ref() string { return nameAndID(n.Name, n.ID) }
+
+// Ref names the subnet as problems and findings do: name (ID), or the ID alone.
+func (s Subnet) Ref() string { return nameAndID(s.Name, s.ID) }
+
+func nameAndID(name, id string) string {
+	if name == "" {
+		return id
+	}
+	return name + " (" + id + ")"
+}

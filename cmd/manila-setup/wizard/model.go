@@ -305,7 +305,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.review.fit, m.review.scroll = m.review.fit.withFixed(msg), 0 // to the outcome, at the top
 		for _, r := range msg.results {
 			if r.err == nil {
-				m.changed = append(m.changed, "subnet "+subnetName(r.fix.subnet)+" ("+changeText(r.fix.update)+")")
+				m.changed = append(m.changed, "subnet "+r.fix.subnet.Ref()+" ("+changeText(r.fix.update)+")")
 			}
 		}
 		if msg.network != nil {

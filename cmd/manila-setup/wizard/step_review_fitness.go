@@ -170,7 +170,7 @@ func (f fitnessModel) withFixed(msg fixedMsg) fitnessModel {
 	for _, r := range msg.results {
 		switch {
 		case r.err == nil:
-			f.done = append(f.done, workers.Line{Text: "✓ subnet " + subnetName(r.fix.subnet) + " changed: " + changeText(r.fix.update), Tone: workers.Good})
+			f.done = append(f.done, workers.Line{Text: "✓ subnet " + r.fix.subnet.Ref() + " changed: " + changeText(r.fix.update), Tone: workers.Good})
 		case openstack.KindOf(r.err) == openstack.KindForbidden:
 			refused = true
 			f.done = append(f.done, workers.Line{Text: "✗ Your role does not allow this change: " + strings.TrimSuffix(r.err.Error(), ".") + ".", Tone: workers.Bad},
@@ -179,7 +179,7 @@ func (f fitnessModel) withFixed(msg fixedMsg) fitnessModel {
 				f.done = append(f.done, workers.Line{Text: "  " + adminCommand(w.Fix, r.fix.subnet)})
 			}
 		default:
-			f.done = append(f.done, workers.Line{Text: "✗ subnet " + subnetName(r.fix.subnet) + " was not changed: " + r.err.Error(), Tone: workers.Bad})
+			f.done = append(f.done, workers.Line{Text: "✗ subnet " + r.fix.subnet.Ref() + " was not changed: " + r.err.Error(), Tone: workers.Bad})
 		}
 	}
 	switch {
@@ -189,10 +189,10 @@ func (f fitnessModel) withFixed(msg fixedMsg) fitnessModel {
 		f.acked = f.acked && covers(was, f.warnings)
 		if len(f.warnings) == 0 {
 			f.acked, f.nagged = false, false
-			f.done = append(f.done, workers.Line{Text: "✓ network " + networkName(f.network) + ", read again from Neutron, hands the nodes no default route and no DNS server: nothing left to acknowledge.", Tone: workers.Good})
+			f.done = append(f.done, workers.Line{Text: "✓ network " + f.network.Ref() + ", read again from Neutron, hands the nodes no default route and no DNS server: nothing left to acknowledge.", Tone: workers.Good})
 		}
 	case msg.readErr != nil:
-		f.done = append(f.done, workers.Line{Text: "✗ reading network " + networkName(f.network) + " again: " + msg.readErr.Error() + "; the warnings below are those read before the change.", Tone: workers.Bad})
+		f.done = append(f.done, workers.Line{Text: "✗ reading network " + f.network.Ref() + " again: " + msg.readErr.Error() + "; the warnings below are those read before the change.", Tone: workers.Bad})
 	}
 	if refused && len(f.warnings) > 0 {
 		f.done = append(f.done, workers.Line{Text: "You can still acknowledge the warnings (a) and go on; the nodes then get them as they are.", Tone: workers.Dim})
@@ -224,20 +224,6 @@ func adminCommand(fix string, s openstack.Subnet) string {
 	return fix
 }
 
-func subnetName(s openstack.Subnet) string {
-	if s.Name == "" {
-		return s.ID
-	}
-	return s.Name + " (" + s.ID + ")"
-}
-
-func networkName(n openstack.Network) string {
-	if n.Name == "" {
-		return n.ID
-	}
-	return n.Name + " (" + n.ID + ")"
-}
-
 // lines are the warnings with their fixes, what the last change did, and whether the user
 // acknowledged them: the head of the review. None when the network is fit and nothing was
 // changed.
@@ -251,7 +237,7 @@ func (f fitnessModel) lines(w int) []string {
 		if len(lines) > 0 {
 			lines = append(lines, "")
 		}
-		lines = append(lines, wrapStyled(styleTitle, "What network "+networkName(f.network)+" does to the nodes attached to it:", w)...)
+		lines = append(lines, wrapStyled(styleTitle, "What network "+f.network.Ref()+" does to the nodes attached to it:", w)...)
 		for _, fd := range f.warnings {
 			text := fd.Message
 			if fd.Subnet != "" {
@@ -293,7 +279,7 @@ func (f fitnessModel) ackLine(w int) []string {
 func (f fitnessModel) status(spin string) string {
 	switch {
 	case f.fixing:
-		return spin + " changing the subnets in Neutron, then reading network " + networkName(f.network) + " again…"
+		return spin + " changing the subnets in Neutron, then reading network " + f.network.Ref() + " again…"
 	case len(f.warnings) == 0:
 		return ""
 	case f.acked:
@@ -324,9 +310,9 @@ func (f fitnessModel) question(w, h int, dryRun bool) []string {
 // change is what the question shows, and the question.
 func (f fitnessModel) change(w int, dryRun bool) (body, ask []string) {
 	fixes, rest := f.fixes()
-	lines := wrapStyled(styleTitle, "Change the subnets of network "+networkName(f.network)+" in Neutron:", w)
+	lines := wrapStyled(styleTitle, "Change the subnets of network "+f.network.Ref()+" in Neutron:", w)
 	for _, fx := range fixes {
-		lines = append(lines, "", "subnet "+subnetName(fx.subnet)+":")
+		lines = append(lines, "", "subnet "+fx.subnet.Ref()+":")
 		for _, fd := range fx.findings {
 			lines = append(lines, wrap("  "+fd.Fix, w)...)
 		}
