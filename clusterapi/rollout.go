@@ -239,7 +239,13 @@ func (c *capiTarget) Facts(ctx context.Context, v rollout.SetView, machine strin
 	if m.Spec.ProviderID != nil {
 		f.ServerID = rollout.ServerID(*m.Spec.ProviderID)
 	}
-	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
+	if c.namespace != OpenShiftNamespace {
+		// Outside OpenShift's own namespace a Machine's Node is a workload cluster's: not here.
+		f.NodeElsewhere = fmt.Sprintf("its Node is in the workload cluster of namespace %s", c.namespace)
+		if ref := m.Status.NodeRef; ref != nil {
+			f.Node = ref.Name
+		}
+	} else if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
 		un, err := c.dyn.Resource(nodeGVR).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return rollout.Facts{}, fmt.Errorf("reading Node %s of Machine %s/%s: %w", ref.Name, c.namespace, machine, err)

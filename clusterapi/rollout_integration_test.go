@@ -247,10 +247,22 @@ func TestRolloutClusterAPI(t *testing.T) {
 		_, newTemplate := f.patch(t, ctx)
 
 		capacity := newCapacityLog(f)
+		// The check of the first new machine of each set: asked once per set, about a new
+		// Machine with its addresses; its Node is a workload cluster's, not read here.
+		checker := &recordingChecker{}
 		start := time.Now()
-		results, err := Rollout(ctx, f.admin, f.ns, nil, rollout.Options{MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: capacity.observe})
+		results, err := Rollout(ctx, f.admin, f.ns, nil, rollout.Options{MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: capacity.observe, Canary: checker})
 		if err != nil {
 			t.Fatalf("rollout: %v", err)
+		}
+		if len(checker.facts) != 2 {
+			t.Errorf("%d checks, want one per set: %+v", len(checker.facts), checker.facts)
+		}
+		for _, fc := range checker.facts {
+			if slices.Contains(capiMachineNames(append(slices.Clone(oldA), oldB...)), fc.Machine) || len(fc.MachineAddresses) == 0 ||
+				!strings.Contains(fc.NodeElsewhere, "workload cluster of namespace "+f.ns) || fc.NodeIP.IsValid() {
+				t.Errorf("check of %+v", fc)
+			}
 		}
 		t.Logf("rolled 4 Machines in %s, %d polls", time.Since(start).Round(time.Millisecond), capacity.polls)
 		got := progressOf(results)
@@ -421,4 +433,17 @@ func TestRolloutClusterAPI(t *testing.T) {
 			t.Errorf("no surge, no unavailable: %v", err)
 		}
 	})
+}
+
+// recordingChecker passes every Machine and records the facts it was given.
+type recordingChecker struct {
+	mu    sync.Mutex
+	facts []rollout.Facts
+}
+
+func (c *recordingChecker) Check(_ context.Context, f rollout.Facts) (rollout.Verdict, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.facts = append(c.facts, f)
+	return rollout.Verdict{Checked: []string{"recorded"}}, nil
 }

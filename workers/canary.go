@@ -19,6 +19,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/probe"
+	"github.com/manila-setup/manila-setup/operator/probe/probepod"
 )
 
 // Canary is the check of a rollout's first new Machine of each set (rollout.Checker): what a
@@ -129,6 +130,8 @@ func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, e
 		return v, err
 	}
 	switch {
+	case f.NodeElsewhere != "":
+		v.Checked = append(v.Checked, "node IP not checked ("+f.NodeElsewhere+")")
 	case !f.NodeIP.IsValid():
 		v.Problems = append(v.Problems, fmt.Sprintf("its Node %s has no InternalIP", orNone(f.Node)))
 	default:
@@ -186,8 +189,12 @@ func (c *Canary) checkVIPs(ctx context.Context, v rollout.Verdict, f rollout.Fac
 // checkNFS runs the NFS probe on the Machine's node, to the export addresses of its storage
 // networks: the node is taken as attached only when it reaches them.
 func (c *Canary) checkNFS(ctx context.Context, v rollout.Verdict, f rollout.Facts) (rollout.Verdict, error) {
-	if c.Probe == nil {
+	switch {
+	case c.Probe == nil:
 		v.Checked = append(v.Checked, "NFS not probed ("+c.NoProbe+")")
+		return v, nil
+	case f.NodeElsewhere != "":
+		v.Checked = append(v.Checked, "NFS not probed ("+f.NodeElsewhere+")")
 		return v, nil
 	}
 	targets, err := c.exportTargets(ctx, f.StorageNetworks)
@@ -198,7 +205,7 @@ func (c *Canary) checkNFS(ctx context.Context, v rollout.Verdict, f rollout.Fact
 		v.Checked = append(v.Checked, "NFS not probed (no Manila export address lies on the storage networks)")
 		return v, nil
 	}
-	res, err := probe.Run(ctx, c.Probe.Kube, probe.Spec{Namespace: c.Probe.Namespace, Node: f.Node, Image: c.Probe.Image, Targets: targets, Timeout: c.Probe.Timeout})
+	res, err := probepod.Run(ctx, c.Probe.Kube, probepod.Spec{Namespace: c.Probe.Namespace, Node: f.Node, Image: c.Probe.Image, Targets: targets, Timeout: c.Probe.Timeout})
 	switch {
 	case err != nil:
 		v.Problems = append(v.Problems, "the NFS probe on its node gave no answer: "+err.Error())

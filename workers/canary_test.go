@@ -33,6 +33,11 @@ func TestCanaryWithoutACloud(t *testing.T) {
 	if v, _ := c.Check(context.Background(), none); len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "has no InternalIP") {
 		t.Errorf("no node IP: %+v", v.Problems)
 	}
+	elsewhere := ok
+	elsewhere.NodeIP, elsewhere.NodeElsewhere = netip.Addr{}, "its Node is in the workload cluster of namespace capi"
+	if v, _ := c.Check(context.Background(), elsewhere); len(v.Problems) != 0 || !strings.Contains(strings.Join(v.Checked, "; "), "node IP not checked (its Node is in the workload cluster of namespace capi)") {
+		t.Errorf("a Node of another cluster: %+v", v)
+	}
 	unknown := &Canary{}
 	if v, _ := unknown.Check(context.Background(), bad); len(v.Problems) != 1 {
 		t.Errorf("without the machine network only the event is a problem: %+v", v.Problems)

@@ -40,6 +40,9 @@ type Facts struct {
 	// NodeIP is the Node's first InternalIP: the address the kubelet registered with, the one
 	// logs, exec and the node's br-ex use.
 	NodeIP netip.Addr
+	// NodeElsewhere, when set, says why the Node is not read: it lives in another cluster (a
+	// Cluster API workload cluster's), whose networks are not this cluster's either.
+	NodeElsewhere string
 	// StorageNetworks are the Neutron IDs of the storage networks attached to the set (its
 	// attachment record).
 	StorageNetworks []string

@@ -5,9 +5,10 @@
 // shows it, and the kubelet's NFS mount goes through the node's own network, which is why the
 // pod shares it.
 //
-// The same package holds both ends: Dial and the Result it writes (run by
-// `manila-setup-operator probe nfs` in the pod), and Pod and Run (the pod and its life, run by
-// whoever checks the node).
+// This package is the end that runs in the pod: Dial and the Result it writes (run by
+// `manila-setup-operator probe nfs`). It links no Kubernetes client, so that the operator's
+// binary stays small; the pod and its life (Pod, Run) are package probepod's, run by whoever
+// checks the node.
 package probe
 
 import (
@@ -105,7 +106,7 @@ func (r Result) Encode() ([]byte, error) {
 		short := r
 		short.Targets = make([]Target, len(r.Targets))
 		for i, t := range r.Targets {
-			t.Error = cut(t.Error, n)
+			t.Error = Cut(t.Error, n)
 			short.Targets[i] = t
 		}
 		b, err := json.Marshal(short)
@@ -179,11 +180,11 @@ func dialError(err error, timeout time.Duration) string {
 	if errors.As(err, &op) && op.Err != nil {
 		msg = op.Err.Error()
 	}
-	return cut(msg, maxErrorLen)
+	return Cut(msg, maxErrorLen)
 }
 
-// cut shortens s to n bytes and an ellipsis, on a character boundary.
-func cut(s string, n int) string {
+// Cut shortens s to n bytes and an ellipsis, on a character boundary.
+func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -1,4 +1,4 @@
-package probe
+package probepod
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/manila-setup/manila-setup/operator/probe"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,9 +36,9 @@ var stuck = map[string]bool{
 // no result, says what the pod did instead: it could not be created, its image could not be
 // pulled, it stayed Pending (and why), or it ran and reported nothing in time. A pod that could
 // not be deleted is named in Result.Leftover (or in the error) with the command that deletes it.
-func Run(ctx context.Context, kube kubernetes.Interface, s Spec) (Result, error) {
+func Run(ctx context.Context, kube kubernetes.Interface, s Spec) (probe.Result, error) {
 	if err := s.Validate(); err != nil {
-		return Result{}, err
+		return probe.Result{}, err
 	}
 	pod, err := kube.CoreV1().Pods(s.Namespace).Create(ctx, Pod(s), metav1.CreateOptions{})
 	if err != nil {
@@ -44,7 +46,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, s Spec) (Result, error)
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurity") {
 			err = fmt.Errorf("%w; the probe needs a namespace whose Pod Security level admits hostNetwork (pod-security.kubernetes.io/enforce: privileged), such as the driver operator's", err)
 		}
-		return Result{}, err
+		return probe.Result{}, err
 	}
 	r, err := await(ctx, kube, s, pod)
 	if left := remove(ctx, kube, pod); left != "" {
@@ -57,7 +59,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, s Spec) (Result, error)
 }
 
 // await reads the pod until it has a result, cannot have one, or the time is up.
-func await(ctx context.Context, kube kubernetes.Interface, s Spec, pod *corev1.Pod) (Result, error) {
+func await(ctx context.Context, kube kubernetes.Interface, s Spec, pod *corev1.Pod) (probe.Result, error) {
 	p := probePod{Spec: s, name: pod.Namespace + "/" + pod.Name}
 	deadline := time.NewTimer(s.timeout())
 	defer deadline.Stop()
@@ -68,7 +70,7 @@ func await(ctx context.Context, kube kubernetes.Interface, s Spec, pod *corev1.P
 		cur, err := kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return Result{}, fmt.Errorf("%s was deleted before it reported anything", p)
+			return probe.Result{}, fmt.Errorf("%s was deleted before it reported anything", p)
 		case err == nil:
 			last = cur
 			if r, done, err := p.observe(cur); done {
@@ -78,9 +80,9 @@ func await(ctx context.Context, kube kubernetes.Interface, s Spec, pod *corev1.P
 		// A failed read is tried again until the deadline; the last pod seen says the rest.
 		select {
 		case <-ctx.Done():
-			return Result{}, fmt.Errorf("interrupted while waiting for %s: %w", p, ctx.Err())
+			return probe.Result{}, fmt.Errorf("interrupted while waiting for %s: %w", p, ctx.Err())
 		case <-deadline.C:
-			return Result{}, p.stalled(ctx, kube, last)
+			return probe.Result{}, p.stalled(ctx, kube, last)
 		case <-tick.C:
 		}
 	}
@@ -95,7 +97,7 @@ type probePod struct {
 func (p probePod) String() string { return fmt.Sprintf("the probe pod %s on node %s", p.name, p.Node) }
 
 // observe says whether pod has ended, with its result or why there is none.
-func (p probePod) observe(pod *corev1.Pod) (Result, bool, error) {
+func (p probePod) observe(pod *corev1.Pod) (probe.Result, bool, error) {
 	cs := container(pod)
 	switch {
 	case cs != nil && cs.State.Terminated != nil:
@@ -104,11 +106,11 @@ func (p probePod) observe(pod *corev1.Pod) (Result, bool, error) {
 	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
 		// Refused by the kubelet (OutOfmemory, NodeAffinity), or past activeDeadlineSeconds
 		// before the container ran.
-		return Result{}, true, fmt.Errorf("%s ended (%s) before its container ran: %s", p, pod.Status.Phase, reasonMessage(pod.Status.Reason, pod.Status.Message))
+		return probe.Result{}, true, fmt.Errorf("%s ended (%s) before its container ran: %s", p, pod.Status.Phase, reasonMessage(pod.Status.Reason, pod.Status.Message))
 	case cs != nil && cs.State.Waiting != nil && stuck[cs.State.Waiting.Reason]:
-		return Result{}, true, p.waitingError(cs.State.Waiting)
+		return probe.Result{}, true, p.waitingError(cs.State.Waiting)
 	}
-	return Result{}, false, nil
+	return probe.Result{}, false, nil
 }
 
 func (p probePod) waitingError(w *corev1.ContainerStateWaiting) error {
@@ -119,7 +121,7 @@ func (p probePod) waitingError(w *corev1.ContainerStateWaiting) error {
 }
 
 // parse reads the result from the container's termination message.
-func (p probePod) parse(t *corev1.ContainerStateTerminated) (Result, error) {
+func (p probePod) parse(t *corev1.ContainerStateTerminated) (probe.Result, error) {
 	ended := fmt.Sprintf("%s ended (exit code %d", p, t.ExitCode)
 	if t.Reason != "" {
 		ended += ", " + t.Reason
@@ -127,11 +129,11 @@ func (p probePod) parse(t *corev1.ContainerStateTerminated) (Result, error) {
 	ended += ")"
 	msg := strings.TrimSpace(t.Message)
 	if msg == "" {
-		return Result{}, fmt.Errorf("%s with no termination message", ended)
+		return probe.Result{}, fmt.Errorf("%s with no termination message", ended)
 	}
-	var r Result
+	var r probe.Result
 	if err := json.Unmarshal([]byte(msg), &r); err != nil || len(r.Targets) == 0 {
-		return Result{}, fmt.Errorf("%s without a result; its message: %q", ended, cut(msg, 400))
+		return probe.Result{}, fmt.Errorf("%s without a result; its message: %q", ended, probe.Cut(msg, 400))
 	}
 	seen := map[string]bool{}
 	for _, tr := range r.Targets {
@@ -139,7 +141,7 @@ func (p probePod) parse(t *corev1.ContainerStateTerminated) (Result, error) {
 	}
 	for _, want := range p.Targets {
 		if !seen[want] {
-			return Result{}, fmt.Errorf("%s with a result that does not name target %s: %q", ended, want, cut(msg, 400))
+			return probe.Result{}, fmt.Errorf("%s with a result that does not name target %s: %q", ended, want, probe.Cut(msg, 400))
 		}
 	}
 	r.Node = p.Node

@@ -1,9 +1,15 @@
-package probe
+// Package probepod runs the probe of package probe on a node: the pod (Pod: the operator's image
+// on the node's host network, restricted in all else) and its life (Run: create it, read its
+// termination message, delete it). It links client-go's typed clientset, which the operator's
+// binary does not, so it is apart from package probe.
+package probepod
 
 import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/manila-setup/manila-setup/operator/probe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,14 +54,14 @@ func (s Spec) dialTimeout() time.Duration {
 	if s.DialTimeout > 0 {
 		return s.DialTimeout
 	}
-	return DefaultDialTimeout
+	return probe.DefaultDialTimeout
 }
 
 func (s Spec) timeout() time.Duration {
 	if s.Timeout > 0 {
 		return s.Timeout
 	}
-	return DefaultTimeout
+	return probe.DefaultTimeout
 }
 
 // Validate says which field of s is missing or wrong.
@@ -69,13 +75,13 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("probe spec: image: Required value: the operator's image")
 	case len(s.Targets) == 0:
 		return fmt.Errorf("probe spec: targets: Required value: at least one ADDR:PORT")
-	case len(s.Targets) > MaxTargets:
-		return fmt.Errorf("probe spec: targets: Too many: %d: must have at most %d items (the result must fit in a termination message)", len(s.Targets), MaxTargets)
+	case len(s.Targets) > probe.MaxTargets:
+		return fmt.Errorf("probe spec: targets: Too many: %d: must have at most %d items (the result must fit in a termination message)", len(s.Targets), probe.MaxTargets)
 	case s.DialTimeout < 0 || s.Timeout < 0:
 		return fmt.Errorf("probe spec: timeouts must not be negative (dialTimeout %s, timeout %s)", s.DialTimeout, s.Timeout)
 	}
 	for i, t := range s.Targets {
-		if err := ParseTarget(t); err != nil {
+		if err := probe.ParseTarget(t); err != nil {
 			return fmt.Errorf("probe spec: targets[%d]: Invalid value: %q: %v", i, t, err)
 		}
 	}

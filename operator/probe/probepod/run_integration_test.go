@@ -1,6 +1,6 @@
 //go:build integration
 
-package probe
+package probepod
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/manila-setup/manila-setup/operator/probe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +80,7 @@ func TestRun(t *testing.T) {
 
 	// The fixtures below stand in for a kubelet: the pod names a node that does not exist, so
 	// that neither kwok nor anything else writes its status but the test.
-	result := Result{Targets: []Target{
+	result := probe.Result{Targets: []probe.Target{
 		{Address: "10.0.0.5:2049", Reachable: true, Milliseconds: 3},
 		{Address: "10.0.0.6:2049", Error: "connect: connection refused", Milliseconds: 1},
 	}}
@@ -112,7 +114,7 @@ func TestRun(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			type answer struct {
-				r   Result
+				r   probe.Result
 				err error
 			}
 			done := make(chan answer, 1)

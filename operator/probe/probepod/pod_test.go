@@ -1,4 +1,4 @@
-package probe
+package probepod
 
 import (
 	"slices"
@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
+
+	"github.com/manila-setup/manila-setup/operator/probe"
 )
 
 func testSpec() Spec {
@@ -106,7 +108,7 @@ func TestSpecValidate(t *testing.T) {
 		{func(s *Spec) { s.Image = "" }, "image: Required value"},
 		{func(s *Spec) { s.Targets = nil }, "targets: Required value"},
 		{func(s *Spec) { s.Targets = append(s.Targets, "10.0.0.6") }, `targets[2]: Invalid value: "10.0.0.6": must be ADDR:PORT`},
-		{func(s *Spec) { s.Targets = make([]string, MaxTargets+1) }, "targets: Too many: 17"},
+		{func(s *Spec) { s.Targets = make([]string, probe.MaxTargets+1) }, "targets: Too many: 17"},
 		{func(s *Spec) { s.Timeout = -time.Second }, "must not be negative"},
 	} {
 		s := testSpec()
