@@ -72,7 +72,8 @@ func StartSimCluster(ctx context.Context, opts SimOptions) (_ *SimCluster, err e
 		// Heartbeat Leases, as kubelets keep them: without them kube-controller-manager takes
 		// every node for down after its 40-50 s grace period (kwok's node status heartbeat comes
 		// only every 10-20 minutes) and marks the nodes NotReady and their pods not Ready.
-		{"kwok", []string{"--kubeconfig=" + components, "--manage-all-nodes=true", "--node-lease-duration-seconds=40",
+		// Only the nodes AddNode makes (annotated fake): a real node's kubelet keeps its own.
+		{"kwok", []string{"--kubeconfig=" + components, "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--node-lease-duration-seconds=40",
 			"--config=" + filepath.Join(assets, "kwok-stages.yaml")}},
 	} {
 		proc, err := startProcess(c.dir, p.name, filepath.Join(assets, p.name), p.args...)

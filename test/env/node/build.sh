@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds what a real node of the test cluster runs beside the kwok nodes: the kubelet, from
+# source at the control plane's version (test/env/kube/build.sh), and installs containerd and
+# runc from the distribution when they are missing (as root; Debian's packages).
+# The kubelet is cached outside the repository, keyed by its version: a second run is instant.
+# Prints the folder holding the kubelet on standard output.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+K8S_VERSION=v1.34.10
+dir="$MANILA_SETUP_CACHE/node/k8s-${K8S_VERSION#v}"
+
+# containerd_install installs containerd (ctr comes with it) and runc when one is missing.
+containerd_install() {
+  command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && return 0
+  [[ $(id -u) == 0 ]] || die "containerd and runc are needed: apt-get install containerd runc"
+  step "installing containerd and runc (apt-get; about a minute)"
+  local log=${TMPDIR:-/tmp}/manila-setup-apt-containerd.log
+  local opts=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+  export DEBIAN_FRONTEND=noninteractive
+  # DPkg::Lock::Timeout does not cover the lists lock of "apt-get update": wait for another apt.
+  local try
+  for ((try = 1; ; try++)); do
+    apt-get "${opts[@]}" update -qq >"$log" 2>&1 && break
+    ((try < 60)) || { tail -n 30 "$log" >&2; exit 1; }
+    sleep 10
+  done
+  apt-get "${opts[@]}" install -y -qq --no-install-recommends containerd runc >>"$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }
+  # The package starts containerd as a service where there is an init system; the node runs a
+  # containerd of its own, with its own configuration and socket, and needs no other.
+}
+
+containerd_install
+
+if [[ -f $dir/.complete ]]; then
+  step "kubelet cached in $dir"
+  echo "$dir"
+  exit 0
+fi
+
+mkdir -p "$dir"
+export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+ver=k8s.io/component-base/version
+ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=34 -X $ver.gitTreeState=clean"
+step "building kubelet $K8S_VERSION (cold: several minutes)"
+(cd "$here/kubelet" && go build -trimpath -ldflags "$ldflags" -o "$dir/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet)
+mv "$dir/kubelet.tmp" "$dir/kubelet"
+touch "$dir/.complete"
+step "kubelet ready in $dir"
+echo "$dir"
