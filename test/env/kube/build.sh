@@ -7,9 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-K8S_VERSION=v1.34.10
-ETCD_VERSION=v3.5.24
-KWOK_VERSION=v0.8.0
+. "$here/../versions.sh"
 dir="$MANILA_SETUP_CACHE/kube/k8s-${K8S_VERSION#v}_etcd-${ETCD_VERSION#v}_kwok-${KWOK_VERSION#v}"
 
 if [[ -f $dir/.complete ]]; then
@@ -21,8 +19,7 @@ fi
 mkdir -p "$dir"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 # One build at a time uses the cores best; the Go build cache makes a rebuild quick.
-ver=k8s.io/component-base/version
-ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=34 -X $ver.gitTreeState=clean"
+ldflags=$(kube_ldflags)
 
 build_one() { # name, module dir, package, ldflags
   local name=$1 mod=$2 pkg=$3 flags=${4:-"-s -w"}

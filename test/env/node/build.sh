@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-K8S_VERSION=v1.34.10
+. "$here/../versions.sh"
 dir="$MANILA_SETUP_CACHE/node/k8s-${K8S_VERSION#v}"
 
 # containerd_install installs containerd (ctr comes with it) and runc when one is missing.
@@ -41,8 +41,7 @@ fi
 
 mkdir -p "$dir"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
-ver=k8s.io/component-base/version
-ldflags="-s -w -X $ver.gitVersion=$K8S_VERSION -X $ver.gitMajor=1 -X $ver.gitMinor=34 -X $ver.gitTreeState=clean"
+ldflags=$(kube_ldflags)
 step "building kubelet $K8S_VERSION (cold: several minutes)"
 (cd "$here/kubelet" && go build -trimpath -ldflags "$ldflags" -o "$dir/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet)
 mv "$dir/kubelet.tmp" "$dir/kubelet"
