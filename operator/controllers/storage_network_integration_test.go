@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/operator"
@@ -117,18 +118,24 @@ func TestStorageNetworkReachableJudgesNetworkAndNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every fixed IP of a machine is an InternalIP; the first is the node IP.
+	// kwok writes the nodes' status too (its heartbeat): read, change and write again on a
+	// conflict.
 	setAddresses := func(name string, ips ...string) {
 		h.t.Helper()
-		n, err := sim.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := sim.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Status.Addresses = nil
+			for _, ip := range ips {
+				n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+			}
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
+			_, err = sim.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			h.t.Fatal(err)
-		}
-		n.Status.Addresses = nil
-		for _, ip := range ips {
-			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
-		}
-		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
-		if _, err := sim.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			h.t.Fatal(err)
 		}
 	}
