@@ -28,14 +28,14 @@ type OperatorBundleOptions struct {
 func newOperatorBundleCommand(_ *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &OperatorBundleOptions{streams: streams}
 	cmd := &cobra.Command{
-		Use:   "bundle -o DIR",
+		Use:   "bundle -d DIR",
 		Short: "Write the operator as an OLM bundle (ClusterServiceVersion, metadata, bundle.Dockerfile)",
 		Long: `Write an OLM bundle (registry+v1) of the operator into DIR, which must be new or empty:
 manifests/ (the ClusterServiceVersion, whose Deployment and permissions are what "operator
 render" prints, and the trusted-CA ConfigMap), metadata/annotations.yaml, and bundle.Dockerfile.
 Build and push the bundle image, then install it with operator-sdk run bundle or a catalog:
 
-  manila-setup operator bundle -o bundle
+  manila-setup operator bundle -d bundle
   podman build -f bundle/bundle.Dockerfile -t REGISTRY/manila-setup-operator-bundle:vVERSION bundle
   podman push REGISTRY/manila-setup-operator-bundle:vVERSION
 
