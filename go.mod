@@ -29,6 +29,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require k8s.io/kubelet v0.37.2
+
 require (
 	github.com/pkg/errors v0.9.1 // indirect
 	go.opentelemetry.io/otel/sdk/metric v1.44.0 // indirect
@@ -103,7 +105,7 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/grpc v1.82.1
-	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
+	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0
