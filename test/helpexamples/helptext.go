@@ -112,7 +112,7 @@ func joinContinuations(lines []string) []string {
 		l := lines[i]
 		for strings.HasSuffix(strings.TrimRight(l, " "), `\`) && i+1 < len(lines) {
 			i++
-			l = strings.TrimSuffix(strings.TrimRight(l, " "), `\`) + " " + strings.TrimSpace(lines[i])
+			l = strings.TrimRight(strings.TrimSuffix(strings.TrimRight(l, " "), `\`), " ") + " " + strings.TrimSpace(lines[i])
 		}
 		out = append(out, l)
 	}
