@@ -162,15 +162,22 @@ func quoted(line, source string) []Example {
 	return out
 }
 
-// cutAtShell ends a command where the shell would: " | ", " #", ";", "&&" or ")".
+// cutAtShell ends a command where the shell would: " | ", " #", ";", "&&" or ")". In a synopsis,
+// "[--name N... | --selector L]" is one part: nothing inside brackets ends it.
 func cutAtShell(s string) string {
-	end := len(s)
-	for _, stop := range []string{" | ", " #", ";", "&&", ")"} {
-		if i := strings.Index(s, stop); i >= 0 && i < end {
-			end = i
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '[':
+			depth++
+		case s[i] == ']' && depth > 0:
+			depth--
+		case depth > 0:
+		case s[i] == ';' || s[i] == ')' || strings.HasPrefix(s[i:], " | ") || strings.HasPrefix(s[i:], " #") || strings.HasPrefix(s[i:], "&&"):
+			return s[:i]
 		}
 	}
-	return s[:end]
+	return s
 }
 
 // usageLine is cobra's usage line as an example, without the [flags] cobra appends; the line
