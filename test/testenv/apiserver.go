@@ -1,8 +1,15 @@
 package testenv
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"embed"
+	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +22,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -110,20 +118,41 @@ type APIServer struct {
 	auditDir string
 }
 
-// auditPolicy records every write (who, what, when) and nothing else: reads would make the log
-// grow by the informers' watches and say nothing tests look for.
+// auditPolicy records every write (who, what, when), and every request of a ServiceAccount (the
+// pods that run for real on a real node: Refused finds what RBAC denied them). Other reads would
+// make the log grow by the informers' watches and say nothing tests look for.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
   verbs: [create, update, patch, delete, deletecollection]
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
 - level: None
 `
+
+// APIServerOptions shape an APIServer.
+type APIServerOptions struct {
+	// ServiceAccountTokens turns on the ServiceAccount admission plugin, which envtest turns
+	// off: pods get their ServiceAccount's token and the cluster's CA mounted, as on a real
+	// cluster, and a pod naming a ServiceAccount that does not exist is refused. For clusters
+	// whose pods run for real (a real node); kwok's pods never read a token.
+	ServiceAccountTokens bool
+}
+
+// kubernetesServiceIP is the ClusterIP of the kubernetes Service: the first address of envtest's
+// service range (10.0.0.0/24), what in-cluster clients dial.
+var kubernetesServiceIP = net.IPv4(10, 0, 0, 1)
 
 // StartAPIServer starts kube-apiserver and etcd from the cached binaries and installs the CRDs.
 // Call Stop when done; tests use NewAPIServer, which stops it in t.Cleanup.
 func StartAPIServer() (*APIServer, error) {
+	return StartAPIServerWith(APIServerOptions{})
+}
+
+// StartAPIServerWith starts an APIServer shaped by opts.
+func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 	assets, err := KubeAssets()
 	if err != nil {
 		return nil, err
@@ -152,11 +181,26 @@ func StartAPIServer() (*APIServer, error) {
 		ControlPlaneStartTimeout: 3 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
-	env.ControlPlane.GetAPIServer().Configure().
+	// A serving certificate of its own, which names the kubernetes Service's ClusterIP as a real
+	// apiserver's does (envtest's names localhost and 127.0.0.1 only): a pod's client dials
+	// that address and checks it. envtest generates nothing in a CertDir that has one already.
+	certDir := filepath.Join(auditDir, "pki")
+	servingCA, err := writeAPIServerCerts(certDir)
+	if err != nil {
+		_ = os.RemoveAll(auditDir)
+		return nil, err
+	}
+	api := env.ControlPlane.GetAPIServer()
+	api.CertDir = certDir
+	api.SecureServing.CA = servingCA
+	args := api.Configure().
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", auditLog).
 		Set("audit-log-format", "json").
 		Set("audit-log-mode", "blocking") // every write is in the file once its request returns
+	if opts.ServiceAccountTokens {
+		args.Set("disable-admission-plugins", "").Set("enable-admission-plugins", "ServiceAccount")
+	}
 	// envtest logs through controller-runtime, which otherwise complains with a stack trace
 	// that nobody set its logger; what it would log is in the returned errors.
 	ctrllog.SetLogger(logr.Discard())
@@ -173,6 +217,50 @@ func StartAPIServer() (*APIServer, error) {
 		return nil, err
 	}
 	return &APIServer{Config: cfg, Client: client, AuditLog: auditLog, env: env, auditDir: auditDir}, nil
+}
+
+// writeAPIServerCerts writes to dir what envtest would generate there: the serving certificate
+// (apiserver.crt and .key), here for localhost, 127.0.0.1 and the kubernetes Service (its
+// ClusterIP and names), and the service accounts' signing key (sa-signer.key and .crt, the
+// public key). It returns the PEM of the CA that signed the serving certificate.
+func writeAPIServerCerts(dir string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	chain, key, err := certutil.GenerateSelfSignedCertKey("localhost",
+		[]net.IP{net.IPv4(127, 0, 0, 1), kubernetesServiceIP},
+		[]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
+	if err != nil {
+		return nil, fmt.Errorf("the apiserver's serving certificate: %w", err)
+	}
+	// The chain is the serving certificate, then its CA.
+	first, ca := pem.Decode(chain)
+	if first == nil || len(bytes.TrimSpace(ca)) == 0 {
+		return nil, fmt.Errorf("the apiserver's serving certificate: no CA after it in the chain")
+	}
+	signer, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	private, err := x509.MarshalECPrivateKey(signer)
+	if err != nil {
+		return nil, err
+	}
+	public, err := x509.MarshalPKIXPublicKey(&signer.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	for name, content := range map[string][]byte{
+		"apiserver.crt": chain,
+		"apiserver.key": key,
+		"sa-signer.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: private}),
+		"sa-signer.crt": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: public}),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return bytes.TrimSpace(ca), nil
 }
 
 // NewAPIServer starts an APIServer for one test and stops it when the test ends. A missing

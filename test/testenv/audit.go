@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// AuditWrite is one write the API server recorded.
+// AuditWrite is one request the API server recorded: a write (Writes), or any request of a
+// ServiceAccount (Refused).
 type AuditWrite struct {
 	Verb      string
 	User      string
@@ -29,8 +30,30 @@ func (w AuditWrite) String() string {
 	return fmt.Sprintf("%s %s %s by %s (%s): %d", w.Verb, w.Resource, where, w.User, w.UserAgent, w.Code)
 }
 
+// writeVerbs are the verbs the audit policy records for every user.
+var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+
 // Writes returns the writes in the audit log for which keep is true, in order.
 func (s *APIServer) Writes(keep func(AuditWrite) bool) ([]AuditWrite, error) {
+	return s.audited(func(w AuditWrite) bool { return writeVerbs[w.Verb] && (keep == nil || keep(w)) })
+}
+
+// Refused returns the requests of ServiceAccounts the API server answered 403 Forbidden, in
+// order: what RBAC denied a pod (the user is system:serviceaccount:NAMESPACE:NAME).
+func (s *APIServer) Refused() ([]AuditWrite, error) {
+	return s.audited(func(w AuditWrite) bool {
+		return w.Code == 403 && strings.HasPrefix(w.User, "system:serviceaccount:")
+	})
+}
+
+// ServiceAccountRequests returns every recorded request of the ServiceAccount namespace/name,
+// in order: that a pod used its own identity, and how much.
+func (s *APIServer) ServiceAccountRequests(namespace, name string) ([]AuditWrite, error) {
+	user := "system:serviceaccount:" + namespace + ":" + name
+	return s.audited(func(w AuditWrite) bool { return w.User == user })
+}
+
+func (s *APIServer) audited(keep func(AuditWrite) bool) ([]AuditWrite, error) {
 	f, err := os.Open(s.AuditLog)
 	if err != nil {
 		return nil, err
@@ -70,7 +93,7 @@ func (s *APIServer) Writes(keep func(AuditWrite) bool) ([]AuditWrite, error) {
 		if ev.ResponseStatus != nil {
 			w.Code = ev.ResponseStatus.Code
 		}
-		if keep == nil || keep(w) {
+		if keep(w) {
 			out = append(out, w)
 		}
 	}

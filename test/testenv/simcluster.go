@@ -22,6 +22,9 @@ type SimOptions struct {
 	ControlPlaneNodes int
 	// WorkerNodes get the worker label.
 	WorkerNodes int
+	// APIServer shapes the apiserver: a cluster that gets a real node (NewRealNode) wants
+	// ServiceAccountTokens.
+	APIServer APIServerOptions
 }
 
 // SimCluster is an APIServer plus kube-controller-manager, kube-scheduler and kwok: workloads get
@@ -41,7 +44,7 @@ func StartSimCluster(ctx context.Context, opts SimOptions) (_ *SimCluster, err e
 	if err != nil {
 		return nil, err
 	}
-	api, err := StartAPIServer()
+	api, err := StartAPIServerWith(opts.APIServer)
 	if err != nil {
 		return nil, err
 	}
