@@ -14,8 +14,10 @@ type Operand struct {
 	Repository string `json:"repository"`
 	Version    string `json:"version"`
 	Digest     string `json:"digest,omitempty"` // "sha256:..." when known
-	// Module is the Go module whose binary test/env/csi/build.sh builds at Version and the
-	// end-to-end tests run, when this operand is tested that way.
+	// Module is the Go module whose binary test/env/csi/build.sh or test/env/node/operands.sh
+	// builds at Version and the tests run, when this operand is built from source here (the
+	// module proxy serves no source of the registrar, the liveness probe and the NFS plugin:
+	// the real node runs stand-ins for them, test/env/node/standins).
 	Module string `json:"testedModule,omitempty"`
 }
 
@@ -28,18 +30,18 @@ func (o Operand) Reference() string {
 	return o.Repository + ":" + o.Version
 }
 
-// Operands is the one table of operand images. The Manila CSI plugin and the provisioner are
-// the versions the end-to-end tests build and run (a test compares this table with
-// test/env/csi/build.sh); the other sidecars are the releases that go with them.
+// Operands is the one table of operand images. Those with a Module are the versions the tests
+// build from source and run (a test compares this table with the build scripts); the other
+// sidecars are the releases that go with them.
 var Operands = []Operand{
 	{Env: "DRIVER_IMAGE", Repository: "registry.k8s.io/provider-os/manila-csi-plugin", Version: "v1.35.0", Module: "k8s.io/cloud-provider-openstack"},
 	{Env: "NFS_DRIVER_IMAGE", Repository: "registry.k8s.io/sig-storage/nfsplugin", Version: "v4.11.0"},
 	{Env: "PROVISIONER_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-provisioner", Version: "v5.3.0", Module: "github.com/kubernetes-csi/external-provisioner/v5"},
-	{Env: "SNAPSHOTTER_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-snapshotter", Version: "v8.3.0"},
-	{Env: "RESIZER_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-resizer", Version: "v1.14.0"},
+	{Env: "SNAPSHOTTER_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-snapshotter", Version: "v8.3.0", Module: "github.com/kubernetes-csi/external-snapshotter/v8"},
+	{Env: "RESIZER_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-resizer", Version: "v1.14.0", Module: "github.com/kubernetes-csi/external-resizer"},
 	{Env: "LIVENESS_PROBE_IMAGE", Repository: "registry.k8s.io/sig-storage/livenessprobe", Version: "v2.16.0"},
 	{Env: "NODE_DRIVER_REGISTRAR_IMAGE", Repository: "registry.k8s.io/sig-storage/csi-node-driver-registrar", Version: "v2.14.0"},
-	{Env: "KUBE_RBAC_PROXY_IMAGE", Repository: "quay.io/brancz/kube-rbac-proxy", Version: "v0.19.1"},
+	{Env: "KUBE_RBAC_PROXY_IMAGE", Repository: "quay.io/brancz/kube-rbac-proxy", Version: "v0.19.1", Module: "github.com/brancz/kube-rbac-proxy"},
 }
 
 // DefaultImages are the references of Operands, what `operator render` and `operator install`

@@ -63,37 +63,48 @@ func TestRenderedOperatorProbes(t *testing.T) {
 	}
 }
 
-// The rendered driver and provisioner are the versions test/env/csi/build.sh builds and the
-// end-to-end tests run; every default image pins a version.
+// The rendered operands built from source are the versions the scripts build and the tests run
+// (test/env/csi/build.sh: the driver and provisioner the end-to-end tests run as processes;
+// test/env/node/operands.sh: the other images of the real node); every default image pins a
+// version.
 func TestOperandsAreTheTestedVersions(t *testing.T) {
-	script, err := os.ReadFile("../test/env/csi/build.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	built := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^(PLUGIN|PROVISIONER)_(VERSION|MODULE)=(\S+)`).FindAllStringSubmatch(string(script), -1) {
-		built[m[1]+"_"+m[2]] = m[3]
+	for _, script := range []string{"../test/env/csi/build.sh", "../test/env/node/operands.sh"} {
+		b, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^([A-Z_]+)_(VERSION|MODULE)=(\S+)`).FindAllStringSubmatch(string(b), -1) {
+			built[m[1]+"_"+m[2]] = m[3]
+		}
 	}
-	want := map[string][2]string{
-		"DRIVER_IMAGE":      {built["PLUGIN_MODULE"], built["PLUGIN_VERSION"]},
-		"PROVISIONER_IMAGE": {built["PROVISIONER_MODULE"], built["PROVISIONER_VERSION"]},
+	scripts := map[string]string{
+		"DRIVER_IMAGE":          "PLUGIN",
+		"PROVISIONER_IMAGE":     "PROVISIONER",
+		"SNAPSHOTTER_IMAGE":     "SNAPSHOTTER",
+		"RESIZER_IMAGE":         "RESIZER",
+		"KUBE_RBAC_PROXY_IMAGE": "RBAC_PROXY",
 	}
 	tested := 0
 	for _, o := range Operands {
 		if err := CheckImageReference(o.Reference()); err != nil {
 			t.Errorf("%s: %v", o.Env, err)
 		}
-		w, ok := want[o.Env]
+		prefix, ok := scripts[o.Env]
 		if !ok {
+			if o.Module != "" {
+				t.Errorf("%s names module %s, but no script builds it", o.Env, o.Module)
+			}
 			continue
 		}
 		tested++
-		if o.Module != w[0] || o.Version != w[1] {
-			t.Errorf("%s renders %s %s (module %s), but test/env/csi/build.sh builds and tests %s %s", o.Env, o.Repository, o.Version, o.Module, w[0], w[1])
+		mod, ver := built[prefix+"_MODULE"], built[prefix+"_VERSION"]
+		if mod == "" || ver == "" || o.Module != mod || o.Version != ver {
+			t.Errorf("%s renders %s %s (module %s), but the scripts build and test %s %q %q", o.Env, o.Repository, o.Version, o.Module, prefix, mod, ver)
 		}
 	}
-	if tested != len(want) || built["PLUGIN_VERSION"] == "" || built["PROVISIONER_VERSION"] == "" {
-		t.Errorf("compared %d operands with build.sh's %v, want %d", tested, built, len(want))
+	if tested != len(scripts) {
+		t.Errorf("compared %d operands with the scripts, want %d", tested, len(scripts))
 	}
 	env := DefaultImages.ImageEnv()
 	for _, o := range Operands {

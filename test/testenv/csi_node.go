@@ -18,9 +18,8 @@ import (
 // CSINode is the node side of the real Manila CSI driver, run as a local process the way the
 // driver's node DaemonSet runs it: manila-csi-plugin serving the CSI node service, with its
 // runtime configuration file, forwarding to an NFS partner plugin. The partner here is a
-// recording stand-in (a sim node mounts nothing): it answers as csi-driver-nfs does and keeps the
-// NodeStageVolume calls forwarded to it, whose volume context says which export location the
-// Manila plugin chose.
+// recording stand-in (a sim node mounts nothing): it keeps the NodeStageVolume calls forwarded
+// to it, whose volume context says which export location the Manila plugin chose.
 type CSINode struct {
 	Dir    string
 	Socket string
@@ -143,8 +142,11 @@ func (n *CSINode) Stop() {
 	}
 }
 
-// recordingPartner answers as the NFS node plugin does (csi-driver-nfs: identity, and a node
-// service with STAGE_UNSTAGE_VOLUME) and records what it is asked to stage.
+// recordingPartner answers the NFS node plugin's identity calls and records what it is asked to
+// stage. Unlike csi-driver-nfs v4.11.0 (and its stand-in, test/env/node/standins/nfsplugin),
+// which publishes without staging, it offers STAGE_UNSTAGE_VOLUME: the Manila plugin then hands
+// it the volume context in one NodeStageVolume call, which is what these tests read. The real
+// node's test (test/e2e) runs the path without staging.
 type recordingPartner struct {
 	csi.UnimplementedIdentityServer
 	csi.UnimplementedNodeServer

@@ -3,13 +3,16 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +21,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -51,16 +56,42 @@ func emptyHostDirs() []string {
 type RealNodeOptions struct {
 	// Name of the Node; "real-0" when empty.
 	Name string
+	// Images are operand images to build and load, by the operator's variable (DRIVER_IMAGE,
+	// ...) to the reference a pod names: test/env/node/images.sh builds each under that name.
+	Images map[string]string
+	// LoopbackPorts are ports of the machine's 127.0.0.1 that the node's pods reach as a real
+	// cluster's pods reach their cloud: the loopback OpenStack's (CloudPorts) when nil.
+	LoopbackPorts []int
+	// Labels are added to the Node's (the kubelet's --node-labels), e.g. a role.
+	Labels map[string]string
 }
+
+// The pod network of the real node: a bridge of its own with the pods' gateway, on a range
+// clear of envtest's services (10.0.0.0/24).
+const (
+	podBridge  = "msnode0"
+	podSubnet  = "10.244.0.0/24"
+	podGateway = "10.244.0.1"
+	// natChain holds the node's rules in the machine's nat table, reached from PREROUTING for
+	// packets from the bridge only.
+	natChain = "MANILA-SETUP-NODE"
+)
 
 // RealNode is a kubelet with containerd and runc beside the kwok nodes of a sim cluster: the
 // pods scheduled or bound to it run for real, from images built here (no registry is reached).
 // containerd and the kubelet share a mount namespace of their own, shared inside (the kubelet's
-// mount propagation needs it), so their mounts go with it. Pods on the host network need
-// nothing more; there is no CNI yet, so other pods do not start.
+// mount propagation needs it), so their mounts go with it. Other pods get an address on a bridge
+// of the node's own (the reference CNI plugins), reach the apiserver through the kubernetes
+// Service and the loopback cloud as a real cluster's pods reach theirs (startPodNetwork).
 type RealNode struct {
 	// Name of the Node object; IP its InternalIP, the machine's own non-loopback address.
 	Name, IP string
+	// Network is the CIDR of the machine's interface that holds IP: the cluster's machine
+	// network, as an install-config would name it.
+	Network string
+	// InstanceID is the OpenStack server the node stands for: its providerID
+	// (openstack:///ID) and what its metadata service answers.
+	InstanceID string
 	// OperatorImage is the operator's image (build/image.sh) as the node's containerd has it.
 	OperatorImage string
 	// PauseImage is the sandbox image of every pod on the node.
@@ -76,6 +107,8 @@ type RealNode struct {
 	before     map[string]map[string]bool // hostDirs' entries before the node started; nil: absent
 	existed    map[string]bool            // which of emptyHostDirs existed before the node started
 	sysctls    map[string]string          // the machine's kubeletSysctls before the node started
+	network    bool                       // the pod network's bridge and rules are in place
+	metadata   *http.Server               // the node's metadata service
 }
 
 // NodeAssets returns the folder holding the kubelet that test/env/node/build.sh builds, and
@@ -120,6 +153,20 @@ func HostIP() (string, error) {
 	return "", errors.New("real node: the machine has no non-loopback IPv4 address for the node IP")
 }
 
+// networkOf returns the CIDR of the machine's interface address ip.
+func networkOf(ip string) (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.String() == ip {
+			return (&net.IPNet{IP: ipn.IP.Mask(ipn.Mask), Mask: ipn.Mask}).String(), nil
+		}
+	}
+	return "", fmt.Errorf("real node: no interface of the machine holds %s", ip)
+}
+
 // NewRealNode starts a real node in sim for one test and stops it when the test ends.
 func NewRealNode(t testing.TB, sim *SimCluster, opts RealNodeOptions) *RealNode {
 	t.Helper()
@@ -149,11 +196,14 @@ func StartRealNode(ctx context.Context, sim *SimCluster, opts RealNodeOptions) (
 	if err != nil {
 		return nil, err
 	}
-	n := &RealNode{Name: opts.Name, sim: sim}
+	n := &RealNode{Name: opts.Name, sim: sim, InstanceID: string(uuid.NewUUID())}
 	if n.Name == "" {
 		n.Name = "real-0"
 	}
 	if n.IP, err = HostIP(); err != nil {
+		return nil, err
+	}
+	if n.Network, err = networkOf(n.IP); err != nil {
 		return nil, err
 	}
 	if n.lock, err = lockFile(ctx, filepath.Join(os.TempDir(), realNodeLock)); err != nil {
@@ -175,8 +225,15 @@ func StartRealNode(ctx context.Context, sim *SimCluster, opts RealNodeOptions) (
 	if n.dir, err = os.MkdirTemp("", "msnode-"); err != nil {
 		return nil, err
 	}
-	images, err := buildImages(ctx, filepath.Join(n.dir, "images"))
+	images, err := buildImages(ctx, filepath.Join(n.dir, "images"), opts.Images)
 	if err != nil {
+		return nil, err
+	}
+	ports := opts.LoopbackPorts
+	if ports == nil {
+		ports = CloudPorts()
+	}
+	if err := n.startPodNetwork(ctx, ports); err != nil {
 		return nil, err
 	}
 	n.PauseImage, n.OperatorImage = images.pause, images.operator
@@ -191,7 +248,10 @@ func StartRealNode(ctx context.Context, sim *SimCluster, opts RealNodeOptions) (
 	if err := n.startKubelet(filepath.Join(assets, "kubelet")); err != nil {
 		return nil, err
 	}
-	return n, n.waitRegistered(ctx, 2*time.Minute)
+	if err := n.waitRegistered(ctx, 2*time.Minute); err != nil {
+		return n, err
+	}
+	return n, n.label(ctx, opts.Labels)
 }
 
 // containerdConfig is containerd's configuration: everything under the node's folder, the
@@ -370,7 +430,21 @@ func (n *RealNode) startKubelet(bin string) error {
 	}
 	n.kubelet, err = startProcess(n.dir, "kubelet", "nsenter", "--mount=/proc/"+strconv.Itoa(n.containerd.cmd.Process.Pid)+"/ns/mnt", "--",
 		bin, "--config="+confPath, "--kubeconfig="+kubeconfig, "--hostname-override="+n.Name,
-		"--node-ip="+n.IP, "--root-dir="+kubeletRoot, "--cert-dir="+filepath.Join(n.dir, "pki"), "--v=2")
+		"--node-ip="+n.IP, "--provider-id=openstack:///"+n.InstanceID, "--root-dir="+kubeletRoot, "--cert-dir="+filepath.Join(n.dir, "pki"), "--v=2")
+	return err
+}
+
+// label adds labels to the Node, as an installer does for roles: the kubelet refuses to set
+// node-role.kubernetes.io labels itself.
+func (n *RealNode) label(ctx context.Context, labels map[string]string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return err
+	}
+	_, err = n.sim.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 
@@ -418,6 +492,11 @@ func (n *RealNode) Stop() error {
 	if n.mountNS != "" {
 		errs = append(errs, killNamespace(n.mountNS))
 	}
+	if n.network {
+		errs = append(errs, stopPodNetwork())
+		n.network = false
+	}
+	n.stopMetadataService()
 	n.kubelet, n.containerd, n.mountNS = nil, nil, ""
 	if n.before != nil {
 		errs = append(errs, restoreDirs(hostDirs, n.before))
@@ -464,7 +543,8 @@ func (n *RealNode) removeContainers() error {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		// A sandbox's task may already be gone: containerd's CRI deletes it when it exits.
-		if err := n.ctr(ctx, "tasks", "delete", "--force", f[0]); err != nil && !strings.Contains(err.Error(), "not found") {
+		// A shim that ended with its task answers "ttrpc: closed".
+		if err := n.ctr(ctx, "tasks", "delete", "--force", f[0]); err != nil && !strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "ttrpc: closed") {
 			errs = append(errs, err)
 		}
 	}
@@ -612,13 +692,22 @@ type nodeImageSet struct {
 	archives        []string
 }
 
+// nodeScripts is test/env/node, where the node's scripts and programs are.
+func nodeScripts() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "env", "node")
+}
+
 // buildImages builds the node's images into dir with test/env/node/images.sh: the operator's
 // image from the code under test, so it is built for every node.
-func buildImages(ctx context.Context, dir string) (nodeImageSet, error) {
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "env", "node", "images.sh")
+func buildImages(ctx context.Context, dir string, operands map[string]string) (nodeImageSet, error) {
+	script := filepath.Join(nodeScripts(), "images.sh")
 	var stderr strings.Builder
 	cmd := exec.CommandContext(ctx, script, dir)
+	cmd.Env = os.Environ()
+	for k, v := range operands {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -642,4 +731,24 @@ func buildImages(ctx context.Context, dir string) (nodeImageSet, error) {
 		return nodeImageSet{}, fmt.Errorf("real node: %s printed no pause and operator image: %q", script, out)
 	}
 	return s, nil
+}
+
+// ContainerLogs returns the last lines of what a container of the node's pod wrote, from the
+// kubelet's log files (its current and earlier runs, oldest first): what `kubectl logs` shows.
+func (n *RealNode) ContainerLogs(namespace, pod, container string, lines int) string {
+	files, _ := filepath.Glob(filepath.Join(n.dir, "pod-logs", namespace+"_"+pod+"_*", container, "*.log"))
+	sort.Strings(files)
+	var all []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		all = append(all, "== "+filepath.Base(f))
+		all = append(all, strings.Split(strings.TrimRight(string(b), "\n"), "\n")...)
+	}
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
 }

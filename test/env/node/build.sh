@@ -11,11 +11,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../versions.sh"
 dir="$MANILA_SETUP_CACHE/node/k8s-${K8S_VERSION#v}"
 
-# containerd_install installs containerd (ctr comes with it) and runc when one is missing.
+# containerd_install installs containerd (ctr comes with it), runc, and busybox-static (the shell
+# of the driver's image, test/env/node/images.sh) when one is missing.
 containerd_install() {
-  command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && return 0
-  [[ $(id -u) == 0 ]] || die "containerd and runc are needed: apt-get install containerd runc"
-  step "installing containerd and runc (apt-get; about a minute)"
+  command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 &&
+    [[ -x /bin/busybox ]] && return 0
+  [[ $(id -u) == 0 ]] || die "containerd, runc and busybox-static are needed: apt-get install containerd runc busybox-static"
+  step "installing containerd, runc and busybox-static (apt-get; about a minute)"
   local log=${TMPDIR:-/tmp}/manila-setup-apt-containerd.log
   local opts=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
   export DEBIAN_FRONTEND=noninteractive
@@ -26,7 +28,7 @@ containerd_install() {
     ((try < 60)) || { tail -n 30 "$log" >&2; exit 1; }
     sleep 10
   done
-  apt-get "${opts[@]}" install -y -qq --no-install-recommends containerd runc >>"$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }
+  apt-get "${opts[@]}" install -y -qq --no-install-recommends containerd runc busybox-static >>"$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }
   # The package starts containerd as a service where there is an init system; the node runs a
   # containerd of its own, with its own configuration and socket, and needs no other.
 }
