@@ -1,4 +1,4 @@
-//go:build integration && realnode
+//go:build integration
 
 package e2e
 

@@ -57,9 +57,29 @@ step "CSI driver binaries: building in the background (cold: about 12 CPU-minute
 bash "$here/csi/build.sh" >"$MANILA_SETUP_RUN/csi-build.out" 2>"$csi_log" &
 csi_pid=$!
 
+# The real node's operand images and CNI plugins (test/env/node/operands.sh) build beside them too.
+operands_log="$MANILA_SETUP_RUN/operands-build.log"
+step "real node: operand binaries and CNI plugins, building in the background (cold: about 15 CPU-minutes; log: $operands_log)"
+bash "$here/node/operands.sh" >"$MANILA_SETUP_RUN/operands-build.out" 2>"$operands_log" &
+operands_pid=$!
+
 step "kube binaries (cold: 15-25 min, cached afterwards)"
 KUBEBUILDER_ASSETS=$(bash "$here/kube/build.sh")
 export KUBEBUILDER_ASSETS
+
+# The real node's kubelet: the same module and version as the control plane, so most of it is
+# in the build cache now (about 3 minutes cold after the kube binaries); containerd, runc and
+# busybox-static from the distribution.
+step "real node: kubelet, containerd (cached afterwards)"
+MANILA_SETUP_NODE_ASSETS=$(bash "$here/node/build.sh")
+export MANILA_SETUP_NODE_ASSETS
+if ! wait "$operands_pid"; then
+  cat "$operands_log" >&2
+  die "the real node's operand binaries did not build (log above)"
+fi
+MANILA_SETUP_OPERAND_BIN=$(cat "$MANILA_SETUP_RUN/operands-build.out")
+export MANILA_SETUP_OPERAND_BIN
+tail -n 1 "$operands_log" >&2
 
 if ! wait "$csi_pid"; then
   cat "$csi_log" >&2

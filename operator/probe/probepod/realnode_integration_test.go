@@ -1,4 +1,4 @@
-//go:build integration && realnode
+//go:build integration
 
 package probepod
 
@@ -14,9 +14,7 @@ import (
 
 // TestRunOnRealNode runs the probe pod for real: the operator's image built here, on a kubelet
 // beside the kwok nodes, on the host network. A server the test listens on at the node's
-// address is reachable from the pod; a port nobody listens on is not. Its build tag keeps it out
-// of make test until the node's builds and root-only needs are part of it:
-// go test -tags integration,realnode -run TestRunOnRealNode ./operator/probe/probepod/
+// address is reachable from the pod; a port nobody listens on is not.
 func TestRunOnRealNode(t *testing.T) {
 	c := testenv.NewSimCluster(t, testenv.SimOptions{WorkerNodes: 1})
 	node := testenv.NewRealNode(t, c, testenv.RealNodeOptions{})
