@@ -18,6 +18,28 @@ step() { printf '[%4ds] %s\n' "$(( $(date +%s) - _env_t0 ))" "$*" >&2; }
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# module_dir MODULE VERSION prints the module's folder in the Go module cache (read-only),
+# downloading it through the module proxy first when needed.
+module_dir() {
+  local json dir
+  json=$(go mod download -json "$1@$2") || die "go mod download $1@$2 failed: $json"
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
+  [[ -n $dir && -f $dir/go.mod ]] || die "$1@$2: no source folder in the module cache"
+  echo "$dir"
+}
+
+# build_binary OUT SRC PKG LDFLAGS builds package ./PKG of the module in folder SRC, from its own
+# go.mod and go.sum, into OUT (through OUT.tmp: never half-written), unless OUT is there already.
+build_binary() {
+  local out=$1 src=$2 pkg=$3 flags=$4 t0
+  [[ -x $out ]] && { step "$(basename "$out") already built"; return; }
+  t0=$(date +%s)
+  step "building $(basename "$out") from $src (cold: minutes; load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  (cd "$src" && go build -trimpath -ldflags "$flags" -o "$out.tmp" "./$pkg")
+  mv "$out.tmp" "$out"
+  step "built $(basename "$out") in $(($(date +%s) - t0)) s (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+}
+
 # own_cloud NAME gives the calling script a loopback OpenStack of its own, apart from the demo's
 # (make demo, make env-up) and from any other script's: MANILA_SETUP_RUN becomes a new folder
 # ${XDG_RUNTIME_DIR:-/tmp}/manila-setup-NAME.XXXXXX, and KEYSTONE_PORT, NEUTRON_PORT and

@@ -31,22 +31,8 @@ mkdir -p "$dir"
 # cache) are kept out.
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 
-module_dir() { # module, version -> its folder in the module cache (downloaded if needed)
-  local json
-  json=$(go mod download -json "$1@$2") || die "go mod download $1@$2 failed: $json"
-  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json"
-}
-
 build_one() { # name, module, version, package, ldflags
-  local name=$1 mod=$2 version=$3 pkg=$4 flags=$5 src t0
-  [[ -x $dir/$name ]] && { step "$name already built"; return; }
-  t0=$(date +%s)
-  src=$(module_dir "$mod" "$version")
-  [[ -n $src && -f $src/go.mod ]] || die "$mod@$version: no source folder in the module cache"
-  step "building $name $version (cold: 5-10 min on 2 cores; load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  (cd "$src" && go build -trimpath -ldflags "$flags" -o "$dir/$name.tmp" "./$pkg")
-  mv "$dir/$name.tmp" "$dir/$name"
-  step "built $name in $(( $(date +%s) - t0 )) s (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  build_binary "$dir/$1" "$(module_dir "$2" "$3")" "$4" "$5"
 }
 
 build_one manila-csi-plugin "$PLUGIN_MODULE" "$PLUGIN_VERSION" cmd/manila-csi-plugin \

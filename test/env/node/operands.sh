@@ -35,22 +35,6 @@ mkdir -p "$dir/cni"
 # and go.sum as released (replaces included).
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 
-module_dir() { # module, version -> its folder in the module cache (downloaded if needed)
-  local json
-  json=$(go mod download -json "$1@$2") || die "go mod download $1@$2 failed: $json"
-  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json"
-}
-
-build_one() { # output, source folder, package, ldflags
-  local out=$1 src=$2 pkg=$3 flags=$4 t0
-  [[ -x $out ]] && { step "$(basename "$out") already built"; return; }
-  t0=$(date +%s)
-  step "building $(basename "$out") from $src (cold: minutes; load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  (cd "$src" && go build -trimpath -ldflags "$flags" -o "$out.tmp" "./$pkg")
-  mv "$out.tmp" "$out"
-  step "built $(basename "$out") in $(($(date +%s) - t0)) s"
-}
-
 # external-snapshotter replaces its client module with ./client, a folder of its repository that
 # the module's zip leaves out (it is a module of its own). It is built from a copy whose go.mod
 # uses the client release its go.mod requires instead.
@@ -68,14 +52,14 @@ snapshotter_src() {
   echo "$copy"
 }
 
-build_one "$dir/csi-snapshotter" "$(snapshotter_src)" cmd/csi-snapshotter "-s -w -X main.version=$SNAPSHOTTER_VERSION"
+build_binary "$dir/csi-snapshotter" "$(snapshotter_src)" cmd/csi-snapshotter "-s -w -X main.version=$SNAPSHOTTER_VERSION"
 rm -rf "$dir/src"
-build_one "$dir/csi-resizer" "$(module_dir "$RESIZER_MODULE" "$RESIZER_VERSION")" cmd/csi-resizer "-s -w -X main.version=$RESIZER_VERSION"
-build_one "$dir/kube-rbac-proxy" "$(module_dir "$RBAC_PROXY_MODULE" "$RBAC_PROXY_VERSION")" cmd/kube-rbac-proxy \
+build_binary "$dir/csi-resizer" "$(module_dir "$RESIZER_MODULE" "$RESIZER_VERSION")" cmd/csi-resizer "-s -w -X main.version=$RESIZER_VERSION"
+build_binary "$dir/kube-rbac-proxy" "$(module_dir "$RBAC_PROXY_MODULE" "$RBAC_PROXY_VERSION")" cmd/kube-rbac-proxy \
   "-s -w -X k8s.io/component-base/version.gitVersion=$RBAC_PROXY_VERSION"
 cni=$(module_dir "$CNI_MODULE" "$CNI_VERSION")
 for p in main/bridge ipam/host-local main/loopback; do
-  build_one "$dir/cni/$(basename "$p")" "$cni" "plugins/$p" "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_VERSION"
+  build_binary "$dir/cni/$(basename "$p")" "$cni" "plugins/$p" "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_VERSION"
 done
 
 touch "$dir/.complete"
