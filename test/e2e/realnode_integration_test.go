@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/platform"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -52,15 +53,7 @@ func TestDriverRunsOnARealNode(t *testing.T) {
 	// Whatever happens below: no request of an operand's or the operator's ServiceAccount was
 	// refused. A missing RBAC rule shows here by name, also when what it stops (a claim, a pod)
 	// failed the test first.
-	t.Cleanup(func() {
-		refused, err := sim.Refused()
-		if err != nil {
-			t.Error(err)
-		}
-		for _, r := range refused {
-			t.Errorf("RBAC refused %s", r)
-		}
-	})
+	t.Cleanup(func() { noRefusedRequests(t, sim) })
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(podReport(context.Background(), kc, node, operator.DefaultNamespace))
@@ -191,6 +184,70 @@ func TestDriverRunsOnARealNode(t *testing.T) {
 			t.Errorf("ServiceAccount %s/%s made no request: the check of refused requests proves nothing for it", ns, sa)
 		}
 		t.Logf("ServiceAccount %s: %d requests, none refused", sa, len(reqs))
+	}
+}
+
+// TestCompanionRunsOnARealNode is the other mode on a real kubelet: beside the platform's own
+// Manila operator (played by testenv.InstallPlatform, with the driver Secret its operator would
+// write), `operator install` installs the companion, which runs as a pod of its image with its own
+// ServiceAccount, reaches the cloud from the pod network and makes its StorageClasses, with no
+// request refused.
+func TestCompanionRunsOnARealNode(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	sim := testenv.NewSimCluster(t, testenv.SimOptions{APIServer: testenv.APIServerOptions{ServiceAccountTokens: true}})
+	node := testenv.NewRealNode(t, sim, testenv.RealNodeOptions{
+		Labels: map[string]string{"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": "", "node-role.kubernetes.io/worker": ""},
+	})
+	kc := sim.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	singleNodeShaped(t, ctx, sim, node)
+	if err := testenv.InstallPlatform(ctx, sim.Config, testenv.PlatformOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writePlatformDriverSecret(t, ctx, sim, cloud)
+	names := operator.NamesFor(platform.ModeCompanion)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(podReport(context.Background(), kc, node, names.Namespace))
+		}
+	})
+	t.Cleanup(func() { noRefusedRequests(t, sim) })
+
+	install := exec.CommandContext(ctx, buildCLI(t), "operator", "install", "--kubeconfig", sim.Kubeconfig,
+		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile)
+	install.Env = append(os.Environ(), "OPERATOR_IMAGE="+node.OperatorImage)
+	out, err := install.CombinedOutput()
+	if err != nil {
+		t.Fatalf("operator install: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "mode companion:") {
+		t.Fatalf("operator install did not choose companion mode beside the platform:\n%s", out)
+	}
+	start := time.Now()
+	pod := waitPodReady(t, ctx, kc, names.Namespace, "Deployment", names.Operator, node.Name)
+	t.Logf("companion pod %s Ready on %s after %s", pod.Name, node.Name, time.Since(start).Round(time.Second))
+	class := waitClass(t, ctx, kc, names.StorageClassPrefix+"default")
+	t.Logf("the companion pod made StorageClass %s after %s", class, time.Since(start).Round(time.Second))
+	reqs, err := sim.ServiceAccountRequests(names.Namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) == 0 {
+		t.Errorf("ServiceAccount %s/%s made no request", names.Namespace, pod.Spec.ServiceAccountName)
+	}
+	t.Logf("ServiceAccount %s: %d requests", pod.Spec.ServiceAccountName, len(reqs))
+}
+
+// noRefusedRequests fails the test for every ServiceAccount request the apiserver refused (403):
+// a missing RBAC rule, by name.
+func noRefusedRequests(t *testing.T, sim *testenv.SimCluster) {
+	refused, err := sim.Refused()
+	if err != nil {
+		t.Error(err)
+	}
+	for _, r := range refused {
+		t.Errorf("RBAC refused %s", r)
 	}
 }
 
