@@ -15,6 +15,11 @@
 //     node calls to. It mounts with mount(2) directly (no mount.nfs helper); volume creation
 //     answers Unimplemented, since Manila creates the shares.
 //
+// What the programs share lives in internal/standin (the sidecars' logging flags, reaching the
+// CSI driver, serving HTTP, ending on a fatal error) and their tests' helpers in
+// internal/standintest (running the test binary as the program, a short folder for sockets, a
+// fake CSI driver).
+//
 // They are test fixtures: the real node's image build (test/env/node) puts them into the operand
 // images of the test cluster, and they are never shipped with the operator.
 package standins

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standin"
 )
 
 // probeMode is the value of the deprecated --mode under which upstream exits at once, successfully.
@@ -41,7 +43,7 @@ type options struct {
 	showVersion             bool
 	mode                    string
 	enableProfile           bool
-	logging                 *loggingFlags
+	logging                 *standin.LoggingFlags
 }
 
 // addFlags declares upstream's flags on fs, with upstream's defaults.
@@ -57,7 +59,7 @@ func addFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.showVersion, "version", false, "Show version.")
 	fs.StringVar(&o.mode, "mode", "", "DEPRECATED. kubelet-registration-probe makes the program exit successfully at once; any other value registers.")
 	fs.BoolVar(&o.enableProfile, "enable-pprof", false, "enable pprof profiling")
-	o.logging = addLoggingFlags(fs)
+	o.logging = standin.AddLoggingFlags(fs)
 	return o
 }
 
@@ -75,8 +77,8 @@ func (o *options) httpAddress() (string, error) {
 func main() {
 	o := addFlags(flag.CommandLine)
 	flag.Parse() // exits 2 on an unknown flag, as upstream's flag.Parse does
-	if err := o.logging.apply(); err != nil {
-		fail(fmt.Errorf("logging configuration is invalid: %w", err))
+	if err := o.logging.Apply(); err != nil {
+		fail(err)
 	}
 	if o.showVersion {
 		fmt.Println(os.Args[0], version)
@@ -112,6 +114,5 @@ func main() {
 
 // fail logs err and exits 1, as upstream does on every fatal error.
 func fail(err error) {
-	klog.ErrorS(err, "csi-node-driver-registrar failed")
-	klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	standin.Fail("csi-node-driver-registrar", err)
 }

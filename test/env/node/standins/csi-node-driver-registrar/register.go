@@ -9,17 +9,14 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standin"
 )
 
 // supportedVersions are the CSI plugin API versions upstream v2.14.0 announces to the kubelet.
@@ -116,41 +113,19 @@ func driverName(ctx context.Context, csiAddress string, timeout time.Duration) (
 	defer conn.Close()
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	info, err := csi.NewIdentityClient(conn).GetPluginInfo(callCtx, &csi.GetPluginInfoRequest{})
+	name, err := standin.DriverName(callCtx, conn)
 	if err != nil {
 		return "", fmt.Errorf("error retrieving CSI driver name from %s: %w", csiAddress, err)
 	}
-	if info.GetName() == "" {
-		return "", fmt.Errorf("CSI driver at %s answered GetPluginInfo with an empty driver name", csiAddress)
-	}
-	return info.GetName(), nil
+	return name, nil
 }
 
 // dialCSI connects to a gRPC server (a path is a unix socket) and waits up to wait until the
-// connection is ready, retrying every second at most as csi-lib-utils does.
+// connection is ready.
 func dialCSI(ctx context.Context, address string, wait time.Duration) (*grpc.ClientConn, error) {
-	target := address
-	if strings.HasPrefix(address, "/") {
-		target = "unix://" + address
-	}
-	bc := backoff.DefaultConfig
-	bc.MaxDelay = time.Second
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bc}))
-	if err != nil {
-		return nil, fmt.Errorf("connecting to CSI driver at %s: %w", address, err)
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	waitCtx, cancel := context.WithTimeoutCause(ctx, wait, fmt.Errorf("gave up after %s", wait))
 	defer cancel()
-	conn.Connect()
-	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
-		if !conn.WaitForStateChange(waitCtx, state) {
-			_ = conn.Close()
-			return nil, fmt.Errorf("CSI driver at %s did not accept a connection within %s (last state %s)", address, wait, state)
-		}
-	}
-	return conn, nil
+	return standin.DialCSI(waitCtx, address)
 }
 
 // listenRegistrationSocket removes a stale socket at path and listens there, with a socket only
@@ -226,11 +201,6 @@ func (s *registrationServer) NotifyRegistrationStatus(_ context.Context, st *reg
 
 // startHTTP listens on addr and serves /healthz (and pprof when asked) in the background.
 func (r *registrar) startHTTP(addr string, timeout time.Duration, enableProfile bool) (*http.Server, error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listening for HTTP on %s: %w", addr, err)
-	}
-	r.httpAddr = lis.Addr().String()
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", &healthz{socketPath: r.socketPath, driverName: r.driverName, timeout: timeout})
 	if enableProfile {
@@ -240,13 +210,12 @@ func (r *registrar) startHTTP(addr string, timeout time.Duration, enableProfile 
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv, listening, err := standin.ServeHTTP(addr, mux, r.errs)
+	if err != nil {
+		return nil, err
+	}
+	r.httpAddr = listening
 	klog.InfoS("Starting HTTP server", "endpoint", r.httpAddr)
-	go func() {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.errs <- fmt.Errorf("HTTP server on %s: %w", r.httpAddr, err)
-		}
-	}()
 	return srv, nil
 }
 

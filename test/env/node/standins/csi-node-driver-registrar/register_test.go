@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standintest"
 )
 
 const (
@@ -23,41 +23,16 @@ const (
 	hostDriverSocket = "/var/lib/kubelet/plugins/fake.csi.test/csi.sock"
 )
 
-// socketDir is a short temporary folder: unix socket paths are limited to 107 bytes and
-// t.TempDir() paths can be longer.
-func socketDir(t *testing.T) string {
+// optionsFor are the options of a registrar whose registration socket goes into dir, for a fake
+// driver named driverName that serves on a socket in dir too.
+func optionsFor(t *testing.T, dir, driverName string) *options {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "reg")
-	if err != nil {
-		t.Fatal(err)
+	return &options{
+		csiAddress:              (&standintest.FakeDriver{Name: driverName}).Serve(t, dir),
+		pluginRegistrationPath:  dir,
+		kubeletRegistrationPath: hostDriverSocket,
+		operationTimeout:        10 * time.Second,
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
-// fakeDriver is a CSI driver's identity service that names itself name.
-type fakeDriver struct {
-	csi.UnimplementedIdentityServer
-	name string
-}
-
-func (d *fakeDriver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
-	return &csi.GetPluginInfoResponse{Name: d.name, VendorVersion: "test"}, nil
-}
-
-// startFakeDriver serves a fakeDriver on a socket in dir and returns the socket's path.
-func startFakeDriver(t *testing.T, dir, name string) string {
-	t.Helper()
-	path := filepath.Join(dir, "csi.sock")
-	lis, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	csi.RegisterIdentityServer(srv, &fakeDriver{name: name})
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return path
 }
 
 // failures records what the registration server reports as failed registrations.
@@ -78,17 +53,11 @@ func (f *failures) list() []error {
 	return slices.Clone(f.errs)
 }
 
-// startRegistrar starts the registrar against a fake driver; the registration socket is in
-// the returned folder.
+// startRegistrar starts the registrar against a fake driver, both with their sockets in a short
+// temporary folder; the registrar stops at the end of the test.
 func startRegistrar(t *testing.T, httpAddr string) (*registrar, *failures, context.CancelFunc) {
 	t.Helper()
-	dir := socketDir(t)
-	o := &options{
-		csiAddress:              startFakeDriver(t, dir, fakeDriverName),
-		pluginRegistrationPath:  dir,
-		kubeletRegistrationPath: hostDriverSocket,
-		operationTimeout:        10 * time.Second,
-	}
+	o := optionsFor(t, standintest.SocketDir(t), fakeDriverName)
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &failures{}
 	r, err := start(ctx, o, httpAddr, f.record)
@@ -105,12 +74,7 @@ func startRegistrar(t *testing.T, httpAddr string) (*registrar, *failures, conte
 
 func registrationClient(t *testing.T, socket string) registerapi.RegistrationClient {
 	t.Helper()
-	conn, err := dialCSI(context.Background(), socket, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return registerapi.NewRegistrationClient(conn)
+	return registerapi.NewRegistrationClient(standintest.Dial(t, socket))
 }
 
 func TestGetInfoAnswersAsUpstream(t *testing.T) {
@@ -159,16 +123,7 @@ func TestNotifyRegistrationStatusReportsFailureOnly(t *testing.T) {
 
 func getHealthz(t *testing.T, addr string) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
+	return standintest.Get(t, "http://"+addr+"/healthz")
 }
 
 func TestHealthzChecksRegistrationSocket(t *testing.T) {
@@ -191,7 +146,7 @@ func TestHealthzChecksRegistrationSocket(t *testing.T) {
 }
 
 func TestHealthzFailsWhenSocketServesAnotherDriver(t *testing.T) {
-	dir := socketDir(t)
+	dir := standintest.SocketDir(t)
 	lis, err := net.Listen("unix", filepath.Join(dir, "reg.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +163,7 @@ func TestHealthzFailsWhenSocketServesAnotherDriver(t *testing.T) {
 }
 
 func TestStaleSocketIsReplaced(t *testing.T) {
-	dir := socketDir(t)
+	dir := standintest.SocketDir(t)
 	stale := filepath.Join(dir, fakeDriverName+"-reg.sock")
 	lis, err := net.Listen("unix", stale)
 	if err != nil {
@@ -216,12 +171,7 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 	}
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	_ = lis.Close()
-	o := &options{
-		csiAddress:              startFakeDriver(t, dir, fakeDriverName),
-		pluginRegistrationPath:  dir,
-		kubeletRegistrationPath: hostDriverSocket,
-		operationTimeout:        10 * time.Second,
-	}
+	o := optionsFor(t, dir, fakeDriverName)
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := start(ctx, o, "", func(error) {})
 	if err != nil {
@@ -241,29 +191,18 @@ func TestStaleSocketIsReplaced(t *testing.T) {
 }
 
 func TestPlainFileAtSocketPathIsRefused(t *testing.T) {
-	dir := socketDir(t)
+	dir := standintest.SocketDir(t)
 	if err := os.WriteFile(filepath.Join(dir, fakeDriverName+"-reg.sock"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := &options{
-		csiAddress:              startFakeDriver(t, dir, fakeDriverName),
-		pluginRegistrationPath:  dir,
-		kubeletRegistrationPath: hostDriverSocket,
-		operationTimeout:        10 * time.Second,
-	}
+	o := optionsFor(t, dir, fakeDriverName)
 	if _, err := start(context.Background(), o, "", func(error) {}); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Fatalf("start: %v, want an error saying the path is not a socket", err)
 	}
 }
 
 func TestEmptyDriverNameFails(t *testing.T) {
-	dir := socketDir(t)
-	o := &options{
-		csiAddress:              startFakeDriver(t, dir, ""),
-		pluginRegistrationPath:  dir,
-		kubeletRegistrationPath: hostDriverSocket,
-		operationTimeout:        10 * time.Second,
-	}
+	o := optionsFor(t, standintest.SocketDir(t), "")
 	if _, err := start(context.Background(), o, "", func(error) {}); err == nil || !strings.Contains(err.Error(), "empty driver name") {
 		t.Fatalf("start: %v, want an empty driver name error", err)
 	}
@@ -271,24 +210,19 @@ func TestEmptyDriverNameFails(t *testing.T) {
 
 // A failed registration ends the real program with exit code 1, as upstream's does.
 func TestFailedRegistrationExitsNonZero(t *testing.T) {
-	dir := socketDir(t)
-	driver := startFakeDriver(t, dir, fakeDriverName)
+	dir := standintest.SocketDir(t)
+	driver := (&standintest.FakeDriver{Name: fakeDriverName}).Serve(t, dir)
 	done := make(chan struct{})
 	var code int
 	var out string
 	go func() {
 		defer close(done)
-		code, out = runMain(t, "--csi-address="+driver, "--plugin-registration-path="+dir,
+		code, out = standintest.RunMain(t, "--csi-address="+driver, "--plugin-registration-path="+dir,
 			"--kubelet-registration-path="+hostDriverSocket, "--timeout=10s", "--v=2")
 	}()
 	socket := filepath.Join(dir, fakeDriverName+"-reg.sock")
-	conn, err := dialCSI(context.Background(), socket, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	// The program exits while it handles the call: the call itself fails.
-	_, _ = registerapi.NewRegistrationClient(conn).NotifyRegistrationStatus(context.Background(),
+	_, _ = registrationClient(t, socket).NotifyRegistrationStatus(context.Background(),
 		&registerapi.RegistrationStatus{PluginRegistered: false, Error: "driver name taken"})
 	<-done
 	if code != 1 || !strings.Contains(out, "driver name taken") {

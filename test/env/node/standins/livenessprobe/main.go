@@ -8,11 +8,12 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"net"
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standin"
 )
 
 // defaultHealthPort is upstream's --health-port default; upstream tells "not set" by comparing
@@ -27,7 +28,7 @@ type options struct {
 	metricsAddress string
 	httpEndpoint   string
 	metricsPath    string
-	logging        *loggingFlags
+	logging        *standin.LoggingFlags
 }
 
 // addFlags declares upstream's flags on fs, with upstream's defaults.
@@ -39,7 +40,7 @@ func addFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.metricsAddress, "metrics-address", "", "(deprecated) TCP address of the prometheus metrics endpoint; empty disables. If set, --http-endpoint cannot be set.")
 	fs.StringVar(&o.httpEndpoint, "http-endpoint", "", "TCP address of the HTTP server for the health check and metrics; empty disables. If set, --health-port and --metrics-address cannot be set.")
 	fs.StringVar(&o.metricsPath, "metrics-path", "/metrics", "The HTTP path where prometheus metrics are exposed.")
-	o.logging = addLoggingFlags(fs)
+	o.logging = standin.AddLoggingFlags(fs)
 	return o
 }
 
@@ -60,8 +61,8 @@ func (o *options) healthAddress() (string, error) {
 func main() {
 	o := addFlags(flag.CommandLine)
 	flag.Parse() // exits 2 on an unknown flag, as upstream's flag.Parse does
-	if err := o.logging.apply(); err != nil {
-		fail(fmt.Errorf("logging configuration is invalid: %w", err))
+	if err := o.logging.Apply(); err != nil {
+		fail(err)
 	}
 	addr, err := o.healthAddress()
 	if err != nil {
@@ -84,6 +85,5 @@ func main() {
 
 // fail logs err and exits 1, as upstream does on every fatal error.
 func fail(err error) {
-	klog.ErrorS(err, "livenessprobe failed")
-	klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	standin.Fail("livenessprobe", err)
 }

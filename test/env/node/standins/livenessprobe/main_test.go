@@ -1,55 +1,19 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"flag"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standintest"
 )
 
-// runMainEnv makes the test binary run main() instead of the tests, so that tests can check
-// exit codes of the real command line.
-const runMainEnv = "STANDIN_LIVENESSPROBE_RUN_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		// Drop the testing package's flags: main() sees the command line upstream's sees.
-		flag.CommandLine = flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// runMain runs main() with args in a child process and returns its exit code and output.
-func runMain(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), out.String()
-	default:
-		t.Fatalf("running %v: %v", args, err)
-		return -1, ""
-	}
+	standintest.Main(m, main)
 }
 
 func TestUnknownFlagExitsAsFlagPackageDoes(t *testing.T) {
-	code, out := runMain(t, "--csi-address=/x", "--no-such-flag")
-	if code != 2 || !strings.Contains(out, "flag provided but not defined: -no-such-flag") {
-		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and the flag package's complaint", code, out)
-	}
+	standintest.WantExit(t, 2, "flag provided but not defined: -no-such-flag", "--csi-address=/x", "--no-such-flag")
 }
 
 // Every flag upstream v2.16.0 declares (its own and component-base's logging flags) parses.
@@ -68,7 +32,7 @@ func TestAllUpstreamFlagsParse(t *testing.T) {
 	if o.probeTimeout != 10*time.Second || o.csiAddress != "/csi/csi.sock" || o.healthPort != "10305" || o.metricsPath != "/m" {
 		t.Fatalf("parsed %+v, want the values given", o)
 	}
-	if err := o.logging.apply(); err != nil {
+	if err := o.logging.Apply(); err != nil {
 		t.Fatalf("logging flags: %v", err)
 	}
 	if addr, err := o.healthAddress(); err != nil || addr != "0.0.0.0:10305" {
@@ -92,9 +56,6 @@ func TestHealthAddressRefusesConflictingFlags(t *testing.T) {
 }
 
 func TestEmptyDriverNameExitsNonZero(t *testing.T) {
-	socket := startFakeDriver(t, &fakeDriver{name: ""})
-	code, out := runMain(t, "--csi-address="+socket, "--http-endpoint=127.0.0.1:0")
-	if code != 1 || !strings.Contains(out, "empty driver name") {
-		t.Fatalf("exit %d, output:\n%s\nwant exit 1 naming the empty driver name", code, out)
-	}
+	socket := startFakeDriver(t, &standintest.FakeDriver{Name: ""})
+	standintest.WantExit(t, 1, "empty driver name", "--csi-address="+socket, "--http-endpoint=127.0.0.1:0")
 }

@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standin"
 )
 
 // servers are the running HTTP servers: /healthz and metrics on one address, metrics on a
@@ -66,19 +62,13 @@ func startServers(o *options, driver, healthAddr string) (*servers, error) {
 
 // serve listens on addr and serves h in the background; it returns the address it listens on.
 func (s *servers) serve(addr string, h http.Handler) (string, error) {
-	lis, err := net.Listen("tcp", addr)
+	srv, listening, err := standin.ServeHTTP(addr, h, s.errs)
 	if err != nil {
-		return "", fmt.Errorf("listening for HTTP on %s: %w", addr, err)
+		return "", err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.closers = append(s.closers, srv)
-	klog.InfoS("ServeMux listening", "address", lis.Addr().String())
-	go func() {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.errs <- fmt.Errorf("HTTP server on %s: %w", addr, err)
-		}
-	}()
-	return lis.Addr().String(), nil
+	klog.InfoS("ServeMux listening", "address", listening)
+	return listening, nil
 }
 
 // prober answers /healthz with the driver's Identity Probe.
@@ -106,7 +96,7 @@ func (p *prober) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // probe connects to the driver and calls Probe, both within ctx. A missing "ready" means ready,
 // as the CSI spec says.
 func (p *prober) probe(ctx context.Context) error {
-	conn, err := dialCSI(ctx, p.csiAddress)
+	conn, err := standin.DialCSI(ctx, p.csiAddress)
 	if err != nil {
 		return err
 	}
@@ -125,45 +115,17 @@ func (p *prober) probe(ctx context.Context) error {
 
 // driverName connects to the driver, waiting for as long as ctx allows, and asks its name.
 func driverName(ctx context.Context, csiAddress string) (string, error) {
-	conn, err := dialCSI(ctx, csiAddress)
+	conn, err := standin.DialCSI(ctx, csiAddress)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
 	klog.InfoS("Calling CSI driver to discover driver name")
-	info, err := csi.NewIdentityClient(conn).GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	name, err := standin.DriverName(ctx, conn)
 	if err != nil {
 		return "", fmt.Errorf("getting the CSI driver's name from %s: %w", csiAddress, err)
 	}
-	if info.GetName() == "" {
-		return "", fmt.Errorf("CSI driver at %s answered GetPluginInfo with an empty driver name", csiAddress)
-	}
-	return info.GetName(), nil
-}
-
-// dialCSI connects to a gRPC server (a path is a unix socket), retrying every second at most as
-// csi-lib-utils does, until the connection is ready or ctx ends.
-func dialCSI(ctx context.Context, address string) (*grpc.ClientConn, error) {
-	target := address
-	if strings.HasPrefix(address, "/") {
-		target = "unix://" + address
-	}
-	bc := backoff.DefaultConfig
-	bc.MaxDelay = time.Second
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bc}))
-	if err != nil {
-		return nil, fmt.Errorf("connecting to CSI driver at %s: %w", address, err)
-	}
-	conn.Connect()
-	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
-		if !conn.WaitForStateChange(ctx, state) {
-			_ = conn.Close()
-			return nil, fmt.Errorf("CSI driver at %s did not accept a connection: %w (last state %s)", address, ctx.Err(), state)
-		}
-	}
-	return conn, nil
+	return name, nil
 }
 
 // metrics are the sidecar metrics csi-lib-utils exports: the latency of each CSI call by driver,

@@ -3,57 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standintest"
 )
 
-// runMainEnv makes the test binary run main() instead of the tests, so that tests can check
-// exit codes of the real command line.
-const runMainEnv = "STANDIN_NFSPLUGIN_RUN_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		// Drop the testing package's flags: main() sees the command line upstream's sees.
-		flag.CommandLine = flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// runMain runs main() with args in a child process and returns its exit code and output.
-func runMain(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), out.String()
-	default:
-		t.Fatalf("running %v: %v", args, err)
-		return -1, ""
-	}
+	standintest.Main(m, main)
 }
 
 func TestUnknownFlagExitsAsFlagPackageDoes(t *testing.T) {
-	code, out := runMain(t, "--nodeid=n", "--no-such-flag")
-	if code != 2 || !strings.Contains(out, "flag provided but not defined: -no-such-flag") {
-		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and the flag package's complaint", code, out)
-	}
+	standintest.WantExit(t, 2, "flag provided but not defined: -no-such-flag", "--nodeid=n", "--no-such-flag")
 }
 
 // Every flag upstream v4.11.0's nfsplugin declares, and klog's, parses.
@@ -80,7 +45,7 @@ func TestAllUpstreamFlagsParse(t *testing.T) {
 }
 
 func TestEndpointsParseAsUpstream(t *testing.T) {
-	dir := socketDir(t)
+	dir := standintest.SocketDir(t)
 	lis, err := listen("unix:/" + dir + "/a.sock") // unix://<dir without its leading slash>
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +63,9 @@ func TestEndpointsParseAsUpstream(t *testing.T) {
 
 // The real program serves the three services on --endpoint with upstream's driver name.
 func TestMainServes(t *testing.T) {
-	dir := socketDir(t)
+	dir := standintest.SocketDir(t)
 	socket := filepath.Join(dir, "csi.sock")
-	cmd := exec.Command(os.Args[0], "--v=2", "--nodeid=node-1", "--endpoint=unix://"+socket, "--mount-permissions=0777")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd := standintest.Command("--v=2", "--nodeid=node-1", "--endpoint=unix://"+socket, "--mount-permissions=0777")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -111,7 +75,7 @@ func TestMainServes(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}()
-	conn := dial(t, socket)
+	conn := standintest.Dial(t, socket)
 	info, err := csi.NewIdentityClient(conn).GetPluginInfo(context.Background(), &csi.GetPluginInfoRequest{})
 	if err != nil || info.GetName() != "nfs.csi.k8s.io" {
 		t.Fatalf("GetPluginInfo: %v, %v; want nfs.csi.k8s.io\n%s", info, err, out.String())

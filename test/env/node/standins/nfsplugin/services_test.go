@@ -10,51 +10,19 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/manila-setup/manila-setup/test/env/node/standins/internal/standintest"
 )
-
-// socketDir is a short temporary folder: unix socket paths are limited to 107 bytes and
-// t.TempDir() paths can be longer.
-func socketDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "nfs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
-// dial connects to the unix socket and waits until the connection is ready.
-func dial(t *testing.T, socket string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn.Connect()
-	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
-		if !conn.WaitForStateChange(ctx, s) {
-			t.Fatalf("no connection to %s (state %s)", socket, s)
-		}
-	}
-	return conn
-}
 
 // startPlugin serves the plugin in this process on a socket in a short folder.
 func startPlugin(t *testing.T, o *options) *grpc.ClientConn {
 	t.Helper()
-	socket := filepath.Join(socketDir(t), "csi.sock")
+	socket := filepath.Join(standintest.SocketDir(t), "csi.sock")
 	lis, err := listen("unix://" + socket)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +30,7 @@ func startPlugin(t *testing.T, o *options) *grpc.ClientConn {
 	srv := newServer(o)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	return dial(t, socket)
+	return standintest.Dial(t, socket)
 }
 
 func defaultOptions() *options {

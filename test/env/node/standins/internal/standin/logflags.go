@@ -1,4 +1,4 @@
-package main
+package standin
 
 import (
 	"flag"
@@ -13,11 +13,10 @@ import (
 // with the JSON format registered) plus csi-lib-utils' --automaxprocs. component-base would pull
 // its metrics stack into this module, so the same flags are declared here: every one parses as
 // upstream's does, and the ones upstream refuses without the LoggingAlphaOptions feature gate (a
-// gate these sidecars give no flag to enable) are refused here too. This file is kept the same in
-// csi-node-driver-registrar and livenessprobe.
+// gate these sidecars give no flag to enable) are refused here too.
 
-// loggingFlags holds the values of the logging flags.
-type loggingFlags struct {
+// LoggingFlags holds the values of the sidecars' logging flags.
+type LoggingFlags struct {
 	format              string
 	flushFrequency      time.Duration
 	textSplitStream     bool
@@ -27,10 +26,10 @@ type loggingFlags struct {
 	automaxprocsEnabled bool
 }
 
-// addLoggingFlags declares the logging flags on fs. --v and --vmodule are klog's own, as in
+// AddLoggingFlags declares the logging flags on fs. --v and --vmodule are klog's own, as in
 // component-base: setting them sets klog's verbosity at once.
-func addLoggingFlags(fs *flag.FlagSet) *loggingFlags {
-	l := &loggingFlags{}
+func AddLoggingFlags(fs *flag.FlagSet) *LoggingFlags {
+	l := &LoggingFlags{}
 	fs.StringVar(&l.format, "logging-format", "text", "Sets the log format. Permitted formats: \"json\", \"text\".")
 	fs.DurationVar(&l.flushFrequency, "log-flush-frequency", 5*time.Second, "Maximum number of seconds between log flushes")
 	var klogFlags flag.FlagSet
@@ -47,10 +46,18 @@ func addLoggingFlags(fs *flag.FlagSet) *loggingFlags {
 	return l
 }
 
-// apply checks the logging flags the way component-base validates its configuration and starts
+// Apply checks the logging flags the way component-base validates its configuration and starts
 // klog's flush daemon. JSON output is accepted but written as text: nothing reads these logs
 // but people.
-func (l *loggingFlags) apply() error {
+func (l *LoggingFlags) Apply() error {
+	if err := l.validate(); err != nil {
+		return fmt.Errorf("logging configuration is invalid: %w", err)
+	}
+	klog.StartFlushDaemon(l.flushFrequency)
+	return nil
+}
+
+func (l *LoggingFlags) validate() error {
 	if l.format != "text" && l.format != "json" {
 		return fmt.Errorf("logging-format %q is not one of the permitted formats \"json\", \"text\"", l.format)
 	}
@@ -68,6 +75,5 @@ func (l *loggingFlags) apply() error {
 			return fmt.Errorf("--%s needs the LoggingAlphaOptions feature gate, which is disabled", name)
 		}
 	}
-	klog.StartFlushDaemon(l.flushFrequency)
 	return nil
 }
