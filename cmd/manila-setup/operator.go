@@ -205,10 +205,11 @@ func (o *OperatorRenderOptions) Run(context.Context) error {
 
 // OperatorInstallOptions are the flags of `operator install`.
 type OperatorInstallOptions struct {
-	Mode          string
-	Namespace     string
-	Image         string
-	NoCredentials bool
+	Mode           string
+	Namespace      string
+	Image          string
+	NoCredentials  bool
+	ForceConflicts bool
 
 	g       *GlobalOptions
 	streams IOStreams
@@ -233,7 +234,14 @@ driver operator (OpenShift with the Storage capability), the companion is instal
 companion: namespace manila-setup, its own names, no driver; StorageClasses
 manila-setup-<share type> restricted to the machine network; status on ManilaCompanion
 "cluster"); elsewhere the driver (mode driver). --mode asks for one: a mode the cluster is not
-of writes nothing and exits 1, naming the objects that decide.`,
+of writes nothing and exits 1, naming the objects that decide.
+
+Nothing another component owns is written over: every object is read first, and where one exists
+and is not manila-setup's (neither its app.kubernetes.io/managed-by label nor its field
+managers), has a controller of another kind, or has fields another manager set that install
+would change, nothing is written: the command names each object, its managers or the fields,
+and exits 1. A CustomResourceDefinition that exists and is not ours is used as it is.
+--force-conflicts takes them over all the same (server-side apply with force).`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
@@ -241,6 +249,7 @@ of writes nothing and exits 1, naming the objects that decide.`,
 	cmd.Flags().StringVar(&o.Namespace, "namespace", "", "namespace of the operator and the driver (default: "+operator.DefaultNamespace+"; companion: "+operator.CompanionNamespace+")")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
 	cmd.Flags().BoolVar(&o.NoCredentials, "no-credentials", false, "do not create Secret manila-cloud-credentials")
+	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "write every object, also over another manager's objects and fields")
 	return cmd
 }
 
@@ -322,10 +331,11 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	applied, err := deploy.Install(ctx, o.cfg, rendered, o.Namespace, o.credentials)
+	applied, err := deploy.Install(ctx, o.cfg, rendered, o.Namespace, deploy.InstallOptions{Credentials: o.credentials, ForceConflicts: o.ForceConflicts})
 	var refused *deploy.RefusedError
+	var owned *deploy.OwnershipError
 	switch {
-	case errors.As(err, &refused):
+	case errors.As(err, &refused), errors.As(err, &owned):
 		return invalidInput(err) // the cluster is not one to install into: a failed check
 	case err != nil:
 		return environmentError(err)

@@ -120,7 +120,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deploy.Install(ctx, api.Config, smCRD, testNS, nil); err != nil {
+	if _, err := deploy.Install(ctx, api.Config, smCRD, testNS, deploy.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -157,7 +157,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := cloudsYAMLFor(t, cloud, testenv.CloudDemo, "http://"+net2host(fakeHost, keystone.Port()))
-	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: creds}); err != nil {
+	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
 		t.Fatal(err)
 	}
 	saCfg, err := api.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
@@ -280,7 +280,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := deploy.Install(ctx, api.Config, vscCRD, testNS, nil); err != nil {
+		if _, err := deploy.Install(ctx, api.Config, vscCRD, testNS, deploy.InstallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		took := h.eventually("VolumeSnapshotClass", settle, func() (bool, string) {

@@ -90,7 +90,7 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	// The installer as the CLI identifies itself, so that the audit below tells its writes.
 	installCfg := rest.CopyConfig(api.Config)
 	installCfg.UserAgent = "manila-setup/test"
-	applied, err := deploy.Install(ctx, installCfg, rendered, operator.CompanionNamespace, map[string][]byte{operator.CredentialsKey: creds})
+	applied, err := deploy.Install(ctx, installCfg, rendered, operator.CompanionNamespace, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}})
 	if err != nil {
 		t.Fatalf("installing the companion beside the platform: %v (applied %v)", err, applied)
 	}

@@ -499,7 +499,7 @@ func TestOperatorOnSimCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if applied, err := deploy.Install(ctx, sim.Config, rendered, testNS, nil); err != nil {
+	if applied, err := deploy.Install(ctx, sim.Config, rendered, testNS, deploy.InstallOptions{}); err != nil {
 		t.Fatalf("server-side apply of the rendered manifests: %v (applied: %v)", err, applied)
 	}
 	demo := cloudsYAMLFor(t, cloud, testenv.CloudDemo, proxy.URL)
@@ -993,7 +993,7 @@ func installAndRun(t *testing.T, ctx context.Context, api *testenv.APIServer, cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: cloudsYAML}); err != nil {
+	if _, err := deploy.Install(ctx, api.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: cloudsYAML}}); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &testenv.SyncBuffer{}}

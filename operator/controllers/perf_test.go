@@ -137,7 +137,7 @@ func TestPerformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deploy.Install(ctx, sim.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: credsYAML}); err != nil {
+	if _, err := deploy.Install(ctx, sim.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: credsYAML}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -180,7 +180,7 @@ func TestPerformance(t *testing.T) {
 	crStart := time.Now()
 	cr, _ := yaml.Marshal(map[string]any{"apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
 		"metadata": map[string]any{"name": operator.DriverName}, "spec": map[string]any{"managementState": "Managed", "logLevel": "Normal", "operatorLogLevel": "Normal"}})
-	if _, err := deploy.Install(ctx, sim.Config, cr, testNS, nil); err != nil {
+	if _, err := deploy.Install(ctx, sim.Config, cr, testNS, deploy.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	poll := func(what string, timeout time.Duration, f func() bool) time.Duration {

@@ -150,7 +150,7 @@ func TestStorageNetworkReachableJudgesNetworkAndNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deploy.Install(ctx, sim.Config, rendered, testNS, map[string][]byte{operator.CredentialsKey: creds}); err != nil {
+	if _, err := deploy.Install(ctx, sim.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
 		t.Fatal(err)
 	}
 	saCfg, err := sim.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")

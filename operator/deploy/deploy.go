@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,26 +26,44 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/health"
 	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
+// InstallOptions shape Install.
+type InstallOptions struct {
+	// Credentials, when not nil, becomes Secret manila-cloud-credentials (key clouds.yaml, and
+	// cacert when given).
+	Credentials map[string][]byte
+	// ForceConflicts writes every object, also over another manager's fields and objects
+	// (server-side apply with force): for the user who means it.
+	ForceConflicts bool
+}
+
 // Install applies the rendered objects with server-side apply (field manager manila-setup),
-// the CRD first and established before the rest. credentials, when not nil, becomes Secret
-// manila-cloud-credentials (key clouds.yaml, and cacert when given).
-func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace string, credentials map[string][]byte) ([]string, error) {
+// the CRD first and established before the rest, and the credentials Secret before the
+// operator's Deployment. A real cluster is not empty: every object is checked first (ownership),
+// and where one is another manager's, nothing is written (OwnershipError) unless
+// opts.ForceConflicts. A CustomResourceDefinition that exists and is not ours is used as it is.
+func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace string, opts InstallOptions) ([]string, error) {
 	objs, err := operator.Objects(rendered)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Credentials != nil {
+		secret, err := credentialsSecret(namespace, opts.Credentials)
+		if err != nil {
+			return nil, err
+		}
+		objs = withCredentials(objs, secret)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	// A real cluster is not empty: know who owns the names before writing any of them.
+	// Know who owns the names before writing any of them.
 	if _, err := checkPlatform(ctx, dyn, RenderedMode(objs)); err != nil {
 		return nil, err
 	}
@@ -54,25 +71,20 @@ func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace s
 	if err != nil {
 		return nil, err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	in := &installer{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), force: opts.ForceConflicts}
+	skip, err := in.checkAll(ctx, objs)
+	if err != nil {
+		return nil, err
+	}
 	var applied []string
 	apply := func(u *unstructured.Unstructured) error {
-		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			mapper.Reset()
-			if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-				return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
-			}
+		if skip[objectKey(u)] {
+			return nil
 		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		if err := in.apply(ctx, u, false); err != nil {
+			return err
 		}
-		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "manila-setup", Force: true}); err != nil {
-			return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
-		}
-		applied = append(applied, fmt.Sprintf("%s/%s", strings.ToLower(gvk.Kind), u.GetName()))
+		applied = append(applied, fmt.Sprintf("%s/%s", strings.ToLower(u.GetKind()), u.GetName()))
 		return nil
 	}
 	// CRDs first, then wait until they serve.
@@ -84,19 +96,12 @@ func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace s
 			if err := waitEstablished(ctx, dyn, u.GetName()); err != nil {
 				return applied, err
 			}
-			mapper.Reset()
+			in.mapper.Reset()
 		}
 	}
 	for _, u := range objs {
 		if u.GetKind() == "CustomResourceDefinition" {
 			continue
-		}
-		if u.GetKind() == "Deployment" && credentials != nil {
-			// The operator should find its credentials when it starts.
-			if err := applySecret(ctx, cfg, namespace, credentials); err != nil {
-				return applied, err
-			}
-			applied = append(applied, "secret/"+operator.CredentialsSecretName)
 		}
 		if err := apply(u); err != nil {
 			return applied, err
@@ -105,11 +110,26 @@ func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace s
 	return applied, nil
 }
 
-func applySecret(ctx context.Context, cfg *rest.Config, namespace string, data map[string][]byte) error {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
+// withCredentials puts the credentials Secret just before the operator's Deployment: the
+// operator should find its credentials when it starts.
+func withCredentials(objs []*unstructured.Unstructured, secret *unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(objs)+1)
+	placed := false
+	for _, u := range objs {
+		if u.GetKind() == "Deployment" && !placed {
+			out = append(out, secret)
+			placed = true
+		}
+		out = append(out, u)
 	}
+	if !placed {
+		out = append(out, secret)
+	}
+	return out
+}
+
+// credentialsSecret is Secret manila-cloud-credentials holding data, labelled ours.
+func credentialsSecret(namespace string, data map[string][]byte) (*unstructured.Unstructured, error) {
 	s := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: operator.CredentialsSecretName, Namespace: namespace, Labels: map[string]string{operator.LabelManagedBy: "manila-setup"}},
@@ -118,18 +138,9 @@ func applySecret(ctx context.Context, cfg *rest.Config, namespace string, data m
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	body, err := yaml.Marshal(u)
-	if err != nil {
-		return err
-	}
-	_, err = kube.CoreV1().Secrets(namespace).Patch(ctx, operator.CredentialsSecretName, "application/apply-patch+yaml", body,
-		metav1.PatchOptions{FieldManager: "manila-setup", Force: ptrTrue()})
-	if err != nil {
-		return fmt.Errorf("Secret %s/%s: %s", namespace, operator.CredentialsSecretName, apiReason(err))
-	}
-	return nil
+	return &unstructured.Unstructured{Object: u}, nil
 }
 
 // apiReason is an API error's reason and code, without the object it carried.
@@ -140,8 +151,6 @@ func apiReason(err error) string {
 	}
 	return "request failed"
 }
-
-func ptrTrue() *bool { b := true; return &b }
 
 func waitEstablished(ctx context.Context, dyn dynamic.Interface, name string) error {
 	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

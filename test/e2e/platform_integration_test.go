@@ -13,6 +13,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/platform"
@@ -156,6 +157,28 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		if w := ourWrites(t, api); len(w) == 0 {
 			t.Error("install wrote nothing in driver mode")
 		}
+		// A user scaled the operator by hand: install again names the field and who set it, and
+		// writes nothing; --force-conflicts takes the field back.
+		if _, err := api.Client.AppsV1().Deployments(operator.DefaultNamespace).Patch(ctx, operator.OperatorName, types.MergePatchType,
+			[]byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+		writes := len(ourWrites(t, api))
+		code, out := install(kubeconfig)
+		t.Logf("$ manila-setup operator install ... (after kubectl edit)\n%s", out)
+		if code != 1 || !strings.Contains(out, "deployment/"+operator.DefaultNamespace+"/"+operator.OperatorName+": fields owned by another manager") ||
+			!strings.Contains(out, ".spec.replicas") || !strings.Contains(out, "kubectl-edit") {
+			t.Errorf("install over a hand-scaled operator: exit %d, want 1 naming .spec.replicas and kubectl-edit:\n%s", code, out)
+		}
+		if w := ourWrites(t, api); len(w) != writes {
+			t.Errorf("a refused install wrote: %v", w[writes:])
+		}
+		if code, out := install(kubeconfig, "--force-conflicts"); code != 0 {
+			t.Errorf("--force-conflicts: exit %d, want 0:\n%s", code, out)
+		}
+		if dep, err := api.Client.AppsV1().Deployments(operator.DefaultNamespace).Get(ctx, operator.OperatorName, metav1.GetOptions{}); err != nil || *dep.Spec.Replicas != 1 {
+			t.Errorf("--force-conflicts did not take .spec.replicas back: %v", err)
+		}
 		// Nothing runs the operator here: status names the mode, the credentials' source, and
 		// the driver as not deployed.
 		if code, out := status(kubeconfig); code != 1 || !strings.Contains(out, "mode driver (StorageCapabilityDisabled)") ||
@@ -181,6 +204,36 @@ func TestInstallKnowsThePlatform(t *testing.T) {
 		}
 		if _, out := status(kubeconfig); !strings.Contains(out, "credentials: the cloud-credential operator (CredentialsRequest openshift-cloud-credential-operator/manila-setup-operator)") {
 			t.Errorf("status does not say where the credentials came from:\n%s", out)
+		}
+	})
+	t.Run("no Infrastructure, the platform's operator there", func(t *testing.T) {
+		// OpenShift's APIs without an Infrastructure object: the mode reads as plain Kubernetes
+		// (driver), yet the platform's Manila operator Deployment, applied by
+		// cluster-storage-operator, has the name driver mode writes. Ownership decides per object.
+		api := testenv.NewAPIServer(t)
+		if err := testenv.InstallPlatform(ctx, api.Config, testenv.PlatformOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		kubeconfig, err := api.KubeconfigFor(t.TempDir(), "admin", "system:masters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := api.Client.AppsV1().Deployments(platform.PlatformNamespace).Get(ctx, platform.PlatformOperatorName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out := install(kubeconfig)
+		t.Logf("$ manila-setup operator install ...\n%s", out)
+		want := "deployment/" + platform.PlatformNamespace + "/" + platform.PlatformOperatorName + ": exists and is not manila-setup's (written by \"cluster-storage-operator\")"
+		if code != 1 || !strings.Contains(out, "nothing installed") || !strings.Contains(out, want) || !strings.Contains(out, "--force-conflicts") {
+			t.Errorf("exit %d, want 1 naming %q and --force-conflicts:\n%s", code, want, out)
+		}
+		if w := ourWrites(t, api); len(w) != 0 {
+			t.Errorf("a refused install wrote: %v", w)
+		}
+		after, err := api.Client.AppsV1().Deployments(platform.PlatformNamespace).Get(ctx, platform.PlatformOperatorName, metav1.GetOptions{})
+		if err != nil || after.Generation != before.Generation || after.Spec.Template.Spec.Containers[0].Image != before.Spec.Template.Spec.Containers[0].Image {
+			t.Errorf("the platform's Deployment changed (generation %d -> %d): %v", before.Generation, after.Generation, err)
 		}
 	})
 	t.Run("not OpenStack", func(t *testing.T) {

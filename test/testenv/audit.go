@@ -68,8 +68,9 @@ func (s *APIServer) audited(keep func(AuditWrite) bool) ([]AuditWrite, error) {
 			User struct {
 				Username string `json:"username"`
 			} `json:"user"`
-			UserAgent string `json:"userAgent"`
-			ObjectRef *struct {
+			UserAgent  string `json:"userAgent"`
+			RequestURI string `json:"requestURI"`
+			ObjectRef  *struct {
 				Resource    string `json:"resource"`
 				Subresource string `json:"subresource"`
 				Namespace   string `json:"namespace"`
@@ -82,6 +83,10 @@ func (s *APIServer) audited(keep func(AuditWrite) bool) ([]AuditWrite, error) {
 		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, fmt.Errorf("audit log %s: %w", s.AuditLog, err)
+		}
+		// A dry run changes nothing: not a write, and no request that was refused for real.
+		if strings.Contains(ev.RequestURI, "dryRun=") {
+			continue
 		}
 		w := AuditWrite{Verb: ev.Verb, User: ev.User.Username, UserAgent: ev.UserAgent, Time: ev.StageTimestamp}
 		if r := ev.ObjectRef; r != nil {
