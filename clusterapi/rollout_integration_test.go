@@ -22,6 +22,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/attach/rollout/rollouttest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/capictl"
 )
@@ -249,16 +250,16 @@ func TestRolloutClusterAPI(t *testing.T) {
 		capacity := newCapacityLog(f)
 		// The check of the first new machine of each set: asked once per set, about a new
 		// Machine with its addresses; its Node is a workload cluster's, not read here.
-		checker := &recordingChecker{}
+		checker := &rollouttest.Recorder{}
 		start := time.Now()
 		results, err := Rollout(ctx, f.admin, f.ns, nil, rollout.Options{MaxSurge: 1, Timeout: 2 * time.Minute, PollInterval: poll, Progress: capacity.observe, Canary: checker})
 		if err != nil {
 			t.Fatalf("rollout: %v", err)
 		}
-		if len(checker.facts) != 2 {
-			t.Errorf("%d checks, want one per set: %+v", len(checker.facts), checker.facts)
+		if len(checker.Facts()) != 2 {
+			t.Errorf("%d checks, want one per set: %+v", len(checker.Facts()), checker.Facts())
 		}
-		for _, fc := range checker.facts {
+		for _, fc := range checker.Facts() {
 			if slices.Contains(capiMachineNames(append(slices.Clone(oldA), oldB...)), fc.Machine) || len(fc.MachineAddresses) == 0 ||
 				!strings.Contains(fc.NodeElsewhere, "workload cluster of namespace "+f.ns) || fc.NodeIP.IsValid() {
 				t.Errorf("check of %+v", fc)
@@ -433,17 +434,4 @@ func TestRolloutClusterAPI(t *testing.T) {
 			t.Errorf("no surge, no unavailable: %v", err)
 		}
 	})
-}
-
-// recordingChecker passes every Machine and records the facts it was given.
-type recordingChecker struct {
-	mu    sync.Mutex
-	facts []rollout.Facts
-}
-
-func (c *recordingChecker) Check(_ context.Context, f rollout.Facts) (rollout.Verdict, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.facts = append(c.facts, f)
-	return rollout.Verdict{Checked: []string{"recorded"}}, nil
 }

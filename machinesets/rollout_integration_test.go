@@ -21,6 +21,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
+	"github.com/manila-setup/manila-setup/attach/rollout/rollouttest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
@@ -226,7 +227,7 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	// The check of the first new machine: this checker passes and records what it was given
 	// (what it judges is workers.Canary's, tested there); the engine must ask it once, about a
 	// new Machine with its Node, before the first old Machine is marked.
-	checker := &recordingChecker{}
+	checker := &rollouttest.Recorder{}
 	f.counter.reset()
 	start := time.Now()
 	results, err := Rollout(ctx, f.mc, f.kc, Selection{Names: []string{"sim-worker-0"}}, rollout.Options{MaxSurge: 1, MaxUnavailable: 0, Timeout: 3 * time.Minute, PollInterval: 200 * time.Millisecond, Progress: agree, Canary: checker})
@@ -272,9 +273,9 @@ func TestRolloutKeepsCapacity(t *testing.T) {
 	if writes != 3*3+1+1 {
 		t.Errorf("%d writes for 3 replacements and one check, want 11: %s", writes, f.counter)
 	}
-	if len(checker.facts) != 1 || slices.Contains(machineNames(old0), checker.facts[0].Machine) || checker.facts[0].Node == "" || !checker.facts[0].NodeIP.IsValid() ||
-		!slices.Equal(checker.facts[0].StorageNetworks, storageWant.Networks) {
-		t.Errorf("checks: %+v", checker.facts)
+	if len(checker.Facts()) != 1 || slices.Contains(machineNames(old0), checker.Facts()[0].Machine) || checker.Facts()[0].Node == "" || !checker.Facts()[0].NodeIP.IsValid() ||
+		!slices.Equal(checker.Facts()[0].StorageNetworks, storageWant.Networks) {
+		t.Errorf("checks: %+v", checker.Facts())
 	}
 	if i, j := slices.IndexFunc(log.phases("sim-worker-0"), func(p string) bool { return strings.HasPrefix(p, "checking new Machine") }),
 		slices.IndexFunc(log.phases("sim-worker-0"), func(p string) bool { return strings.HasPrefix(p, "removing old Machine") }); i < 0 || j < i {
@@ -455,17 +456,4 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 	if *got.Spec.Replicas != 6 {
 		t.Errorf("the other writer's replicas were overwritten: %d", *got.Spec.Replicas)
 	}
-}
-
-// recordingChecker passes every Machine and records the facts it was given.
-type recordingChecker struct {
-	mu    sync.Mutex
-	facts []rollout.Facts
-}
-
-func (c *recordingChecker) Check(_ context.Context, f rollout.Facts) (rollout.Verdict, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.facts = append(c.facts, f)
-	return rollout.Verdict{Checked: []string{"recorded"}}, nil
 }

@@ -61,13 +61,7 @@ func TestDriverRunsOnARealNode(t *testing.T) {
 	})
 
 	// 1. The operator, installed as a user does, runs as a pod of the node.
-	cli := buildCLI(t)
-	install := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", sim.Kubeconfig,
-		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile)
-	install.Env = append(os.Environ(), "OPERATOR_IMAGE="+node.OperatorImage)
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("operator install: %v\n%s", err, out)
-	}
+	installOnRealNode(t, ctx, sim, cloud, node)
 	start := time.Now()
 	ns := operator.DefaultNamespace
 	// OpenShift's service-ca operator gives the controller's metrics Service its serving
@@ -214,14 +208,8 @@ func TestCompanionRunsOnARealNode(t *testing.T) {
 	})
 	t.Cleanup(func() { noRefusedRequests(t, sim) })
 
-	install := exec.CommandContext(ctx, buildCLI(t), "operator", "install", "--kubeconfig", sim.Kubeconfig,
-		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile)
-	install.Env = append(os.Environ(), "OPERATOR_IMAGE="+node.OperatorImage)
-	out, err := install.CombinedOutput()
-	if err != nil {
-		t.Fatalf("operator install: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "mode companion:") {
+	out := installOnRealNode(t, ctx, sim, cloud, node)
+	if !strings.Contains(out, "mode companion:") {
 		t.Fatalf("operator install did not choose companion mode beside the platform:\n%s", out)
 	}
 	start := time.Now()
@@ -237,6 +225,20 @@ func TestCompanionRunsOnARealNode(t *testing.T) {
 		t.Errorf("ServiceAccount %s/%s made no request", names.Namespace, pod.Spec.ServiceAccountName)
 	}
 	t.Logf("ServiceAccount %s: %d requests", pod.Spec.ServiceAccountName, len(reqs))
+}
+
+// installOnRealNode runs `manila-setup operator install` as a user does, with the operator image
+// the real node holds, and returns what it printed.
+func installOnRealNode(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloud *testenv.Cloud, node *testenv.RealNode) string {
+	t.Helper()
+	install := exec.CommandContext(ctx, buildCLI(t), "operator", "install", "--kubeconfig", sim.Kubeconfig,
+		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile)
+	install.Env = append(os.Environ(), "OPERATOR_IMAGE="+node.OperatorImage)
+	out, err := install.CombinedOutput()
+	if err != nil {
+		t.Fatalf("operator install: %v\n%s", err, out)
+	}
+	return string(out)
 }
 
 // noRefusedRequests fails the test for every ServiceAccount request the apiserver refused (403):
