@@ -303,6 +303,8 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		newStaticController(loop, ops, vars, inf.CRDExists, storage,
 			inf.ServiceAccounts, inf.Services, inf.ConfigMaps, inf.Roles, inf.RoleBindings, inf.PDBs, inf.NetworkPolicies,
 			inf.ClusterRoles, inf.ClusterRoleBindings, inf.CRDs, inf.Infrastructures),
+		newServingCertController(loop, ops, inf.SecretNamed(metricsServingCertSecret), inf.Infrastructures, inf.CRDs,
+			serviceCAEvidence(infrastructure, inf.CRDExists)),
 		newWorkloadController(loop, ops, workloads, workloadControllerService, workloadInf),
 		newWorkloadController(loop, ops, workloads, workloadNodeService, workloadInf),
 		newWorkloadController(loop, ops, workloads, workloadNFSNodeService, workloadInf),

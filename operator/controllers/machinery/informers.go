@@ -343,3 +343,10 @@ func (s *Informers) CRDExists(name string) bool {
 	_, err := s.listers.CRDs.Get(name)
 	return err == nil
 }
+
+// SecretNamed caches the one Secret of that name in the operator namespace, whoever wrote it
+// (Secrets holds only those with the operator's label): for a Secret the operator writes only
+// when no one else has. Call it before Run.
+func (s *Informers) SecretNamed(name string) cache.SharedIndexInformer {
+	return s.typed(s.kube.Core, "secrets", s.ns, &corev1.Secret{}, ByName(name))
+}
