@@ -283,8 +283,9 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		o.controllers = append(o.controllers, newStorageClassLintController(loop, &scLintController{
 			spec: ops.spec, applyStatus: status.Apply, storageClasses: l.StorageClasses, manila: findings,
 			listShareClients: p.listShareClients, shareClients: mounts.answer,
-			secretExists: secretLookup{namespace: cfg.Namespace, secrets: l.Secrets, metadata: kube.Metadata}.exists,
-			recorder:     recorder,
+			secretExists:    secretLookup{namespace: cfg.Namespace, secrets: l.Secrets, metadata: kube.Metadata}.exists,
+			driverNamespace: cfg.Namespace,
+			recorder:        recorder,
 		}, inf.OnDynamic, inf.StorageClasses, inf.Secrets, inf.ClusterConfig))
 	}
 	o.controllers = append(o.controllers, newStorageNetworkController(loop, ops, storage, inf.CRDExists, inf.DynamicLister, mounts.answer,

@@ -41,6 +41,9 @@ type scLintController struct {
 	// listShareClients: the driver takes a comma-separated nfs-shareClient.
 	listShareClients bool
 	shareClients     func() (shareclient.Answer, error)
+	// driverNamespace is where the driver runs, the only namespace whose Secrets its controller
+	// may read.
+	driverNamespace string
 	// secretExists tells whether a Secret exists, and whether it can tell.
 	secretExists func(ctx context.Context, namespace, name string) (exists, known bool)
 	recorder     machinery.Recorder
@@ -66,7 +69,8 @@ func (c *scLintController) sync(ctx context.Context, _ *machinery.Controller) er
 	if err != nil {
 		return err
 	}
-	facts := sclint.Facts{ShareTypes: c.manila.Load().shareTypeNames(), SecretExists: func(ns, name string) (bool, bool) { return c.secretExists(ctx, ns, name) }}
+	facts := sclint.Facts{ShareTypes: c.manila.Load().shareTypeNames(), SecretNamespace: c.driverNamespace,
+		SecretExists: func(ns, name string) (bool, bool) { return c.secretExists(ctx, ns, name) }}
 	facts.ListAllowed = c.listShareClients
 	if answer, err := c.shareClients(); err == nil {
 		facts.MountFrom = &answer

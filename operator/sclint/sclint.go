@@ -61,6 +61,9 @@ type Facts struct {
 	// ListAllowed: the driver takes a comma-separated nfs-shareClient (cloud-provider-openstack
 	// v1.35.0 and later: one access rule per entry).
 	ListAllowed bool
+	// SecretNamespace is the only namespace whose Secrets the driver's controller may read (its
+	// RBAC); "" when unknown (the platform's driver).
+	SecretNamespace string
 }
 
 // recommended is the nfs-shareClient the rule gives, with why.
@@ -136,6 +139,9 @@ func Check(sc *storagev1.StorageClass, facts Facts) []Finding {
 			add(csiPrefix+s+"-secret-namespace", "missing: the Secret "+name+" cannot be found without it", "set the namespace of Secret "+name)
 		case strings.Contains(name+ns, "${"):
 			// Templated per claim: nothing to look up.
+		case facts.SecretNamespace != "" && ns != facts.SecretNamespace:
+			add(csiPrefix+s+"-secret-namespace", fmt.Sprintf("Secret %s/%s is outside namespace %s, the only one whose Secrets the driver's controller may read: claims of this class will fail (forbidden)", ns, name, facts.SecretNamespace),
+				fmt.Sprintf("create the Secret in %s and point the class there", facts.SecretNamespace))
 		case facts.SecretExists != nil:
 			if exists, known := facts.SecretExists(ns, name); known && !exists {
 				add(csiPrefix+s+"-secret-name", fmt.Sprintf("Secret %s/%s does not exist: claims of this class will fail", ns, name), "point it at the driver's Secret or create that Secret")

@@ -158,3 +158,20 @@ func TestCheckShareClientByWhereWorkersMount(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckSecretOutsideTheDriverNamespace: the driver's controller may read Secrets of its own
+// namespace only (its Role), so a class naming a Secret elsewhere fails at the first claim.
+func TestCheckSecretOutsideTheDriverNamespace(t *testing.T) {
+	facts := Facts{SecretNamespace: "ns"}
+	if f := Check(class("sc1", good()), facts); len(f) != 0 {
+		t.Errorf("Secrets in the driver's namespace: %v", f)
+	}
+	f := Check(class("sc1", with(good(), "csi.storage.k8s.io/provisioner-secret-name", "tenant-b", "csi.storage.k8s.io/provisioner-secret-namespace", "demo-app")), facts)
+	if len(f) != 1 || !strings.HasSuffix(f[0].Parameter, "provisioner-secret-namespace") ||
+		!strings.Contains(f[0].Problem, "Secret demo-app/tenant-b is outside namespace ns") || !strings.Contains(f[0].Fix, "create the Secret in ns") {
+		t.Errorf("a Secret in another namespace: %v", f)
+	}
+	if f := Check(class("sc1", with(good(), "csi.storage.k8s.io/provisioner-secret-namespace", "${pvc.namespace}")), facts); len(f) != 0 {
+		t.Errorf("a templated namespace cannot be judged: %v", f)
+	}
+}
