@@ -10,6 +10,25 @@ if [[ ! -f $sb/ready ]]; then
   echo "No sandbox is running: make demo starts one."
   exit 0
 fi
+if [[ -f $sb/real-node ]]; then
+  { read -r real; read -r pod_logs; } <"$sb/real-node"
+  nodes="2 control-plane and 3 worker nodes from kwok
+    (fake nodes: their pods run nothing), and $real, a real kubelet (containerd, runc, a pod
+    network) as the third control-plane node"
+  driver="  - the real Manila CSI driver, in the pods the operator rendered, running on $real from images
+    built here: a controller replica (manila-csi-plugin, csi-provisioner and its sidecars), the
+    node plugin and the NFS node plugin. A claim on a csi-manila-* StorageClass becomes a real
+    share in the loopback Manila, provisioned by that pod; a pod mounting it stops at the kernel's
+    NFS client, which this machine lacks
+      their logs: $pod_logs"
+else
+  nodes="3 control-plane and 3 worker nodes from kwok
+    (fake nodes: their pods run nothing)"
+  driver="  - the real Manila CSI driver's controller (manila-csi-plugin, csi-provisioner) as local
+    processes (no real node: not root): a claim on a csi-manila-* StorageClass becomes a real
+    share in the loopback Manila
+      logs: $sb/csi/"
+fi
 cat <<TXT
 
 What runs (sandbox pid $(cat "$sb/sandbox.pid" 2>/dev/null || echo '?')):
@@ -18,15 +37,13 @@ What runs (sandbox pid $(cat "$sb/sandbox.pid" 2>/dev/null || echo '?')):
       state and logs: $os
       what was seeded: $os/seed.json
   - a cluster shaped like a fresh OpenShift-on-OpenStack install: real kube-apiserver, etcd,
-    kube-controller-manager and kube-scheduler; 3 control-plane and 3 worker nodes from kwok
-    (fake nodes: their pods run nothing); a worker MachineSet as openshift-install writes it,
-    without the storage network; a stand-in for the Machine API that turns Machines into nodes
+    kube-controller-manager and kube-scheduler; $nodes; a worker MachineSet as openshift-install
+    writes it, without the storage network; a stand-in for the Machine API that turns Machines
+    into nodes
   - the manila-setup operator, as a local process: it deployed the driver's workloads, Secret
     csi-manila-secrets and one StorageClass per Manila share type
       log: $sb/operator.log
-  - the real Manila CSI driver's controller (manila-csi-plugin, csi-provisioner): a claim on a
-    csi-manila-* StorageClass becomes a real share in the loopback Manila
-      logs: $sb/csi/
+$driver
   - everything else (the sandbox's own progress): $sb/sandbox.log
 
 Use it:

@@ -170,7 +170,9 @@ func networkOf(ip string) (string, error) {
 // NewRealNode starts a real node in sim for one test and stops it when the test ends.
 func NewRealNode(t testing.TB, sim *SimCluster, opts RealNodeOptions) *RealNode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Long enough to wait for the machine's one real node: make test runs packages side by side,
+	// and the user guide's sandbox holds it for its whole run (3-5 minutes).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
 	n, err := StartRealNode(ctx, sim, opts)
@@ -661,12 +663,18 @@ func lockFile(ctx context.Context, path string) (*os.File, error) {
 	}
 	for {
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			// Who holds it, for whoever waits: a test binary, or make demo's sandbox.
+			if err := f.Truncate(0); err == nil {
+				_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d (%s)\n", os.Getpid(), filepath.Base(os.Args[0]))), 0)
+			}
 			return f, nil
 		}
 		select {
 		case <-ctx.Done():
+			holder, _ := os.ReadFile(path)
 			f.Close()
-			return nil, fmt.Errorf("real node: another real node holds %s (one per machine: they share %s): %w", path, kubeletRoot, ctx.Err())
+			return nil, fmt.Errorf("real node: another real node, of %s, holds %s (one per machine: they share %s; make demo-down stops the demo's): %w",
+				strings.TrimSpace(string(holder)), path, kubeletRoot, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
@@ -733,10 +741,13 @@ func buildImages(ctx context.Context, dir string, operands map[string]string) (n
 	return s, nil
 }
 
+// PodLogDir is where the kubelet writes its pods' container logs (namespace_pod_uid/container/).
+func (n *RealNode) PodLogDir() string { return filepath.Join(n.dir, "pod-logs") }
+
 // ContainerLogs returns the last lines of what a container of the node's pod wrote, from the
 // kubelet's log files (its current and earlier runs, oldest first): what `kubectl logs` shows.
 func (n *RealNode) ContainerLogs(namespace, pod, container string, lines int) string {
-	files, _ := filepath.Glob(filepath.Join(n.dir, "pod-logs", namespace+"_"+pod+"_*", container, "*.log"))
+	files, _ := filepath.Glob(filepath.Join(n.PodLogDir(), namespace+"_"+pod+"_*", container, "*.log"))
 	sort.Strings(files)
 	var all []string
 	for _, f := range files {

@@ -81,6 +81,11 @@ func TestUserGuideSamples(t *testing.T) {
 		_ = os.RemoveAll(g.sandbox)
 	})
 
+	// The endpoint of the guide's DeadlineExceeded: it accepts connections and never answers. The
+	// driver's pods on the sandbox's real node reach it at 127.0.0.1, as they reach the cloud.
+	unanswering := listenNeverAnswer(t)
+	g.env = append(g.env, fmt.Sprintf("DEMO_POD_LOOPBACK_PORTS=%d", unanswering.Addr().(*net.TCPAddr).Port))
+
 	// make demo, without a terminal: it prints the wizard's command instead of opening it.
 	start := time.Now()
 	out, err := g.make("demo")
@@ -102,7 +107,7 @@ func TestUserGuideSamples(t *testing.T) {
 	kc := kubernetes.NewForConfigOrDie(cfg)
 
 	// Started now, read at the end: the provisioner waits 120 s before it gives up.
-	stuck := startStuckClaim(t, ctx, kc)
+	stuck := startStuckClaim(t, ctx, kc, unanswering.Addr().String())
 
 	// Install time, on the install-config the sandbox's cluster was installed with.
 	g.dir = t.TempDir()
@@ -335,7 +340,9 @@ type stuckClaim struct {
 	name      string
 }
 
-func startStuckClaim(t *testing.T, ctx context.Context, kc kubernetes.Interface) *stuckClaim {
+// listenNeverAnswer listens on a port of 127.0.0.1, accepts every connection and never answers,
+// until the test ends.
+func listenNeverAnswer(t *testing.T) net.Listener {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -356,11 +363,16 @@ func startStuckClaim(t *testing.T, ctx context.Context, kc kubernetes.Interface)
 			held = append(held, c)
 		}
 	}()
+	return l
+}
+
+func startStuckClaim(t *testing.T, ctx context.Context, kc kubernetes.Interface, authAddress string) *stuckClaim {
 	const class = "demo-keystone-unreachable"
 	s := &stuckClaim{t: t, kc: kc, class: class, namespace: "demo-app", name: "stuck"}
 	ensureNamespace(t, ctx, kc, s.namespace)
 	// The driver's Secret, with the auth URL of nothing that answers.
 	var secret *corev1.Secret
+	var err error
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		secret, err = kc.CoreV1().Secrets(operator.DefaultNamespace).Get(ctx, operator.DriverSecretName, metav1.GetOptions{})
 		return err == nil, nil
@@ -376,8 +388,9 @@ func startStuckClaim(t *testing.T, ctx context.Context, kc kubernetes.Interface)
 	for k, v := range secret.Data {
 		data[k] = v
 	}
-	data["os-authURL"] = []byte("http://" + l.Addr().String() + "/v3")
-	if _, err := kc.CoreV1().Secrets(s.namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: class}, Data: data}, metav1.CreateOptions{}); err != nil {
+	data["os-authURL"] = []byte("http://" + authAddress + "/v3")
+	// In the driver's namespace: the only one whose Secrets its controller may read.
+	if _, err := kc.CoreV1().Secrets(operator.DefaultNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: class}, Data: data}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: def.Provisioner,
@@ -387,7 +400,7 @@ func startStuckClaim(t *testing.T, ctx context.Context, kc kubernetes.Interface)
 		case strings.HasSuffix(k, "-secret-name"):
 			v = class
 		case strings.HasSuffix(k, "-secret-namespace"):
-			v = s.namespace
+			v = operator.DefaultNamespace
 		}
 		sc.Parameters[k] = v
 	}
@@ -429,6 +442,7 @@ func (s *stuckClaim) eventsThenDelete(ctx context.Context) string {
 func (s *stuckClaim) delete(ctx context.Context) {
 	_ = s.kc.CoreV1().PersistentVolumeClaims(s.namespace).Delete(ctx, s.name, metav1.DeleteOptions{})
 	_ = s.kc.StorageV1().StorageClasses().Delete(ctx, s.class, metav1.DeleteOptions{})
+	_ = s.kc.CoreV1().Secrets(operator.DefaultNamespace).Delete(ctx, s.class, metav1.DeleteOptions{})
 }
 
 // serverTable is the apiserver's table of a resource (what kubectl get shows: it asks for the

@@ -19,7 +19,8 @@ if [[ -f $sandbox/sandbox.pid ]]; then
   if kill -0 "$pid" 2>/dev/null; then
     step "stopping the sandbox (pid $pid): driver, operator, Machine API, cluster"
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 60); do
+    # Up to 2 minutes: a real node stops its pods and removes its network rules and mounts.
+    for _ in $(seq 240); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.5
     done

@@ -1,9 +1,13 @@
 // Command sandbox runs the long-lived cluster of `make demo` until it gets SIGTERM or SIGINT: a
 // sim cluster (real kube-apiserver, etcd, kube-controller-manager and kube-scheduler; kwok
 // nodes) shaped like a fresh OpenShift-on-OpenStack install, the Machine API stand-in, the
-// manila-setup operator as a local process with the loopback cloud's credentials, and the
-// controller side of the real Manila CSI driver (manila-csi-plugin and csi-provisioner), so that
-// claims become real shares in the loopback Manila.
+// manila-setup operator as a local process with the loopback cloud's credentials, and the real
+// Manila CSI driver, so that claims become real shares in the loopback Manila.
+//
+// As root, one control-plane node is a real kubelet (testenv.RealNode): the driver's pods the
+// operator renders run there for real, from images built here, and provision the claims. Without
+// root every node is a kwok node, and the driver's controller side (manila-csi-plugin and
+// csi-provisioner) runs as local processes instead.
 //
 // It writes <dir>/kubeconfig, logs every component under <dir>, prints progress with timings,
 // and writes <dir>/ready once everything is up. test/env/demo.sh starts it; demo-down.sh stops
@@ -12,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -41,6 +46,9 @@ type options struct {
 	infraID   string
 	workers   int
 	nodeDelay time.Duration
+	realNode  string
+	// podPorts are ports of 127.0.0.1 the real node's pods reach besides the cloud's.
+	podPorts string
 }
 
 // t0 is the origin of the progress timings: $MANILA_SETUP_T0 (Unix seconds, set by up.sh so
@@ -64,9 +72,15 @@ func main() {
 	flag.StringVar(&o.infraID, "infra-id", "ostest-demo1", "the cluster's infrastructure name")
 	flag.IntVar(&o.workers, "workers", 3, "worker Machines")
 	flag.DurationVar(&o.nodeDelay, "node-delay", 5*time.Second, "how long a new Machine takes to become a Node (a server booting)")
+	flag.StringVar(&o.podPorts, "pod-loopback-ports", "", "comma-separated ports of the machine's 127.0.0.1 that the real node's pods reach at 127.0.0.1, besides the loopback cloud's")
+	flag.StringVar(&o.realNode, "real-node", "auto", "a real kubelet as a control-plane node, running the driver's pods: on, off, or auto (on as root when test/env/node/build.sh built the kubelet)")
 	flag.Parse()
 	if o.dir == "" {
 		fmt.Fprintln(os.Stderr, "sandbox: --dir is required")
+		os.Exit(2)
+	}
+	if o.realNode != "on" && o.realNode != "off" && o.realNode != "auto" {
+		fmt.Fprintf(os.Stderr, "sandbox: --real-node=%q: want on, off or auto\n", o.realNode)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -92,6 +106,8 @@ type sandbox struct {
 	operator *exec.Cmd
 	opDone   chan error
 	csi      *testenv.CSIController
+	node     *testenv.RealNode
+	reserved []string // kwok control-plane nodes cordoned until a controller replica is on the real node
 }
 
 func (s *sandbox) up(ctx context.Context) error {
@@ -99,6 +115,7 @@ func (s *sandbox) up(ctx context.Context) error {
 		return err
 	}
 	_ = os.Remove(filepath.Join(s.dir, "ready"))
+	_ = os.Remove(filepath.Join(s.dir, "real-node"))
 	cloud, err := testenv.LoadCloud()
 	if err != nil {
 		return err
@@ -111,9 +128,16 @@ func (s *sandbox) up(ctx context.Context) error {
 		return fmt.Errorf("the manila-setup binary: %w (make build)", err)
 	}
 
-	step("sim cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok; 3 control-plane nodes")
+	real, why := s.wantRealNode()
+	kwokMasters := 3
+	if real {
+		kwokMasters = 2
+	}
+	step("sim cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok; %d kwok control-plane nodes", kwokMasters)
 	start := time.Now()
-	s.sim, err = testenv.StartSimCluster(ctx, testenv.SimOptions{ControlPlaneNodes: 3})
+	// ServiceAccount tokens: the real node's pods talk to the apiserver as themselves.
+	s.sim, err = testenv.StartSimCluster(ctx, testenv.SimOptions{ControlPlaneNodes: kwokMasters,
+		APIServer: testenv.APIServerOptions{ServiceAccountTokens: real}})
 	if err != nil {
 		return err
 	}
@@ -127,20 +151,38 @@ func (s *sandbox) up(ctx context.Context) error {
 	}
 	step("sim cluster up in %s; kubeconfig %s", since(start), kubeconfig)
 
+	// The real node builds its images and starts while the Machine API and the operator come up.
+	nodeUp := make(chan error, 1)
+	var nodeReady string
+	if real {
+		step("real node %s: images of every operand, containerd, kubelet (in the background)", realNodeName)
+		if err := s.reserveRealNode(ctx); err != nil {
+			return err
+		}
+		go func() {
+			var err error
+			nodeReady, err = s.startRealNode(ctx)
+			nodeUp <- err
+		}()
+	} else {
+		step("no real node (%s): every node is a kwok node", why)
+		nodeUp <- nil
+	}
+
 	step("installer-shaped cluster: Infrastructure, install-config, worker MachineSet (%d Machines) and the Machine API", s.workers)
 	start = time.Now()
 	// The Machines' servers get real Neutron ports, so that networks discover sees what the
 	// cluster and the operator see.
 	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, s.cloud)
 	if err != nil {
-		return err
+		return errors.Join(err, <-nodeUp)
 	}
 	s.machines, err = machinectl.InstallerShaped(ctx, s.sim, machinectl.ClusterOptions{
 		InfraID: s.infraID, Workers: int32(s.workers),
 		Controller: machinectl.Options{NodeDelay: s.nodeDelay, DeleteDelay: time.Second, Interval: 500 * time.Millisecond, Ports: ports},
 	})
 	if err != nil {
-		return err
+		return errors.Join(err, <-nodeUp)
 	}
 	step("MachineSet openshift-machine-api/%s: %d Machines Running, their Nodes Ready, in %s", s.machines.MachineSet, s.workers, since(start))
 
@@ -149,35 +191,45 @@ func (s *sandbox) up(ctx context.Context) error {
 	install := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig,
 		"--os-cloud", s.cloud, "--os-client-config-file", cloud.CloudsFile)
 	if out, err := install.CombinedOutput(); err != nil {
-		return fmt.Errorf("manila-setup operator install: %v\n%s", err, out)
+		return errors.Join(fmt.Errorf("manila-setup operator install: %v\n%s", err, out), <-nodeUp)
 	}
-	// The operator runs here, not in the cluster (kwok's pods run nothing): no in-cluster replica.
-	// A patch, not an update: the deployment controller writes the object at the same time.
+	// The operator runs here, as a process whose log and health a reader can open: no in-cluster
+	// replica. A patch, not an update: the deployment controller writes the object at the same time.
 	if _, err := s.sim.Client.AppsV1().Deployments(operator.DefaultNamespace).Patch(ctx, operator.OperatorName,
 		types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("scaling the in-cluster operator to 0: %w", err)
+		return errors.Join(fmt.Errorf("scaling the in-cluster operator to 0: %w", err), <-nodeUp)
 	}
 	health, err := freeAddress()
 	if err != nil {
-		return err
+		return errors.Join(err, <-nodeUp)
 	}
 	if err := s.startOperator(cli, kubeconfig, health); err != nil {
-		return err
+		return errors.Join(err, <-nodeUp)
 	}
 	classes, err := s.waitOperator(ctx)
 	if err != nil {
-		return err
+		return errors.Join(err, <-nodeUp)
 	}
 	step("operator running (health and metrics on http://%s): driver deployed, Secret %s, StorageClasses %s, in %s",
 		health, operator.DriverSecretName, strings.Join(classes, ", "), since(start))
 
-	step("real Manila CSI driver: manila-csi-plugin (controller service) and csi-provisioner")
-	start = time.Now()
-	s.csi, err = testenv.StartCSIController(ctx, testenv.CSIControllerOptions{Kubeconfig: kubeconfig, Dir: filepath.Join(s.dir, "csi"), ClusterID: s.infraID})
-	if err != nil {
+	if err := <-nodeUp; err != nil {
 		return err
 	}
-	step("driver serving on %s in %s", s.csi.Socket, since(start))
+	if real {
+		step("%s", nodeReady)
+		if err := s.waitDriverPods(ctx); err != nil {
+			return err
+		}
+	} else {
+		step("real Manila CSI driver: manila-csi-plugin (controller service) and csi-provisioner, as local processes")
+		start = time.Now()
+		s.csi, err = testenv.StartCSIController(ctx, testenv.CSIControllerOptions{Kubeconfig: kubeconfig, Dir: filepath.Join(s.dir, "csi"), ClusterID: s.infraID})
+		if err != nil {
+			return err
+		}
+		step("driver serving on %s in %s", s.csi.Socket, since(start))
+	}
 	return os.WriteFile(filepath.Join(s.dir, "ready"), []byte(fmt.Sprintf("pid %d\nup in %s\n", os.Getpid(), since(t0))), 0o644)
 }
 
@@ -263,8 +315,13 @@ func (s *sandbox) serve(ctx context.Context) error {
 		if err := s.operatorExited(); err != nil {
 			return err
 		}
-		if err := s.csi.Alive(); err != nil {
-			return err
+		if s.csi != nil {
+			if err := s.csi.Alive(); err != nil {
+				return err
+			}
+		}
+		if s.node != nil {
+			s.tendRealNode(ctx)
 		}
 		if _, err := s.sim.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err != nil && ctx.Err() == nil {
 			step("warning: the apiserver did not answer: %v", err)
@@ -274,6 +331,7 @@ func (s *sandbox) serve(ctx context.Context) error {
 
 func (s *sandbox) down() {
 	_ = os.Remove(filepath.Join(s.dir, "ready"))
+	_ = os.Remove(filepath.Join(s.dir, "real-node"))
 	if s.csi != nil {
 		s.csi.Stop()
 	}
@@ -283,6 +341,11 @@ func (s *sandbox) down() {
 		case <-s.opDone:
 		case <-time.After(10 * time.Second):
 			_ = s.operator.Process.Kill()
+		}
+	}
+	if s.node != nil {
+		if err := s.node.Stop(); err != nil {
+			step("warning: stopping the real node: %v", err)
 		}
 	}
 	if s.machines != nil {

@@ -4,9 +4,12 @@
 #
 #   - the loopback OpenStack (test/env/openstack/up.sh), unless it is already running;
 #   - meanwhile the kube binaries and the real CSI driver's binaries (cached after the first run);
+#   - as root, the real node's kubelet and operand binaries (cached after the first run too;
+#     DEMO_REAL_NODE=off skips them);
 #   - the sandbox (test/env/sandbox/main.go) in its own process group: a sim cluster shaped like
 #     a fresh OpenShift-on-OpenStack install, the Machine API stand-in, the operator and the real
-#     driver's controller, until `make demo-down`.
+#     driver (its pods on the real node as root, else its controller as local processes), until
+#     `make demo-down`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
@@ -65,9 +68,33 @@ else
   openstack_pid=$!
 fi
 
+# As root, one control-plane node is a real kubelet running the driver's pods: its operand
+# binaries build beside the kube binaries, its kubelet after them (the same module).
+real_node=${DEMO_REAL_NODE:-auto}
+operands_pid=
+if [[ $real_node != off && $(id -u) == 0 ]]; then
+  step "real node: operand binaries and CNI plugins, building in the background (first time about 15 CPU-minutes; log $sandbox/operands-build.log)"
+  bash "$here/../node/operands.sh" >"$sandbox/operands-build.out" 2>"$sandbox/operands-build.log" &
+  operands_pid=$!
+elif [[ $real_node != off ]]; then
+  step "no real node: a kubelet needs root (every node is a kwok node; the driver's controller runs as local processes)"
+  real_node=off
+fi
+
 step "kube binaries (first time 20-30 min, then cached)"
 KUBEBUILDER_ASSETS=$(bash "$here/../kube/build.sh")
 export KUBEBUILDER_ASSETS
+if [[ -n $operands_pid ]]; then
+  step "real node: kubelet, containerd (first time about 3 min, then cached)"
+  MANILA_SETUP_NODE_ASSETS=$(bash "$here/../node/build.sh")
+  export MANILA_SETUP_NODE_ASSETS
+  if ! wait "$operands_pid"; then
+    cat "$sandbox/operands-build.log" >&2
+    die "the real node's operand binaries did not build (log above); DEMO_REAL_NODE=off runs the demo without it"
+  fi
+  MANILA_SETUP_OPERAND_BIN=$(cat "$sandbox/operands-build.out")
+  export MANILA_SETUP_OPERAND_BIN
+fi
 step "CSI driver binaries (first time 10-15 min, then cached)"
 MANILA_SETUP_CSI_BIN=$(bash "$here/../csi/build.sh")
 export MANILA_SETUP_CSI_BIN
@@ -96,7 +123,8 @@ step "starting the sandbox (log $sandbox/sandbox.log)"
 rm -f "$sandbox/ready"
 # setsid: the sandbox and every server it starts share one new process group, which
 # demo-down stops as a whole.
-MANILA_SETUP_T0=$_env_t0 setsid "$top/bin/manila-setup-sandbox" --dir "$sandbox" --cli "$cli" --cloud "$cloud" \
+MANILA_SETUP_T0=$_env_t0 setsid "$top/bin/manila-setup-sandbox" --dir "$sandbox" --cli "$cli" --cloud "$cloud" --real-node "$real_node" \
+  --pod-loopback-ports "${DEMO_POD_LOOPBACK_PORTS:-}" \
   >"$sandbox/sandbox.log" 2>&1 </dev/null &
 pid=$!
 echo "$pid" >"$sandbox/sandbox.pid"
