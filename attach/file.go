@@ -87,7 +87,7 @@ func PatchFile[O any](ctx context.Context, target FileTarget[O], name string, da
 			res.Results = append(res.Results, skipped(ref, s.Selected))
 			continue
 		}
-		p, err := target.PlanFile(s.Object, opts.Attachment, opts.Now(), opts.By)
+		p, err := planFileOf(target, s.Object, opts)
 		if err != nil {
 			return nil, filepatch.Errorf("%s: %v", name, err)
 		}

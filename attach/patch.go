@@ -72,6 +72,11 @@ type Options struct {
 	Now func() time.Time
 	// Concurrency is how many writes may be in flight at once; zero: DefaultConcurrency.
 	Concurrency int
+	// Remove, when set, makes Patch and PatchFile remove what the objects' records say
+	// manila-setup attached (Removal) instead of attaching Attachment: the kind must be a
+	// Remover (FileRemover for files). The IDs are not looked up in Neutron: what is removed
+	// may be gone from the cloud already.
+	Remove *Removal
 
 	checked bool // by Check
 }
@@ -87,6 +92,16 @@ func (opts Options) Check(ctx context.Context) (Options, error) {
 	if opts.checked {
 		return opts, nil
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Remove != nil {
+		if errs := opts.Remove.Validate(); len(errs) > 0 {
+			return opts, errs.ToAggregate()
+		}
+		opts.checked = true
+		return opts, nil
+	}
 	if errs := opts.Attachment.Validate(); len(errs) > 0 {
 		return opts, errs.ToAggregate()
 	}
@@ -96,9 +111,6 @@ func (opts Options) Check(ctx context.Context) (Options, error) {
 	}
 	if err := CheckIDs(ctx, opts.Checker, ids); err != nil {
 		return opts, err
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	opts.checked = true
 	return opts, nil
@@ -189,7 +201,7 @@ func patchOne[O any](ctx context.Context, target Target[O], o O, opts Options) (
 			}
 			o = fresh
 		}
-		plan, err := target.Plan(ctx, o, opts.Attachment, opts.Now(), opts.By)
+		plan, err := planOf(ctx, target, o, opts)
 		if err != nil {
 			return err
 		}

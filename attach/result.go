@@ -30,6 +30,10 @@ type Result struct {
 	Reason              string   `json:"reason,omitempty"`
 	AddedNetworks       []string `json:"addedNetworks,omitempty"`
 	AddedSecurityGroups []string `json:"addedSecurityGroups,omitempty"`
+	// RemovedNetworks and RemovedSecurityGroups are what a removal (patch --remove) takes off:
+	// only what the object's record says manila-setup added.
+	RemovedNetworks       []string `json:"removedNetworks,omitempty"`
+	RemovedSecurityGroups []string `json:"removedSecurityGroups,omitempty"`
 	// Warning is what to check later.
 	Warning string `json:"warning,omitempty"`
 	// ClusterAPI says a Machine API MachineSet was skipped because Cluster API is authoritative
@@ -56,6 +60,18 @@ func (r Result) Added() []string {
 		parts = append(parts, "network "+id)
 	}
 	for _, id := range r.AddedSecurityGroups {
+		parts = append(parts, "security group "+id)
+	}
+	return parts
+}
+
+// Removed names what a removal takes off: "network ID", then "security group ID".
+func (r Result) Removed() []string {
+	var parts []string
+	for _, id := range r.RemovedNetworks {
+		parts = append(parts, "network "+id)
+	}
+	for _, id := range r.RemovedSecurityGroups {
 		parts = append(parts, "security group "+id)
 	}
 	return parts

@@ -109,7 +109,7 @@ func Parse(name string, data []byte) (*File, error) {
 // Objects are the file's objects, in order.
 func (f *File) Objects() []Object { return f.objects }
 
-// Apply applies patches (RFC 6902, "add" operations only; keyed by the index of the object in
+// Apply applies patches (RFC 6902, "add" and "remove" operations only; keyed by the index of the object in
 // Objects) to the file, once, and returns the output, whether it had to be written out as a
 // whole, and the objects of the output. skip names operation paths to leave out (such as the
 // resourceVersion precondition, the apiserver's business). Nothing is returned that does not
@@ -166,10 +166,16 @@ func (f *File) apply(patches map[int][]byte, skip []string) ([]byte, bool, error
 			if slicesContains(skip, op.Path) {
 				continue
 			}
-			if op.Op != "add" {
-				return nil, false, fmt.Errorf("%s: only add operations are supported, not %q", f.objects[i].Where, op.Op)
+			var err error
+			switch op.Op {
+			case "add":
+				err = f.stream.Add(f.objects[i].node, op.Path, op.Value)
+			case "remove":
+				err = f.stream.Remove(f.objects[i].node, op.Path)
+			default:
+				return nil, false, fmt.Errorf("%s: only add and remove operations are supported, not %q", f.objects[i].Where, op.Op)
 			}
-			if err := f.stream.Add(f.objects[i].node, op.Path, op.Value); err != nil {
+			if err != nil {
 				return nil, false, fmt.Errorf("%s: %w", f.objects[i].Where, err)
 			}
 		}

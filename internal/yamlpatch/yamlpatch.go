@@ -1,4 +1,4 @@
-// Package yamlpatch applies JSON-patch "add" operations (RFC 6902) to a YAML stream and keeps
+// Package yamlpatch applies JSON-patch "add" and "remove" operations (RFC 6902) to a YAML stream and keeps
 // every other byte of it: comments, key order, quoting, indentation, the other documents. An
 // item appended to a block sequence, or a key added to a block mapping, is spliced into the text
 // as new lines at the indentation already there; any other change (a flow collection, a value
@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,6 +129,81 @@ func (s *Stream) Add(base *yaml.Node, pointer string, value any) error {
 		return fmt.Errorf("%q: the parent is a scalar", pointer)
 	}
 	return nil
+}
+
+// Remove performs the JSON-patch "remove" at pointer, relative to base: an item of a sequence
+// or a key of a mapping. The lines the item or the key and its value take are cut from the text
+// when they hold nothing else (a block collection that keeps another entry); any other removal
+// makes the stream be written out again as a whole.
+func (s *Stream) Remove(base *yaml.Node, pointer string) error {
+	tokens, err := splitPointer(pointer)
+	if err != nil {
+		return err
+	}
+	if len(tokens) == 0 {
+		return fmt.Errorf("%q: removing the root is not supported", pointer)
+	}
+	parent := base
+	for i, tok := range tokens[:len(tokens)-1] {
+		if _, parent = child(parent, tok); parent == nil {
+			return fmt.Errorf("%q: nothing at /%s", pointer, strings.Join(tokens[:i+1], "/"))
+		}
+	}
+	last := tokens[len(tokens)-1]
+	switch parent.Kind {
+	case yaml.SequenceNode:
+		i, err := strconv.Atoi(last)
+		if err != nil || i < 0 || i >= len(parent.Content) {
+			return fmt.Errorf("%q: no item %s", pointer, last)
+		}
+		item := parent.Content[i]
+		first := item.Line
+		if dash := s.dashColumn(item); dash < 0 || !s.blankBefore(item.Line, dash) {
+			first = 0
+		}
+		s.cutLines(parent, first, item, len(parent.Content) > 1)
+		parent.Content = slices.Delete(parent.Content, i, i+1)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(parent.Content); i += 2 {
+			if parent.Content[i].Value != last {
+				continue
+			}
+			key, value := parent.Content[i], parent.Content[i+1]
+			first := key.Line
+			if key.Line == 0 || !s.blankBefore(key.Line, key.Column-1) {
+				first = 0
+			}
+			s.cutLines(parent, first, value, len(parent.Content) > 2)
+			parent.Content = slices.Delete(parent.Content, i, i+2)
+			return nil
+		}
+		return fmt.Errorf("%q: no key %s", pointer, last)
+	default:
+		return fmt.Errorf("%q: the parent is a scalar", pointer)
+	}
+	return nil
+}
+
+// cutLines queues the removal of the lines first to the last line of end, when parent is a
+// block collection that keeps another entry and first is known; else the stream reformats.
+func (s *Stream) cutLines(parent *yaml.Node, first int, end *yaml.Node, othersLeft bool) {
+	lastLine, ok := lastLineOf(end)
+	if !ok || first == 0 || !othersLeft || parent.Style&yaml.FlowStyle != 0 || end.Style&yaml.FlowStyle != 0 && end.Line != first {
+		s.reformat = true
+		return
+	}
+	from := s.lineStarts[first-1]
+	to := len(s.text)
+	if lastLine < len(s.lineStarts) {
+		to = s.lineStarts[lastLine]
+	}
+	s.inserts = append(s.inserts, insert{offset: from, del: to - from, seq: len(s.inserts)})
+}
+
+// blankBefore reports whether the 1-based line n holds only spaces before column col (0-based).
+func (s *Stream) blankBefore(n, col int) bool {
+	line := s.line(n)
+	return col <= len(line) && len(bytes.TrimLeft(line[:col], " ")) == 0
 }
 
 // Bytes is the patched stream, and whether it had to be written out again as a whole rather
