@@ -111,7 +111,7 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 			continue
 		}
 		st.Machines++
-		if mspec, err := DecodeProviderSpec(machineProviderSpec(m)); err == nil && len(MissingFrom(spec, mspec)) == 0 {
+		if mspec, err := DecodeProviderSpec(machineProviderSpec(m)); err == nil && UpToDate(spec, mspec) {
 			if machineRunning(m) {
 				freshRunning++
 			}

@@ -174,6 +174,12 @@ func MissingFrom(template, machine *ProviderSpec) []string {
 	return missing
 }
 
+// UpToDate reports whether a machine has the networks and security groups of its template, no
+// fewer (an attachment not rolled yet) and no more (a removal not rolled yet).
+func UpToDate(template, machine *ProviderSpec) bool {
+	return len(MissingFrom(template, machine)) == 0 && len(MissingFrom(machine, template)) == 0
+}
+
 // Role returns a MachineSet's role from the installer's labels (on the set, else on its
 // template): "worker", "infra", "master"...; "" when unlabelled.
 func Role(ms *machinev1beta1.MachineSet) string {

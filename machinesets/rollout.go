@@ -23,7 +23,8 @@ import (
 var MachineAPI = rollout.API{Namespace: Namespace, SetKind: "MachineSet", MachineResource: "machine", Command: "manila-setup machinesets rollout"}
 
 // Rollout replaces, set after set, the Machines whose providerSpec lacks a network or security
-// group of their MachineSet's template. It returns the final state of every set it looked at.
+// group of their MachineSet's template, or has one the template no longer has (after patch
+// --remove): UpToDate. It returns the final state of every set it looked at.
 // Killed at any point, it continues when called again.
 func Rollout(ctx context.Context, mc machineclient.Interface, kc kubernetes.Interface, sel Selection, opts rollout.Options) ([]rollout.SetProgress, error) {
 	if err := opts.Complete(); err != nil {
@@ -113,7 +114,7 @@ func (r *roller) Observe(ctx context.Context, name string) (rollout.SetView, err
 			mv.Message = *m.Status.ErrorMessage
 		}
 		if spec, err := DecodeProviderSpec(machineProviderSpec(m)); err == nil {
-			mv.Updated = len(MissingFrom(template, spec)) == 0
+			mv.Updated = UpToDate(template, spec)
 		}
 		if ref := m.Status.NodeRef; ref != nil && ref.Name != "" && !mv.Deleting {
 			node, err := r.kc.CoreV1().Nodes().Get(ctx, ref.Name, metav1.GetOptions{})
