@@ -34,7 +34,8 @@ Deploy it with:
 or in one step (server-side apply, credentials from --os-cloud):
   manila-setup operator install --os-cloud mycloud`)
 	cmd.AddCommand(newOperatorStartCommand(g, streams), newOperatorRenderCommand(g, streams),
-		newOperatorInstallCommand(g, streams), newOperatorStatusCommand(g, streams), newOperatorBundleCommand(g, streams))
+		newOperatorInstallCommand(g, streams), newOperatorUninstallCommand(g, streams), newOperatorStatusCommand(g, streams),
+		newOperatorBundleCommand(g, streams))
 	return cmd
 }
 
@@ -357,6 +358,150 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// ---- uninstall -----------------------------------------------------------------------------
+
+// OperatorUninstallOptions are the flags of `operator uninstall`.
+type OperatorUninstallOptions struct {
+	Mode       string
+	Namespace  string
+	KeepDriver bool
+	Force      bool
+	DryRun     bool
+	Timeout    time.Duration
+
+	g       *GlobalOptions
+	streams IOStreams
+	cfg     *rest.Config
+}
+
+func newOperatorUninstallCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
+	o := &OperatorUninstallOptions{g: g, streams: streams}
+	cmd := &cobra.Command{
+		Use:   "uninstall [--dry-run] [--keep-driver | --force] [--timeout 5m]",
+		Short: "Delete what operator install and the operator created, and nothing else",
+		Long: `Delete the operator and what it deployed, in the mode the cluster is (or --mode): the objects
+"operator install" writes, and those the operator made (the driver's Deployment and
+DaemonSets, its Secret, StorageClasses, CSIDriver, RBAC, ...: the objects labelled
+app.kubernetes.io/managed-by=manila-setup-operator). The operator's Deployment goes first, so
+that it re-creates nothing; then the operands, waiting until their pods are gone (--timeout);
+then the cluster-scoped objects; the CustomResourceDefinition last.
+
+An object is deleted only when it is manila-setup's, as install judges it: its managed-by label
+or field manager is ours, no platform component wrote it, and no other object controls it.
+Anything else under our names (the platform's own Manila operator, in companion mode or on a
+cluster that only looks like plain Kubernetes) is listed as left, and never written. A Secret
+another manager wrote (the cloud-credential operator's, one made by hand) is left; a
+StorageClass a PersistentVolume names is kept; the namespace is kept while it holds anything
+else, the CRD while custom resources that are not ours remain.
+
+While PersistentVolumes of the driver exist, nothing is deleted (exit 1, naming them), unless
+--keep-driver (delete only the operator: the driver runs on, unmanaged) or --force (delete the
+driver too; the volumes lose it). In companion mode the driver is the platform's, and volumes
+stop nothing. --dry-run prints the plan and deletes nothing (each delete is sent as a server-side
+dry run); it exits 1 where the real run would be refused.`,
+		Args: cobra.NoArgs,
+		RunE: cmdrun.RunE(o),
+	}
+	addModeFlag(cmd, &o.Mode)
+	cmd.Flags().StringVar(&o.Namespace, "namespace", "", "namespace of the operator and the driver (default: "+operator.DefaultNamespace+"; companion: "+operator.CompanionNamespace+")")
+	cmd.Flags().BoolVar(&o.KeepDriver, "keep-driver", false, "delete only the operator's own objects; the driver keeps running, unmanaged")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "delete the driver also while PersistentVolumes of it exist (StorageClasses they name are kept)")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be deleted and kept; delete nothing")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", deploy.DefaultUninstallTimeout, "how long the deleted workloads may take to be gone, pods included")
+	cmd.MarkFlagsMutuallyExclusive("keep-driver", "force")
+	return cmd
+}
+
+func (o *OperatorUninstallOptions) Complete(*cobra.Command, []string) error {
+	var err error
+	o.cfg, err = o.g.restConfig()
+	return err
+}
+
+func (o *OperatorUninstallOptions) Validate() error {
+	if err := checkModeFlag(o.Mode); err != nil {
+		return err
+	}
+	if o.Timeout <= 0 {
+		return usageError("--timeout: Invalid value: %q: must be a positive duration such as 5m", o.Timeout)
+	}
+	return nil
+}
+
+func (o *OperatorUninstallOptions) Run(ctx context.Context) error {
+	g, streams := o.g, o.streams
+	report, err := deploy.Uninstall(ctx, o.cfg, deploy.UninstallOptions{Mode: platform.Mode(o.Mode), Namespace: o.Namespace,
+		KeepDriver: o.KeepDriver, Force: o.Force, DryRun: o.DryRun, Timeout: o.Timeout})
+	if report != nil {
+		if g.Output != outputText {
+			if perr := printStructured(streams.Out, g.Output, report); perr != nil {
+				return perr
+			}
+		} else {
+			printUninstallText(streams, report)
+		}
+	}
+	switch {
+	case deploy.IsUninstallRefusal(err):
+		return invalidInput(err)
+	case err != nil:
+		return environmentError(err)
+	}
+	return nil
+}
+
+func printUninstallText(streams IOStreams, r *deploy.UninstallReport) {
+	w := streams.Out
+	for _, p := range r.Objects {
+		switch {
+		case p.Action == deploy.ActionDelete && r.Refused:
+			fmt.Fprintf(w, "%s: not deleted (refused)\n", p.Key())
+		case p.Action == deploy.ActionDelete && p.Deleted && p.Terminating:
+			fmt.Fprintf(w, "%s: being deleted already\n", p.Key())
+		case p.Action == deploy.ActionDelete && p.Deleted && r.DryRun:
+			fmt.Fprintf(w, "%s: would be deleted (dry run)\n", p.Key())
+		case p.Action == deploy.ActionDelete && p.Deleted:
+			fmt.Fprintf(w, "%s: deleted\n", p.Key())
+		case p.Action == deploy.ActionDelete:
+			fmt.Fprintf(w, "%s: not deleted (stopped before)\n", p.Key())
+		case p.Action == deploy.ActionKeep:
+			fmt.Fprintf(w, "%s: kept: %s\n", p.Key(), p.Reason)
+		default:
+			fmt.Fprintf(w, "%s: left: %s\n", p.Key(), p.Reason)
+		}
+	}
+	if len(r.Objects) == 0 {
+		fmt.Fprintf(w, "Nothing of manila-setup's (mode %s, namespace %s) is in the cluster.\n", r.Mode, r.Namespace)
+	}
+	if r.Refused {
+		return
+	}
+	what := "The driver runs on, unmanaged"
+	if r.Mode == platform.ModeCompanion {
+		what = "What the companion made stays, unmanaged"
+	}
+	if len(r.Unmanaged) > 0 {
+		fmt.Fprintf(w, "%s: nothing updates or repairs its %d objects (%s) now; manila-setup operator install manages them again.\n",
+			what, len(r.Unmanaged), summarize(r.Unmanaged, 3))
+	}
+	if r.Mode == platform.ModeCompanion {
+		fmt.Fprintf(w, "The platform's own Manila CSI driver (its operator, driver and StorageClasses) is not manila-setup's: uninstall deletes none of it.\n")
+	}
+	if len(r.VolumesWithoutDriver) > 0 {
+		fmt.Fprintf(w, "PersistentVolumes that lose their driver (--force): %s. Mounts in running pods stay; new mounts, expansions and deletions of their shares fail until a driver is installed again.\n",
+			strings.Join(r.VolumesWithoutDriver, ", "))
+	}
+	verb := "deleted"
+	if r.DryRun {
+		verb = "would be deleted (dry run: nothing was)"
+	}
+	fmt.Fprintf(w, "%d %s, %d kept, %d left (not manila-setup's)", r.Deleted, verb, r.Kept, r.Left)
+	if r.WorkloadsGoneAfter != "" {
+		fmt.Fprintf(w, "; workloads gone after %s", r.WorkloadsGoneAfter)
+	}
+	fmt.Fprintln(w)
+}
+
 // ---- status --------------------------------------------------------------------------------
 
 // OperatorStatusOptions are the flags of `operator status`.
@@ -457,6 +602,14 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 		fmt.Fprintf(w, "\nmanila-setup's companion is not installed (StorageClasses restricted to the machine network, storage network status): manila-setup operator install\n")
 	}
 	w.Flush()
+}
+
+// summarize lists up to n names, and how many more.
+func summarize(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
