@@ -689,7 +689,11 @@ func (u *uninstaller) othersIn(ctx context.Context, namespace string, deleting m
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("reading the cluster's resource kinds: %w", err)
 	}
+	// What cannot be read may hold something: the namespace is kept, saying what was not read.
 	var others []string
+	if err != nil {
+		others = append(others, fmt.Sprintf("objects of API groups the cluster did not list (%s)", oneLine(err.Error())))
+	}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -704,7 +708,8 @@ func (u *uninstaller) othersIn(ctx context.Context, namespace string, deleting m
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("listing %s in namespace %s: %w", r.Name, namespace, err)
+				others = append(others, fmt.Sprintf("%s that could not be listed (%s)", r.Name, apiReason(err)))
+				continue
 			}
 			for i := range list.Items {
 				o := &list.Items[i]
@@ -766,6 +771,8 @@ func (u *uninstaller) customResources(ctx context.Context, crd *unstructured.Uns
 	sort.Strings(others)
 	return others, nil
 }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // summarize lists up to n names, and how many more.
 func summarize(names []string, n int) string {
