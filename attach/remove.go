@@ -84,7 +84,7 @@ func (e *NotRecordedError) Error() string {
 	if len(e.Recorded) > 0 {
 		recorded = strings.Join(e.Recorded, ", ")
 	}
-	return fmt.Sprintf("--%s: Invalid value: %q: %s has it, but its record (annotation %s) does not: it was not attached by manila-setup, which removes only what it added (recorded %s: %s); nothing was changed",
+	return fmt.Sprintf("--%s: Invalid value: %q: %s has it, but its record (annotation %s) does not: it was not attached by manila-setup, which removes only what it added (recorded %s: %s)",
 		e.Field, e.ID, e.Ref, Annotation, what, recorded)
 }
 

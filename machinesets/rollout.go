@@ -115,6 +115,9 @@ func (r *roller) Observe(ctx context.Context, name string) (rollout.SetView, err
 		}
 		if spec, err := DecodeProviderSpec(machineProviderSpec(m)); err == nil {
 			mv.Updated = UpToDate(template, spec)
+			if !mv.Deleting {
+				v.RemovedNetworks = addRemoved(v.RemovedNetworks, template, spec)
+			}
 		}
 		if ref := m.Status.NodeRef; ref != nil && ref.Name != "" && !mv.Deleting {
 			node, err := r.kc.CoreV1().Nodes().Get(ctx, ref.Name, metav1.GetOptions{})
@@ -191,7 +194,7 @@ func (r *roller) Facts(ctx context.Context, v rollout.SetView, machine string) (
 	if err != nil {
 		return rollout.Facts{}, fmt.Errorf("reading Machine %s/%s: %w", Namespace, machine, err)
 	}
-	f := rollout.Facts{Set: v.Name, Machine: machine, StorageNetworks: v.StorageNetworks,
+	f := rollout.Facts{Set: v.Name, Machine: machine, StorageNetworks: v.StorageNetworks, RemovedNetworks: v.RemovedNetworks,
 		MachineAddresses: rollout.InternalIPs(m.Status.Addresses)}
 	if m.Spec.ProviderID != nil {
 		f.ServerID = rollout.ServerID(*m.Spec.ProviderID)

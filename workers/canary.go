@@ -29,6 +29,7 @@ import (
 //     hands out a default route, or holds NODEIP_HINT or a VIP, moves the node IP (logs, exec,
 //     br-ex follow it);
 //   - the Machine has an address on each storage network: its port exists;
+//   - after a removal (patch --remove), its server has no port on a network taken off the set;
 //   - its primary port still carries the API and ingress VIPs as allowed address pairs (the
 //     storage entry says noAllowedAddressPairs; the primary one must keep them, or keepalived
 //     cannot move a VIP to the node).
@@ -139,9 +140,15 @@ func (c *Canary) Check(ctx context.Context, f rollout.Facts) (rollout.Verdict, e
 	}
 	if c.Cloud == nil {
 		v.Checked = append(v.Checked, "storage addresses not checked (no cloud given)")
+		if len(f.RemovedNetworks) > 0 {
+			v.Checked = append(v.Checked, "no port on the removed networks not checked (no cloud given)")
+		}
 		return v, nil
 	}
 	v = c.checkStorageAddresses(v, f, storage)
+	if v, err = c.checkRemovedPorts(ctx, v, f); err != nil {
+		return v, err
+	}
 	if v, err = c.checkVIPs(ctx, v, f); err != nil {
 		return v, err
 	}

@@ -46,6 +46,9 @@ type Facts struct {
 	// StorageNetworks are the Neutron IDs of the storage networks attached to the set (its
 	// attachment record).
 	StorageNetworks []string
+	// RemovedNetworks are the networks taken off the set (patch --remove) that its old
+	// Machines still have: the new Machine must have no port on them.
+	RemovedNetworks []string
 	// Warnings are the Warning events about the Machine (a port Neutron refused, a failed
 	// create), as "Reason: message".
 	Warnings []string

@@ -37,6 +37,9 @@ type SetView struct {
 	HasAnnotations bool // the set has metadata.annotations (a JSON patch adds to it, or adds it)
 	// StorageNetworks are the storage networks recorded as attached to the set (for the canary).
 	StorageNetworks []string
+	// RemovedNetworks are the networks the set's old Machines have a port on and its template
+	// no longer names (a removal being rolled): the canary checks a new Machine has none.
+	RemovedNetworks []string
 }
 
 type stepKind int

@@ -27,6 +27,9 @@ type attachFlags struct {
 	Force          bool
 	File           string
 	InPlace        bool
+	// Remove takes off what the objects' records say manila-setup attached, instead of
+	// attaching (attach.Removal); --network and --security-group then narrow it.
+	Remove bool
 
 	// findings are what the networks attached would do to the machines (attach.Fitness), found
 	// by options: said on standard error there, and in each object's row of -o json|yaml.
@@ -71,18 +74,29 @@ type attachHelp struct {
 }
 
 func (a *attachFlags) add(f *pflag.FlagSet, h attachHelp) {
-	f.StringSliceVar(&a.Networks, "network", nil, "ID of the storage network to attach (repeat or comma-separate)")
+	f.StringSliceVar(&a.Networks, "network", nil, "ID of the storage network to attach, or with --remove to remove (repeat or comma-separate)")
 	f.StringSliceVar(&a.SecurityGroups, "security-group", nil, h.securityGroup)
 	f.BoolVar(&a.DryRun, "dry-run", false, "print a unified diff per object and write nothing")
 	f.BoolVar(&a.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
 	f.BoolVar(&a.Force, "force", false, h.force)
 	f.StringVarP(&a.File, "filename", "f", "", "patch the "+h.objects+" of this file (- for standard input) instead of the cluster's")
 	f.BoolVar(&a.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
+	f.BoolVar(&a.Remove, "remove", false, "remove what manila-setup attached (the "+attach.Annotation+" record), and nothing else; with --network/--security-group only those")
 }
+
+// removeHelp is the paragraph of the patch commands' help about --remove.
+const removeHelp = `--remove goes back: it removes exactly what the object's record (annotation
+` + attach.Annotation + `) says manila-setup added, networks and security groups, and
+rewrites or removes the record; what the user added by hand stays, a storage-like network
+included. --network and --security-group narrow it to those IDs, which must be in the record.
+An object without a record is left unchanged: nothing of it is known to be manila-setup's.`
 
 // validate checks the flags before anything is contacted: a network or --discover (with a
 // cloud), the file flags, and every ID given.
 func (a *attachFlags) validate(g *GlobalOptions) error {
+	if a.Remove {
+		return a.validateRemove()
+	}
 	if a.Discover && g.OSCloud == "" {
 		return usageError("--discover asks the cloud: name it with --os-cloud (or $OS_CLOUD)")
 	}
@@ -96,6 +110,24 @@ func (a *attachFlags) validate(g *GlobalOptions) error {
 	return attachmentFlagErrors(a.attachment(), !a.Discover)
 }
 
+// validateRemove checks the flags of --remove: the IDs, if any, name what to remove.
+func (a *attachFlags) validateRemove() error {
+	if a.Discover {
+		return usageError("--discover finds a network to attach; --remove takes off what the record names (narrow it with --network)")
+	}
+	if err := fileFlagsError(a.File, a.InPlace, a.DryRun); err != nil {
+		return err
+	}
+	if errs := a.removal().Validate(); len(errs) > 0 {
+		return machineSetsFieldErrors(errs)
+	}
+	return nil
+}
+
+func (a attachFlags) removal() attach.Removal {
+	return attach.Removal{Networks: a.Networks, SecurityGroups: a.SecurityGroups}
+}
+
 // options connects to the cloud of --os-cloud, if any, and applies the network policy (with
 // what cluster says of this cluster, when it is the one whose machines are patched: its nodes'
 // addresses, its networks and VIPs), saying on standard error
@@ -106,6 +138,12 @@ func (a *attachFlags) validate(g *GlobalOptions) error {
 // do not), which a network without port security refuses.
 func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, cluster attach.NetworkPolicy, groupsOnPorts bool) (attach.Options, error) {
 	opts := attach.Options{DryRun: a.DryRun, By: "manila-setup " + version}
+	if a.Remove {
+		// Nothing is looked up: what is removed may be gone from the cloud already.
+		r := a.removal()
+		opts.Remove = &r
+		return opts, nil
+	}
 	if g.OSCloud != "" {
 		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
 		cloud, err := (&cloudOptions{global: g, streams: streams}).connect(ctx)

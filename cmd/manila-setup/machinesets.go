@@ -223,6 +223,7 @@ type machineSetsPatchOptions struct {
 	attachFlags
 	Names    []string
 	Selector string
+	roll     patchRolloutFlags
 
 	clients *machineSetsClients
 }
@@ -230,8 +231,8 @@ type machineSetsPatchOptions struct {
 func newMachineSetsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &machineSetsPatchOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
-		Use:   "patch --network ID [--security-group ID] [--name N... | --selector L]",
-		Short: "Add the storage network and security groups to the MachineSets' providerSpec",
+		Use:   "patch --network ID [--security-group ID] [--name N... | --selector L] [--remove] [--rollout]",
+		Short: "Add the storage network and security groups to the MachineSets' providerSpec (--remove: take them off)",
 		Long: `Add networks: [{uuid: ID, noAllowedAddressPairs: true}] and securityGroups: [{uuid: ID}] to the
 OpenstackProviderSpec of the worker MachineSets (or those named with --name, or matching
 --selector), where they are absent. A network that is already there (by uuid, filter.id or as a
@@ -252,19 +253,33 @@ clusters managed from Git, and no cluster is contacted: the same change as on a 
 into the text so that only the added lines differ (comments, order and formatting kept). The file
 may hold several documents and Lists; other objects are kept as they are. The patched file goes
 to standard output (-o json: the MachineSets as a JSON List), what was done to standard error;
---in-place writes it back (atomically, keeping FILE.bak); --dry-run prints the diff.`,
+--in-place writes it back (atomically, keeping FILE.bak); --dry-run prints the diff.
+
+` + removeHelp + `
+
+--rollout replaces the machines afterwards, as "manila-setup machinesets rollout" does (its
+--max-surge, --max-unavailable, --timeout, --no-canary and --resume). A rollout that takes a
+network off the machines (after --remove) is refused, with exit 1 and nothing changed, while
+pods on the nodes it replaces use Manila volumes (claims bound to PersistentVolumes of
+` + attach.ManilaDriver + `), naming them; --force rolls anyway. After a removal the canary
+also checks, with --os-cloud, that the first new Machine's server has no port left on the
+removed networks.`,
 		Example: `  manila-setup machinesets patch --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --dry-run
   manila-setup machinesets patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --name mycluster-x7k2p-worker-0
-  manila-setup machinesets patch -f clusters/prod/worker-machinesets.yaml --network 5f0c3b7e-... --in-place`,
+  manila-setup machinesets patch -f clusters/prod/worker-machinesets.yaml --network 5f0c3b7e-... --in-place
+  manila-setup machinesets patch --remove --dry-run
+  manila-setup machinesets patch --remove --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --name mycluster-x7k2p-worker-0 --rollout
+  manila-setup machinesets patch --remove -f clusters/prod/worker-machinesets.yaml --in-place`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "MachineSets",
 		securityGroup: "ID of a security group to add (repeat or comma-separate)",
-		force:         "attach a network even where no Manila export location lies, or the machines' own"})
+		force:         "attach a network even where no Manila export location lies, or the machines' own; with --remove --rollout, roll even while pods on the machines use Manila volumes"})
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these MachineSets (default: every worker MachineSet)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "patch only the MachineSets matching this label selector")
+	o.roll.add(f, "manila-setup machinesets rollout")
 	return cmd
 }
 
@@ -272,6 +287,9 @@ to standard output (-o json: the MachineSets as a JSON List), what was done to s
 func (o *machineSetsPatchOptions) Validate() error {
 	if len(o.Names) > 0 && o.Selector != "" {
 		return usageError("--name and --selector cannot be used together")
+	}
+	if err := o.roll.validate(o.File); err != nil {
+		return err
 	}
 	return o.attachFlags.validate(o.g)
 }
@@ -301,6 +319,13 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	if o.File != "" {
 		return o.runFile(ctx, sel, opts)
 	}
+	if o.roll.Rollout {
+		// Refused before anything is written: the sets whose rollout would take the storage
+		// network off nodes where pods use Manila volumes.
+		if err := o.checkMounts(ctx, sel, opts, ""); err != nil {
+			return err
+		}
+	}
 	report, err := o.clients.workers().Patch(ctx, workers.Selection{MachineSets: &sel}, opts)
 	var results []attach.Result
 	if report != nil {
@@ -311,6 +336,9 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
+	if o.roll.Rollout && !o.DryRun && err == nil && o.invalidResults(results) == nil {
+		return o.rollAfter(ctx, sel, results)
+	}
 	if printErr := o.print(results); printErr != nil && err == nil {
 		err = printErr
 	}
@@ -320,15 +348,64 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	return o.invalidResults(results)
 }
 
+// checkMounts refuses the rollout of a removal while pods on the nodes it replaces use Manila
+// volumes, unless --force; a dry run only says that it would be refused.
+func (o *machineSetsPatchOptions) checkMounts(ctx context.Context, sel machinesets.Selection, opts attach.Options, done string) error {
+	var planned []attach.Result
+	if opts.Remove != nil {
+		dry := opts
+		dry.DryRun = true
+		report, err := o.clients.workers().Patch(ctx, workers.Selection{MachineSets: &sel}, dry)
+		if err != nil {
+			return patchErrorExit(err)
+		}
+		planned = report.Results
+	}
+	err := checkManilaMounts(ctx, o.clients, sel, planned, o.Force, o.streams, done)
+	if err != nil && o.DryRun {
+		fmt.Fprintf(o.streams.ErrOut, "note: without --dry-run the rollout would be refused: %v\n", err)
+		return nil
+	}
+	return err
+}
+
+// rollAfter prints what the patch did, then rolls the selected sets: the rollout of
+// `machinesets rollout`, in the same command. With -o json|yaml standard output holds one
+// object: the patch's results and the rollout's sets.
+func (o *machineSetsPatchOptions) rollAfter(ctx context.Context, sel machinesets.Selection, results []attach.Result) error {
+	if o.g.Output == outputText {
+		if _, err := writePatchTable(o.streams.Out, results); err != nil {
+			return err
+		}
+		writePatchWarnings(o.streams.ErrOut, results)
+		fmt.Fprintln(o.streams.Out)
+	}
+	printer := newRolloutPrinter(o.g, o.streams)
+	ropts, err := o.roll.options(ctx, o.g, o.streams, o.clients.kube, printer.Update)
+	if err != nil {
+		return err
+	}
+	progress, err := o.clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, ropts)
+	if o.g.Output != outputText {
+		out := map[string]any{"results": o.resultsJSON(results), "rollout": progress}
+		if perr := printStructured(o.streams.Out, o.g.Output, out); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return rolloutExit(err)
+}
+
 // patchErrorExit gives a patch error its exit code: 1 for what the user gave, 2 otherwise.
 func patchErrorExit(err error) error {
 	var unknown *attach.UnknownIDsError
 	var selection *attach.SelectionError
 	var file *filepatch.Error
+	var notRecorded *attach.NotRecordedError
+	var mounted *attach.MountedError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &unknown), errors.As(err, &selection), errors.As(err, &file):
+	case errors.As(err, &unknown), errors.As(err, &selection), errors.As(err, &file), errors.As(err, &notRecorded), errors.As(err, &mounted):
 		return invalidInput(err)
 	default:
 		return environmentError(err)
@@ -414,7 +491,17 @@ func writePatchWarnings(out io.Writer, results []attach.Result) {
 }
 
 func machineSetsDescribeAdded(r attach.Result) string {
-	return "added " + strings.Join(r.Added(), ", ")
+	var parts []string
+	if added := r.Added(); len(added) > 0 {
+		parts = append(parts, "added "+strings.Join(added, ", "))
+	}
+	if removed := r.Removed(); len(removed) > 0 {
+		parts = append(parts, "removed "+strings.Join(removed, ", "))
+	}
+	if len(parts) == 0 {
+		return "the attachment record only"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ---- rollout ----
@@ -429,6 +516,7 @@ type machineSetsRolloutOptions struct {
 	MaxUnavailable int32
 	Timeout        time.Duration
 	PollInterval   time.Duration
+	Force          bool
 	canary         canaryFlags
 }
 
@@ -438,7 +526,7 @@ func newMachineSetsRolloutCommand(g *GlobalOptions, streams IOStreams) *cobra.Co
 		Use:   "rollout [--name N...] [--max-surge 1] [--max-unavailable 0] [--timeout 30m]",
 		Short: "Replace the machines that lack their MachineSet's networks, without losing capacity",
 		Long: `Replace, one MachineSet after the other, the Machines whose providerSpec lacks a network or
-security group of their MachineSet's template: scale the set up by --max-surge, wait until the
+security group of their MachineSet's template, or has one it no longer has: scale the set up by --max-surge, wait until the
 new Machine's Node is Ready, mark one old Machine with machine.openshift.io/delete-machine and
 scale down, repeat. A set never has more than --max-unavailable of its replicas missing, and
 gets its original replica count back at the end.
@@ -449,6 +537,10 @@ A new Machine that fails, or has no Ready Node within --timeout, stops the rollo
 the remaining old Machines as they are.
 
 ` + canaryHelp + `
+
+Machines that have a network their template no longer has (after "machinesets patch --remove")
+are replaced too. That is refused, with exit 1 and no Machine replaced, while pods on their
+nodes use Manila volumes, naming them; --force replaces them anyway.
 
 A MachineSet that Cluster API is authoritative for (status.authoritativeAPI ClusterAPI, the
 Machine API → Cluster API migration) makes its machines from its Cluster API copy in
@@ -465,6 +557,7 @@ Machine API → Cluster API migration) makes its machines from its Cluster API c
 	f.DurationVar(&o.Timeout, "timeout", rollout.DefaultTimeout, "how long a new Machine may take to become a Ready Node")
 	f.DurationVar(&o.PollInterval, "poll-interval", rollout.DefaultPollInterval, "how often the cluster is read")
 	_ = f.MarkHidden("poll-interval")
+	f.BoolVar(&o.Force, "force", false, "replace machines that lose a network (after patch --remove) even while pods on them use Manila volumes")
 	o.canary.addFlags(f)
 	return cmd
 }
@@ -511,6 +604,9 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 		Progress:       printer.Update,
 	}
 	if err := o.canary.options(ctx, o.g, o.streams, clients.kube, &opts); err != nil {
+		return err
+	}
+	if err := checkManilaMounts(ctx, clients, sel, nil, o.Force, o.streams, "no Machine was replaced"); err != nil {
 		return err
 	}
 	results, err := clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, opts)
