@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -112,7 +113,7 @@ type nodePoolsPatchOptions struct {
 func newNodePoolsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &nodePoolsPatchOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
-		Use:   "patch --network ID [--hosted-cluster NAME] [-n NAMESPACE] [--name NAMESPACE/NAME]",
+		Use:   "patch --network ID [--hosted-cluster NAME] [-n NAMESPACE] [--name NAMESPACE/NAME] [--remove]",
 		Short: "Add a port on the storage network to the OpenStack NodePools",
 		Long: `Add {network: {id: ID}} to spec.platform.openstack.additionalPorts of the OpenStack NodePools
 (of one HostedCluster with --hosted-cluster, of one namespace with -n, only those named with
@@ -132,15 +133,24 @@ as its spec.management.upgradeType says: there is nothing to roll here.
 With -f FILE (or - for standard input) the NodePools of a file are patched instead, for
 clusters managed from Git, as "machinesets patch -f" does: only the added lines differ; the
 patched file goes to standard output, --in-place writes it back (keeping FILE.bak), --dry-run
-prints the diff.`,
-		Example: `  manila-setup nodepools patch --kubeconfig mgmt.kubeconfig --network 5f0c3b7e-... --hosted-cluster hc1 --dry-run`,
-		Args:    cobra.NoArgs,
-		RunE:    cmdrun.RunE(o),
+prints the diff.
+
+` + removeHelp + ` A NodePool's record names networks only:
+its ports take no security groups. The NodePool controller replaces the nodes as soon as the
+NodePool changes, and their pods are in the hosted cluster, which manila-setup does not read: a
+removal on a cluster is refused (exit 1, naming the NodePools) unless --force, after checking
+there that no pod on those nodes uses a Manila volume. --dry-run and -f need no --force.`,
+		Example: `  manila-setup nodepools patch --kubeconfig mgmt.kubeconfig --network 5f0c3b7e-... --hosted-cluster hc1 --dry-run
+  manila-setup nodepools patch --remove --hosted-cluster hc1 --dry-run
+  manila-setup nodepools patch --remove --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --name clusters/hc1-workers --force
+  manila-setup nodepools patch --remove -f clusters/hc1/nodepools.yaml --in-place`,
+		Args: cobra.NoArgs,
+		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "NodePools",
 		securityGroup: "a security group meant for NFS: reported only (NodePool ports take none)",
-		force:         "attach a network even where no Manila export location lies"})
+		force:         "attach a network even where no Manila export location lies; with --remove, remove although the hosted clusters' pods are not checked"})
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
 	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
 	f.StringArrayVar(&o.Names, "name", nil, "only this NodePool, as NAMESPACE/NAME (repeat for more)")
@@ -175,11 +185,39 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if opts.Remove != nil && !o.DryRun && !o.Force {
+		if err := o.refuseUnseenMounts(ctx, dyn, scope, opts); err != nil {
+			return err
+		}
+	}
 	results, err := nodepools.Patch(ctx, dyn, scope, opts)
 	if printErr := o.print(results); printErr != nil && err == nil {
 		err = printErr
 	}
 	return patchErrorExit(err)
+}
+
+// refuseUnseenMounts refuses a removal that changes NodePools, unless --force: HyperShift
+// replaces their nodes at once, and their pods, which may use Manila volumes over the storage
+// network, are in the hosted clusters, which manila-setup does not read.
+func (o *nodePoolsPatchOptions) refuseUnseenMounts(ctx context.Context, dyn dynamic.Interface, scope nodepools.Scope, opts attach.Options) error {
+	dry := opts
+	dry.DryRun = true
+	planned, err := nodepools.Patch(ctx, dyn, scope, dry)
+	if err != nil {
+		return patchErrorExit(err)
+	}
+	var pools []string
+	for _, r := range planned {
+		if r.Writes() {
+			pools = append(pools, fmt.Sprintf("NodePool %s/%s (HostedCluster %s): %s", r.Namespace, r.Name, r.HostedCluster, machineSetsDescribeAdded(r)))
+		}
+	}
+	if len(pools) == 0 {
+		return nil
+	}
+	return invalidInput(fmt.Errorf("refusing to remove the storage network from %d NodePool(s): HyperShift replaces their nodes as soon as they change, and pods on them may use Manila volumes over that network, in the hosted clusters, which manila-setup does not read:\n  %s\nCheck in each hosted cluster that no pod on those nodes uses a PersistentVolume of %s, then run again with --force; nothing was changed",
+		len(pools), strings.Join(pools, "\n  "), attach.ManilaDriver))
 }
 
 func (o *nodePoolsPatchOptions) print(results []attach.Result) error {
