@@ -3,6 +3,7 @@ package operator
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +33,10 @@ type RenderOptions struct {
 	// writes the credentials Secret (OpenShift's way; without it, the Secret comes from
 	// clouds.yaml).
 	CredentialsRequest bool
+	// MachineNetworks, when given, are passed to the operator (--machine-network): the CIDRs its
+	// StorageClasses admit where the cluster keeps no install-config (kube-system/
+	// cluster-config-v1), as plain Kubernetes does not.
+	MachineNetworks []string
 }
 
 // CredentialsRequestAsset is the CredentialsRequest Render adds with RenderOptions.CredentialsRequest.
@@ -77,6 +82,11 @@ func Render(opts RenderOptions) ([]byte, error) {
 	if err := CheckImageReference(opts.OperatorImage); err != nil {
 		return nil, err
 	}
+	for i, c := range opts.MachineNetworks {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return nil, fmt.Errorf("--machine-network[%d]: Invalid value: %q: must be a CIDR such as 10.0.0.0/16", i, c)
+		}
+	}
 	files, err := assets.List(names.AssetDir)
 	if err != nil {
 		return nil, err
@@ -94,6 +104,9 @@ func Render(opts RenderOptions) ([]byte, error) {
 			return nil, err
 		}
 		for _, doc := range assets.SplitDocuments(b) {
+			if doc, err = withMachineNetworks(doc, names.Operator, opts.MachineNetworks); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
 			out.WriteString("---\n")
 			out.Write(bytes.TrimLeft(doc, "\n"))
 			if !bytes.HasSuffix(doc, []byte("\n")) {
@@ -102,6 +115,29 @@ func Render(opts RenderOptions) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
+}
+
+// withMachineNetworks adds --machine-network to the operator container's arguments when doc is
+// the operator's Deployment and networks are given; any other document is returned as it is.
+func withMachineNetworks(doc []byte, operatorName string, networks []string) ([]byte, error) {
+	if len(networks) == 0 {
+		return doc, nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(doc, &u.Object); err != nil || u.GetKind() != "Deployment" || u.GetName() != operatorName {
+		return doc, nil
+	}
+	containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return nil, fmt.Errorf("Deployment %s: no containers", operatorName)
+	}
+	c := containers[0].(map[string]any)
+	args, _ := c["args"].([]any)
+	c["args"] = append(args, "--machine-network="+strings.Join(networks, ","))
+	if err := unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(u.Object)
 }
 
 // Objects decodes rendered YAML into objects, in order.

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -169,5 +170,54 @@ func TestRenderCredentialsRequest(t *testing.T) {
 	}
 	if strings.Contains(string(plain), "CredentialsRequest") {
 		t.Error("a CredentialsRequest rendered without being asked for")
+	}
+}
+
+// TestRenderMachineNetworks: --machine-network reaches the operator's arguments, and only them;
+// a value that is not a CIDR is refused with its index.
+func TestRenderMachineNetworks(t *testing.T) {
+	base := RenderOptions{OperatorImage: "quay.io/example/manila-setup-operator:v1", Images: DefaultImages}
+	plain, err := Render(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := base
+	with.MachineNetworks = []string{"10.196.0.0/16", "192.0.2.0/24"}
+	got, err := Render(with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainObjs, err := Objects(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != len(plainObjs) {
+		t.Fatalf("%d objects, want %d", len(objs), len(plainObjs))
+	}
+	for i, u := range objs {
+		if u.GetKind() != "Deployment" {
+			if !reflect.DeepEqual(u.Object, plainObjs[i].Object) {
+				t.Errorf("%s %s changed", u.GetKind(), u.GetName())
+			}
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		args := containers[0].(map[string]any)["args"].([]any)
+		if last := args[len(args)-1]; last != "--machine-network=10.196.0.0/16,192.0.2.0/24" {
+			t.Errorf("operator args %v: want --machine-network last", args)
+		}
+		plainContainers, _, _ := unstructured.NestedSlice(plainObjs[i].Object, "spec", "template", "spec", "containers")
+		if n := len(plainContainers[0].(map[string]any)["args"].([]any)); n != len(args)-1 {
+			t.Errorf("operator args %v: want the %d of the plain render and --machine-network", args, n)
+		}
+	}
+	bad := base
+	bad.MachineNetworks = []string{"10.0.0.0/8", "all"}
+	if _, err := Render(bad); err == nil || !strings.Contains(err.Error(), `--machine-network[1]: Invalid value: "all"`) {
+		t.Errorf("Render with a bad CIDR: %v", err)
 	}
 }

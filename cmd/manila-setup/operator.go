@@ -121,6 +121,7 @@ type OperatorRenderOptions struct {
 	Namespace               string
 	Image                   string
 	WithoutClusterCSIDriver bool
+	MachineNetworks         []string
 
 	g       *GlobalOptions
 	streams IOStreams
@@ -149,7 +150,13 @@ environment, else upstream defaults. -o yaml (default) or -o json (a v1 List).`,
 	cmd.Flags().StringVar(&o.Namespace, "namespace", "", "namespace of the operator and the driver (default: "+operator.DefaultNamespace+"; companion: "+operator.CompanionNamespace+")")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
 	cmd.Flags().BoolVar(&o.WithoutClusterCSIDriver, "without-cluster-csi-driver", false, "leave out the ClusterCSIDriver object")
+	addMachineNetworkFlag(cmd, &o.MachineNetworks)
 	return cmd
+}
+
+// addMachineNetworkFlag adds --machine-network, which the rendered operator gets.
+func addMachineNetworkFlag(cmd *cobra.Command, networks *[]string) {
+	cmd.Flags().StringSliceVar(networks, "machine-network", nil, "the nodes' network CIDRs, for the operator's StorageClasses where the cluster keeps no install-config (kube-system/cluster-config-v1), as plain Kubernetes")
 }
 
 func (o *OperatorRenderOptions) Complete(*cobra.Command, []string) error {
@@ -161,6 +168,7 @@ func (o *OperatorRenderOptions) Complete(*cobra.Command, []string) error {
 	o.render.Mode = mode
 	o.render.Namespace = namespaceFor(o.Namespace, mode)
 	o.render.WithoutClusterCSIDriver = o.WithoutClusterCSIDriver
+	o.render.MachineNetworks = o.MachineNetworks
 	if o.Image != "" {
 		o.render.OperatorImage = o.Image
 	}
@@ -206,11 +214,12 @@ func (o *OperatorRenderOptions) Run(context.Context) error {
 
 // OperatorInstallOptions are the flags of `operator install`.
 type OperatorInstallOptions struct {
-	Mode           string
-	Namespace      string
-	Image          string
-	NoCredentials  bool
-	ForceConflicts bool
+	Mode            string
+	Namespace       string
+	Image           string
+	NoCredentials   bool
+	ForceConflicts  bool
+	MachineNetworks []string
 
 	g       *GlobalOptions
 	streams IOStreams
@@ -251,6 +260,7 @@ and exits 1. A CustomResourceDefinition that exists and is not ours is used as i
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image, tagged with a version (default: OPERATOR_IMAGE, else this build's)")
 	cmd.Flags().BoolVar(&o.NoCredentials, "no-credentials", false, "do not create Secret manila-cloud-credentials")
 	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "write every object, also over another manager's objects and fields")
+	addMachineNetworkFlag(cmd, &o.MachineNetworks)
 	return cmd
 }
 
@@ -261,6 +271,7 @@ func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 		return err
 	}
 	o.render = operator.RenderOptionsFromEnv(os.Getenv)
+	o.render.MachineNetworks = o.MachineNetworks
 	if o.Image != "" {
 		o.render.OperatorImage = o.Image
 	}
@@ -399,6 +410,9 @@ While PersistentVolumes of the driver exist, nothing is deleted (exit 1, naming 
 driver too; the volumes lose it). In companion mode the driver is the platform's, and volumes
 stop nothing. --dry-run prints the plan and deletes nothing (each delete is sent as a server-side
 dry run); it exits 1 where the real run would be refused.`,
+		Example: `  manila-setup operator uninstall --dry-run
+  manila-setup operator uninstall --keep-driver
+  manila-setup operator uninstall --force -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}

@@ -227,12 +227,12 @@ func TestCompanionRunsOnARealNode(t *testing.T) {
 	t.Logf("ServiceAccount %s: %d requests", pod.Spec.ServiceAccountName, len(reqs))
 }
 
-// installOnRealNode runs `manila-setup operator install` as a user does, with the operator image
-// the real node holds, and returns what it printed.
-func installOnRealNode(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloud *testenv.Cloud, node *testenv.RealNode) string {
+// installOnRealNode runs `manila-setup operator install` as a user does (with flags), with the
+// operator image the real node holds, and returns what it printed.
+func installOnRealNode(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloud *testenv.Cloud, node *testenv.RealNode, flags ...string) string {
 	t.Helper()
-	install := exec.CommandContext(ctx, buildCLI(t), "operator", "install", "--kubeconfig", sim.Kubeconfig,
-		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile)
+	install := exec.CommandContext(ctx, buildCLI(t), append([]string{"operator", "install", "--kubeconfig", sim.Kubeconfig,
+		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile}, flags...)...)
 	install.Env = append(os.Environ(), "OPERATOR_IMAGE="+node.OperatorImage)
 	out, err := install.CombinedOutput()
 	if err != nil {

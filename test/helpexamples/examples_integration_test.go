@@ -54,6 +54,7 @@ var verdicts = map[string]verdict{
 	"manila-setup machinesets patch -f clusters/prod/worker-machinesets.yaml --network 5f0c3b7e-... --in-place": {},
 	"manila-setup clusterapi patch -f clusters/prod/machines.yaml --network 5f0c3b7e-... --in-place":            {},
 	"manila-setup operator render":                                                                              {},
+	"manila-setup operator uninstall --dry-run":                                                                 {},
 	"manila-setup operator bundle -d bundle":                                                                    {},
 	"manila-setup storageclasses check":                                                                         {},
 	"manila-setup storageclasses check --os-cloud mycloud -o json":                                              {},
@@ -71,6 +72,8 @@ var verdicts = map[string]verdict{
 	"manila-setup clusterapi rollout -n capi-clusters --name md-0-workers --max-surge 2":                                  {skip: "replaces machines of a Cluster API management cluster; the sandbox has none"},
 	"manila-setup nodepools patch --kubeconfig mgmt.kubeconfig --network 5f0c3b7e-... --hosted-cluster hc1 --dry-run":     {skip: "needs a HyperShift management cluster with HostedCluster hc1; the sandbox is a standalone cluster (nodepools_integration_test.go covers patch)"},
 	"manila-setup operator install --os-cloud mycloud":                                                                    {skip: "deploys the operator into the cluster and writes its credentials; the sandbox already runs it"},
+	"manila-setup operator uninstall --keep-driver":                                                                       {skip: "deletes the sandbox's operator (test/e2e's TestUninstall runs it)"},
+	"manila-setup operator uninstall --force -o yaml":                                                                     {skip: "deletes the sandbox's operator and driver (test/e2e's TestUninstall runs it)"},
 }
 
 // sandbox is what the examples run against: make demo's cluster and the loopback cloud.
@@ -178,7 +181,9 @@ func startSandbox(t *testing.T) *sandbox {
 	s := &sandbox{top: top, dir: dir, cloud: cloud, kubeconfig: filepath.Join(dir, "kubeconfig")}
 	// Built as a release is, with a semantic version: operator bundle takes the build's version,
 	// and refuses a commit hash (an untagged checkout) with a usage error that names --version.
-	s.env = append(os.Environ(), "MANILA_SETUP_SANDBOX="+dir, "VERSION="+releaseVersion)
+	// No real node: the examples are the CLI's, which a kwok cluster answers alike, and the
+	// machine's one real node is for the tests that run pods (test/e2e, test/userguide).
+	s.env = append(os.Environ(), "MANILA_SETUP_SANDBOX="+dir, "VERSION="+releaseVersion, "DEMO_REAL_NODE=off")
 	t.Cleanup(func() {
 		if out, err := s.make("demo-down"); err != nil {
 			t.Errorf("make demo-down: %v\n%s", err, out)

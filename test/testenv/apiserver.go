@@ -139,6 +139,9 @@ type APIServerOptions struct {
 	// cluster, and a pod naming a ServiceAccount that does not exist is refused. For clusters
 	// whose pods run for real (a real node); kwok's pods never read a token.
 	ServiceAccountTokens bool
+	// PlainKubernetes leaves out every OpenShift CRD (config, machine, operator, Cloud Credential
+	// Operator): a cluster that serves none of OpenShift's APIs, as upstream Kubernetes.
+	PlainKubernetes bool
 }
 
 // kubernetesServiceIP is the ClusterIP of the kubernetes Service: the first address of envtest's
@@ -157,9 +160,11 @@ func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	crds, err := OpenShiftCRDPaths()
-	if err != nil {
-		return nil, err
+	var crds []string
+	if !opts.PlainKubernetes {
+		if crds, err = OpenShiftCRDPaths(); err != nil {
+			return nil, err
+		}
 	}
 	auditDir, err := os.MkdirTemp("", "manila-setup-audit-")
 	if err != nil {
@@ -169,9 +174,11 @@ func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
-	own, err := ownCRDs()
-	if err != nil {
-		return nil, err
+	var own []*apiextensionsv1.CustomResourceDefinition
+	if !opts.PlainKubernetes {
+		if own, err = ownCRDs(); err != nil {
+			return nil, err
+		}
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

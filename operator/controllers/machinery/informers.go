@@ -147,8 +147,9 @@ func NewInformers(k *Clients, namespace string, self *CustomResource) *Informers
 	s.ClusterRoleBindings = s.typed(k.RBAC, "clusterrolebindings", "", &rbacv1.ClusterRoleBinding{}, ours)
 	s.CSIDrivers = s.typed(k.Storage, "csidrivers", "", &storagev1.CSIDriver{}, ours)
 	s.StorageClasses = s.typed(k.Storage, "storageclasses", "", &storagev1.StorageClass{}, nil)
-	s.Infrastructures = s.typed(k.Config, "infrastructures", "", &configv1.Infrastructure{}, nil)
-	s.Proxies = s.typed(k.Config, "proxies", "", &configv1.Proxy{}, nil)
+	// OpenShift's config API: absent on plain Kubernetes, where these stay empty and synced.
+	s.Infrastructures = s.optional(k.Config, "infrastructures", &configv1.Infrastructure{}, &configv1.InfrastructureList{})
+	s.Proxies = s.optional(k.Config, "proxies", &configv1.Proxy{}, &configv1.ProxyList{})
 	s.ClusterCSIDriver = s.typed(k.Operator, "clustercsidrivers", "", &operatorv1.ClusterCSIDriver{}, ByName(operator.DriverName))
 	s.Self = s.ClusterCSIDriver
 	if self != nil {
@@ -207,6 +208,13 @@ func (s *Informers) typed(c rest.Interface, resource, namespace string, obj runt
 		tweak = func(*metav1.ListOptions) {}
 	}
 	return s.track(cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(c, resource, namespace, tweak), obj, 0, namespaceIndexers))
+}
+
+// optional watches a cluster-scoped typed resource of an API the cluster may not serve
+// (servedOrEmpty).
+func (s *Informers) optional(c rest.Interface, resource string, obj, list runtime.Object) cache.SharedIndexInformer {
+	lw := servedOrEmpty(cache.NewFilteredListWatchFromClient(c, resource, "", func(*metav1.ListOptions) {}), list)
+	return s.track(cache.NewSharedIndexInformer(lw, obj, 0, namespaceIndexers))
 }
 
 // slimNodes caches the nodes with their name, labels and addresses only (slimNode): what the
