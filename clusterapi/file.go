@@ -83,13 +83,18 @@ func (*fileTarget) Ref(o object) attach.Ref { return (*Target).Ref(nil, o) }
 
 // PlanFile plans o against the template of the file it names; a new template is appended.
 func (t *fileTarget) PlanFile(o object, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
+	return t.planFile(o, func(tmpl *unstructured.Unstructured) (*plan, error) { return planFor(o, tmpl, a, by, now) })
+}
+
+// planFile plans o with planner, against the template of the file it names.
+func (t *fileTarget) planFile(o object, planner func(tmpl *unstructured.Unstructured) (*plan, error)) (attach.Plan, error) {
 	// A file's objects often leave their namespace to kubectl or kustomize: a template of the
 	// same name is the one unless both say different namespaces.
 	tmpl := t.templates[refOf(o.u).Name]
 	if ns := templateNamespace(o, refOf(o.u)); tmpl != nil && ns != "" && tmpl.GetNamespace() != "" && ns != tmpl.GetNamespace() {
 		tmpl = nil
 	}
-	p, err := planFor(o, tmpl, a, by, now)
+	p, err := planner(tmpl)
 	if err != nil {
 		return attach.Plan{}, err
 	}
@@ -97,7 +102,7 @@ func (t *fileTarget) PlanFile(o object, a attach.Attachment, now time.Time, by s
 		p.result.Reason = fmt.Sprintf("spec.template.spec.infrastructureRef: Not found: OpenStackMachineTemplate %q is not in %s; put the template in the same file", refOf(o.u).Name, t.name)
 	}
 	change := attach.FileChange{Patch: p.patch}
-	if p.result.Action == attach.ActionPatched {
+	if p.result.Action == attach.ActionPatched && p.template != nil {
 		if existing := t.templates[p.template.GetName()]; existing != nil {
 			if !sameSpec(existing, p.template) {
 				return attach.Plan{}, fmt.Errorf("OpenStackMachineTemplate %s is in the file with another spec than the one manila-setup would give it", p.template.GetName())

@@ -132,8 +132,10 @@ func (t *Target) Plan(ctx context.Context, o object, a attach.Attachment, now ti
 // Write creates the new template (once for the sets that share it), then points o at it.
 func (t *Target) Write(ctx context.Context, o object, p attach.Plan) error {
 	pl := p.Change.(*plan)
-	if err := t.create(ctx, pl.template); err != nil {
-		return err
+	if pl.template != nil { // nil: a removal that changes the record only
+		if err := t.create(ctx, pl.template); err != nil {
+			return err
+		}
 	}
 	_, err := t.dyn.Resource(gvrOf(o.kind)).Namespace(o.u.GetNamespace()).Patch(ctx, o.u.GetName(), types.JSONPatchType, pl.patch, metav1.PatchOptions{FieldManager: "manila-setup"})
 	return err

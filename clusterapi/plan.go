@@ -128,10 +128,9 @@ type networkParam struct {
 	ID string `json:"id"`
 }
 
-// planFor decides what to do to o, whose template is tmpl (nil: not found): skipped, unchanged
-// (the template has a port on every network and every security group), or patched: a new
-// template and the patch pointing o at it.
-func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by string, now time.Time) (*plan, error) {
+// startPlan begins the plan of o, made from tmpl (nil: not found): with the template read, or
+// nil and the plan's result saying why o is left alone (skipped, invalid).
+func startPlan(o object, tmpl *unstructured.Unstructured) (*plan, *infrav1.OpenStackMachineTemplate) {
 	ref := refOf(o.u)
 	p := &plan{result: attach.Result{Kind: o.kind, Namespace: o.u.GetNamespace(), Name: o.u.GetName(), Template: ref.Name}}
 	r := &p.result
@@ -154,6 +153,18 @@ func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by 
 		r.Action, r.Reason = attach.ActionInvalid, fmt.Sprintf("OpenStackMachineTemplate %s/%s does not read as CAPO's v1beta1: %v", tmpl.GetNamespace(), tmpl.GetName(), err)
 		return p, nil
 	}
+	return p, &t
+}
+
+// planFor decides what to do to o, whose template is tmpl (nil: not found): skipped, unchanged
+// (the template has a port on every network and every security group), or patched: a new
+// template and the patch pointing o at it.
+func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by string, now time.Time) (*plan, error) {
+	p, t := startPlan(o, tmpl)
+	if t == nil {
+		return p, nil
+	}
+	r := &p.result
 	spec := t.Spec.Template.Spec
 	var ops []jsonPatchOp
 	const specPath = "/spec/template/spec"
@@ -235,6 +246,19 @@ func planFor(o object, tmpl *unstructured.Unstructured, a attach.Attachment, by 
 // replaces, named after the old one and a hash of the new spec (so the sets that shared a
 // template share the new one, and a run that stopped half-way finds it again).
 func (p *plan) newTemplate(old *unstructured.Unstructured, ops []jsonPatchOp, a attach.Attachment, by string, now time.Time) error {
+	return p.newTemplateRecording(old, ops, func(annotations map[string]string) error {
+		record, err := json.Marshal(attach.RecordIn(annotations).Merged(a, now, by))
+		if err != nil {
+			return err
+		}
+		annotations[attach.Annotation] = string(record)
+		return nil
+	})
+}
+
+// newTemplateRecording is newTemplate with record writing the record into the new template's
+// annotations (a copy of the old one's).
+func (p *plan) newTemplateRecording(old *unstructured.Unstructured, ops []jsonPatchOp, record func(annotations map[string]string) error) error {
 	oldSpec, _, _ := unstructured.NestedMap(old.Object, "spec")
 	oldJSON, err := json.Marshal(map[string]any{"spec": oldSpec})
 	if err != nil {
@@ -267,11 +291,9 @@ func (p *plan) newTemplate(old *unstructured.Unstructured, ops []jsonPatchOp, a 
 		annotations = map[string]string{}
 	}
 	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	record, err := json.Marshal(attach.RecordIn(annotations).Merged(a, now, by))
-	if err != nil {
+	if err := record(annotations); err != nil {
 		return err
 	}
-	annotations[attach.Annotation] = string(record)
 	annotations[ReplacesAnnotation] = old.GetName()
 	t.SetAnnotations(annotations)
 	p.template = t

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
@@ -112,7 +113,7 @@ type clusterAPIPatchOptions struct {
 func newClusterAPIPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &clusterAPIPatchOptions{g: g, streams: streams}
 	cmd := &cobra.Command{
-		Use:   "patch --network ID [--security-group ID] [-n NAMESPACE] [--name [KIND/]NAME...]",
+		Use:   "patch --network ID [--security-group ID] [-n NAMESPACE] [--name [KIND/]NAME...] [--remove]",
 		Short: "Give Cluster API MachineSets and MachineDeployments a template with a port on the storage network",
 		Long: `For each Cluster API MachineSet and MachineDeployment of the namespace (default
 ` + clusterapi.OpenShiftNamespace + `) whose machines are made from an OpenStackMachineTemplate that
@@ -134,17 +135,27 @@ network Manila exports on.
 With -f FILE (or -) the Cluster API objects of a file are patched instead (GitOps): the sets'
 references are changed in place and the new templates appended as documents; the old templates
 stay in the file until no Machine uses them. --in-place writes it back (keeping FILE.bak),
---dry-run prints the diff.`,
+--dry-run prints the diff.
+
+` + removeHelp + ` A removal, too, is a new template (a copy
+without the ports on those networks and without those security groups) the set is pointed at.
+Its Machines are replaced as after an attachment (a MachineDeployment by itself, a MachineSet
+with 'manila-setup clusterapi rollout'): on a cluster it is refused (exit 1, naming the pods,
+claims and nodes) while pods on their nodes use Manila volumes, or, outside
+` + clusterapi.OpenShiftNamespace + `, whose nodes are a workload cluster's, always; --force removes anyway.`,
 		Example: `  manila-setup clusterapi patch --network 5f0c3b7e-... --security-group 77c0a1d2-... --dry-run
   manila-setup clusterapi patch -n capi-clusters --network 5f0c3b7e-... --name machinedeployment/md-0
-  manila-setup clusterapi patch -f clusters/prod/machines.yaml --network 5f0c3b7e-... --in-place`,
+  manila-setup clusterapi patch -f clusters/prod/machines.yaml --network 5f0c3b7e-... --in-place
+  manila-setup clusterapi patch --remove --dry-run
+  manila-setup clusterapi patch --remove --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --name machineset/ocp-worker-0
+  manila-setup clusterapi patch --remove -f clusters/prod/machines.yaml --in-place`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "Cluster API objects",
 		securityGroup: "ID of a security group to add (repeat or comma-separate)",
-		force:         "attach a network even where no Manila export location lies"})
+		force:         "attach a network even where no Manila export location lies; with --remove, remove while pods on the machines use Manila volumes"})
 	f.StringVarP(&o.Namespace, "namespace", "n", clusterapi.OpenShiftNamespace, "namespace of the Cluster API objects")
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these (NAME, machineset/NAME or machinedeployment/NAME)")
 	f.BoolVar(&o.KeepTemplates, "keep-templates", false, "never delete the templates replaced, even once unused")
@@ -175,6 +186,11 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if opts.Remove != nil && !o.DryRun {
+		if err := o.checkMounts(ctx, dyn, scope, opts); err != nil {
+			return err
+		}
+	}
 	report, err := clusterapi.Patch(ctx, dyn, scope, opts)
 	if printErr := printClusterAPIReport(o.g, o.streams, report, o.DryRun, &o.attachFlags); printErr != nil && err == nil {
 		err = printErr
@@ -183,6 +199,47 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return clusterAPIInvalid(o.g, report)
+}
+
+// checkMounts refuses a removal while pods on the nodes of the Machines it replaces use Manila
+// volumes (a MachineDeployment replaces them at once, a MachineSet with 'clusterapi rollout'),
+// or when those nodes are a workload cluster's, unless --force.
+func (o *clusterAPIPatchOptions) checkMounts(ctx context.Context, dyn dynamic.Interface, scope clusterapi.Scope, opts attach.Options) error {
+	dry := opts
+	dry.DryRun = true
+	planned, err := clusterapi.Patch(ctx, dyn, scope, dry)
+	if err != nil {
+		return patchErrorExit(err)
+	}
+	nodes, elsewhere, err := clusterapi.RemovalNodes(ctx, dyn, scope.Namespace, planned.Results)
+	if err != nil {
+		return environmentError(err)
+	}
+	if elsewhere != "" {
+		if o.Force {
+			fmt.Fprintf(o.streams.ErrOut, "warning: --force: removing although %s\n", elsewhere)
+			return nil
+		}
+		return invalidInput(fmt.Errorf("refusing to remove the storage network: the Machines of the sets it changes are replaced, and pods on them may use Manila volumes over that network, but %s. Check there that no pod on those nodes uses a PersistentVolume of %s, then run again with --force; nothing was changed", elsewhere, attach.ManilaDriver))
+	}
+	clients, err := newMachineSetsClients(o.g)
+	if err != nil {
+		return err
+	}
+	mounts, err := attach.ManilaMounts(ctx, clients.kube, nodes)
+	if err != nil {
+		return environmentError(err)
+	}
+	if len(mounts) == 0 {
+		return nil
+	}
+	if o.Force {
+		for _, m := range mounts {
+			fmt.Fprintf(o.streams.ErrOut, "warning: --force: replacing the machine of node %s although a pod there uses a Manila volume: %s\n", m.Node, m)
+		}
+		return nil
+	}
+	return invalidInput(&attach.MountedError{Mounts: mounts})
 }
 
 // runFile patches the Cluster API objects of -f instead of the cluster's (GitOps).
