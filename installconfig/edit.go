@@ -274,6 +274,7 @@ func (e *editor) ensureLists(pl *pool, final [2][]string) {
 				if len(missing) > 0 {
 					e.appendItems(l.step.node, missing)
 				}
+				e.removeItems(l.step, final[k])
 			case l != nil:
 				e.replaceValue(l.step, seqNode(final[k]))
 			default:
@@ -570,6 +571,85 @@ func (e *editor) replaceScalar(n *yaml.Node, v string) {
 		}
 	}
 	n.Value = v
+}
+
+// removeItems takes out of an existing list the IDs that keep does not hold (patch --remove).
+// In the text, the line of each such item goes, when it holds nothing else: a block list that
+// keeps an item; anything else (a flow list, a list left empty, an alias) is written out as a
+// whole.
+func (e *editor) removeItems(list step, keep []string) {
+	seq := list.node
+	kept := map[string]bool{}
+	for _, id := range keep {
+		kept[id] = true
+	}
+	var out []*yaml.Node
+	var gone []*yaml.Node
+	for _, c := range seq.Content {
+		if r := resolve(c); r != nil && !kept[neutronid.Key(r.Value)] {
+			gone = append(gone, c)
+			continue
+		}
+		out = append(out, c)
+	}
+	if len(gone) == 0 {
+		return
+	}
+	seq.Content = out
+	if !e.text {
+		return
+	}
+	if seq.Style&yaml.FlowStyle != 0 || list.shared || list.raw != seq {
+		e.fail()
+		return
+	}
+	if len(out) == 0 && !e.emptyAfterKey(list.key) {
+		return
+	}
+	ls := e.f.lines()
+	for _, n := range gone {
+		start, end, ok := e.scalarToken(n)
+		if !ok || n.Kind != yaml.ScalarNode || n.Anchor != "" || n.Line < 1 || n.Line > len(ls) {
+			e.fail()
+			return
+		}
+		lineStart := ls[n.Line-1]
+		lineEnd := len(e.f.body)
+		if n.Line < len(ls) {
+			lineEnd = ls[n.Line]
+		}
+		before := string(e.f.body[lineStart:start])
+		after := strings.TrimRight(string(e.f.body[end:lineEnd]), "\r\n")
+		if !itemPrefix.MatchString(before) || (strings.TrimSpace(after) != "" && !strings.HasPrefix(strings.TrimSpace(after), "#")) {
+			e.fail()
+			return
+		}
+		e.add(lineStart, lineEnd-lineStart, "")
+	}
+}
+
+// emptyAfterKey writes " []" after the colon of key, written alone on its line, for a block
+// list left empty (a key without a value would be null); otherwise the text is given up.
+func (e *editor) emptyAfterKey(key *yaml.Node) bool {
+	if key == nil || key.Kind != yaml.ScalarNode || key.Style != 0 || key.Line < 1 {
+		e.fail()
+		return false
+	}
+	o := e.f.offset(key.Line, key.Column)
+	line := e.f.lineText(key.Line)
+	col := o - e.f.lines()[key.Line-1]
+	if o < 0 || !strings.HasPrefix(line[col:], key.Value) {
+		e.fail()
+		return false
+	}
+	rest := strings.TrimLeft(line[col+len(key.Value):], " \t")
+	if !strings.HasPrefix(rest, ":") || strings.TrimSpace(rest[1:]) != "" {
+		e.fail()
+		return false
+	}
+	colon := o + len(key.Value) + strings.Index(line[col+len(key.Value):], ":") + 1
+	e.add(colon, 0, " []")
+	return true
 }
 
 // appendItems adds IDs at the end of an existing list, in the style of its last item.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,6 +22,11 @@ type PatchOptions struct {
 	Pools []string
 	// ControlPlane patches controlPlane as well.
 	ControlPlane bool
+	// Remove removes the IDs from the pools' own lists instead of adding them (patch
+	// --remove): every other item, and every other byte, stays. A list inherited from
+	// platform.openstack.defaultMachinePlatform is not a pool's own and is left alone; an ID
+	// that is in no list is nothing to do.
+	Remove bool
 }
 
 // Change is what patch did to one list.
@@ -29,6 +35,8 @@ type Change struct {
 	Field string `json:"field"`
 	// Added are the IDs appended to it.
 	Added []string `json:"added,omitempty"`
+	// Removed are the IDs taken out of it (patch --remove).
+	Removed []string `json:"removed,omitempty"`
 	// Normalized are the IDs rewritten in canonical form, as "old -> new".
 	Normalized []string `json:"normalized,omitempty"`
 	// Note explains a change that is more than an append.
@@ -173,8 +181,9 @@ func normalizeOptionIDs(opts PatchOptions) ([2][]string, error) {
 type target struct {
 	pool  *pool
 	kind  PoolKind
-	final [2][]string // the pool's own list after the patch, when it changes
-	added [2][]string
+	final   [2][]string // the pool's own list after the patch, when it changes
+	added   [2][]string
+	removed [2][]string
 	seed  [2]bool // the list is new and starts with the IDs of defaultMachinePlatform
 }
 
@@ -241,6 +250,10 @@ func makePlan(m *model, ids [2][]string, opts PatchOptions) (*plan, error) {
 		}
 	}
 
+	if opts.Remove {
+		p.planRemoval(targets, ids)
+		return p, nil
+	}
 	for _, t := range targets {
 		for _, k := range listKinds {
 			if len(ids[k]) == 0 {
@@ -276,6 +289,38 @@ func makePlan(m *model, ids [2][]string, opts PatchOptions) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// planRemoval plans taking ids out of the targets' own lists.
+func (p *plan) planRemoval(targets []*target, ids [2][]string) {
+	for _, t := range targets {
+		for _, k := range listKinds {
+			own, ownSet := t.ownList(k)
+			if !ownSet || len(ids[k]) == 0 {
+				continue
+			}
+			drop := map[string]bool{}
+			for _, id := range ids[k] {
+				drop[id] = true
+			}
+			final := make([]string, 0, len(own))
+			for _, v := range own {
+				if drop[v] {
+					if !slices.Contains(t.removed[k], v) {
+						t.removed[k] = append(t.removed[k], v)
+					}
+					continue
+				}
+				final = append(final, v)
+			}
+			if len(t.removed[k]) > 0 {
+				t.final[k] = final
+			}
+		}
+		if len(t.removed[Networks]) > 0 || len(t.removed[SecurityGroups]) > 0 {
+			p.ops = append(p.ops, t)
+		}
+	}
 }
 
 func poolOrNil(p *pool) *pool {
@@ -377,6 +422,9 @@ func (p *plan) changes() []Change {
 	}
 	for _, t := range p.ops {
 		for _, k := range listKinds {
+			if len(t.removed[k]) > 0 {
+				out = append(out, Change{Field: p.listPath(t, k), Removed: t.removed[k]})
+			}
 			if len(t.added[k]) == 0 {
 				continue
 			}
@@ -433,7 +481,7 @@ func (p *plan) expected(f *File) (any, error) {
 			doc = setGeneric(doc, gp[:1], map[string]any{"name": "master"})
 		}
 		for _, k := range listKinds {
-			if len(t.added[k]) == 0 {
+			if len(t.added[k]) == 0 && len(t.removed[k]) == 0 {
 				continue
 			}
 			values := make([]any, len(t.final[k]))

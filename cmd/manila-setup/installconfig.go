@@ -215,7 +215,9 @@ type installConfigPatchOptions struct {
 	Offline        bool
 	// Discover adds the network Manila exports on, found by asking the cloud.
 	Discover bool
-	cloud    *cloudOptions
+	// Remove takes the IDs out instead of adding them.
+	Remove bool
+	cloud  *cloudOptions
 	client   *openstack.Client // connected once, when a cloud is used
 }
 
@@ -235,7 +237,7 @@ type patchReport struct {
 func newInstallConfigPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &installConfigPatchOptions{global: g, streams: streams, cloud: &cloudOptions{global: g, streams: streams}}
 	cmd := &cobra.Command{
-		Use:   "patch FILE --network ID...|--discover --security-group ID... [--pool NAME...] [--control-plane] [--dry-run]",
+		Use:   "patch FILE --network ID...|--discover --security-group ID... [--pool NAME...] [--control-plane] [--remove] [--dry-run]",
 		Short: "Add network and security group IDs to the machine pools of an install-config.yaml",
 		Long: `Add network and security group IDs to the additionalNetworkIDs and additionalSecurityGroupIDs of
 the compute pools (all of them, or those named with --pool) and, with --control-plane, of the
@@ -261,13 +263,19 @@ file is patched; a cloud that cannot be asked stops it too (exit 2). --offline s
 With --discover, the network Manila exports on (as "networks discover" finds it) is added
 without looking its ID up; it is printed on standard error with the reason.
 
+--remove goes back: it takes the IDs of --network and --security-group out of the same lists
+(the pools' own additionalNetworkIDs and additionalSecurityGroupIDs; a list inherited from
+defaultMachinePlatform is left alone), keeping every other item and byte; a list left empty
+stays as []. An ID in no list is nothing to do. The cloud is not asked.
+
 Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result) is invalid,
 2 usage error, the file cannot be read or written, or the cloud cannot be asked.`,
 		Example: `  manila-setup installconfig patch install-config.yaml --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --dry-run
   manila-setup installconfig patch install-config.yaml \
       --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --security-group 0b8e3c1d-52d4-4f7e-8a0c-6c9d2e4f1a37
   manila-setup installconfig patch install-config.yaml --network ID --pool worker --control-plane
-  manila-setup installconfig patch install-config.yaml --os-cloud mycloud --discover --dry-run`,
+  manila-setup installconfig patch install-config.yaml --os-cloud mycloud --discover --dry-run
+  manila-setup installconfig patch install-config.yaml --remove --network 2f2d0c9e-6a3b-4bb6-9a36-2a8d3c7f1e55 --control-plane --dry-run`,
 		Args: exactlyOneFile,
 		RunE: cmdrun.RunE(o),
 	}
@@ -279,6 +287,7 @@ Exit codes: 0 patched or nothing to do, 1 the file (or, with a cloud, the result
 	f.BoolVar(&o.DryRun, "dry-run", false, "print a unified diff of the change and write nothing")
 	f.BoolVar(&o.Offline, "offline", false, "do not check the result with the cloud, even when one is named")
 	f.BoolVar(&o.Discover, "discover", false, "add the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
+	f.BoolVar(&o.Remove, "remove", false, "remove the IDs of --network and --security-group from the pools' own lists instead of adding them")
 	o.cloud.addFlags(f)
 	return cmd
 }
@@ -289,6 +298,9 @@ func (o *installConfigPatchOptions) Complete(cmd *cobra.Command, args []string) 
 }
 
 func (o *installConfigPatchOptions) Validate() error {
+	if o.Remove && o.Discover {
+		return usageError("installconfig patch: --remove takes out the IDs given: name them with --network and --security-group, not --discover")
+	}
 	if o.Discover && (o.Offline || o.global.OSCloud == "") {
 		return usageError("installconfig patch: --discover asks the cloud: name it with --os-cloud (or $OS_CLOUD), without --offline")
 	}
@@ -308,7 +320,7 @@ func (o *installConfigPatchOptions) Validate() error {
 // rejects stops the patch before anything is written (exit 1), so does a cloud that cannot be
 // asked (exit 2); its warnings join the offline ones.
 func (o *installConfigPatchOptions) checkWithCloud(ctx context.Context, name string, res *installconfig.PatchResult) error {
-	if o.Offline || o.global.OSCloud == "" {
+	if o.Offline || o.global.OSCloud == "" || o.Remove { // a removal adds nothing to check
 		return nil
 	}
 	if err := o.connect(ctx); err != nil {
@@ -397,6 +409,7 @@ func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 		SecurityGroups: o.SecurityGroups,
 		Pools:          o.Pools,
 		ControlPlane:   o.ControlPlane,
+		Remove:         o.Remove,
 	})
 	var optErr *installconfig.OptionError
 	var invalid *installconfig.InvalidError
@@ -464,6 +477,10 @@ func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 
 func (o *installConfigPatchOptions) printChanges(name string, res *installconfig.PatchResult, report patchReport) error {
 	out := o.streams.Out
+	if !res.Changed && o.Remove {
+		_, err := fmt.Fprintf(out, "%s: nothing to change: no selected pool's own list has these IDs\n", name)
+		return err
+	}
 	if !res.Changed {
 		_, err := fmt.Fprintf(out, "%s: nothing to change: every selected pool already has these IDs\n", name)
 		return err
@@ -471,6 +488,9 @@ func (o *installConfigPatchOptions) printChanges(name string, res *installconfig
 	for _, c := range res.Changes {
 		for _, id := range c.Added {
 			fmt.Fprintf(out, "%s: added %s\n", c.Field, id)
+		}
+		for _, id := range c.Removed {
+			fmt.Fprintf(out, "%s: removed %s\n", c.Field, id)
 		}
 		for _, n := range c.Normalized {
 			fmt.Fprintf(out, "%s: rewrote %s\n", c.Field, n)
