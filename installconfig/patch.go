@@ -179,12 +179,12 @@ func normalizeOptionIDs(opts PatchOptions) ([2][]string, error) {
 // target is a pool to patch; pool is nil for a pool patch creates (compute pool "worker"
 // when the file has none, the control plane when the file has no controlPlane).
 type target struct {
-	pool  *pool
-	kind  PoolKind
+	pool    *pool
+	kind    PoolKind
 	final   [2][]string // the pool's own list after the patch, when it changes
 	added   [2][]string
 	removed [2][]string
-	seed  [2]bool // the list is new and starts with the IDs of defaultMachinePlatform
+	seed    [2]bool // the list is new and starts with the IDs of defaultMachinePlatform
 }
 
 type plan struct {

@@ -218,7 +218,7 @@ type installConfigPatchOptions struct {
 	// Remove takes the IDs out instead of adding them.
 	Remove bool
 	cloud  *cloudOptions
-	client   *openstack.Client // connected once, when a cloud is used
+	client *openstack.Client // connected once, when a cloud is used
 }
 
 // patchReport is the -o json/yaml output of patch.
