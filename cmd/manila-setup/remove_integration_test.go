@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +204,44 @@ func manilaVolumeInUse(t *testing.T, ctx context.Context, kc kubernetes.Interfac
 	}
 	if _, err := kc.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMachineSetsRemoveFile: the file form, with no cluster: a MachineSet file with a network the
+// user added by hand gets the storage network with -f --in-place, then patch --remove -f
+// --in-place gives the file back byte for byte (the hand-added network kept), and a second
+// removal writes nothing.
+func TestMachineSetsRemoveFile(t *testing.T) {
+	t.Setenv("OS_CLOUD", "")
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	const hand = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+	src, err := os.ReadFile("../../machinesets/testdata/corpus/installer-default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(src), "          networks:\n", "          networks:\n          - uuid: "+hand+" # added by hand\n", 1)
+	file := filepath.Join(t.TempDir(), "machinesets.yaml")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"machinesets", "patch", "-f", file}, args...)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		return out + errOut
+	}
+	run("--network", cliStorageNet, "--security-group", cliStorageSG, "--in-place")
+	out := run("--remove", "--dry-run")
+	if !strings.Contains(out, "removed network "+cliStorageNet+", security group "+cliStorageSG) || !strings.Contains(out, "-          - uuid: "+cliStorageNet) || strings.Contains(out, "-          - uuid: "+hand) {
+		t.Errorf("--remove --dry-run:\n%s", out)
+	}
+	run("--remove", "--in-place")
+	if b, _ := os.ReadFile(file); string(b) != doc {
+		t.Errorf("attached then removed is not the original:\n%s", b)
+	}
+	if out := run("--remove", "--in-place"); !strings.Contains(out, "unchanged, not written") {
+		t.Errorf("second removal:\n%s", out)
 	}
 }
