@@ -17,9 +17,11 @@ import (
 
 // OperatorBundleOptions are the flags of `operator bundle`.
 type OperatorBundleOptions struct {
-	Dir     string
-	Version string
-	Image   string
+	Dir       string
+	Version   string
+	Image     string
+	Replaces  string
+	SkipRange string
 
 	streams IOStreams
 	opts    bundle.Options
@@ -48,12 +50,15 @@ this build's unless --version; images as for "operator render".`,
 	cmd.Flags().StringVarP(&o.Dir, "output-dir", "d", "", "directory to write the bundle into (new or empty)")
 	cmd.Flags().StringVar(&o.Version, "version", strings.TrimPrefix(version, "v"), "the bundle's semantic version")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image (default: OPERATOR_IMAGE, else this build's)")
+	cmd.Flags().StringVar(&o.Replaces, "replaces", "", "the version of the bundle this one upgrades in the catalog's channel (spec.replaces)")
+	cmd.Flags().StringVar(&o.SkipRange, "skip-range", "", `the olm.skipRange annotation: versions that upgrade straight to this one (default ">=0.0.0 <VERSION"; "none" leaves it out)`)
 	return cmd
 }
 
 func (o *OperatorBundleOptions) Complete(*cobra.Command, []string) error {
 	render := operator.RenderOptionsFromEnv(os.Getenv)
-	o.opts = bundle.Options{Version: o.Version, OperatorImage: render.OperatorImage, Images: render.Images}
+	o.opts = bundle.Options{Version: o.Version, OperatorImage: render.OperatorImage, Images: render.Images,
+		Replaces: o.Replaces, SkipRange: o.SkipRange}
 	if o.Image != "" {
 		o.opts.OperatorImage = o.Image
 	}
@@ -71,7 +76,7 @@ func (o *OperatorBundleOptions) Run(context.Context) error {
 	streams := o.streams
 	files, err := bundle.Files(o.opts)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "version: ") {
+		if strings.HasPrefix(err.Error(), "version: ") || strings.HasPrefix(err.Error(), "replaces: ") {
 			return usageError("--%v", err)
 		}
 		return err

@@ -57,6 +57,12 @@ type Options struct {
 	Version       string
 	OperatorImage string
 	Images        operator.Images
+	// Replaces is the version this one upgrades in a catalog's channel (spec.replaces); "" for
+	// the first.
+	Replaces string
+	// SkipRange is the olm.skipRange annotation: the versions a catalog may upgrade from straight
+	// to this one. "" means every earlier one (">=0.0.0 <Version"); "none" leaves it out.
+	SkipRange string
 }
 
 // semverRE is semver.org's regular expression for a version.
@@ -70,6 +76,14 @@ func Files(opts Options) (map[string][]byte, error) {
 	version := strings.TrimPrefix(opts.Version, "v")
 	if !semverRE.MatchString(version) {
 		return nil, fmt.Errorf("version: Invalid value: %q: an OLM bundle needs a semantic version such as 0.4.0 (build from a tag, or give --version)", opts.Version)
+	}
+	replaces := strings.TrimPrefix(opts.Replaces, "v")
+	if replaces != "" && (!semverRE.MatchString(replaces) || replaces == version) {
+		return nil, fmt.Errorf("replaces: Invalid value: %q: the semantic version of an earlier bundle, not %s", opts.Replaces, version)
+	}
+	skipRange := opts.SkipRange
+	if skipRange == "" {
+		skipRange = ">=0.0.0 <" + version
 	}
 	rendered, err := operator.Render(operator.RenderOptions{Namespace: namespaceToken, OperatorImage: opts.OperatorImage, Images: opts.Images})
 	if err != nil {
@@ -213,6 +227,14 @@ func Files(opts Options) (map[string][]byte, error) {
 			"customresourcedefinitions": map[string]any{},
 			"relatedImages":             relatedImages(opts),
 		},
+	}
+	// The upgrade path a catalog takes: this version replaces the one before it in the channel,
+	// and may be reached straight from any in skipRange (one bundle for every older install).
+	if replaces != "" {
+		csv["spec"].(map[string]any)["replaces"] = PackageName + ".v" + replaces
+	}
+	if skipRange != "none" {
+		csv["metadata"].(map[string]any)["annotations"].(map[string]any)["olm.skipRange"] = skipRange
 	}
 	b, err := yaml.Marshal(csv)
 	if err != nil {

@@ -25,8 +25,9 @@ type csv struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		Version string `json:"version"`
-		Install struct {
+		Version  string `json:"version"`
+		Replaces string `json:"replaces"`
+		Install  struct {
 			Spec struct {
 				ClusterPermissions []struct {
 					ServiceAccountName string              `json:"serviceAccountName"`
@@ -158,6 +159,45 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := Files(Options{Version: "0.4.0", OperatorImage: "quay.io/example/op:latest", Images: operator.DefaultImages}); err == nil {
 		t.Error(":latest accepted")
+	}
+}
+
+// TestUpgradePath: a bundle reaches a catalog's channel after the one it replaces, and may be
+// installed straight over any earlier version (skipRange) unless told otherwise.
+func TestUpgradePath(t *testing.T) {
+	for _, tt := range []struct {
+		name                        string
+		opts                        Options
+		wantReplaces, wantSkipRange string
+	}{
+		{"first bundle", Options{Version: "0.4.0"}, "", ">=0.0.0 <0.4.0"},
+		{"replaces", Options{Version: "0.5.0", Replaces: "v0.4.0"}, PackageName + ".v0.4.0", ">=0.0.0 <0.5.0"},
+		{"a range of its own", Options{Version: "0.5.0", Replaces: "0.4.0", SkipRange: ">=0.3.0 <0.5.0"}, PackageName + ".v0.4.0", ">=0.3.0 <0.5.0"},
+		{"no range", Options{Version: "0.5.0", Replaces: "0.4.0", SkipRange: "none"}, PackageName + ".v0.4.0", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.OperatorImage, tt.opts.Images = testImage, operator.DefaultImages
+			files, err := Files(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got csv
+			if err := yaml.Unmarshal(files[CSVPath], &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Spec.Replaces != tt.wantReplaces {
+				t.Errorf("spec.replaces = %q, want %q", got.Spec.Replaces, tt.wantReplaces)
+			}
+			if r := got.Metadata.Annotations["olm.skipRange"]; r != tt.wantSkipRange {
+				t.Errorf("olm.skipRange = %q, want %q", r, tt.wantSkipRange)
+			}
+		})
+	}
+	for _, bad := range []string{"0.4", "latest", "0.5.0"} {
+		_, err := Files(Options{Version: "0.5.0", Replaces: bad, OperatorImage: testImage, Images: operator.DefaultImages})
+		if err == nil || !strings.Contains(err.Error(), `replaces: Invalid value: "`+bad+`"`) {
+			t.Errorf("replaces %q: %v", bad, err)
+		}
 	}
 }
 

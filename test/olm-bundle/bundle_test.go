@@ -16,7 +16,7 @@ import (
 )
 
 func TestBundleValidates(t *testing.T) {
-	files, err := bundle.Files(bundle.Options{Version: "0.4.0", OperatorImage: "quay.io/example/manila-setup-operator:v0.4.0", Images: operator.DefaultImages})
+	files, err := bundle.Files(bundle.Options{Version: "0.4.0", Replaces: "0.3.0", OperatorImage: "quay.io/example/manila-setup-operator:v0.4.0", Images: operator.DefaultImages})
 	if err != nil {
 		t.Fatal(err)
 	}
