@@ -421,6 +421,14 @@ type operatorProcess struct {
 
 func startOperator(t *testing.T, cli, kubeconfig string, extra ...string) *operatorProcess {
 	t.Helper()
+	im := operator.DefaultImages
+	return startOperatorWithImages(t, cli, kubeconfig, im, extra...)
+}
+
+// startOperatorWithImages is startOperator with the operand images of im in its environment, as
+// its Deployment gives them.
+func startOperatorWithImages(t *testing.T, cli, kubeconfig string, im operator.Images, extra ...string) *operatorProcess {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "operator.log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -429,7 +437,6 @@ func startOperator(t *testing.T, cli, kubeconfig string, extra ...string) *opera
 	cmd := exec.Command(cli, append([]string{"operator", "start", "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--health-address", "", "--resync", "10s"}, extra...)...)
 	cmd.Env = os.Environ()
-	im := operator.DefaultImages
 	for k, p := range im.ImageEnv() {
 		cmd.Env = append(cmd.Env, k+"="+*p)
 	}
@@ -457,6 +464,17 @@ func startOperator(t *testing.T, cli, kubeconfig string, extra ...string) *opera
 		}
 	})
 	return p
+}
+
+// stop ends the operator as its pod's replacement would: SIGTERM, then SIGKILL after 15 s.
+func (p *operatorProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 func (p *operatorProcess) alive() error {
