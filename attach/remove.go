@@ -2,6 +2,7 @@ package attach
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -214,4 +215,32 @@ func RemovedResult(r Result, d Detach) Result {
 	}
 	r.Action, r.Reason = ActionUnchanged, d.Reason()
 	return r
+}
+
+// PatchOp is one operation of an RFC 6902 JSON patch; each kind converts it to its own.
+type PatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// RecordOps are the JSON-patch operations that write what is left of an object's record, or
+// remove it (and the annotations, when the record was the only one); none when the record stays
+// as it is. annotations are the object's.
+func (d Detach) RecordOps(annotations map[string]string) []PatchOp {
+	key := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(Annotation, "~", "~0"), "/", "~1")
+	if !d.RecordChanged {
+		return nil
+	}
+	if d.Record == nil {
+		if _, ok := annotations[Annotation]; !ok {
+			return nil
+		}
+		if len(annotations) == 1 {
+			return []PatchOp{{Op: "remove", Path: "/metadata/annotations"}}
+		}
+		return []PatchOp{{Op: "remove", Path: key}}
+	}
+	b, _ := json.Marshal(d.Record)
+	return []PatchOp{{Op: "add", Path: key, Value: string(b)}}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,7 +85,9 @@ func planRemoveFor(ref attach.Ref, o object, tmpl *unstructured.Unstructured, r 
 	if p.template != nil {
 		setOps = append(setOps, jsonPatchOp{Op: "add", Path: "/spec/template/spec/infrastructureRef/name", Value: p.template.GetName()})
 	}
-	setOps = append(setOps, recordRemoveOps(o.u.GetAnnotations(), d)...)
+	for _, op := range d.RecordOps(o.u.GetAnnotations()) {
+		setOps = append(setOps, jsonPatchOp(op))
+	}
 	p.patch, err = json.Marshal(setOps)
 	return p, err
 }
@@ -122,22 +123,6 @@ func leftRecord(annotations map[string]string, d attach.Detach) error {
 	b, err := json.Marshal(d.Record)
 	annotations[attach.Annotation] = string(b)
 	return err
-}
-
-// recordRemoveOps are the JSON-patch operations that write what is left of a set's record, or
-// remove it (and the annotations, when it was the only one).
-func recordRemoveOps(annotations map[string]string, d attach.Detach) []jsonPatchOp {
-	key := "/metadata/annotations/" + strings.ReplaceAll(attach.Annotation, "/", "~1")
-	switch {
-	case !d.RecordChanged:
-		return nil
-	case d.Record != nil:
-		b, _ := json.Marshal(d.Record)
-		return []jsonPatchOp{{Op: "add", Path: key, Value: string(b)}}
-	case len(annotations) == 1:
-		return []jsonPatchOp{{Op: "remove", Path: "/metadata/annotations"}}
-	}
-	return []jsonPatchOp{{Op: "remove", Path: key}}
 }
 
 // RemovalNodes names the Nodes of the Machines of the sets and deployments a removal changes

@@ -93,7 +93,9 @@ func removePatch(ms *machinev1beta1.MachineSet, spec *ProviderSpec, d attach.Det
 		}
 		ops = append(ops, more...)
 	}
-	ops = append(ops, recordOps(ms.Annotations, d)...)
+	for _, op := range d.RecordOps(ms.Annotations) {
+		ops = append(ops, jsonPatchOp(op))
+	}
 	return json.Marshal(ops)
 }
 
@@ -153,25 +155,6 @@ func removeEntries(fields map[string]json.RawMessage, key string, drop func(json
 		ops = append(ops, jsonPatchOp{Op: "remove", Path: path + "/" + strconv.Itoa(picked[i])})
 	}
 	return ops, nil
-}
-
-// recordOps writes what is left of the record, or removes it (and the annotations, when it was
-// the only one).
-func recordOps(annotations map[string]string, d attach.Detach) []jsonPatchOp {
-	if !d.RecordChanged {
-		return nil
-	}
-	if d.Record == nil {
-		if _, ok := annotations[attach.Annotation]; !ok {
-			return nil
-		}
-		if len(annotations) == 1 {
-			return []jsonPatchOp{{Op: "remove", Path: "/metadata/annotations"}}
-		}
-		return []jsonPatchOp{{Op: "remove", Path: "/metadata/annotations/" + escapePointer(attach.Annotation)}}
-	}
-	b, _ := json.Marshal(d.Record)
-	return []jsonPatchOp{{Op: "add", Path: "/metadata/annotations/" + escapePointer(attach.Annotation), Value: string(b)}}
 }
 
 // recordDiff shows the change of the record annotation, when only it changes.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -66,7 +65,9 @@ func (t Target) PlanRemoveFile(u *unstructured.Unstructured, r attach.Removal, n
 			ops = append(ops, jsonPatchOp{Op: "remove", Path: portsPath + "/" + strconv.Itoa(i)})
 		}
 	}
-	ops = append(ops, recordOps(np.Annotations, d)...)
+	for _, op := range d.RecordOps(np.Annotations) {
+		ops = append(ops, jsonPatchOp(op))
+	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		return attach.Plan{}, err
@@ -78,20 +79,4 @@ func (t Target) PlanRemoveFile(u *unstructured.Unstructured, r attach.Removal, n
 		return attach.YAMLDiff(fmt.Sprintf("NodePool %s/%s spec.platform.openstack", np.Namespace, np.Name), before, &after)
 	}
 	return attach.Plan{Result: res, Change: attach.FileChange{Patch: patch}, Diff: diff}, nil
-}
-
-// recordOps writes what is left of the record, or removes it (and the annotations, when it was
-// the only one).
-func recordOps(annotations map[string]string, d attach.Detach) []jsonPatchOp {
-	key := "/metadata/annotations/" + strings.ReplaceAll(attach.Annotation, "/", "~1")
-	switch {
-	case !d.RecordChanged:
-		return nil
-	case d.Record != nil:
-		b, _ := json.Marshal(d.Record)
-		return []jsonPatchOp{{Op: "add", Path: key, Value: string(b)}}
-	case len(annotations) == 1:
-		return []jsonPatchOp{{Op: "remove", Path: "/metadata/annotations"}}
-	}
-	return []jsonPatchOp{{Op: "remove", Path: key}}
 }
