@@ -114,17 +114,7 @@ func TestDriverRunsOnARealNode(t *testing.T) {
 
 	// 4. A claim, provisioned by the csi-provisioner of the controller pod.
 	const appNS = "app"
-	createNamespace(t, ctx, kc, appNS)
-	waitServiceAccount(t, ctx, kc, appNS, "default")
-	class := waitClass(t, ctx, kc, "csi-manila-default")
-	pvc, err := kc.CoreV1().PersistentVolumeClaims(appNS).Create(ctx, rwxClaim(appNS, "shared", class, "1Gi"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv := waitBound(t, ctx, kc, pvc, 3*time.Minute, func() error { return nil })
-	if by := pv.Annotations["pv.kubernetes.io/provisioned-by"]; by != "manila.csi.openstack.org" {
-		t.Errorf("PV %s provisioned by %q, want manila.csi.openstack.org", pv.Name, by)
-	}
+	pvc, pv := claimProvisionedByTheDriver(t, ctx, kc, appNS)
 	t.Logf("claim Bound to %s (share %s) after %s", pv.Name, pv.Spec.CSI.VolumeHandle, time.Since(start).Round(time.Second))
 
 	// 5. A pod using it: the kubelet stages and publishes through the Manila node plugin, which
@@ -225,6 +215,25 @@ func TestCompanionRunsOnARealNode(t *testing.T) {
 		t.Errorf("ServiceAccount %s/%s made no request", names.Namespace, pod.Spec.ServiceAccountName)
 	}
 	t.Logf("ServiceAccount %s: %d requests", pod.Spec.ServiceAccountName, len(reqs))
+}
+
+// claimProvisionedByTheDriver makes namespace and a ReadWriteMany claim "shared" on the
+// operator's csi-manila-default, waits until it is Bound and checks that the Manila driver
+// provisioned it (no other provisioner runs: it was the driver's own controller pod).
+func claimProvisionedByTheDriver(t *testing.T, ctx context.Context, kc kubernetes.Interface, namespace string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
+	t.Helper()
+	createNamespace(t, ctx, kc, namespace)
+	waitServiceAccount(t, ctx, kc, namespace, "default")
+	class := waitClass(t, ctx, kc, "csi-manila-default")
+	pvc, err := kc.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, rwxClaim(namespace, "shared", class, "1Gi"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := waitBound(t, ctx, kc, pvc, 3*time.Minute, func() error { return nil })
+	if by := pv.Annotations["pv.kubernetes.io/provisioned-by"]; by != "manila.csi.openstack.org" {
+		t.Errorf("PV %s provisioned by %q, want manila.csi.openstack.org", pv.Name, by)
+	}
+	return pvc, pv
 }
 
 // installOnRealNode runs `manila-setup operator install` as a user does (with flags), with the

@@ -83,18 +83,7 @@ func TestDriverRunsOnPlainKubernetes(t *testing.T) {
 	}
 
 	// A claim, provisioned by the controller pod's csi-provisioner.
-	const appNS = "app"
-	createNamespace(t, ctx, kc, appNS)
-	waitServiceAccount(t, ctx, kc, appNS, "default")
-	class := waitClass(t, ctx, kc, "csi-manila-default")
-	pvc, err := kc.CoreV1().PersistentVolumeClaims(appNS).Create(ctx, rwxClaim(appNS, "shared", class, "1Gi"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv := waitBound(t, ctx, kc, pvc, 3*time.Minute, func() error { return nil })
-	if by := pv.Annotations["pv.kubernetes.io/provisioned-by"]; by != "manila.csi.openstack.org" {
-		t.Errorf("PV %s provisioned by %q, want manila.csi.openstack.org", pv.Name, by)
-	}
+	_, pv := claimProvisionedByTheDriver(t, ctx, kc, "app")
 	t.Logf("claim Bound to %s (share %s) after %s", pv.Name, pv.Spec.CSI.VolumeHandle, time.Since(start).Round(time.Second))
 
 	// The ClusterCSIDriver says the driver is available, off OpenShift too.
