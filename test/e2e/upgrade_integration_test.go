@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
+
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/platform"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -46,8 +48,8 @@ const previousOperatorImage = "quay.io/example/manila-setup-operator:v0.3.0"
 // release, with a volume in use: the operator's Deployment takes this build's images, the
 // driver's workloads roll to this table's (the node DaemonSets never with all their pods
 // unavailable, and never more at once than their maxUnavailable), the StorageClasses stay (same
-// objects: their parameters did not change), the bound volume stays Bound and a new claim is
-// provisioned by the real driver. It reports the writes the upgrade took.
+// objects: their parameters did not change), the bound volume stays Bound and grows when asked,
+// and a new claim is provisioned by the real driver. It reports the writes the upgrade took.
 func TestUpgradeKeepsVolumes(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	cli := buildCLI(t)
@@ -85,7 +87,7 @@ func TestUpgradeKeepsVolumes(t *testing.T) {
 	}
 
 	// A volume of the previous install, provisioned by the real driver, in use.
-	csi, err := testenv.StartCSIController(ctx, testenv.CSIControllerOptions{Kubeconfig: sim.Kubeconfig, ClusterID: "ostest-upgr"})
+	csi, err := testenv.StartCSIController(ctx, testenv.CSIControllerOptions{Kubeconfig: sim.Kubeconfig, ClusterID: "ostest-upgr", Resizer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +153,7 @@ func TestUpgradeKeepsVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBound(t, ctx, kc, after, 2*time.Minute, csi.Alive)
+	expandAfterUpgrade(t, ctx, sim, csi, before.Name, pv.Spec.CSI.VolumeHandle)
 
 	// 4. What the upgrade wrote, by whom.
 	writes, err := sim.Writes(func(w testenv.AuditWrite) bool { return !w.Time.Before(t0) })
@@ -170,6 +173,41 @@ func TestUpgradeKeepsVolumes(t *testing.T) {
 	if ours == 0 {
 		t.Error("the upgrade wrote nothing: the audit log did not see it")
 	}
+}
+
+// expandAfterUpgrade asks 2Gi of the claim made before the upgrade, and waits until the real
+// driver (csi-resizer, then manila-csi-plugin's ControllerExpandVolume, with the StorageClass's
+// expand Secret) has grown its share in Manila and the claim says so.
+func expandAfterUpgrade(t *testing.T, ctx context.Context, sim *testenv.SimCluster, csi *testenv.CSIController, claim, shareID string) {
+	t.Helper()
+	kc := sim.Client
+	if _, err := kc.CoreV1().PersistentVolumeClaims("app").Patch(ctx, claim, types.MergePatchType,
+		[]byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	manila := manilaClient(t, ctx, testenv.CloudDemo)
+	var size int
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := csi.Alive(); err != nil {
+			return false, err
+		}
+		pvc, err := kc.CoreV1().PersistentVolumeClaims("app").Get(ctx, claim, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got := pvc.Status.Capacity[corev1.ResourceStorage]
+		share, err := shares.Get(ctx, manila, shareID).Extract()
+		if err != nil {
+			return false, nil
+		}
+		size = share.Size
+		return got.String() == "2Gi" && size == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("claim %s did not grow to 2Gi after the upgrade (share %s is %d GiB): %v\n%s\n%s", claim, shareID, size, err,
+			events(ctx, kc, "app", claim), csi.Tail(30))
+	}
+	t.Logf("claim %s of the previous install grew to 2Gi, its share %s too", claim, shareID)
 }
 
 // installWith runs `operator install` with env added to the test's environment.

@@ -45,6 +45,9 @@ type CSIControllerOptions struct {
 	ClusterID string
 	// Verbosity is both programs' --v; default 4 (every CSI call is logged).
 	Verbosity int
+	// Resizer also runs csi-resizer (test/env/node/operands.sh builds it), so that a claim
+	// asking for more grows its share.
+	Resizer bool
 }
 
 // CSIController is the controller side of the real Manila CSI driver, run as local processes
@@ -137,6 +140,25 @@ func StartCSIController(ctx context.Context, opts CSIControllerOptions) (_ *CSIC
 		return nil, err
 	}
 	c.processes = append(c.processes, p)
+	if opts.Resizer {
+		operands, err := operandBinaries(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// As in the controller Deployment, minus leader election and metrics.
+		p, err = startProcess(c.Dir, "csi-resizer", filepath.Join(operands, "csi-resizer"), v,
+			"--csi-address="+c.Socket,
+			"--kubeconfig="+opts.Kubeconfig,
+			"--leader-election=false",
+			"--timeout=120s",
+			"--retry-interval-start=1s",
+			"--retry-interval-max=10s",
+		)
+		if err != nil {
+			return nil, err
+		}
+		c.processes = append(c.processes, p)
+	}
 	return c, nil
 }
 
