@@ -30,6 +30,14 @@ type Backend interface {
 	// Patch attaches a to what sel selects, every kind at once (workers.Cluster.Patch), with
 	// the IDs checked in Neutron first (dryRun: computes the diffs only). One row per object.
 	Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error)
+	// Remove takes off the objects sel selects what their records (attach.Annotation) say
+	// manila-setup attached, and nothing else, as `machinesets patch --remove` does
+	// (workers.Cluster.Patch with attach.Options.Remove); dryRun computes the diffs only.
+	Remove(ctx context.Context, sel workers.Selection, dryRun bool) ([]attach.Result, error)
+	// ManilaMounts names the pods that use Manila volumes on the nodes whose machines the
+	// rollout of sel replaces to take off what planned (Remove's dry run) removes: what
+	// `machinesets patch --remove --rollout` refuses to roll without --force.
+	ManilaMounts(ctx context.Context, sel workers.Selection, planned []attach.Result) ([]attach.Mount, error)
 	// Roll replaces the machines of what sel selects (workers.Cluster.Roll), reporting every
 	// change: the MachineSets (through their Cluster API copy where Cluster API is
 	// authoritative), then the standalone Cluster API MachineSets; MachineDeployments and

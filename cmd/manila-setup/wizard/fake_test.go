@@ -76,6 +76,12 @@ type fakeBackend struct {
 	subnetDenied  map[string]bool
 	subnetUpdates []openstack.SubnetUpdate // the changes made
 	networkReads  int
+
+	// removed are the MachineSets Remove took the record's entries off, "dry:" prefix for dry
+	// runs; mounts are what ManilaMounts answers, mountChecks how often it was asked.
+	removed     []string
+	mounts      []attach.Mount
+	mountChecks int
 }
 
 // chosenKeys are the keys of the rows of section chosen on the sets screen.
@@ -395,6 +401,42 @@ func (f *fakeBackend) rollSets(ctx context.Context, names []string, progress fun
 		out = append(out, p)
 	}
 	return out, f.rolloutErr
+}
+
+// Remove answers as workers.Cluster.Patch does with attach.Options.Remove for the MachineSets:
+// what each set's record names goes, a set without a record is unchanged.
+func (f *fakeBackend) Remove(_ context.Context, sel workers.Selection, dryRun bool) ([]attach.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.patchErr != nil {
+		return nil, f.patchErr
+	}
+	var out []attach.Result
+	for _, n := range sel.MachineSets.Names {
+		i := slices.IndexFunc(f.sets, func(st machinesets.SetStatus) bool { return st.Name == n })
+		r := attach.Result{Kind: "MachineSet", Namespace: machinesets.Namespace, Name: n, Role: "worker", Action: attach.ActionUnchanged, Reason: "no attachment record"}
+		if i < 0 || f.sets[i].Recorded == nil {
+			out = append(out, r)
+			continue
+		}
+		rec := f.sets[i].Recorded
+		r.Action, r.Reason, r.RemovedNetworks, r.RemovedSecurityGroups = attach.ActionPatched, "", rec.Networks, rec.SecurityGroups
+		tag := n
+		if dryRun {
+			tag, r.Action = "dry:"+n, attach.ActionWouldPatch
+			r.Diff = fmt.Sprintf("--- MachineSet %[1]s spec.template.spec.providerSpec.value\n+++ MachineSet %[1]s spec.template.spec.providerSpec.value (patched)\n@@ -10,9 +10,6 @@\n networks:\n - filter: {}\n-- noAllowedAddressPairs: true\n-  uuid: %[2]s\n securityGroups:\n", n, rec.Networks[0])
+		}
+		f.removed = append(f.removed, tag)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) ManilaMounts(context.Context, workers.Selection, []attach.Result) ([]attach.Mount, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mountChecks++
+	return f.mounts, nil
 }
 
 // UpdateSubnet changes the fake's copy of the subnet as Neutron would, never what the wizard

@@ -353,6 +353,36 @@ func (l *LiveBackend) Patch(ctx context.Context, a attach.Attachment, sel worker
 	return report.Results, err
 }
 
+// Remove is what `machinesets patch --remove` does: what the records name, nothing looked up in
+// Neutron (what is removed may be gone from the cloud already).
+func (l *LiveBackend) Remove(ctx context.Context, sel workers.Selection, dryRun bool) ([]attach.Result, error) {
+	if l.dynamic() == nil {
+		return nil, errNotConnected
+	}
+	report, err := l.cluster().Patch(ctx, sel, attach.Options{Remove: &attach.Removal{}, DryRun: dryRun, By: l.cfg.By})
+	if report == nil {
+		return nil, err
+	}
+	return report.Results, err
+}
+
+// ManilaMounts is the check of `machinesets patch --remove --rollout`: the nodes of the Machines
+// the removal's rollout replaces (machinesets.RemovalNodes), and the pods there on Manila volumes.
+func (l *LiveBackend) ManilaMounts(ctx context.Context, sel workers.Selection, planned []attach.Result) ([]attach.Mount, error) {
+	_, mc, kc, _ := l.clients()
+	if mc == nil || kc == nil {
+		return nil, errNotConnected
+	}
+	if sel.MachineSets == nil {
+		return nil, nil
+	}
+	nodes, err := machinesets.RemovalNodes(ctx, mc, *sel.MachineSets, planned)
+	if err != nil {
+		return nil, err
+	}
+	return attach.ManilaMounts(ctx, kc, nodes)
+}
+
 func (l *LiveBackend) dynamic() dynamic.Interface {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -149,6 +149,8 @@ type (
 		key     string
 		results []attach.Result
 		err     error
+		// mounts, of a detach: the pods on Manila volumes whose nodes its rollout replaces.
+		mounts []attach.Mount
 	}
 	patchedMsg struct {
 		results []attach.Result
@@ -237,6 +239,19 @@ func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, se
 	return func() tea.Msg {
 		results, err := b.Patch(ctx, a, sel, true)
 		return planMsg{key: key, results: results, err: err}
+	}
+}
+
+// detachPlanCmd computes the removal's diffs and finds the pods on Manila volumes that its
+// rollout would take the storage network from; nothing is written.
+func detachPlanCmd(ctx context.Context, b Backend, key string, sel workers.Selection) tea.Cmd {
+	return func() tea.Msg {
+		results, err := b.Remove(ctx, sel, true)
+		msg := planMsg{key: key, results: results, err: err}
+		if err == nil {
+			msg.mounts, msg.err = b.ManilaMounts(ctx, sel, results)
+		}
+		return msg
 	}
 }
 
@@ -431,6 +446,9 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		m.sets = setsModel{loading: true, forKey: key, reading: workers.Reading(kinds)}
 		return m, setsCmd(m.ctx, b, key, want, kinds)
 	case stepSets:
+		if rows := m.sets.detaching(); rows != nil {
+			return m.reviewDetach(rows)
+		}
 		chosen := m.sets.chosen()
 		want := m.attachment()
 		key := attachmentKey(want)
@@ -445,17 +463,32 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 	case stepReview:
 		m.step = stepApply
 		var cmd tea.Cmd
+		if m.review.detach {
+			m.apply, cmd = startDetach(m.ctx, b, m.sets.detaching(), m.review.forced, m.opts.DryRun, m.opts.Now())
+			return m, cmd
+		}
 		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.sets.chosen(), m.opts.DryRun, m.opts.Now())
 		return m, cmd
 	case stepApply:
 		m.step = stepVerify
-		m.verify = newVerifyModel(m.opts.DryRun, m.sets.chosen())
+		m.verify = newVerifyModel(m.opts.DryRun, m.apply.chosen)
 		if !m.verify.checksDriver {
 			return m, nil // the driver of a hosted cluster is not on this cluster: nothing to read here
 		}
 		return m, storageCmd(m.ctx, b)
 	}
 	return m, nil
+}
+
+// reviewDetach shows what detaching rows takes off them: the same review as attaching, of the
+// removal, with the commands that do the same.
+func (m Model) reviewDetach(rows []workers.Row) (tea.Model, tea.Cmd) {
+	key := "detach|" + rowID(rows[0])
+	sel := workers.Select(rows)
+	m.review = reviewModel{loading: true, forKey: key, kinds: "MachineSet", detach: true,
+		commands: detachCommandLines(m.conn, rows, false), forcedCommands: detachCommandLines(m.conn, rows, true)}
+	m.step = stepReview
+	return m, detachPlanCmd(m.ctx, m.opts.Backend, key, sel)
 }
 
 // attachment is what the screens so far chose.
@@ -608,7 +641,7 @@ var helpText = [stepCount]string{
 	"Choose the cloud (an entry of clouds.yaml) and the cluster (a context of the kubeconfig). Both are checked in the background: the cloud by authenticating, the cluster by listing its MachineSets (and, on a HyperShift management cluster, its NodePools). Nothing is changed.",
 	"Choose the network Manila exports its shares on. The one discovery found is preselected, with the reason. A network without any export location will not let pods reach the shares.",
 	"Choose the security groups the new ports get. Groups whose egress rules let NFS reach the export address are suggested first. None is required if the workers' groups already allow it.",
-	"Choose the MachineSets whose machines get a port on the storage network. Workers are preselected; control-plane MachineSets are never touched.",
+	"Choose the MachineSets whose machines get a port on the storage network. Workers are preselected; control-plane MachineSets are never touched. On a MachineSet manila-setup attached (its record, annotation " + attach.Annotation + "), d detaches it instead: the review shows the removal, enter takes off what the record names and replaces the machines, refused while pods on them use Manila volumes unless forced.",
 	"The exact change of each MachineSet's providerSpec, and the commands that do the same without this wizard. Nothing has been written yet.",
 	"The MachineSets are patched, then their machines are replaced one at a time without losing capacity. Stopping is safe: running the wizard or `manila-setup machinesets rollout` again resumes.",
 	"The operator's ClusterCSIDriver conditions and the Manila StorageClasses. The multi-writer check mounts one ReadWriteMany volume on two nodes and shows what both wrote, then deletes everything it created.",

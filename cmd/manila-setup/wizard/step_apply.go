@@ -46,6 +46,9 @@ type applyModel struct {
 	ended     time.Time
 	err       string
 
+	// detach: the patch is a removal (startDetach).
+	detach bool
+
 	confirmStop bool
 	stopping    bool
 	cancel      context.CancelFunc
@@ -54,6 +57,14 @@ type applyModel struct {
 
 // startApply begins with the patch (or, in a dry run, with nothing at all).
 func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen []workers.Row, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+	return startWith(want, chosen, dryRun, now, func() tea.Msg {
+		results, err := b.Patch(ctx, want, workers.Select(chosen), false)
+		return patchedMsg{results: results, err: err}
+	})
+}
+
+// startWith begins with patch, a command that answers patchedMsg (in a dry run, with nothing).
+func startWith(want attach.Attachment, chosen []workers.Row, dryRun bool, now time.Time, patch tea.Cmd) (applyModel, tea.Cmd) {
 	a := applyModel{chosen: chosen, want: want, started: now, now: now, sets: map[string]rollout.SetProgress{}, followErr: map[string]string{}}
 	for _, r := range chosen {
 		if r.Rolls == workers.ByItself {
@@ -72,10 +83,7 @@ func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen [
 		return a, nil
 	}
 	a.phase = applyPatching
-	return a, tea.Batch(func() tea.Msg {
-		results, err := b.Patch(ctx, want, workers.Select(chosen), false)
-		return patchedMsg{results: results, err: err}
-	}, clockTick())
+	return a, tea.Batch(patch, clockTick())
 }
 
 // rolled are the rows chosen whose machines the wizard replaces, in the order it does; their
@@ -276,12 +284,18 @@ func (a applyModel) outcome() Outcome {
 		return Outcome{}
 	case applyDone:
 		o.Summary = workers.Summary(a.want.Networks, a.chosen)
+		if a.detach {
+			o.Summary = a.detachSummary()
+		}
 	case applyStopped:
 		o.Interrupted, o.Err = true, nil
 		o.Summary = "The rollout was stopped: " + a.stoppedSummary() + "."
 	case applyFailed:
 		o.Applied = len(a.results) > 0
 		o.Summary = "The attachment did not finish: " + a.err
+		if a.detach {
+			o.Summary = "The detach did not finish: " + a.err
+		}
 	}
 	return o
 }

@@ -27,6 +27,17 @@ type reviewModel struct {
 	// fit is what the chosen network does to the nodes: its warnings are acknowledged (or
 	// fixed) before enter applies.
 	fit fitnessModel
+
+	// detach: the review is of a removal (the sets screen's d), not of an attachment; see
+	// step_detach.go.
+	detach bool
+	// mounts are the pods on Manila volumes whose nodes the removal's rollout replaces: enter
+	// is refused while there are some, unless forced (f, then y).
+	mounts         []attach.Mount
+	forcing        bool // asking whether to detach anyway
+	forced         bool
+	refusedEnter   bool // enter was pressed while refused: the refusal is pointed at
+	forcedCommands []string
 }
 
 func (r reviewModel) withPlan(msg planMsg) reviewModel {
@@ -38,7 +49,7 @@ func (r reviewModel) withPlan(msg planMsg) reviewModel {
 		r.err = msg.err.Error()
 		return r
 	}
-	r.results = msg.results
+	r.results, r.mounts = msg.results, msg.mounts
 	return r
 }
 
@@ -48,7 +59,12 @@ func (r reviewModel) blocked() bool {
 }
 
 func (r reviewModel) key(k string, w, h int, dryRun bool, ctx context.Context, b Backend) (reviewModel, tea.Cmd) {
-	if !r.loading && r.err == "" {
+	if r.detach {
+		var handled bool
+		if r, handled = r.detachKey(k); handled {
+			return r, nil
+		}
+	} else if !r.loading && r.err == "" {
 		var cmd tea.Cmd
 		var handled bool
 		if r.fit, cmd, handled = r.fit.key(k, ctx, b, dryRun); handled {
@@ -90,6 +106,9 @@ func (r reviewModel) hints(dryRun bool) []hint {
 	if dryRun {
 		next = "continue (dry run)"
 	}
+	if r.detach {
+		return r.detachHints(next)
+	}
 	switch {
 	case r.fit.asking && dryRun:
 		return []hint{{"any key", "back"}}
@@ -118,8 +137,12 @@ func (r reviewModel) pageHeight(h int) int {
 // content is the whole review, before scrolling.
 func (r reviewModel) content(w int, dryRun bool) []string {
 	lines := r.fit.lines(w)
-	for _, l := range workers.Review(r.results) {
-		lines = append(lines, toned(l, w)...)
+	if r.detach {
+		lines = append(lines, r.detachLines(w)...)
+	} else {
+		for _, l := range workers.Review(r.results) {
+			lines = append(lines, toned(l, w)...)
+		}
 	}
 	for _, res := range r.results {
 		if res.Diff == "" {
@@ -137,8 +160,12 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 			lines = append(lines, colorDiff(l))
 		}
 	}
+	commands := r.commands
+	if r.forced {
+		commands = r.forcedCommands
+	}
 	lines = append(lines, "", styleTitle.Render("The same without this wizard:"))
-	for _, c := range r.commands {
+	for _, c := range commands {
 		lines = append(lines, shellLines(c, w)...)
 	}
 	if dryRun {
@@ -185,6 +212,9 @@ func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
 	}
 	if r.fit.asking {
 		return r.fit.question(w, h, dryRun)
+	}
+	if r.forcing {
+		return r.forceQuestion(w, h)
 	}
 	all := r.content(w, dryRun)
 	page := r.pageHeight(h)

@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/workers"
 )
 
@@ -26,6 +27,8 @@ type setsModel struct {
 	cursor   int
 	selected map[string]bool // by rowID
 	problem  string          // why enter does nothing
+	// detach is the rowID of the MachineSet whose attachment d takes off; "" when attaching.
+	detach string
 }
 
 func (s setsModel) withSets(msg setsMsg) setsModel {
@@ -98,7 +101,19 @@ func (s setsModel) key(k string) (setsModel, tea.Cmd) {
 		sel := maps.Clone(s.selected)
 		sel[rowID(r)] = !sel[rowID(r)]
 		s.selected = sel
+	case "d":
+		if s.cursor >= len(s.rows) {
+			break
+		}
+		r := s.rows[s.cursor]
+		if why := s.whyNotDetach(r); why != "" {
+			s.problem = r.What + " cannot be detached here: " + why
+			break
+		}
+		s.detach = rowID(r)
+		return s, nav(1)
 	case "enter":
+		s.detach = ""
 		if len(s.chosen()) == 0 {
 			s.problem = "choose at least one " + s.offer.Choose + " (space), or press esc to go back"
 			return s, nil
@@ -109,7 +124,53 @@ func (s setsModel) key(k string) (setsModel, tea.Cmd) {
 }
 
 func (s setsModel) hints() []hint {
-	return []hint{{"↑/↓", "move"}, {"space", "select"}, {"enter", "review"}}
+	hs := []hint{{"↑/↓", "move"}, {"space", "select"}, {"enter", "review"}}
+	if s.cursor < len(s.rows) && s.whyNotDetach(s.rows[s.cursor]) == "" {
+		hs = append(hs, hint{"d", "detach"})
+	}
+	return hs
+}
+
+// recorded is what manila-setup attached to the MachineSet of r, from its record; nil for
+// another kind, or a set without a record.
+func (s setsModel) recorded(r workers.Row) *attach.Record {
+	if r.Section != workers.SectionMachineSets || s.inv == nil {
+		return nil
+	}
+	for _, st := range s.inv.MachineSets {
+		if st.Name == r.Name {
+			return st.Recorded
+		}
+	}
+	return nil
+}
+
+// whyNotDetach says why d does not detach r; "" when it does: a MachineSet the wizard can
+// patch whose record names something manila-setup attached. What the user added by hand is
+// never taken off, so a set without a record has nothing to detach.
+func (s setsModel) whyNotDetach(r workers.Row) string {
+	rec := s.recorded(r)
+	switch {
+	case r.Section != workers.SectionMachineSets:
+		return "the wizard detaches MachineSets; use `manila-setup clusterapi patch --remove` or `manila-setup nodepools patch --remove`"
+	case !r.Selectable:
+		return r.WhyNot
+	case r.Mark != "":
+		return "Cluster API is authoritative for it: use `manila-setup clusterapi patch --remove --name " + r.Name + "`"
+	case rec == nil || len(rec.Networks)+len(rec.SecurityGroups) == 0:
+		return "it has no attachment record (annotation " + attach.Annotation + "): nothing manila-setup attached to remove"
+	}
+	return ""
+}
+
+// detaching is the row d chose to detach, alone; nil when attaching.
+func (s setsModel) detaching() []workers.Row {
+	for _, r := range s.rows {
+		if s.detach != "" && rowID(r) == s.detach {
+			return []workers.Row{r}
+		}
+	}
+	return nil
 }
 
 func (s setsModel) view(w, h int, spin string) []string {

@@ -1,0 +1,182 @@
+package wizard
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/workers"
+)
+
+// Detaching: d on the sets screen takes off a MachineSet what its record says manila-setup
+// attached, through the screens of attaching: the review shows the removal's diff, enter
+// patches and rolls as `machinesets patch --remove --rollout` does. While pods on the machines
+// to replace use Manila volumes the review refuses, as that command does without --force; f
+// then y detaches anyway.
+
+// detachKey handles the review's keys of a removal; handled: no other handling is wanted.
+func (r reviewModel) detachKey(k string) (reviewModel, bool) {
+	if r.forcing {
+		// Only an explicit yes forces; anything else is the default, no.
+		r.forcing = false
+		if k == "y" || k == "Y" {
+			r.forced, r.refusedEnter = true, false
+		}
+		return r, true
+	}
+	if r.loading || r.err != "" {
+		return r, false
+	}
+	switch {
+	case k == "f" && r.refused():
+		r.forcing = true
+		return r, true
+	case k == "enter" && r.refused():
+		r.refusedEnter, r.scroll = true, 0 // to the refusal, at the top
+		return r, true
+	}
+	return r, false
+}
+
+// refused: pods on the machines to replace use Manila volumes, and the user has not forced.
+func (r reviewModel) refused() bool { return len(r.mounts) > 0 && !r.forced }
+
+func (r reviewModel) detachHints(next string) []hint {
+	if r.forcing {
+		return []hint{{"y", "detach anyway"}, {"n or enter", "no"}}
+	}
+	hs := []hint{{"↑/↓ pgup/pgdn G", "scroll"}}
+	if r.refused() {
+		return append(hs, hint{"f", "detach anyway"})
+	}
+	if next == "apply" {
+		next = "detach"
+	}
+	return append(hs, hint{"enter", next})
+}
+
+// detachLines say what the removal takes off each MachineSet and, while refused, why.
+func (r reviewModel) detachLines(w int) []string {
+	var lines []string
+	if len(r.mounts) > 0 {
+		err := &attach.MountedError{Mounts: r.mounts}
+		for _, l := range strings.Split(err.Error(), "\n") {
+			if r.forced {
+				lines = append(lines, wrapStyled(styleDim, l, w)...)
+			} else {
+				lines = append(lines, wrapStyled(styleErr, l, w)...)
+			}
+		}
+		switch {
+		case r.forced:
+			lines = append(lines, wrapStyled(styleWarn, "! Forced: enter detaches and replaces these machines anyway.", w)...)
+		case r.refusedEnter:
+			lines = append(lines, wrapStyled(styleWarn, "Not detached. Press esc to go back, or f to detach anyway (asked again).", w)...)
+		default:
+			lines = append(lines, wrapStyled(styleDim, "Press esc to go back, or f to detach anyway (asked again).", w)...)
+		}
+		lines = append(lines, "")
+	}
+	for _, res := range r.results {
+		if res.Action == attach.ActionWouldPatch {
+			what := "its attachment record only"
+			if removed := res.Removed(); len(removed) > 0 {
+				what = "removes " + strings.Join(removed, ", ")
+			}
+			lines = append(lines, wrap("MachineSet "+res.Name+": "+what+" (as its record says manila-setup attached them; what was added by hand stays)", w)...)
+			continue
+		}
+		lines = append(lines, wrapStyled(styleDim, "MachineSet "+res.Name+": "+res.Action+", "+res.Reason, w)...)
+	}
+	return lines
+}
+
+// forceQuestion is the second confirmation of a forced detach.
+func (r reviewModel) forceQuestion(w, h int) []string {
+	nodes := map[string]bool{}
+	var pods []string
+	for _, m := range r.mounts {
+		nodes[m.Node] = true
+		pods = append(pods, "  "+m.String())
+	}
+	var lines []string
+	lines = append(lines, wrapStyled(styleWarn, "Detach anyway? The machines of these nodes are replaced although pods there use Manila volumes:", w)...)
+	for _, p := range pods {
+		lines = append(lines, cut(p, w))
+	}
+	lines = append(lines, "")
+	lines = append(lines, wrap("Their pods are evicted, and the new machines have no port on the storage network: rescheduled there, they cannot mount those volumes. This is `--force` of the command.", w)...)
+	lines = append(lines, "", styleWarn.Render("y: detach anyway   n or enter: no"))
+	if len(lines) > h {
+		lines = append(lines[:max(h-1, 0)], styleWarn.Render("y: detach anyway   n or enter: no"))
+	}
+	return lines
+}
+
+// detachCommandLines are the commands that detach rows without the wizard (force: --force).
+func detachCommandLines(conn *Connection, rows []workers.Row, force bool) []string {
+	cmd := "manila-setup"
+	if conn != nil {
+		for _, f := range conn.Flags {
+			cmd += " " + workers.ShellQuote(f)
+		}
+		if conn.Cloud != "" {
+			cmd += " --os-cloud " + workers.ShellQuote(conn.Cloud)
+		}
+	}
+	cmd += " machinesets patch --remove"
+	for _, r := range rows {
+		cmd += " --name " + workers.ShellQuote(r.Name)
+	}
+	cmd += " --rollout"
+	if force {
+		cmd += " --force"
+	}
+	lines := []string{"  " + cmd}
+	if conn != nil && conn.Context != "" {
+		lines = append(lines, styleDim.Render("  (it acts on the kubeconfig's current context: oc config use-context "+conn.Context+")"))
+	}
+	return lines
+}
+
+// startDetach begins the removal, then the rollout of attaching: the check of the mounts
+// again (unless forced: pods may have come since the review), the patch, the machines replaced.
+func startDetach(ctx context.Context, b Backend, rows []workers.Row, force, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
+	sel := workers.Select(rows)
+	a, cmd := startWith(attach.Attachment{}, rows, dryRun, now, func() tea.Msg {
+		if !force {
+			planned, err := b.Remove(ctx, sel, true)
+			if err != nil {
+				return patchedMsg{err: err}
+			}
+			mounts, err := b.ManilaMounts(ctx, sel, planned)
+			if err == nil && len(mounts) > 0 {
+				err = &attach.MountedError{Mounts: mounts}
+			}
+			if err != nil {
+				return patchedMsg{err: err}
+			}
+		}
+		results, err := b.Remove(ctx, sel, false)
+		return patchedMsg{results: results, err: err}
+	})
+	a.detach = true
+	return a, cmd
+}
+
+// detachSummary is the closing sentence of a finished detach: what was removed from which set.
+func (a applyModel) detachSummary() string {
+	var parts []string
+	for _, res := range a.results {
+		if removed := res.Removed(); len(removed) > 0 {
+			parts = append(parts, strings.Join(removed, ", ")+" from MachineSet "+res.Name)
+		}
+	}
+	if len(parts) == 0 {
+		return "Detached: nothing recorded was left to remove; the machines were replaced where they still had it."
+	}
+	return "Detached " + strings.Join(parts, "; ") + "; the machines were replaced."
+}
