@@ -164,7 +164,10 @@ func (f ownObject) spec() (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus)
 	return &d.Spec.OperatorSpec, &d.Status.OperatorStatus
 }
 
-// logVerbosity maps the ClusterCSIDriver's logLevel (and operatorLogLevel) to --v.
+// logVerbosity maps the ClusterCSIDriver's logLevel (and operatorLogLevel) to --v. TraceAll is
+// 7, not OpenShift's usual 8: from 8 on, client-go logs the bodies of API requests and
+// responses, which would put Secrets' data (the cloud credentials) in the operator's log and in
+// the driver's sidecars' logs.
 func logVerbosity(l operatorv1.LogLevel) int {
 	switch l {
 	case operatorv1.Debug:
@@ -172,7 +175,7 @@ func logVerbosity(l operatorv1.LogLevel) int {
 	case operatorv1.Trace:
 		return 6
 	case operatorv1.TraceAll:
-		return 8
+		return 7
 	}
 	return 2
 }
