@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -177,12 +178,24 @@ func TestStorageNetworkReachableJudgesNetworkAndNodes(t *testing.T) {
 		h.waitStorageCondition(name, nets[name].ID, status, reason)
 		return func() { cancelOp(); <-done }
 	}
+	// has waits until the message holds every part: the condition turns True or False from what
+	// the controller knows first, and its message grows as the Manila controller learns the rest
+	// (the subnet Manila exports in), a sync or two later on a loaded machine.
 	has := func(parts ...string) {
 		h.t.Helper()
-		msg := h.condition(operator.ConditionStorageNetworkReachable).Message
+		var msg string
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			msg = h.condition(operator.ConditionStorageNetworkReachable).Message
+			for _, p := range parts {
+				if !strings.Contains(msg, p) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
 		for _, p := range parts {
 			if !strings.Contains(msg, p) {
-				h.t.Errorf("StorageNetworkReachable's message lacks %q:\n%s", p, msg)
+				h.t.Errorf("StorageNetworkReachable's message lacks %q (30 s later):\n%s", p, msg)
 			}
 		}
 	}
