@@ -37,25 +37,30 @@ func (a Attachment) Validate() field.ErrorList {
 	if len(a.Networks) == 0 {
 		errs = append(errs, field.Required(field.NewPath("network"), "at least one storage network ID is needed"))
 	}
-	check := func(path *field.Path, ids []string) {
-		seen := map[string]bool{}
-		for i, id := range ids {
-			_, verdict, _ := neutronid.Check(id)
-			switch {
-			case verdict == neutronid.NotUUID || verdict == neutronid.WrongVersion:
-				errs = append(errs, field.Invalid(path.Index(i), id, neutronid.Expected))
-			case seen[neutronid.Key(id)]:
-				errs = append(errs, field.Duplicate(path.Index(i), id))
-			}
-			seen[neutronid.Key(id)] = true
-		}
-	}
-	check(field.NewPath("network"), a.Networks)
-	check(field.NewPath("security-group"), a.SecurityGroups)
+	errs = append(errs, validateIDs(field.NewPath("network"), a.Networks)...)
+	errs = append(errs, validateIDs(field.NewPath("security-group"), a.SecurityGroups)...)
 	for i, id := range a.PortSecurityDisabled {
 		if !ContainsID(a.Networks, id) {
 			errs = append(errs, field.Invalid(field.NewPath("portSecurityDisabled").Index(i), id, "must be one of the networks attached"))
 		}
+	}
+	return errs
+}
+
+// validateIDs finds the entries of ids that are not Neutron UUIDs or repeat an earlier one
+// (compared canonically), each named by its index under path.
+func validateIDs(path *field.Path, ids []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, id := range ids {
+		_, verdict, _ := neutronid.Check(id)
+		switch {
+		case verdict == neutronid.NotUUID || verdict == neutronid.WrongVersion:
+			errs = append(errs, field.Invalid(path.Index(i), id, neutronid.Expected))
+		case seen[neutronid.Key(id)]:
+			errs = append(errs, field.Duplicate(path.Index(i), id))
+		}
+		seen[neutronid.Key(id)] = true
 	}
 	return errs
 }

@@ -26,23 +26,8 @@ func (r Removal) All() bool { return len(r.Networks) == 0 && len(r.SecurityGroup
 
 // Validate checks the IDs named: UUIDs, none twice. Paths are those of the flags.
 func (r Removal) Validate() field.ErrorList {
-	var errs field.ErrorList
-	check := func(path *field.Path, ids []string) {
-		seen := map[string]bool{}
-		for i, id := range ids {
-			_, verdict, _ := neutronid.Check(id)
-			switch {
-			case verdict == neutronid.NotUUID || verdict == neutronid.WrongVersion:
-				errs = append(errs, field.Invalid(path.Index(i), id, neutronid.Expected))
-			case seen[neutronid.Key(id)]:
-				errs = append(errs, field.Duplicate(path.Index(i), id))
-			}
-			seen[neutronid.Key(id)] = true
-		}
-	}
-	check(field.NewPath("network"), r.Networks)
-	check(field.NewPath("security-group"), r.SecurityGroups)
-	return errs
+	return append(validateIDs(field.NewPath("network"), r.Networks),
+		validateIDs(field.NewPath("security-group"), r.SecurityGroups)...)
 }
 
 // Detach is what removing takes off one object, decided from its record and what its spec
