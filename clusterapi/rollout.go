@@ -12,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 )
@@ -269,7 +271,79 @@ func (c *capiTarget) Facts(ctx context.Context, v rollout.SetView, machine strin
 		message, _, _ := unstructured.NestedString(e.Object, "message")
 		f.Warnings = append(f.Warnings, reason+": "+message)
 	}
+	if f.RemovedNetworks, err = c.removedNetworks(ctx, v.Name); err != nil {
+		return rollout.Facts{}, err
+	}
 	return f, nil
+}
+
+// removedNetworks are the networks that the OpenStackMachines of the set's outdated Machines
+// have a port on (by ID) and that its template no longer names: a removal being rolled, whose
+// first new Machine the canary checks in Neutron for a port left there. Read only for the
+// canary (four requests, once per set), not at every poll. Nil when the template names a
+// port's network by filter: which network that is cannot be told without Neutron.
+func (c *capiTarget) removedNetworks(ctx context.Context, set string) ([]string, error) {
+	ms, err := c.dyn.Resource(MachineSetGVR).Namespace(c.namespace).Get(ctx, set, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Cluster API MachineSet %s/%s: %w", c.namespace, set, err)
+	}
+	ref := refOf(ms)
+	if !ref.isOpenStackTemplate() {
+		return nil, nil
+	}
+	ns := templateNamespace(object{kind: KindMachineSet, u: ms}, ref)
+	tu, err := c.dyn.Resource(TemplateGVR).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading OpenStackMachineTemplate %s/%s: %w", ns, ref.Name, err)
+	}
+	var tmpl infrav1.OpenStackMachineTemplate
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tu.Object, &tmpl); err != nil {
+		return nil, fmt.Errorf("OpenStackMachineTemplate %s/%s does not read as CAPO's v1beta1: %v", ns, ref.Name, err)
+	}
+	ports := tmpl.Spec.Template.Spec.Ports
+	if portsByFilter(ports) != "" {
+		return nil, nil
+	}
+	machines, err := c.dyn.Resource(MachineGVR).Namespace(c.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, listError("Machines", MachineGVR.GroupResource().String(), c.namespace, err)
+	}
+	infra, err := c.dyn.Resource(OpenStackMachineGVR).Namespace(c.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, listError("OpenStackMachines", OpenStackMachineGVR.GroupResource().String(), c.namespace, err)
+	}
+	byName := map[string]*unstructured.Unstructured{}
+	for i := range infra.Items {
+		byName[infra.Items[i].GetName()] = &infra.Items[i]
+	}
+	var removed []string
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		if !ofSet(m, set) || m.GetDeletionTimestamp() != nil {
+			continue
+		}
+		name, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+		om := byName[name]
+		if om == nil || om.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation] == ref.Name {
+			continue
+		}
+		var osm infrav1.OpenStackMachine
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(om.Object, &osm); err != nil {
+			continue // an OpenStackMachine that does not read tells nothing about its ports
+		}
+		for _, p := range osm.Spec.Ports {
+			if p.Network == nil || p.Network.ID == nil {
+				continue
+			}
+			if id := *p.Network.ID; !hasPortOn(ports, id) && !attach.ContainsID(removed, id) {
+				removed = append(removed, id)
+			}
+		}
+	}
+	return removed, nil
 }
 
 // MarkCanary records the canary check on a Machine.
