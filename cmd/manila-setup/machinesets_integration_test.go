@@ -433,6 +433,16 @@ func TestDay2Walkthrough(t *testing.T) {
 	if !strings.Contains(out, "attached         attached         2/2") || !strings.Contains(out, "attached         attached         1/1") {
 		t.Errorf("list after rollout:\n%s", out)
 	}
+	// The new nodes list their storage address after their node IP. Patching again changes
+	// nothing, and a set added later is patched: neither takes the storage network for the
+	// machines' own and asks for --force.
+	if _, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).Create(ctx, machinectl.WorkerMachineSet("ostest-8x2kq", 2, 0), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out = sh(0, "machinesets", "patch", "--discover", "--security-group", nfs)
+	if strings.Count(out, "  unchanged  ") != 2 || strings.Count(out, "  patched  ") != 1 || !strings.Contains(out, "ostest-8x2kq-worker-2") {
+		t.Errorf("patch again, with a set added after the rollout:\n%s", out)
+	}
 }
 
 // renderTerminal replays what a program wrote to a terminal (cursor up, carriage return, clear

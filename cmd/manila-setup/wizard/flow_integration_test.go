@@ -67,6 +67,13 @@ func (s *screen) mark() int {
 	return s.buf.Len()
 }
 
+// since is what was drawn after mark.
+func (s *screen) since(mark int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()[mark:]
+}
+
 // settle bounds a wait for the wizard to draw what it must. It only caps a failure: with the
 // whole suite running on two cores, a step that asks the cloud or the cluster can take many
 // times what it takes on an idle machine.
@@ -77,9 +84,7 @@ func (s *screen) waitFor(t *testing.T, mark int, timeout time.Duration, texts ..
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		s.mu.Lock()
-		drawn := s.buf.String()[mark:]
-		s.mu.Unlock()
+		drawn := s.since(mark)
 		missing := ""
 		for _, text := range texts {
 			if !strings.Contains(drawn, text) {
