@@ -22,10 +22,17 @@ type Mount struct {
 	Pod    string `json:"pod"`   // namespace/name
 	Claim  string `json:"claim"` // namespace/name
 	Volume string `json:"persistentVolume"`
+	// Cluster names the cluster the pod runs in when it is not the one manila-setup points at
+	// (a NodePool's hosted cluster); "" for that one.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 func (m Mount) String() string {
-	return fmt.Sprintf("pod %s on node %s (claim %s, PersistentVolume %s)", m.Pod, m.Node, m.Claim, m.Volume)
+	in := ""
+	if m.Cluster != "" {
+		in = " in " + m.Cluster
+	}
+	return fmt.Sprintf("pod %s on node %s%s (claim %s, PersistentVolume %s)", m.Pod, m.Node, in, m.Claim, m.Volume)
 }
 
 // ManilaMounts finds the pods on nodes that use a Manila volume: a claim bound to a

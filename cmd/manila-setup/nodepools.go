@@ -137,9 +137,12 @@ prints the diff.
 
 ` + removeHelp + ` A NodePool's record names networks only:
 its ports take no security groups. The NodePool controller replaces the nodes as soon as the
-NodePool changes, and their pods are in the hosted cluster, which manila-setup does not read: a
-removal on a cluster is refused (exit 1, naming the NodePools) unless --force, after checking
-there that no pod on those nodes uses a Manila volume. --dry-run and -f need no --force.`,
+NodePool changes, and their pods are in the hosted cluster: before a removal on a cluster,
+manila-setup reads each hosted cluster with the admin kubeconfig HyperShift keeps on the
+management cluster (the Secret named by the HostedCluster's status.kubeconfig) and refuses
+(exit 1) while a pod on the NodePool's nodes (label hypershift.openshift.io/nodePool) uses a
+Manila volume, naming it, or when a hosted cluster cannot be read, saying why; --force removes
+anyway. --dry-run and -f need no --force.`,
 		Example: `  manila-setup nodepools patch --kubeconfig mgmt.kubeconfig --network 5f0c3b7e-... --hosted-cluster hc1 --dry-run
   manila-setup nodepools patch --remove --hosted-cluster hc1 --dry-run
   manila-setup nodepools patch --remove --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --name clusters/hc1-workers --force
@@ -150,7 +153,7 @@ there that no pod on those nodes uses a Manila volume. --dry-run and -f need no 
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "NodePools",
 		securityGroup: "a security group meant for NFS: reported only (NodePool ports take none)",
-		force:         "attach a network even where no Manila export location lies; with --remove, remove although the hosted clusters' pods are not checked"})
+		force:         "attach a network even where no Manila export location lies; with --remove, remove although pods in the hosted clusters use Manila volumes, or cannot be checked"})
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
 	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
 	f.StringArrayVar(&o.Names, "name", nil, "only this NodePool, as NAMESPACE/NAME (repeat for more)")
@@ -197,9 +200,11 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	return patchErrorExit(err)
 }
 
-// refuseUnseenMounts refuses a removal that changes NodePools, unless --force: HyperShift
-// replaces their nodes at once, and their pods, which may use Manila volumes over the storage
-// network, are in the hosted clusters, which manila-setup does not read.
+// refuseUnseenMounts refuses a removal that changes NodePools, unless --force, while pods on
+// their nodes use Manila volumes: HyperShift replaces those nodes at once, and the new ones
+// have no port on the storage network. The pods are in the hosted clusters, read through the
+// admin kubeconfig HyperShift keeps here (nodepools.HostedMounts); a NodePool whose hosted
+// cluster cannot be read is refused too, with the reason, since its pods are out of sight.
 func (o *nodePoolsPatchOptions) refuseUnseenMounts(ctx context.Context, dyn dynamic.Interface, scope nodepools.Scope, opts attach.Options) error {
 	dry := opts
 	dry.DryRun = true
@@ -207,17 +212,32 @@ func (o *nodePoolsPatchOptions) refuseUnseenMounts(ctx context.Context, dyn dyna
 	if err != nil {
 		return patchErrorExit(err)
 	}
-	var pools []string
+	var pools []nodepools.Pool
+	described := map[nodepools.Pool]string{}
 	for _, r := range planned {
 		if r.Writes() {
-			pools = append(pools, fmt.Sprintf("NodePool %s/%s (HostedCluster %s): %s", r.Namespace, r.Name, r.HostedCluster, machineSetsDescribeAdded(r)))
+			p := nodepools.Pool{Namespace: r.Namespace, Name: r.Name, HostedCluster: r.HostedCluster}
+			pools = append(pools, p)
+			described[p] = machineSetsDescribeAdded(r)
 		}
 	}
 	if len(pools) == 0 {
 		return nil
 	}
-	return invalidInput(fmt.Errorf("refusing to remove the storage network from %d NodePool(s): HyperShift replaces their nodes as soon as they change, and pods on them may use Manila volumes over that network, in the hosted clusters, which manila-setup does not read:\n  %s\nCheck in each hosted cluster that no pod on those nodes uses a PersistentVolume of %s, then run again with --force; nothing was changed",
-		len(pools), strings.Join(pools, "\n  "), attach.ManilaDriver))
+	mounts, unseen := nodepools.HostedMounts(ctx, dyn, pools)
+	if len(mounts) > 0 {
+		return invalidInput(&attach.MountedError{Mounts: mounts})
+	}
+	if len(unseen) == 0 {
+		fmt.Fprintf(o.streams.ErrOut, "checked: no pod on the nodes of %d NodePool(s) uses a Manila volume (read in their hosted clusters)\n", len(pools))
+		return nil
+	}
+	lines := make([]string, len(unseen))
+	for i, u := range unseen {
+		lines[i] = fmt.Sprintf("NodePool %s/%s (HostedCluster %s): %s; its hosted cluster could not be read: %s", u.Pool.Namespace, u.Pool.Name, u.Pool.HostedCluster, described[u.Pool], u.Reason)
+	}
+	return invalidInput(fmt.Errorf("refusing to remove the storage network from %d NodePool(s): HyperShift replaces their nodes as soon as they change, and pods on them may use Manila volumes over that network, in hosted clusters manila-setup could not read:\n  %s\nCheck in each of those hosted clusters that no pod on those nodes uses a PersistentVolume of %s, then run again with --force; nothing was changed",
+		len(unseen), strings.Join(lines, "\n  "), attach.ManilaDriver))
 }
 
 func (o *nodePoolsPatchOptions) print(results []attach.Result) error {

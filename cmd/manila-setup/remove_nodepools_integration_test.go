@@ -22,9 +22,12 @@ import (
 )
 
 // TestNodePoolsRemove: on a management cluster's apiserver, a NodePool with a port the user
-// added by hand gets the storage port, then patch --remove: refused without --force (HyperShift
-// would replace the nodes and their pods are out of sight), shown by --dry-run, done with
-// --force (the hand-added port stays, the record goes), unchanged the second time. The same
+// added by hand gets the storage port, then patch --remove (HyperShift would replace the nodes
+// at once): refused while its hosted cluster cannot be read (no HostedCluster, then none
+// published), shown by --dry-run; with the hosted cluster's apiserver published as HyperShift
+// does, refused while a pod on the NodePool's node uses a Manila volume, naming it, and done
+// without --force once the pod runs on another NodePool's node (the hand-added port stays,
+// the record goes); unchanged the second time. The same
 // NodePool's file goes there and back with -f, byte for byte.
 func TestNodePoolsRemove(t *testing.T) {
 	t.Setenv("OS_CLOUD", "")
@@ -81,9 +84,11 @@ spec:
 	}
 	cli(exitOK, "--network", net)
 
+	// The hosted cluster cannot be read: refused, saying why, until --force.
 	out := cli(exitInvalid, "--remove")
-	if !strings.Contains(out, "refusing to remove the storage network from 1 NodePool(s)") || !strings.Contains(out, "NodePool clusters/hc1-workers (HostedCluster hc1): removed network "+net) || !strings.Contains(out, "--force") {
-		t.Errorf("refusal:\n%s", out)
+	if !strings.Contains(out, "refusing to remove the storage network from 1 NodePool(s)") || !strings.Contains(out, "NodePool clusters/hc1-workers (HostedCluster hc1): removed network "+net) ||
+		!strings.Contains(out, `its hosted cluster could not be read: reading HostedCluster clusters/hc1: hostedclusters.hypershift.openshift.io "hc1" not found`) || !strings.Contains(out, "--force") {
+		t.Errorf("refusal without a HostedCluster:\n%s", out)
 	}
 	out = cli(exitOK, "--remove", "--dry-run")
 	if !strings.Contains(out, "clusters/hc1-workers  would-patch  removed network "+net) || !strings.Contains(out, "-    id: "+net) || strings.Contains(out, "-    id: "+hand) {
@@ -93,10 +98,71 @@ spec:
 	if !strings.Contains(out, `--network[0]: Invalid value: "`+hand+`"`) {
 		t.Errorf("--remove --network of the user's:\n%s", out)
 	}
-	code, stdout, _ := runCLI(t, append(base, "--remove", "--force", "-o", "json")...)
+	hc := &unstructured.Unstructured{}
+	if err := json.Unmarshal([]byte(`{"apiVersion":"hypershift.openshift.io/v1beta1","kind":"HostedCluster","metadata":{"name":"hc1","namespace":"clusters"},
+		"spec":{"release":{"image":"quay.io/x/ocp-release:4.20.0"},"pullSecret":{"name":"ps"},
+		"etcd":{"managementType":"Managed","managed":{"storage":{"type":"PersistentVolume"}}},
+		"networking":{"networkType":"OVNKubernetes","clusterNetwork":[{"cidr":"10.132.0.0/14"}],"serviceNetwork":[{"cidr":"172.31.0.0/16"}]},
+		"services":[{"service":"APIServer","servicePublishingStrategy":{"type":"LoadBalancer"}},{"service":"Ignition","servicePublishingStrategy":{"type":"Route"}},
+			{"service":"Konnectivity","servicePublishingStrategy":{"type":"Route"}},{"service":"OAuthServer","servicePublishingStrategy":{"type":"Route"}}],
+		"platform":{"type":"OpenStack","openstack":{"identityRef":{"name":"creds","cloudName":"openstack"}}}}}`), &hc.Object); err != nil {
+		t.Fatal(err)
+	}
+	clusters := dynamic.NewForConfigOrDie(api.Config).Resource(nodepools.HostedClusterGVR).Namespace("clusters")
+	if hc, err = clusters.Create(ctx, hc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := cli(exitInvalid, "--remove"); !strings.Contains(out, "HostedCluster clusters/hc1 has no status.kubeconfig yet") {
+		t.Errorf("refusal before the hosted cluster's API is published:\n%s", out)
+	}
+
+	// The hosted cluster: an apiserver of its own, its admin kubeconfig in the Secret the
+	// HostedCluster's status names, as HyperShift publishes it; a node of the NodePool with a
+	// pod on a Manila volume, and a node of another NodePool.
+	hosted := testenv.NewAPIServer(t)
+	hostedKubeconfig, err := hosted.KubeconfigFor(t.TempDir(), "admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcData, err := os.ReadFile(hostedKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Client.CoreV1().Secrets("clusters").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hc1-admin-kubeconfig"},
+		Data: map[string][]byte{"kubeconfig": kcData}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedField(hc.Object, "hc1-admin-kubeconfig", "status", "kubeconfig", "name")
+	if _, err := clusters.UpdateStatus(ctx, hc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, pool := range map[string]string{"hc1-workers-7xk2p": "hc1-workers", "hc1-infra-q8w4n": "hc1-infra"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"hypershift.openshift.io/nodePool": pool}}}
+		if _, err := hosted.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manilaVolumeInUse(t, ctx, hosted.Client, "hc1-workers-7xk2p")
+	out = cli(exitInvalid, "--remove")
+	if !strings.Contains(out, "refusing to replace the machines of 1 node(s) while pods on them use Manila volumes") ||
+		!strings.Contains(out, "pod default/app on node hc1-workers-7xk2p in HostedCluster clusters/hc1 (claim default/data, PersistentVolume manila-pv)") ||
+		strings.Contains(out, "apiVersion") || strings.Contains(out, "certificate-authority-data") {
+		t.Errorf("refusal with a pod on a Manila volume in the hosted cluster:\n%s", out)
+	}
+	// The pod moves to a node of another NodePool: nothing in the way, no --force needed.
+	if err := hosted.Client.CoreV1().Pods("default").Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hosted.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-moved", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "hc1-infra-q8w4n", Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, append(base, "--remove", "-o", "json")...)
 	var results []attach.Result
-	if err := json.Unmarshal([]byte(stdout), &results); code != exitOK || err != nil || len(results) != 1 || strings.Join(results[0].RemovedNetworks, ",") != net {
-		t.Fatalf("--remove --force -o json: exit %d %v\n%s", code, err, stdout)
+	if err := json.Unmarshal([]byte(stdout), &results); code != exitOK || err != nil || len(results) != 1 || strings.Join(results[0].RemovedNetworks, ",") != net ||
+		!strings.Contains(stderr, "checked: no pod on the nodes of 1 NodePool(s) uses a Manila volume") {
+		t.Fatalf("--remove -o json once the hosted cluster's pods are off the NodePool: exit %d %v\n%s%s", code, err, stdout, stderr)
 	}
 	got, err := pools.Get(ctx, "hc1-workers", metav1.GetOptions{})
 	if err != nil {
