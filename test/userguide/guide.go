@@ -111,8 +111,9 @@ var varying = []struct {
 	{regexp.MustCompile(`(worker-\d+)-[a-z0-9]{5}\b`), "$1-XXXXX"},
 	{regexp.MustCompile(`version [^\s,]+`), "version V"},
 	{regexp.MustCompile(`(main\.(version|commit))=[^\s']+`), "$1=V"},
-	// The binaries' cache follows $XDG_CACHE_HOME (else ~/.cache) of the machine.
-	{regexp.MustCompile(`\S*/(manila-setup/(kube|csi)/)`), "CACHE/$1"},
+	// The binaries' cache is $MANILA_SETUP_CACHE, else $XDG_CACHE_HOME/manila-setup (else
+	// ~/.cache/manila-setup): only the folder named after the versions is the product's.
+	{regexp.MustCompile(`\S*/((kube|csi|node)/(k8s|manila|operands)[^\s/]*)`), "CACHE/$1"},
 	// Other tests share the cloud's project and create shares and networks in it meanwhile.
 	{regexp.MustCompile(`\b\d+ shares? (is|are)\b`), "N shares are"},
 	{regexp.MustCompile(`\b\d+ (available )?shares?\b`), "N ${1}shares"},
