@@ -29,6 +29,10 @@ cleanup() {
     sleep 2
     kill -KILL -- "-$test_pgid" 2>/dev/null || true
   fi
+  if [[ -n ${side_pgid:-} ]] && kill -0 -- "-$side_pgid" 2>/dev/null; then
+    step "stopping what ran beside the tests (process group $side_pgid)"
+    kill -TERM -- "-$side_pgid" 2>/dev/null || true
+  fi
   # A cloud still starting is let finish, so that down.sh finds every process group it recorded.
   [[ -n ${openstack_pid:-} ]] && wait "$openstack_pid" 2>/dev/null
   step "stopping this run's loopback OpenStack"
@@ -105,26 +109,45 @@ podman_install
 step "lint (gofmt, go vet)"
 make --no-print-directory lint
 
+# Beside the tests: the fuzz runs of installconfig (load + validate + patch, and the diff it
+# prints), the installer oracle and the OLM bundle check, the last two modules of their own so
+# that the main module depends on neither openshift/installer nor the operator framework. None
+# starts a server or needs the cloud; cold, they are about 12 CPU-minutes, mostly compiling.
+# The integration tests leave about a third of the two cores idle while they wait on their
+# servers, so these fill it instead of adding 6-8 minutes after them. Each has its log.
+side_log="$MANILA_SETUP_RUN/beside-tests"
+step "beside the tests: fuzz installconfig (30 s + 10 s), the installer oracle, the OLM bundle check (logs: $side_log.*.log)"
+setsid bash -c '
+  set -e
+  log=$1
+  go test -run "^\$" -fuzz "^FuzzValidatePatch\$" -fuzztime 30s -fuzzminimizetime 5s ./installconfig >"$log.fuzz.log" 2>&1
+  go test -run "^\$" -fuzz "^FuzzUnified\$" -fuzztime 10s ./internal/textdiff >>"$log.fuzz.log" 2>&1
+  # -mod=mod: the oracle requires the main module through a replace, so a dependency bump
+  # there may need go.mod/go.sum updates here; let go make them rather than fail.
+  (cd test/installer-oracle && go test -mod=mod -count=1 ./...) >"$log.oracle.log" 2>&1
+  (cd test/olm-bundle && go test -mod=mod -count=1 ./...) >"$log.olm.log" 2>&1
+' beside-tests "$side_log" &
+side_pid=$!
+side_pgid=$side_pid
+
 step "go test -tags integration ./... (all unit and integration tests)"
+# The packages that take longest (measured: 2-9 minutes each) are named first so that they start
+# first: in path order test/e2e and test/userguide started last and ran alone at the end. Three
+# test binaries at a time: with two, a third of the two cores stayed idle while tests waited on
+# their servers.
+longest=(./test/e2e ./operator/controllers ./cmd/manila-setup ./test/userguide ./machinesets
+  ./cmd/manila-setup/wizard ./operator/probe/probepod ./clusterapi)
 # setsid puts the test binaries and every server they start in one new process group, so the
 # cleanup above can stop all of them, and nothing else, whatever happens to the tests.
-setsid go test -tags integration -count=1 -timeout 40m ./... &
+setsid go test -tags integration -count=1 -timeout 40m -p 3 "${longest[@]}" ./... &
 test_pid=$!
 test_pgid=$test_pid
 wait "$test_pid"
 
-# installconfig: a bounded fuzz run of load + validate + patch (and of the diff it prints), then
-# the installer oracle, a module of its own (test/installer-oracle) so that the main module does
-# not depend on openshift/installer. Neither starts servers, so they run in the foreground.
-step "fuzz installconfig (load, validate, patch: 30 s; unified diff: 10 s)"
-go test -run '^$' -fuzz '^FuzzValidatePatch$' -fuzztime 30s -fuzzminimizetime 5s ./installconfig
-go test -run '^$' -fuzz '^FuzzUnified$' -fuzztime 10s ./internal/textdiff
-
-step "installer oracle: openshift-install's own checks over the installconfig corpus (cold compile: about 10 CPU-minutes, 6 min on 2 idle cores)"
-# -mod=mod: the oracle requires the main module through a replace, so a dependency bump there
-# may need go.mod/go.sum updates here; let go make them rather than fail.
-(cd test/installer-oracle && go test -mod=mod -count=1 ./...)
-
-step "OLM bundle: operator-framework/api's own bundle validation of \`manila-setup operator bundle\`"
-# A module of its own, like the oracle: the main module does not depend on the operator framework.
-(cd test/olm-bundle && go test -mod=mod -count=1 ./...)
+step "waiting for what ran beside the tests (fuzz, installer oracle, OLM bundle check)"
+if ! wait "$side_pid"; then
+  for f in "$side_log".*.log; do echo "== $f"; cat "$f"; done >&2
+  die "the fuzz runs, the installer oracle or the OLM bundle check failed (logs above)"
+fi
+for f in fuzz oracle olm; do echo "== $f"; tail -n 4 "$side_log.$f.log"; done >&2
+step "fuzz, installer oracle (openshift-install's own checks over the installconfig corpus), OLM bundle validation: passed"
