@@ -112,7 +112,9 @@ func TestWizardDetach(t *testing.T) {
 	}
 	m = scr.mark()
 	tm.Send(enter)
-	scr.waitFor(t, m, settle, "4/7 MachineSets")
+	// The sets load after the step is drawn, and keys sent meanwhile move nothing: wait for
+	// the rows before moving down them.
+	scr.waitFor(t, m, settle, "4/7 MachineSets", "2 of 3 MachineSets selected", "control plane: never touched")
 	m = scr.mark()
 	// The sets are listed by name: master, worker-0, worker-1.
 	tm.Send(tea.KeyMsg{Type: tea.KeyDown})
