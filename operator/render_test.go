@@ -66,8 +66,8 @@ func TestRenderedOperatorProbes(t *testing.T) {
 
 // The rendered operands built from source are the versions the scripts build and the tests run
 // (test/env/csi/build.sh: the driver and provisioner the end-to-end tests run as processes;
-// test/env/node/operands.sh: the other images of the real node); every default image pins a
-// version.
+// test/env/node/operands.sh: the other images of the real node), both from the module
+// test/env/binaries, which requires them at those versions; every default image pins a version.
 func TestOperandsAreTheTestedVersions(t *testing.T) {
 	built := map[string]string{}
 	for _, script := range []string{"../test/env/csi/build.sh", "../test/env/node/operands.sh"} {
@@ -86,6 +86,10 @@ func TestOperandsAreTheTestedVersions(t *testing.T) {
 		"RESIZER_IMAGE":         "RESIZER",
 		"KUBE_RBAC_PROXY_IMAGE": "RBAC_PROXY",
 	}
+	binariesMod, err := os.ReadFile("../test/env/binaries/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tested := 0
 	for _, o := range Operands {
 		if err := CheckImageReference(o.Reference()); err != nil {
@@ -102,6 +106,10 @@ func TestOperandsAreTheTestedVersions(t *testing.T) {
 		mod, ver := built[prefix+"_MODULE"], built[prefix+"_VERSION"]
 		if mod == "" || ver == "" || o.Module != mod || o.Version != ver {
 			t.Errorf("%s renders %s %s (module %s), but the scripts build and test %s %q %q", o.Env, o.Repository, o.Version, o.Module, prefix, mod, ver)
+		}
+		// The scripts build from test/env/binaries, whose go.mod must require that very version.
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(o.Module+" "+o.Version) + `\s*$`).Match(binariesMod) {
+			t.Errorf("%s renders %s %s, but test/env/binaries/go.mod does not require that version", o.Env, o.Module, o.Version)
 		}
 	}
 	if tested != len(scripts) {

@@ -18,24 +18,51 @@ step() { printf '[%4ds] %s\n' "$(( $(date +%s) - _env_t0 ))" "$*" >&2; }
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# module_dir MODULE VERSION prints the module's folder in the Go module cache (read-only),
-# downloading it through the module proxy first when needed.
-module_dir() {
-  local json dir
-  json=$(go mod download -json "$1@$2") || die "go mod download $1@$2 failed: $json"
-  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
-  [[ -n $dir && -f $dir/go.mod ]] || die "$1@$2: no source folder in the module cache"
-  echo "$dir"
+# The binaries the tests run beside this repository's own (the control plane, etcd, the kubelet,
+# the CSI driver and its sidecars, kube-rbac-proxy, the CNI plugins; all but kwok) are built from
+# one Go module, test/env/binaries: it requires each upstream command at its released version and
+# pins every k8s.io library to the cluster's own (v0.34.10), so that client-go, the API types,
+# gRPC and the other shared dependencies are compiled once for all of them. Built each from its
+# own go.mod, each compiled its own copy of them at another version (docs/development.md has the
+# numbers).
+binaries_module=$(cd "$(dirname "${BASH_SOURCE[0]}")/binaries" && pwd)
+
+# A cache folder's .complete holds the stamp of the dependency set it was built from (a hash of
+# test/env/binaries/go.sum): a folder built from another set is rebuilt, never reused.
+binaries_stamp() { sha256sum "$binaries_module/go.sum" | cut -c1-16; }
+
+# cached DIR says whether DIR was completed from this dependency set; a folder left by another
+# set, or half-built, is removed so that it is built again.
+cached() {
+  [[ -f $1/.complete && $(cat "$1/.complete") == "$(binaries_stamp)" ]] && return 0
+  rm -rf "$1"
+  return 1
 }
 
-# build_binary OUT SRC PKG LDFLAGS builds package ./PKG of the module in folder SRC, from its own
-# go.mod and go.sum, into OUT (through OUT.tmp: never half-written), unless OUT is there already.
+# mark_complete DIR records that DIR holds everything, built from this dependency set.
+mark_complete() { binaries_stamp >"$1/.complete"; }
+
+# pinned MODULE VERSION dies unless test/env/binaries builds MODULE at VERSION (the version its
+# go.mod selects, or the replace that overrides it): a script's version and the module's cannot
+# drift apart.
+pinned() {
+  local got
+  got=$(cd "$binaries_module" && GOWORK=off GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
+    go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' "$1" 2>&1) || got="not there ($got)"
+  [[ $got == "$2" ]] || die "test/env/binaries/go.mod builds $1 at $got, but the scripts name $2: change the two together"
+}
+
+# build_binary OUT PKG LDFLAGS builds the command PKG of test/env/binaries (static, no debug
+# information, paths trimmed) into OUT (through OUT.tmp: never half-written), unless OUT is there.
+# Two builds at once would compile the same shared packages twice: the scripts run one after
+# the other.
 build_binary() {
-  local out=$1 src=$2 pkg=$3 flags=$4 t0
+  local out=$1 pkg=$2 flags=$3 t0
   [[ -x $out ]] && { step "$(basename "$out") already built"; return; }
   t0=$(date +%s)
-  step "building $(basename "$out") from $src (cold: minutes; load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  (cd "$src" && go build -trimpath -ldflags "$flags" -o "$out.tmp" "./$pkg")
+  step "building $(basename "$out") ($pkg; cold: minutes; load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  (cd "$binaries_module" && CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" \
+    go build -trimpath -ldflags "$flags" -o "$out.tmp" "$pkg")
   mv "$out.tmp" "$out"
   step "built $(basename "$out") in $(($(date +%s) - t0)) s (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 }

@@ -55,43 +55,29 @@ step "loopback OpenStack of this run: starting in the background on ports $KEYST
 bash "$here/openstack/up.sh" >"$openstack_log" 2>&1 &
 openstack_pid=$!
 
-# The real Manila CSI driver's binaries (for test/e2e) build beside the kube binaries.
-csi_log="$MANILA_SETUP_RUN/csi-build.log"
-step "CSI driver binaries: building in the background (cold: about 12 CPU-minutes; log: $csi_log)"
-bash "$here/csi/build.sh" >"$MANILA_SETUP_RUN/csi-build.out" 2>"$csi_log" &
-csi_pid=$!
-
-# The real node's operand images and CNI plugins (test/env/node/operands.sh) build beside them too.
-operands_log="$MANILA_SETUP_RUN/operands-build.log"
-step "real node: operand binaries and CNI plugins, building in the background (cold: about 15 CPU-minutes; log: $operands_log)"
-bash "$here/node/operands.sh" >"$MANILA_SETUP_RUN/operands-build.out" 2>"$operands_log" &
-operands_pid=$!
-
-step "kube binaries (cold: 15-25 min, cached afterwards)"
+# The binaries the tests run, one build after the other: they come from one Go module
+# (test/env/binaries), and a build running beside another would compile the same shared packages
+# a second time. The cloud above comes up beside them.
+step "kube binaries (cold: about 15 minutes for all of the binaries below; cached afterwards)"
 KUBEBUILDER_ASSETS=$(bash "$here/kube/build.sh")
 export KUBEBUILDER_ASSETS
 
-# The real node's kubelet: the same module and version as the control plane, so most of it is
-# in the build cache now (about 3 minutes cold after the kube binaries); containerd, runc and
-# busybox-static from the distribution.
+# The real node's kubelet (most of it is in the build cache after the control plane);
+# containerd, runc and busybox-static from the distribution.
 step "real node: kubelet, containerd (cached afterwards)"
 MANILA_SETUP_NODE_ASSETS=$(bash "$here/node/build.sh")
 export MANILA_SETUP_NODE_ASSETS
-if ! wait "$operands_pid"; then
-  cat "$operands_log" >&2
-  die "the real node's operand binaries did not build (log above)"
-fi
-MANILA_SETUP_OPERAND_BIN=$(cat "$MANILA_SETUP_RUN/operands-build.out")
-export MANILA_SETUP_OPERAND_BIN
-tail -n 1 "$operands_log" >&2
 
-if ! wait "$csi_pid"; then
-  cat "$csi_log" >&2
-  die "the CSI driver binaries did not build (log above)"
-fi
-MANILA_SETUP_CSI_BIN=$(cat "$MANILA_SETUP_RUN/csi-build.out")
+# The real Manila CSI driver's controller side (test/e2e runs it as processes; the real node
+# runs it from images).
+step "CSI driver binaries (cached afterwards)"
+MANILA_SETUP_CSI_BIN=$(bash "$here/csi/build.sh")
 export MANILA_SETUP_CSI_BIN
-tail -n 1 "$csi_log" >&2
+
+# The real node's other operand images and its CNI plugins.
+step "real node: operand binaries and CNI plugins (cached afterwards)"
+MANILA_SETUP_OPERAND_BIN=$(bash "$here/node/operands.sh")
+export MANILA_SETUP_OPERAND_BIN
 
 if ! wait "$openstack_pid"; then
   cat "$openstack_log" >&2

@@ -9,7 +9,7 @@ import (
 // The versions test/env/kube/build.sh builds; the cache folder is keyed by them.
 const (
 	kubeVersion = "1.34.10"
-	etcdVersion = "3.5.24"
+	etcdVersion = "3.6.5"
 	kwokVersion = "0.8.0"
 )
 

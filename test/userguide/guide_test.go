@@ -64,14 +64,14 @@ func TestNormalized(t *testing.T) {
 		"generation 1 (observed 1), version 52fde88-dirty\n" +
 		"rpc error: code = DeadlineExceeded desc = context deadline exceeded\n" +
 		"Secret csi-manila-secrets, StorageClasses csi-manila-cephfs-fast, csi-manila-default, in 2.6s\n" +
-		"kube binaries cached in /root/.cache/manila-setup/kube/k8s-1.34.10_etcd-3.5.24_kwok-0.8.0\n" +
+		"kube binaries cached in /root/.cache/manila-setup/kube/k8s-1.34.10_etcd-3.6.5_kwok-0.8.0\n" +
 		"kubelet cached in /root/.cache/manila-setup/node/k8s-1.34.10\n\n"
 	b := "[   9s] operator running (health on http://127.0.0.1:40001) in 310ms, pid 7\n" +
 		"ostest-demo1-worker-0-q2x8k network 0b3c46a8-0a0f-4b0e-9d37-5b44c1f3f2aa, 1 share is exported, 1 available share, score 105, age 8s\n" +
 		"generation 1 (observed 1), version v0.3.0\n" +
 		"rpc error: code = DeadlineExceeded desc = stream terminated by RST_STREAM with error code: CANCEL\n" +
 		"Secret csi-manila-secrets, StorageClasses csi-manila-cephfs-fast, csi-manila-default, csi-manila-op-test-1, in 3.3s\n" +
-		"kube binaries cached in /home/ci/.cache/manila-setup/kube/k8s-1.34.10_etcd-3.5.24_kwok-0.8.0\n" +
+		"kube binaries cached in /home/ci/.cache/manila-setup/kube/k8s-1.34.10_etcd-3.6.5_kwok-0.8.0\n" +
 		"kubelet cached in /tmp/cold/cache/node/k8s-1.34.10" // MANILA_SETUP_CACHE=/tmp/cold/cache
 	if normalized(a) != normalized(b) {
 		t.Errorf("the same sample from two runs differs:\n%s\n%s", normalized(a), normalized(b))

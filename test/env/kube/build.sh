@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane the tests run against, from source through the Go module
-# proxy: kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok (fake nodes).
+# proxy: kube-apiserver, kube-controller-manager, kube-scheduler and etcd from the module
+# test/env/binaries (lib.sh says why one module), and kwok (fake nodes) from its own go.mod: no
+# kwok release compiles against the cluster's k8s.io v0.34 libraries (v0.7.0 uses an apimachinery
+# constant v0.34 removed, v0.8.0 is written for v0.36), so it keeps its own copy of them.
 # The binaries are cached outside the repository, keyed by version: a second run is instant.
 # Prints the folder (usable as KUBEBUILDER_ASSETS) on standard output.
 set -euo pipefail
@@ -10,38 +13,33 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../versions.sh"
 dir="$MANILA_SETUP_CACHE/kube/k8s-${K8S_VERSION#v}_etcd-${ETCD_VERSION#v}_kwok-${KWOK_VERSION#v}"
 
-if [[ -f $dir/.complete ]]; then
+pinned k8s.io/kubernetes "$K8S_VERSION"
+pinned go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+if cached "$dir"; then
   step "kube binaries cached in $dir"
   echo "$dir"
   exit 0
 fi
 
 mkdir -p "$dir"
-export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
-# One build at a time uses the cores best; the Go build cache makes a rebuild quick.
 ldflags=$(kube_ldflags)
-
-build_one() { # name, module dir, package, ldflags
-  local name=$1 mod=$2 pkg=$3 flags=${4:-"-s -w"}
-  [[ -x $dir/$name ]] && { step "$name already built"; return; }
-  step "building $name (cold: several minutes)"
-  (cd "$here/$mod" && go build -trimpath -ldflags "$flags" -o "$dir/$name.tmp" "$pkg")
-  mv "$dir/$name.tmp" "$dir/$name"
-  step "built $name"
-}
-
-build_one etcd etcd go.etcd.io/etcd/server/v3
-build_one kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
-build_one kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager "$ldflags"
-build_one kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
-
+build_binary "$dir/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
+build_binary "$dir/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager "$ldflags"
+build_binary "$dir/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
+# etcd's own main package is in the etcd repository's root module, which the module proxy serves
+# without the server: test/env/binaries/etcd calls the same etcdmain.Main.
+build_binary "$dir/etcd" ./etcd "-s -w"
 if [[ ! -x $dir/kwok ]]; then
-  step "building kwok $KWOK_VERSION"
-  GOBIN="$dir" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  step "building kwok $KWOK_VERSION (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS=-buildvcs=false GOBIN="$dir" \
+    go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  step "built kwok (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 fi
+
 # kwok refuses to start without Stage objects; its module ships the standard ones.
-stages="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
-[[ -d $stages ]] || go mod download "sigs.k8s.io/kwok@$KWOK_VERSION"
+kwok_src=$(GOWORK=off go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+stages="$kwok_src/kustomize/stage"
+[[ -d $stages ]] || die "sigs.k8s.io/kwok@$KWOK_VERSION: no $stages in the module cache"
 {
   for f in "$stages"/node/fast/*.yaml "$stages"/node/heartbeat-with-lease/*.yaml "$stages"/pod/fast/*.yaml; do
     [[ $(basename "$f") == kustomization.yaml ]] && continue
@@ -50,6 +48,6 @@ stages="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
 } > "$dir/kwok-stages.yaml.tmp"
 mv "$dir/kwok-stages.yaml.tmp" "$dir/kwok-stages.yaml"
 
-touch "$dir/.complete"
+mark_complete "$dir"
 step "kube binaries ready in $dir"
 echo "$dir"

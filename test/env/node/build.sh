@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what a real node of the test cluster runs beside the kwok nodes: the kubelet, from
-# source at the control plane's version (test/env/kube/build.sh), and installs containerd and
+# source at the control plane's version, from the module test/env/binaries like the control plane
+# (test/env/kube/build.sh), so most of it is in the Go build cache by then; and installs containerd and
 # runc from the distribution when they are missing (as root; Debian's packages).
 # The kubelet is cached outside the repository, keyed by its version: a second run is instant.
 # Prints the folder holding the kubelet on standard output.
@@ -35,18 +36,15 @@ containerd_install() {
 
 containerd_install
 
-if [[ -f $dir/.complete ]]; then
+pinned k8s.io/kubernetes "$K8S_VERSION"
+if cached "$dir"; then
   step "kubelet cached in $dir"
   echo "$dir"
   exit 0
 fi
 
 mkdir -p "$dir"
-export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
-ldflags=$(kube_ldflags)
-step "building kubelet $K8S_VERSION (cold: several minutes)"
-(cd "$here/kubelet" && go build -trimpath -ldflags "$ldflags" -o "$dir/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet)
-mv "$dir/kubelet.tmp" "$dir/kubelet"
-touch "$dir/.complete"
+build_binary "$dir/kubelet" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
+mark_complete "$dir"
 step "kubelet ready in $dir"
 echo "$dir"

@@ -68,36 +68,30 @@ else
   openstack_pid=$!
 fi
 
-# As root, one control-plane node is a real kubelet running the driver's pods: its operand
-# binaries build beside the kube binaries, its kubelet after them (the same module).
+# As root, one control-plane node is a real kubelet running the driver's pods. Every binary
+# comes from one Go module (test/env/binaries), so they build one after the other: side by side,
+# two builds would compile the same shared packages twice.
 real_node=${DEMO_REAL_NODE:-auto}
-operands_pid=
-if [[ $real_node != off && $(id -u) == 0 ]]; then
-  step "real node: operand binaries and CNI plugins, building in the background (first time about 15 CPU-minutes; log $sandbox/operands-build.log)"
-  bash "$here/../node/operands.sh" >"$sandbox/operands-build.out" 2>"$sandbox/operands-build.log" &
-  operands_pid=$!
-elif [[ $real_node != off ]]; then
+if [[ $real_node != off && $(id -u) != 0 ]]; then
   step "no real node: a kubelet needs root (every node is a kwok node; the driver's controller runs as local processes)"
   real_node=off
 fi
 
-step "kube binaries (first time 20-30 min, then cached)"
+step "kube binaries (first time about 10 min, then cached)"
 KUBEBUILDER_ASSETS=$(bash "$here/../kube/build.sh")
 export KUBEBUILDER_ASSETS
-if [[ -n $operands_pid ]]; then
-  step "real node: kubelet, containerd (first time about 3 min, then cached)"
-  MANILA_SETUP_NODE_ASSETS=$(bash "$here/../node/build.sh")
-  export MANILA_SETUP_NODE_ASSETS
-  if ! wait "$operands_pid"; then
-    cat "$sandbox/operands-build.log" >&2
-    die "the real node's operand binaries did not build (log above); DEMO_REAL_NODE=off runs the demo without it"
-  fi
-  MANILA_SETUP_OPERAND_BIN=$(cat "$sandbox/operands-build.out")
-  export MANILA_SETUP_OPERAND_BIN
-fi
-step "CSI driver binaries (first time 10-15 min, then cached)"
+step "CSI driver binaries (first time a few minutes after the kube binaries, then cached)"
 MANILA_SETUP_CSI_BIN=$(bash "$here/../csi/build.sh")
 export MANILA_SETUP_CSI_BIN
+if [[ $real_node != off ]]; then
+  step "real node: kubelet, containerd, operand binaries and CNI plugins (first time a few minutes, then cached)"
+  MANILA_SETUP_NODE_ASSETS=$(bash "$here/../node/build.sh")
+  export MANILA_SETUP_NODE_ASSETS
+  if ! MANILA_SETUP_OPERAND_BIN=$(bash "$here/../node/operands.sh"); then
+    die "the real node's operand binaries did not build (log above); DEMO_REAL_NODE=off runs the demo without it"
+  fi
+  export MANILA_SETUP_OPERAND_BIN
+fi
 step "building the sandbox program (first time a few minutes, then cached)"
 go build -o "$top/bin/manila-setup-sandbox" ./test/env/sandbox
 
