@@ -125,7 +125,7 @@ func TestOperatorImage(t *testing.T) {
 	run, probes := podmanRunArgs(t, dep.Spec.Template.Spec, saDir, api)
 	op := startContainer(t, podmanRoot, run)
 
-	classes := waitStorageClasses(t, ctx, sim, op, operator.DefaultNamespace, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
+	classes := waitStorageClasses(t, ctx, sim, op, operator.DefaultNamespace, cloud.Seed.ShareTypes, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
 	t.Logf("the containerised operator made StorageClasses %s and %s", classes[0].Name, classes[1].Name)
 	// The workloads: created in the same sync as the classes or soon after.
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -226,7 +226,7 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		t.Fatal(err)
 	}
 	op := startOperator(t, cli, kubeconfig, "--mode", string(mode))
-	classes := waitStorageClasses(t, ctx, sim, op, secretNS, []string{names.StorageClassPrefix + "cephfs-fast", names.StorageClassPrefix + "default"})
+	classes := waitStorageClasses(t, ctx, sim, op, secretNS, cloud.Seed.ShareTypes, []string{names.StorageClassPrefix + "cephfs-fast", names.StorageClassPrefix + "default"})
 	// Every worker is on the storage network, so the classes admit the storage subnet (where
 	// the export addresses are, and the workers mount from), not the machine network.
 	storageSubnet := cloud.Seed.Subnets["storage-subnet"].CIDR
@@ -497,7 +497,11 @@ func (p *operatorProcess) tail() string {
 
 // waitStorageClasses waits for the operator's StorageClasses (want, sorted) and the driver
 // Secret, and returns the classes in that order.
-func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimCluster, op *operatorProcess, secretNS string, want []string) []storagev1.StorageClass {
+//
+// Only the classes of the cloud's seeded share types count: the packages' tests share one cloud,
+// and a share type another test creates and deletes meanwhile gets a class the operator keeps
+// (a class is never deleted when its share type goes).
+func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimCluster, op *operatorProcess, secretNS string, seeded map[string]string, want []string) []storagev1.StorageClass {
 	t.Helper()
 	var got []storagev1.StorageClass
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -511,7 +515,12 @@ func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimClust
 		if err != nil {
 			return false, err
 		}
-		got = list.Items
+		got = got[:0]
+		for _, sc := range list.Items {
+			if _, ok := seeded[sc.Annotations[operator.AnnotationShareType]]; ok {
+				got = append(got, sc)
+			}
+		}
 		slices.SortFunc(got, func(a, b storagev1.StorageClass) int { return strings.Compare(a.Name, b.Name) })
 		var names []string
 		for _, sc := range got {

@@ -237,7 +237,7 @@ func TestUninstall(t *testing.T) {
 		install(t, ctx, cli, cloud, sim.Kubeconfig)
 		scaleToZero(t, ctx, sim, names.Namespace, names.Operator)
 		op := startOperator(t, cli, sim.Kubeconfig, "--mode", string(platform.ModeCompanion))
-		waitStorageClasses(t, ctx, sim, op, operator.PlatformDriverNamespace, []string{names.StorageClassPrefix + "cephfs-fast", names.StorageClassPrefix + "default"})
+		waitStorageClasses(t, ctx, sim, op, operator.PlatformDriverNamespace, cloud.Seed.ShareTypes, []string{names.StorageClassPrefix + "cephfs-fast", names.StorageClassPrefix + "default"})
 		// A volume of the platform's driver on the companion's class: the driver is not the
 		// companion's, so nothing is refused, and the class it names stays.
 		pv := boundVolume(t, ctx, sim, names.StorageClassPrefix+"default")
@@ -311,7 +311,7 @@ func installedDriver(t *testing.T, ctx context.Context, cli string, cloud *teste
 	install(t, ctx, cli, cloud, sim.Kubeconfig)
 	scaleToZero(t, ctx, sim, operator.DefaultNamespace, operator.OperatorName)
 	op := startOperator(t, cli, sim.Kubeconfig, "--mode", string(platform.ModeDriver))
-	waitStorageClasses(t, ctx, sim, op, operator.DefaultNamespace, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
+	waitStorageClasses(t, ctx, sim, op, operator.DefaultNamespace, cloud.Seed.ShareTypes, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := op.alive(); err != nil {
 			return false, err

@@ -79,7 +79,7 @@ func TestUpgradeKeepsVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := startOperatorWithImages(t, cli, sim.Kubeconfig, previous, "--mode", string(platform.ModeDriver))
-	classes := waitStorageClasses(t, ctx, sim, op, ns, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
+	classes := waitStorageClasses(t, ctx, sim, op, ns, cloud.Seed.ShareTypes, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
 	waitWorkloadsAt(t, ctx, sim, op, previous)
 	classUIDs := map[string]string{}
 	for _, c := range classes {

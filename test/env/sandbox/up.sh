@@ -77,10 +77,10 @@ if [[ $real_node != off && $(id -u) != 0 ]]; then
   real_node=off
 fi
 
-step "kube binaries (first time about 10 min, then cached)"
+step "kube binaries (first time about 15 min, then cached)"
 KUBEBUILDER_ASSETS=$(bash "$here/../kube/build.sh")
 export KUBEBUILDER_ASSETS
-step "CSI driver binaries (first time a few minutes after the kube binaries, then cached)"
+step "CSI driver binaries (first time about a minute after the kube binaries, then cached)"
 MANILA_SETUP_CSI_BIN=$(bash "$here/../csi/build.sh")
 export MANILA_SETUP_CSI_BIN
 if [[ $real_node != off ]]; then
