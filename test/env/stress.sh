@@ -49,7 +49,7 @@ if ! bash "$here/openstack/up.sh" >"$out/openstack-up.log" 2>&1; then
   die "the loopback OpenStack did not come up"
 fi
 if [[ -z ${KUBEBUILDER_ASSETS:-} ]]; then
-  step "kube binaries (cold: 15-25 min, cached afterwards)"
+  step "kube binaries (cold: about 15 min, cached afterwards)"
   KUBEBUILDER_ASSETS=$(bash "$here/kube/build.sh")
   export KUBEBUILDER_ASSETS
 fi
