@@ -134,7 +134,7 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 	return cmd
 }
 
-func (o *StartOptions) Complete(*cobra.Command, []string) error {
+func (o *StartOptions) Complete(cmd *cobra.Command, _ []string) error {
 	if o.Mode != string(platform.ModeDriver) && o.Mode != string(platform.ModeCompanion) {
 		return fmt.Errorf("--mode: Invalid value: %q: expected driver or companion", o.Mode)
 	}
@@ -149,7 +149,7 @@ func (o *StartOptions) Complete(*cobra.Command, []string) error {
 	}
 	// Client rate: enough to create every operand in one burst (the operator raises nothing
 	// itself when these are set).
-	if o.cfg, err = kubeconfig.RESTConfig(kubeconfig.Options{Path: o.Kubeconfig, InCluster: true, QPS: 50, Burst: 100}); err != nil {
+	if o.cfg, err = kubeconfig.RESTConfig(cmdrun.CommandContext(cmd), kubeconfig.Options{Path: o.Kubeconfig, InCluster: true, QPS: 50, Burst: 100}); err != nil {
 		return err
 	}
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)

@@ -15,6 +15,7 @@ import (
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 )
 
 func newClusterAPICommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -72,7 +73,7 @@ func (o *clusterAPIListOptions) Validate() error {
 }
 
 func (o *clusterAPIListOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(o.g)
+	dyn, err := dynamicClient(ctx, o.g)
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 	if o.File != "" {
 		return o.runFile(ctx, scope, opts)
 	}
-	dyn, err := dynamicClient(o.g)
+	dyn, err := dynamicClient(ctx, o.g)
 	if err != nil {
 		return err
 	}
@@ -222,7 +223,7 @@ func (o *clusterAPIPatchOptions) checkMounts(ctx context.Context, dyn dynamic.In
 		}
 		return invalidInput(fmt.Errorf("refusing to remove the storage network: the Machines of the sets it changes are replaced, and pods on them may use Manila volumes over that network, but %s. Check there that no pod on those nodes uses a PersistentVolume of %s, then run again with --force; nothing was changed", elsewhere, attach.ManilaDriver))
 	}
-	clients, err := newMachineSetsClients(o.g)
+	clients, err := newMachineSetsClients(ctx, o.g)
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func (o *clusterAPIPatchOptions) checkMounts(ctx context.Context, dyn dynamic.In
 
 // runFile patches the Cluster API objects of -f instead of the cluster's (GitOps).
 func (o *clusterAPIPatchOptions) runFile(ctx context.Context, scope clusterapi.Scope, opts attach.Options) error {
-	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
+	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.ClusterAPI, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
 		return clusterapi.PatchFile(ctx, name, data, scope, opts)
 	}, func(w io.Writer, res *attach.FileResult) error {
 		if len(res.Appended) == 0 {
@@ -394,11 +395,11 @@ func (o *clusterAPIRolloutOptions) Validate() error {
 }
 
 func (o *clusterAPIRolloutOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(o.g)
+	dyn, err := dynamicClient(ctx, o.g)
 	if err != nil {
 		return err
 	}
-	clients, err := newMachineSetsClients(o.g)
+	clients, err := newMachineSetsClients(ctx, o.g)
 	if err != nil {
 		return err
 	}

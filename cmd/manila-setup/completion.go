@@ -58,7 +58,7 @@ func registerValueCompletions(root *cobra.Command, g *GlobalOptions) {
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON, outputYAML}, noFiles))
 	_ = root.RegisterFlagCompletionFunc("os-cloud", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		g.Complete()
-		names, _, err := openstack.CloudNames(openstack.Config{CloudsFile: g.OSClientConfigFile})
+		names, _, err := openstack.CloudNames(context.Background(), openstack.Config{CloudsFile: g.OSClientConfigFile})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -68,7 +68,7 @@ func registerValueCompletions(root *cobra.Command, g *GlobalOptions) {
 		g.Complete()
 		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 		defer cancel()
-		clients, err := newMachineSetsClients(g)
+		clients, err := newMachineSetsClients(ctx, g)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 )
 
 // Exit codes shared by every command, so scripts and install hooks can branch on them.
@@ -47,6 +49,12 @@ func silentFailure(code int) error { return &exitError{code: code, err: errSilen
 func exitCodeOf(err error) int {
 	if err == nil {
 		return exitOK
+	}
+	// A read of a file that Ctrl-C stopped is a stop wherever it happened (a kubeconfig,
+	// clouds.yaml), whatever the caller made of it.
+	var stop *inputfile.InterruptedError
+	if errors.As(err, &stop) {
+		return exitInterrupted
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -25,9 +25,10 @@ func userAgent() string { return "manila-setup/" + version }
 
 // restConfig is the commands' cluster configuration: --kubeconfig (a path list allowed), else
 // $KUBECONFIG, else ~/.kube/config, read by internal/kubeconfig, with this CLI's user agent.
-// Errors are environment errors (exit 2) and name the kubeconfig.
-func (g *GlobalOptions) restConfig() (*rest.Config, error) {
-	cfg, err := kubeconfig.RESTConfig(kubeconfig.Options{Path: g.Kubeconfig, UserAgent: userAgent()})
+// Errors are environment errors (exit 2) and name the kubeconfig; ctx ends the read of a
+// kubeconfig that is a stream.
+func (g *GlobalOptions) restConfig(ctx context.Context) (*rest.Config, error) {
+	cfg, err := kubeconfig.RESTConfig(ctx, kubeconfig.Options{Path: g.Kubeconfig, UserAgent: userAgent()})
 	if err != nil {
 		return nil, environmentError(err)
 	}

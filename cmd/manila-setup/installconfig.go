@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,6 +14,7 @@ import (
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
 	"github.com/manila-setup/manila-setup/internal/atomicfile"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )
 
@@ -30,33 +30,14 @@ of after a long install.`)
 	return cmd
 }
 
-// maxInputSize bounds what is read: install-configs are a few KiB.
-const maxInputSize = 64 << 20
-
-// readInput reads a file, or standard input for "-".
-func readInput(path string, stdin io.Reader) (name string, data []byte, err error) {
-	var r io.Reader
+// readInstallConfig reads FILE, or standard input for "-": bounded and stopped by Ctrl-C
+// (internal/inputfile). An input that cannot be read, or is not a file, exits 2.
+func readInstallConfig(ctx context.Context, path string, stdin io.Reader) (name string, data []byte, err error) {
+	name, data, err = readInput(ctx, path, stdin, inputfile.InstallConfig, environmentError)
 	if path == "-" {
-		name, r = "<stdin>", stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return "", nil, environmentError(err)
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			return "", nil, environmentError(fmt.Errorf("%s is a directory, not an install-config", path))
-		}
-		name, r = path, f
+		name = "<stdin>"
 	}
-	data, err = io.ReadAll(io.LimitReader(r, maxInputSize+1))
-	if err != nil {
-		return "", nil, environmentError(fmt.Errorf("reading %s: %w", name, err))
-	}
-	if len(data) > maxInputSize {
-		return "", nil, environmentError(fmt.Errorf("%s is larger than %d MiB; this is not an install-config", name, maxInputSize>>20))
-	}
-	return name, data, nil
+	return name, data, err
 }
 
 func exactlyOneFile(cmd *cobra.Command, args []string) error {
@@ -145,7 +126,7 @@ func (o *installConfigValidateOptions) Validate() error {
 }
 
 func (o *installConfigValidateOptions) Run(ctx context.Context) error {
-	name, data, err := readInput(o.File, o.streams.In)
+	name, data, err := readInstallConfig(ctx, o.File, o.streams.In)
 	if err != nil {
 		return err
 	}
@@ -394,7 +375,7 @@ func discoveredStorageNetwork(d *openstack.Discovery, client *openstack.Client, 
 }
 
 func (o *installConfigPatchOptions) Run(ctx context.Context) error {
-	name, data, err := readInput(o.File, o.streams.In)
+	name, data, err := readInstallConfig(ctx, o.File, o.streams.In)
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,8 @@ func (c *machineSetsClients) workers() workers.Cluster {
 }
 
 // newMachineSetsClients connects to the cluster of --kubeconfig. Errors are environment errors.
-func newMachineSetsClients(g *GlobalOptions) (*machineSetsClients, error) {
-	cfg, err := g.restConfig()
+func newMachineSetsClients(ctx context.Context, g *GlobalOptions) (*machineSetsClients, error) {
+	cfg, err := g.restConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (o *machineSetsListOptions) Validate() error {
 }
 
 func (o *machineSetsListOptions) Run(ctx context.Context) error {
-	clients, err := newMachineSetsClients(o.g)
+	clients, err := newMachineSetsClients(ctx, o.g)
 	if err != nil {
 		return err
 	}
@@ -300,7 +300,7 @@ func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { ret
 func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	var cluster attach.NetworkPolicy
 	if o.File == "" { // a file has no cluster, and no nodes to ask
-		clients, err := newMachineSetsClients(o.g)
+		clients, err := newMachineSetsClients(ctx, o.g)
 		if err != nil {
 			return err
 		}
@@ -590,7 +590,7 @@ func rolloutFlagsError(maxSurge, maxUnavailable int32, timeout, pollInterval tim
 func (o *machineSetsRolloutOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
-	clients, err := newMachineSetsClients(o.g)
+	clients, err := newMachineSetsClients(ctx, o.g)
 	if err != nil {
 		return err
 	}

@@ -5,17 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/atomicfile"
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
 // runFile patches the MachineSets of -f instead of the cluster's (GitOps).
 func (o *machineSetsPatchOptions) runFile(ctx context.Context, sel machinesets.Selection, opts attach.Options) error {
-	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
+	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.MachineSets, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
 		return machinesets.PatchFile(ctx, name, data, sel, opts)
 	}, nil)
 	if err != nil {
@@ -25,11 +25,11 @@ func (o *machineSetsPatchOptions) runFile(ctx context.Context, sel machinesets.S
 }
 
 // runPatchFile patches the objects of -f instead of the cluster's (GitOps), the same way for
-// every kind: patch is the kind's PatchFile; note, when set, adds lines to the table.
-func runPatchFile(ctx context.Context, g *GlobalOptions, streams IOStreams, a attachFlags, opts attach.Options,
+// every kind: kind bounds what -f may hold; patch is the kind's PatchFile; note, when set, adds lines to the table.
+func runPatchFile(ctx context.Context, g *GlobalOptions, streams IOStreams, a attachFlags, kind inputfile.Kind, opts attach.Options,
 	patch func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error),
 	note func(w io.Writer, res *attach.FileResult) error) (*attach.FileResult, error) {
-	name, data, err := readPatchFile(a.File, streams)
+	name, data, err := readInput(ctx, a.File, streams.In, kind, func(err error) error { return invalidInput(fmt.Errorf("-f: %w", err)) })
 	if err != nil {
 		return nil, err
 	}
@@ -63,21 +63,6 @@ func fileFlagsError(file string, inPlace, dryRun bool) error {
 		return usageError("--in-place and --dry-run cannot be used together")
 	}
 	return nil
-}
-
-// readPatchFile reads -f: a path, or - for standard input.
-func readPatchFile(path string, streams IOStreams) (name string, data []byte, err error) {
-	if path == "-" {
-		name = "standard input"
-		data, err = io.ReadAll(streams.In)
-	} else {
-		name = path
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return "", nil, invalidInput(fmt.Errorf("-f: %w", err))
-	}
-	return name, data, nil
 }
 
 // patchedFile is the outcome of a file patch, for emitPatchedFile.

@@ -321,7 +321,7 @@ const clusterReadTimeout = 30 * time.Second
 
 // clusterWorkers reads the workers from the cluster of --kubeconfig.
 func (o *NetworksDiscoverOptions) clusterWorkers(ctx context.Context) (*machinesets.Workers, error) {
-	cfg, err := o.global.restConfig()
+	cfg, err := o.global.restConfig(ctx)
 	if err != nil {
 		return nil, err
 	}

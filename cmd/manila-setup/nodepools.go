@@ -11,6 +11,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/nodepools"
 )
 
@@ -26,8 +27,8 @@ NodePool controller replaces the machines itself. Point --kubeconfig at the mana
 	return cmd
 }
 
-func dynamicClient(g *GlobalOptions) (dynamic.Interface, error) {
-	cfg, err := g.restConfig()
+func dynamicClient(ctx context.Context, g *GlobalOptions) (dynamic.Interface, error) {
+	cfg, err := g.restConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +73,7 @@ func (o *nodePoolsListOptions) Validate() error {
 }
 
 func (o *nodePoolsListOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(o.g)
+	dyn, err := dynamicClient(ctx, o.g)
 	if err != nil {
 		return err
 	}
@@ -179,12 +180,12 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	}
 	scope := nodepools.Scope{Namespace: o.Namespace, HostedCluster: o.HostedCluster, Names: o.Names}
 	if o.File != "" {
-		_, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
+		_, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.NodePools, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
 			return nodepools.PatchFile(ctx, name, data, scope, opts)
 		}, nil)
 		return err
 	}
-	dyn, err := dynamicClient(o.g)
+	dyn, err := dynamicClient(ctx, o.g)
 	if err != nil {
 		return err
 	}

@@ -159,8 +159,8 @@ func addMachineNetworkFlag(cmd *cobra.Command, networks *[]string) {
 	cmd.Flags().StringSliceVar(networks, "machine-network", nil, "the nodes' network CIDRs, for the operator's StorageClasses where the cluster keeps no install-config (kube-system/cluster-config-v1), as plain Kubernetes")
 }
 
-func (o *OperatorRenderOptions) Complete(*cobra.Command, []string) error {
-	mode, err := resolveMode(o.Mode, func() (*rest.Config, error) { return o.g.restConfig() }, o.streams)
+func (o *OperatorRenderOptions) Complete(cmd *cobra.Command, _ []string) error {
+	mode, err := resolveMode(o.Mode, func() (*rest.Config, error) { return o.g.restConfig(cmdrun.CommandContext(cmd)) }, o.streams)
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ and exits 1. A CustomResourceDefinition that exists and is not ours is used as i
 }
 
 // Complete reads the kubeconfig and the cloud's credentials from clouds.yaml.
-func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
+func (o *OperatorInstallOptions) Complete(cmd *cobra.Command, _ []string) error {
 	g := o.g
 	if err := checkModeFlag(o.Mode); err != nil {
 		return err
@@ -276,13 +276,13 @@ func (o *OperatorInstallOptions) Complete(*cobra.Command, []string) error {
 		o.render.OperatorImage = o.Image
 	}
 	var err error
-	if o.cfg, err = g.restConfig(); err != nil {
+	if o.cfg, err = g.restConfig(cmdrun.CommandContext(cmd)); err != nil {
 		return err
 	}
 	if o.NoCredentials || g.OSCloud == "" {
 		return nil
 	}
-	o.credentials, err = credentialsFromCloudsYAML(g.OSClientConfigFile, g.OSCloud)
+	o.credentials, err = credentialsFromCloudsYAML(cmdrun.CommandContext(cmd), g.OSClientConfigFile, g.OSCloud)
 	return err
 }
 
@@ -304,8 +304,8 @@ func planCredentials(noCredentials bool, osCloud string, hasCCO func() (bool, er
 // credentialsFromCloudsYAML is deploy.CredentialsFromCloudsYAML with the exit codes: a
 // clouds.yaml that cannot be found or read is an environment error, one that does not give
 // usable credentials invalid input.
-func credentialsFromCloudsYAML(path, cloud string) (map[string][]byte, error) {
-	data, err := deploy.CredentialsFromCloudsYAML(path, cloud)
+func credentialsFromCloudsYAML(ctx context.Context, path, cloud string) (map[string][]byte, error) {
+	data, err := deploy.CredentialsFromCloudsYAML(ctx, path, cloud)
 	var invalid *deploy.InvalidCloudError
 	switch {
 	case errors.As(err, &invalid):
@@ -426,9 +426,9 @@ dry run); it exits 1 where the real run would be refused.`,
 	return cmd
 }
 
-func (o *OperatorUninstallOptions) Complete(*cobra.Command, []string) error {
+func (o *OperatorUninstallOptions) Complete(cmd *cobra.Command, _ []string) error {
 	var err error
-	o.cfg, err = o.g.restConfig()
+	o.cfg, err = o.g.restConfig(cmdrun.CommandContext(cmd))
 	return err
 }
 
@@ -544,9 +544,9 @@ is. Exit code 1 when something is Degraded or an installed operand is not availa
 	return cmd
 }
 
-func (o *OperatorStatusOptions) Complete(*cobra.Command, []string) error {
+func (o *OperatorStatusOptions) Complete(cmd *cobra.Command, _ []string) error {
 	var err error
-	o.cfg, err = o.g.restConfig()
+	o.cfg, err = o.g.restConfig(cmdrun.CommandContext(cmd))
 	return err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"slices"
@@ -113,13 +114,13 @@ func TestOperatorCommandErrors(t *testing.T) {
 func TestCredentialsFromCloudsYAML(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir+"/clouds.yaml", "clouds:\n  mine:\n    auth: {auth_url: \"https://k/v3\", username: u, password: pw, project_name: p}\n  other:\n    auth: {auth_url: \"https://o/v3\"}\n")
-	if data, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "mine"); err != nil || len(data["clouds.yaml"]) == 0 {
+	if data, err := credentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "mine"); err != nil || len(data["clouds.yaml"]) == 0 {
 		t.Errorf("a usable cloud: %v", err)
 	}
-	if _, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "nope"); exitCodeOf(err) != exitInvalid {
+	if _, err := credentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "nope"); exitCodeOf(err) != exitInvalid {
 		t.Errorf("unknown cloud: %v", err)
 	}
-	if _, err := credentialsFromCloudsYAML(dir+"/clouds.yaml", "other"); exitCodeOf(err) != exitInvalid {
+	if _, err := credentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "other"); exitCodeOf(err) != exitInvalid {
 		t.Errorf("a cloud without credentials must be rejected: %v", err)
 	}
 }

@@ -81,7 +81,7 @@ func (o *StorageClassesCheckOptions) Validate() error {
 }
 
 func (o *StorageClassesCheckOptions) Run(ctx context.Context) error {
-	cfg, err := o.g.restConfig()
+	cfg, err := o.g.restConfig(ctx)
 	if err != nil {
 		return err
 	}

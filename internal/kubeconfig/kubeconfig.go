@@ -5,6 +5,7 @@
 package kubeconfig
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 )
 
 // Options say where the configuration comes from and how the clients behave.
@@ -97,8 +100,43 @@ func (o Options) noFile() bool {
 // ErrNoConfig: no kubeconfig file and not in a pod (or the caller did not allow the pod's).
 var ErrNoConfig = errors.New("no kubeconfig")
 
-// RESTConfig returns the client configuration. Errors name the kubeconfig and the context.
-func RESTConfig(o Options) (*rest.Config, error) {
+// clientConfig is the kubeconfig files as client-go reads them, once each is known to be safe to
+// read: a regular file no larger than a kubeconfig may be (inputfile.Kubeconfig); a stream (the
+// pipe of `--kubeconfig <(oc config view --raw)`, a device given by mistake) is read here,
+// bounded and stopped with ctx, and handed over as content. client-go itself would read either
+// whole, without a limit and past Ctrl-C.
+func (o Options) clientConfig(ctx context.Context, overrides *clientcmd.ConfigOverrides) (clientcmd.ClientConfig, error) {
+	paths := o.Paths()
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue // client-go says what is missing, as it does for the default path
+		}
+		if err := inputfile.Check(p, st, inputfile.Kubeconfig); err != nil {
+			return nil, err
+		}
+		if !inputfile.IsStream(st) {
+			continue
+		}
+		if len(paths) > 1 {
+			return nil, fmt.Errorf("%s is not a regular file (a pipe or a device), which client-go reads only alone: give it alone with --kubeconfig", p)
+		}
+		data, err := inputfile.ReadFile(ctx, p, inputfile.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := clientcmd.Load(data)
+		if err != nil {
+			return nil, err
+		}
+		return clientcmd.NewNonInteractiveClientConfig(*cfg, overrides.CurrentContext, overrides, nil), nil
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(o.rules(), overrides), nil
+}
+
+// RESTConfig returns the client configuration. Errors name the kubeconfig and the context; ctx
+// ends a read of a kubeconfig that is a stream.
+func RESTConfig(ctx context.Context, o Options) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if o.InCluster && o.Path == "" && o.noFile() {
@@ -107,7 +145,10 @@ func RESTConfig(o Options) (*rest.Config, error) {
 			return nil, fmt.Errorf("%w (%s) and not running in a cluster: %v; pass --kubeconfig or set KUBECONFIG", ErrNoConfig, o.describe(), err)
 		}
 	} else {
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(o.rules(), &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+		var cc clientcmd.ClientConfig
+		if cc, err = o.clientConfig(ctx, &clientcmd.ConfigOverrides{CurrentContext: o.Context}); err == nil {
+			cfg, err = cc.ClientConfig()
+		}
 		if err != nil {
 			where := "kubeconfig " + o.describe()
 			if o.Context != "" {
@@ -128,8 +169,12 @@ func RESTConfig(o Options) (*rest.Config, error) {
 }
 
 // Raw returns the kubeconfig itself (its contexts, for a choice), merged as RESTConfig reads it.
-func Raw(o Options) (clientcmdapi.Config, error) {
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(o.rules(), &clientcmd.ConfigOverrides{}).RawConfig()
+func Raw(ctx context.Context, o Options) (clientcmdapi.Config, error) {
+	cc, err := o.clientConfig(ctx, &clientcmd.ConfigOverrides{})
+	var raw clientcmdapi.Config
+	if err == nil {
+		raw, err = cc.RawConfig()
+	}
 	if err != nil {
 		return raw, fmt.Errorf("kubeconfig %s cannot be read: %v; pass --kubeconfig or set KUBECONFIG", o.describe(), err)
 	}

@@ -1,6 +1,7 @@
 package kubeconfig
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,32 +35,32 @@ func TestRESTConfig(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 
-	cfg, err := RESTConfig(Options{Path: a, UserAgent: "manila-setup/test"})
+	cfg, err := RESTConfig(context.Background(), Options{Path: a, UserAgent: "manila-setup/test"})
 	if err != nil || cfg.Host != "https://a.example:6443/ctx-a" || cfg.UserAgent != "manila-setup/test" || cfg.QPS != DefaultQPS || cfg.Burst != DefaultBurst {
 		t.Fatalf("one file: %+v %v", cfg, err)
 	}
 	// A list as in $KUBECONFIG, and a context of the second file.
-	cfg, err = RESTConfig(Options{Path: a + string(os.PathListSeparator) + b, Context: "ctx-b2"})
+	cfg, err = RESTConfig(context.Background(), Options{Path: a + string(os.PathListSeparator) + b, Context: "ctx-b2"})
 	if err != nil || cfg.Host != "https://b.example:6443/ctx-b2" {
 		t.Fatalf("path list with a context: %+v %v", cfg, err)
 	}
 	// $KUBECONFIG when no path is given.
 	t.Setenv("KUBECONFIG", b)
-	if cfg, err = RESTConfig(Options{}); err != nil || cfg.Host != "https://b.example:6443/ctx-b" {
+	if cfg, err = RESTConfig(context.Background(), Options{}); err != nil || cfg.Host != "https://b.example:6443/ctx-b" {
 		t.Fatalf("$KUBECONFIG: %+v %v", cfg, err)
 	}
 	t.Setenv("KUBECONFIG", "")
 	// Errors name the file and the context.
-	if _, err := RESTConfig(Options{Path: a, Context: "nope"}); err == nil || !strings.Contains(err.Error(), "kubeconfig "+a+`, context "nope"`) {
+	if _, err := RESTConfig(context.Background(), Options{Path: a, Context: "nope"}); err == nil || !strings.Contains(err.Error(), "kubeconfig "+a+`, context "nope"`) {
 		t.Errorf("unknown context: %v", err)
 	}
-	if _, err := RESTConfig(Options{Path: "/nonexistent/kubeconfig", InCluster: true}); err == nil || !strings.Contains(err.Error(), "kubeconfig /nonexistent/kubeconfig") {
+	if _, err := RESTConfig(context.Background(), Options{Path: "/nonexistent/kubeconfig", InCluster: true}); err == nil || !strings.Contains(err.Error(), "kubeconfig /nonexistent/kubeconfig") {
 		t.Errorf("a given path that does not exist must not fall back to the pod's account: %v", err)
 	}
-	if _, err := RESTConfig(Options{InCluster: true}); err == nil || !strings.Contains(err.Error(), "not running in a cluster") {
+	if _, err := RESTConfig(context.Background(), Options{InCluster: true}); err == nil || !strings.Contains(err.Error(), "not running in a cluster") {
 		t.Errorf("no file, not in a pod: %v", err)
 	}
-	raw, err := Raw(Options{Path: b})
+	raw, err := Raw(context.Background(), Options{Path: b})
 	if err != nil || len(raw.Contexts) != 2 || raw.CurrentContext != "ctx-b" {
 		t.Errorf("raw: %v %v", raw.Contexts, err)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"sigs.k8s.io/yaml"
+
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 )
 
 // DefaultTimeout bounds one HTTP request (connect, TLS, answer) when Config.Timeout is zero.
@@ -89,7 +91,7 @@ type Client struct {
 
 // Connect reads clouds.yaml, authenticates once and returns the client. Errors are *Error.
 func Connect(ctx context.Context, cfg Config) (*Client, error) {
-	sel, err := selectCloud(cfg)
+	sel, err := selectCloud(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +108,17 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		opts = append(opts, clouds.WithEndpointType(cfg.Interface))
 	}
 	if cfg.CABundle != "" && len(cfg.CABundlePEM) == 0 {
-		opts = append(opts, clouds.WithCACertPath(cfg.CABundle))
+		// Read here, bounded and stopped by ctx, rather than by gophercloud, which would read
+		// a device or a pipe given by mistake without end.
+		if cfg.CABundlePEM, err = inputfile.ReadFile(ctx, cfg.CABundle, inputfile.CABundle); err != nil {
+			return nil, configError(err, "the CA bundle %s cannot be used: %v", cfg.CABundle, unwrapPath(err))
+		}
+	}
+	// gophercloud reads OS_CACERT and cacert of clouds.yaml itself: each is checked first.
+	for _, ca := range []struct{ path, from string }{{os.Getenv("OS_CACERT"), "OS_CACERT"}, {entry.CACert, "cacert in " + source}} {
+		if err := checkCAFile(ca.path); err != nil {
+			return nil, configError(err, "the CA bundle %s (%s) cannot be used: %v", ca.path, ca.from, err)
+		}
 	}
 	ao, eo, tlsConfig, err := clouds.Parse(opts...)
 	if err != nil {
@@ -287,8 +299,8 @@ type selectedCloud struct {
 }
 
 // selectCloud finds clouds.yaml and chooses the cloud, as Connect and ReadCloud both do.
-func selectCloud(cfg Config) (*selectedCloud, error) {
-	data, secure, source, err := readCloudsYAML(cfg)
+func selectCloud(ctx context.Context, cfg Config) (*selectedCloud, error) {
+	data, secure, source, err := readCloudsYAML(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -303,8 +315,38 @@ func selectCloud(cfg Config) (*selectedCloud, error) {
 	return &selectedCloud{data: data, secure: secure, source: source, name: name, entries: entries}, nil
 }
 
-// readCloudsYAML returns clouds.yaml (and secure.yaml) content and where it came from.
-func readCloudsYAML(cfg Config) (data, secure []byte, source string, err error) {
+// unwrapPath is the reason of a *fs.PathError without the path, which the message already
+// names; other errors as they are.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// checkCAFile refuses a CA bundle that gophercloud would read without a limit: larger than a CA
+// bundle may be, a directory, or a stream (a pipe, a device). "" passes.
+func checkCAFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // gophercloud says it cannot be read, as before
+	}
+	if err := inputfile.Check(path, st, inputfile.CABundle); err != nil {
+		return err
+	}
+	if inputfile.IsStream(st) {
+		return fmt.Errorf("%s is not a regular file (a pipe or a device); a CA bundle is a PEM file, or give it with --ca-bundle", path)
+	}
+	return nil
+}
+
+// readCloudsYAML returns clouds.yaml (and secure.yaml) content and where it came from, each read
+// bounded and stopped by ctx (internal/inputfile).
+func readCloudsYAML(ctx context.Context, cfg Config) (data, secure []byte, source string, err error) {
 	if len(cfg.CloudsYAML) > 0 {
 		return cfg.CloudsYAML, cfg.SecureYAML, "the clouds.yaml given", nil
 	}
@@ -330,14 +372,22 @@ func readCloudsYAML(cfg Config) (data, secure []byte, source string, err error) 
 		locations = append(locations, "/etc/openstack/clouds.yaml")
 	}
 	for _, path := range locations {
-		data, err := os.ReadFile(path)
+		data, err := inputfile.ReadFile(ctx, path, inputfile.CloudsYAML)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, "", configError(err, "clouds.yaml %s cannot be read: %v", path, errors.Unwrap(err))
+			return nil, nil, "", configError(err, "clouds.yaml %s cannot be read: %v", path, unwrapPath(err))
 		}
-		secure, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "secure.yaml"))
+		// secure.yaml is optional: one that is missing or cannot be read is left out, as
+		// before; one too large or interrupted is an error, not a silent skip.
+		securePath := filepath.Join(filepath.Dir(path), "secure.yaml")
+		secure, err := inputfile.ReadFile(ctx, securePath, inputfile.SecureYAML)
+		var tooLarge *inputfile.TooLargeError
+		var stop *inputfile.InterruptedError
+		if errors.As(err, &tooLarge) || errors.As(err, &stop) {
+			return nil, nil, "", configError(err, "%v", err)
+		}
 		return data, secure, path, nil
 	}
 	if len(locations) == 1 {

@@ -1,11 +1,13 @@
 package openstack
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 )
 
 // CloudYAML is one cloud of clouds.yaml, found as Connect finds it (the same search, secure.yaml
@@ -24,8 +26,8 @@ type CloudYAML struct {
 
 // ReadCloud returns the cloud cfg selects, without authenticating. Errors are *Error, and name
 // the file and the cloud.
-func ReadCloud(cfg Config) (*CloudYAML, error) {
-	sel, err := selectCloud(cfg)
+func ReadCloud(ctx context.Context, cfg Config) (*CloudYAML, error) {
+	sel, err := selectCloud(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -45,9 +47,9 @@ func ReadCloud(cfg Config) (*CloudYAML, error) {
 		if !filepath.IsAbs(ca) && len(cfg.CloudsYAML) == 0 {
 			ca = filepath.Join(filepath.Dir(source), ca)
 		}
-		pem, err := os.ReadFile(ca)
+		pem, err := inputfile.ReadFile(ctx, ca, inputfile.CABundle)
 		if err != nil {
-			return nil, configError(err, "cloud %q in %s: its CA bundle %s cannot be read: %v", name, source, ca, err)
+			return nil, configError(err, "cloud %q in %s: its CA bundle %s cannot be read: %v", name, source, ca, unwrapPath(err))
 		}
 		out.CACert = pem
 		delete(entry, "cacert")

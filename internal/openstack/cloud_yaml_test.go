@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ func TestReadCloud(t *testing.T) {
 	t.Setenv("OS_CLIENT_CONFIG_FILE", "")
 	t.Chdir(t.TempDir()) // no ./clouds.yaml
 
-	c, err := ReadCloud(Config{Cloud: "mine"})
+	c, err := ReadCloud(context.Background(), Config{Cloud: "mine"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestReadCloud(t *testing.T) {
 	if err != nil || !strings.Contains(string(y), "openstack:") || strings.Contains(string(y), "other") {
 		t.Errorf("marshalled: %s %v", y, err)
 	}
-	if _, err := ReadCloud(Config{Cloud: "nope"}); KindOf(err) != KindConfig || !strings.Contains(err.Error(), "nope") {
+	if _, err := ReadCloud(context.Background(), Config{Cloud: "nope"}); KindOf(err) != KindConfig || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("unknown cloud: %v", err)
 	}
 }

@@ -1,12 +1,15 @@
 package openstack
 
-import "sort"
+import (
+	"context"
+	"sort"
+)
 
 // CloudNames returns the entries of the clouds.yaml that Connect reads for cfg, sorted, and
 // where that file is; what a picker offers before anything is authenticated. Nothing secret is
 // returned.
-func CloudNames(cfg Config) (names []string, source string, err error) {
-	data, _, source, err := readCloudsYAML(cfg)
+func CloudNames(ctx context.Context, cfg Config) (names []string, source string, err error) {
+	data, _, source, err := readCloudsYAML(ctx, cfg)
 	if err != nil {
 		return nil, "", err
 	}

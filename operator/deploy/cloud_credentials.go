@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -61,8 +62,8 @@ func (e *InvalidCloudError) Unwrap() error { return e.Err }
 // as every command reads it (internal/openstack: the same search, secure.yaml merged). A file
 // that cannot be found or read returns its error (fs.ErrNotExist, fs.ErrPermission); a file or
 // cloud that does not give usable credentials an *InvalidCloudError.
-func CredentialsFromCloudsYAML(path, cloud string) (map[string][]byte, error) {
-	c, err := openstack.ReadCloud(openstack.Config{CloudsFile: path, Cloud: cloud})
+func CredentialsFromCloudsYAML(ctx context.Context, path, cloud string) (map[string][]byte, error) {
+	c, err := openstack.ReadCloud(ctx, openstack.Config{CloudsFile: path, Cloud: cloud})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return nil, err

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -59,7 +60,7 @@ func TestCredentialsFromCloudsYAML(t *testing.T) {
   other:
     auth: {auth_url: "https://o/v3"}
 `)
-	data, err := CredentialsFromCloudsYAML(dir+"/clouds.yaml", "mine")
+	data, err := CredentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "mine")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +69,13 @@ func TestCredentialsFromCloudsYAML(t *testing.T) {
 		t.Errorf("credentials: %q / %q", y, data[operator.CredentialsCAKey])
 	}
 	var invalid *InvalidCloudError
-	if _, err := CredentialsFromCloudsYAML(dir+"/clouds.yaml", "nope"); !errors.As(err, &invalid) || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := CredentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "nope"); !errors.As(err, &invalid) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown cloud: %v", err)
 	}
-	if _, err := CredentialsFromCloudsYAML(dir+"/clouds.yaml", "other"); !errors.As(err, &invalid) || !strings.Contains(err.Error(), `cloud "other" in `) {
+	if _, err := CredentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "other"); !errors.As(err, &invalid) || !strings.Contains(err.Error(), `cloud "other" in `) {
 		t.Errorf("a cloud without credentials must be rejected: %v", err)
 	}
-	if _, err := CredentialsFromCloudsYAML(dir+"/missing.yaml", "mine"); !errors.Is(err, fs.ErrNotExist) || errors.As(err, &invalid) {
+	if _, err := CredentialsFromCloudsYAML(context.Background(), dir+"/missing.yaml", "mine"); !errors.Is(err, fs.ErrNotExist) || errors.As(err, &invalid) {
 		t.Errorf("a clouds.yaml that is not there: %v", err)
 	}
 }
@@ -99,7 +100,7 @@ func TestCredentialsFromCloudsYAMLFoundAndMerged(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("OS_CLIENT_CONFIG_FILE", "")
 	t.Chdir(t.TempDir())
-	data, err := CredentialsFromCloudsYAML("", "mine")
+	data, err := CredentialsFromCloudsYAML(context.Background(), "", "mine")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func (l *LiveBackend) connectCloud(ctx context.Context, cloud string) (*openstac
 // Targets reads clouds.yaml and the kubeconfig; it authenticates nowhere.
 func (l *LiveBackend) Targets() Targets {
 	t := Targets{Kubeconfig: l.cfg.Kubeconfig}
-	names, source, err := openstack.CloudNames(openstack.Config{CloudsFile: l.cfg.CloudsFile})
+	names, source, err := openstack.CloudNames(context.Background(), openstack.Config{CloudsFile: l.cfg.CloudsFile})
 	t.Clouds, t.CloudsFile = names, source
 	if err != nil {
 		t.CloudsErr = err.Error()
@@ -108,7 +108,9 @@ func (l *LiveBackend) Targets() Targets {
 		t.Cloud = "openstack"
 	}
 
-	raw, err := kubeconfig.Raw(l.kubeOptions(""))
+	// Bounded, and run as a command of the screen: a kubeconfig that is a stream nobody writes
+	// never blocks the wizard, whose own keys quit it.
+	raw, err := kubeconfig.Raw(context.Background(), l.kubeOptions(""))
 	switch {
 	case err != nil:
 		t.ContextsErr = err.Error()
@@ -150,7 +152,7 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	}()
 	go func() {
 		defer wg.Done()
-		if restCfg, clusterErr = kubeconfig.RESTConfig(l.kubeOptions(kubeContext)); clusterErr != nil {
+		if restCfg, clusterErr = kubeconfig.RESTConfig(ctx, l.kubeOptions(kubeContext)); clusterErr != nil {
 			return
 		}
 		if mc, clusterErr = machineclient.NewForConfig(restCfg); clusterErr != nil {
