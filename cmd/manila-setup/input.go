@@ -25,3 +25,13 @@ func readInput(ctx context.Context, path string, stdin io.Reader, k inputfile.Ki
 	}
 	return name, data, nil
 }
+
+// stoppedBeforeWriting ends a command that Ctrl-C stopped while it checked and patched its input
+// in memory (work that does not look at ctx, a few seconds at most for the largest input
+// accepted): it stops here, before anything is written.
+func stoppedBeforeWriting(ctx context.Context, name string) error {
+	if ctx.Err() != nil {
+		return interrupted(fmt.Errorf("stopped after %s was read and patched in memory; nothing was written", name))
+	}
+	return nil
+}

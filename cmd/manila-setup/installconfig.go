@@ -424,6 +424,9 @@ func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 		report.Problems = installconfig.Problems{}
 	}
 	diff := installconfig.UnifiedDiff("a/"+name, "b/"+name, data, res.Output)
+	if err := stoppedBeforeWriting(ctx, name); err != nil {
+		return err
+	}
 	toStdout := o.File == "-" && !o.DryRun
 	if res.Changed && !o.DryRun && !toStdout {
 		if err := atomicfile.WriteFile(o.File, res.Output, true); err != nil {

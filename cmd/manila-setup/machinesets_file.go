@@ -38,6 +38,9 @@ func runPatchFile(ctx context.Context, g *GlobalOptions, streams IOStreams, a at
 	if err := patchErrorExit(err); err != nil {
 		return nil, err
 	}
+	if err := stoppedBeforeWriting(ctx, name); err != nil {
+		return nil, err
+	}
 	err = emitPatchedFile(g, streams, a.DryRun, a.InPlace, patchedFile{
 		path: a.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
 		results: a.resultsJSON(res.Results),

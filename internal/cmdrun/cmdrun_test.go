@@ -80,3 +80,39 @@ func TestContextEndsOnSIGTERM(t *testing.T) {
 		t.Errorf("a new context has ended: %v", ctx.Err())
 	}
 }
+
+// The first Ctrl-C ends the context and says how to exit at once; the second exits with 130
+// without waiting for the command.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	var out strings.Builder
+	exited := make(chan int, 1)
+	ctx, cancel := notify(context.Background(), &out, func(code int) { exited <- code })
+	defer cancel()
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the context did not end on the first Ctrl-C")
+	}
+	select {
+	case code := <-exited:
+		t.Fatalf("exited (%d) on the first Ctrl-C", code)
+	default:
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		if code != 130 {
+			t.Errorf("exit code %d, want 130", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Ctrl-C did not exit")
+	}
+	if want := "Ctrl-C: stopping; Ctrl-C again to exit at once\nexiting at once\n"; out.String() != want {
+		t.Errorf("said %q, want %q", out.String(), want)
+	}
+}

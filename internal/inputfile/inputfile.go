@@ -25,16 +25,16 @@ type Kind struct {
 }
 
 // The kinds of file the CLI reads, and their limits. Each is far above what a real file of its
-// kind holds (an install-config with a large trust bundle is well under 1 MiB, a GitOps file of
-// every MachineSet of a cluster a few hundred KiB) and small enough that reading, parsing and
-// patching a file of exactly that size stays under 300 MiB of memory (measured in
-// docs/performance.md).
+// kind holds (an install-config with a large trust bundle is well under 1 MiB; a GitOps file of
+// every MachineSet of a cluster a few dozen KiB; 2 MiB is 956 MachineSets or 4,923 compute
+// pools) and small enough that reading, parsing and patching a file of exactly that size, as
+// dense as such a file gets, stays under 300 MiB of memory (docs/performance.md).
 var (
-	InstallConfig = Kind{"an install-config", 16 << 20}
-	MachineSets   = Kind{"a MachineSet list", 16 << 20}
-	ClusterAPI    = Kind{"a Cluster API manifest list", 16 << 20}
-	NodePools     = Kind{"a NodePool list", 16 << 20}
-	Kubeconfig    = Kind{"a kubeconfig", 16 << 20}
+	InstallConfig = Kind{"an install-config", 2 << 20}
+	MachineSets   = Kind{"a MachineSet list", 2 << 20}
+	ClusterAPI    = Kind{"a Cluster API manifest list", 2 << 20}
+	NodePools     = Kind{"a NodePool list", 2 << 20}
+	Kubeconfig    = Kind{"a kubeconfig", 4 << 20}
 	CloudsYAML    = Kind{"a clouds.yaml", 1 << 20}
 	SecureYAML    = Kind{"a secure.yaml", 1 << 20}
 	CABundle      = Kind{"a CA bundle", 4 << 20}

@@ -154,7 +154,7 @@ func RESTConfig(ctx context.Context, o Options) (*rest.Config, error) {
 			if o.Context != "" {
 				where += fmt.Sprintf(", context %q", o.Context)
 			}
-			return nil, fmt.Errorf("%s: %v; pass --kubeconfig or set KUBECONFIG", where, err)
+			return nil, fmt.Errorf("%s: %w; pass --kubeconfig or set KUBECONFIG", where, err)
 		}
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
@@ -176,7 +176,7 @@ func Raw(ctx context.Context, o Options) (clientcmdapi.Config, error) {
 		raw, err = cc.RawConfig()
 	}
 	if err != nil {
-		return raw, fmt.Errorf("kubeconfig %s cannot be read: %v; pass --kubeconfig or set KUBECONFIG", o.describe(), err)
+		return raw, fmt.Errorf("kubeconfig %s cannot be read: %w; pass --kubeconfig or set KUBECONFIG", o.describe(), err)
 	}
 	return raw, nil
 }
