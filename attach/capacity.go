@@ -109,10 +109,19 @@ type CapacityCheck struct {
 	Surge int
 	// Force writes anyway; Warn then hears what would have been refused.
 	Force bool
-	Warn  func(string)
+	Warn  func(*CapacityError)
 
 	mu    sync.Mutex
 	taken map[string][]Demand // by network ID (neutronid.Key)
+}
+
+// Clone is a check of the same networks and options that has counted nothing yet and warns
+// nobody: for a dry pass before the real one.
+func (c *CapacityCheck) Clone() *CapacityCheck {
+	if c == nil {
+		return nil
+	}
+	return &CapacityCheck{Networks: c.Networks, Surge: c.Surge, Force: c.Force}
 }
 
 // CapacityError refuses an attachment whose machines outnumber the free addresses of a
@@ -167,7 +176,7 @@ func (c *CapacityCheck) take(demand map[string][]Demand) error {
 				return err
 			}
 			if c.Warn != nil {
-				c.Warn(err.Error() + " (--force: attaching it anyway)")
+				c.Warn(err)
 			}
 		}
 	}

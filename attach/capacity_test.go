@@ -68,11 +68,11 @@ func TestPatchRefusesMoreMachinesThanAddresses(t *testing.T) {
 func TestPatchCapacityForcedWarnsAndWrites(t *testing.T) {
 	target := countingTarget{memTarget: &memTarget{objects: []Selected[string]{{Object: "a"}}}, replicas: map[string]int{"a": 3}}
 	var warned []string
-	check := &CapacityCheck{Networks: []NetworkCapacity{storageCapacity(1)}, Surge: 1, Force: true, Warn: func(s string) { warned = append(warned, s) }}
+	check := &CapacityCheck{Networks: []NetworkCapacity{storageCapacity(1)}, Surge: 1, Force: true, Warn: func(e *CapacityError) { warned = append(warned, e.Error()) }}
 	if _, err := Patch(context.Background(), target, Options{Attachment: net1, Capacity: check}); err != nil {
 		t.Fatal(err)
 	}
-	if len(target.written) != 1 || len(warned) != 1 || !strings.Contains(warned[0], "--force") {
+	if len(target.written) != 1 || len(warned) != 1 || !strings.Contains(warned[0], "has 1 free addresses, but 4 are needed") {
 		t.Errorf("written %v, warned %q; want a written and one warning", target.written, warned)
 	}
 }

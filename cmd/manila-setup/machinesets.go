@@ -311,6 +311,9 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
+	if o.roll.Rollout {
+		o.surge = &o.roll.MaxSurge
+	}
 	opts, err := o.attachFlags.options(ctx, o.g, o.streams, cluster, true)
 	if err != nil {
 		return err
@@ -402,9 +405,12 @@ func patchErrorExit(err error) error {
 	var file *filepatch.Error
 	var notRecorded *attach.NotRecordedError
 	var mounted *attach.MountedError
+	var full *attach.CapacityError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &full):
+		return invalidInput(fmt.Errorf("%w\nnothing patched; --force patches anyway", err))
 	case errors.As(err, &unknown), errors.As(err, &selection), errors.As(err, &file), errors.As(err, &notRecorded), errors.As(err, &mounted):
 		return invalidInput(err)
 	default:
