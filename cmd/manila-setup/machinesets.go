@@ -156,7 +156,29 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 	if outdated {
 		fmt.Fprintln(o.streams.Out, "\nUP TO DATE counts the Machines replaced as \"manila-setup machinesets rollout\" counts them (on the MachineSet's networks and running, of its replicas); the rollout replaces the others.")
 	}
-	return nil
+	return writeFailedMachines(o.streams.Out, sets)
+}
+
+// writeFailedMachines lists, per MachineSet, the Machines that attach the storage network but
+// failed without a Node, with the Machine API's reason and message (a storage subnet without
+// free addresses: Neutron's "No more IP addresses available on network ...").
+func writeFailedMachines(out io.Writer, sets []machinesets.SetStatus) error {
+	n := 0
+	for _, s := range sets {
+		n += len(s.Failed)
+	}
+	if n == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\n%d Machines attach the storage network but failed without a Node (a storage subnet without free addresses fails them so):\n", n)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "MACHINESET\tMACHINE\tPHASE\tREASON\tMESSAGE")
+	for _, s := range sets {
+		for _, f := range s.Failed {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, f.Name, machineSetsOrDash(f.Phase), machineSetsOrDash(f.Reason), machineSetsOrDash(f.Message))
+		}
+	}
+	return w.Flush()
 }
 
 // withDiscoveredNetwork judges the sets for which nothing was given or recorded against the
