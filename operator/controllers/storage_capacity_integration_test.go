@@ -145,6 +145,7 @@ func TestStorageAddressUnavailable(t *testing.T) {
 	})
 	t.Logf("StorageAddressUnavailable %s after the operator started", took.Round(100*time.Millisecond))
 	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
+	t.Logf("StorageNetworkReachable: %s", msg)
 	for _, want := range []string{
 		"1 Machines attach the storage network storage-small (" + small.ID + ") but got no address on it and have no Node: " + failed.Name + " (MachineSet " + set + ")",
 		"the storage subnets have 0 free addresses (subnet storage-small-subnet-0 (" + small.SubnetIDs[0] + ") 192.168.81.0/24: 2 of 2 addresses of its allocation pools in use)",
