@@ -264,8 +264,13 @@ Control-plane MachineSets are never touched; other platforms' MachineSets are sk
 --os-cloud (or $OS_CLOUD) the IDs are checked in Neutron before anything is written, and so is
 the network itself: one in whose subnets no Manila export location lies, or the machines' own
 network (a subnet holding a node's address), is refused with exit 1 unless --force, as the
-wizard asks before taking it. --discover attaches the network Manila exports on, found as
-"networks discover" finds it. What was attached is recorded in the annotation ` + attach.Annotation + `.
+wizard asks before taking it. So is the room in its subnets: when the machines of the sets that
+get the network, plus the rollout's surge (--max-surge with --rollout, else 1), outnumber the
+free addresses Neutron counts (allocation pools minus the ports on the subnet), the patch is
+refused with exit 1, naming the numbers, the subnet and the fix, unless --force; such machines
+would fail with Neutron's "No more IP addresses available on network". --discover attaches the
+network Manila exports on, found as "networks discover" finds it. What was attached is recorded
+in the annotation ` + attach.Annotation + `.
 
 Patching changes only the template: run "manila-setup machinesets rollout" afterwards to
 replace the running machines.
@@ -298,7 +303,7 @@ removed networks.`,
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "MachineSets",
 		securityGroup: "ID of a security group to add (repeat or comma-separate)",
-		force:         "attach a network even where no Manila export location lies, or the machines' own; with --remove --rollout, roll even while pods on the machines use Manila volumes"})
+		force:         "attach a network even where no Manila export location lies, or the machines' own, or its subnets lack free addresses for the machines; with --remove --rollout, roll even while pods on the machines use Manila volumes"})
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these MachineSets (default: every worker MachineSet)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "patch only the MachineSets matching this label selector")
 	o.roll.add(f, "manila-setup machinesets rollout")
