@@ -142,9 +142,13 @@ func (e *CapacityError) Error() string {
 		objs[i] = fmt.Sprintf("%s %s (%d)", d.Ref.Kind, d.Ref.Name, d.Replicas)
 	}
 	machines := e.Needed - int64(e.Surge)
-	return fmt.Sprintf("the storage network %s has %d free addresses, but %d are needed: %d machines get a port on it (%s) plus %d more while their rollout surges; %d machines would get no address and never start (Neutron: \"No more IP addresses available on network\"). "+
+	surge := ""
+	if e.Surge > 0 {
+		surge = fmt.Sprintf(" plus %d more while their rollout surges", e.Surge)
+	}
+	return fmt.Sprintf("the storage network %s has %d free addresses, but %d are needed: %d machines get a port on it (%s)%s; %d machines would get no address and never start (Neutron: \"No more IP addresses available on network\"). "+
 		"Its %s. Fix: enlarge the allocation pool (openstack subnet set --allocation-pool start=FIRST,end=LAST SUBNET), or attach a network or subnet with room for them",
-		e.Network.Label, e.Free, e.Needed, machines, strings.Join(objs, ", "), e.Surge, e.Needed-e.Free, e.Network.subnetsText())
+		e.Network.Label, e.Free, e.Needed, machines, strings.Join(objs, ", "), surge, e.Needed-e.Free, e.Network.subnetsText())
 }
 
 // take counts the demand of each network (by ID) against the network's free addresses, with

@@ -92,6 +92,13 @@ func TestCapacitySharedByKinds(t *testing.T) {
 	}
 }
 
+func TestCapacityErrorWithoutSurge(t *testing.T) {
+	e := &CapacityError{Network: storageCapacity(1), Demand: []Demand{{Ref: Ref{Kind: "NodePool", Name: "np"}, Replicas: 2}}, Needed: 2, Free: 1}
+	if msg := e.Error(); !strings.Contains(msg, "2 machines get a port on it (NodePool np (2)); 1 machines would get no address") {
+		t.Errorf("message:\n%s", msg)
+	}
+}
+
 func TestNetworkCapacityCountsIPv6WithoutIPv4(t *testing.T) {
 	n := NetworkCapacity{Subnets: []openstack.SubnetCapacity{{Subnet: openstack.Subnet{IPVersion: 6}, Free: 7}}}
 	if n.Free() != 7 {
