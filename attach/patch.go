@@ -77,6 +77,10 @@ type Options struct {
 	// Remover (FileRemover for files). The IDs are not looked up in Neutron: what is removed
 	// may be gone from the cloud already.
 	Remove *Removal
+	// Capacity, when set, counts the machines the attachment reaches (of a Target that is a
+	// Counter) against the free addresses of the networks it attaches, before anything is
+	// written: more machines than addresses is a *CapacityError, unless it forces.
+	Capacity *CapacityCheck
 
 	checked bool // by Check
 }
@@ -127,6 +131,9 @@ func Patch[O any](ctx context.Context, target Target[O], opts Options) ([]Result
 	}
 	objects, err := target.Select(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCapacity(ctx, target, objects, opts); err != nil {
 		return nil, err
 	}
 	workers := opts.Concurrency

@@ -299,3 +299,13 @@ func gvrOf(kind string) schema.GroupVersionResource {
 	}
 	return MachineSetGVR
 }
+
+// Replicas is the replica count of a Cluster API MachineSet or MachineDeployment
+// (attach.Counter): what the attachment reaches.
+func (t *Target) Replicas(o object) int {
+	n, found, err := unstructured.NestedInt64(o.u.Object, "spec", "replicas")
+	if !found || err != nil {
+		return 1 // the API's default
+	}
+	return int(n)
+}

@@ -41,6 +41,40 @@ type SetStatus struct {
 	// n/a here, and its machines follow its Cluster API copy of the same name in
 	// ClusterAPINamespace, which is where the storage network is attached.
 	ClusterAPI bool `json:"clusterAPI,omitempty"`
+	// Failed are the set's Machines that attach the storage network (their own providerSpec)
+	// but failed without a Node: phase Failed, or an errorMessage. A storage subnet without free
+	// addresses leaves its new Machines so, with Neutron's "No more IP addresses available on
+	// network ..." as their errorMessage.
+	Failed []FailedMachine `json:"failedMachines,omitempty"`
+}
+
+// FailedMachine is a Machine that failed without a Node, with what the Machine API said.
+type FailedMachine struct {
+	Name    string `json:"name"`
+	Phase   string `json:"phase,omitempty"`
+	Reason  string `json:"errorReason,omitempty"`
+	Message string `json:"errorMessage,omitempty"`
+}
+
+// failedAttached returns m as a FailedMachine when it failed without a Node and its own spec
+// attaches one of networks.
+func failedAttached(m *machinev1beta1.Machine, mspec *ProviderSpec, networks []string) (FailedMachine, bool) {
+	phase := ""
+	if m.Status.Phase != nil {
+		phase = *m.Status.Phase
+	}
+	if m.Status.NodeRef != nil || mspec == nil || (phase != machinev1beta1.PhaseFailed && m.Status.ErrorMessage == nil) ||
+		!slices.ContainsFunc(networks, mspec.HasNetwork) {
+		return FailedMachine{}, false
+	}
+	f := FailedMachine{Name: m.Name, Phase: phase}
+	if m.Status.ErrorReason != nil {
+		f.Reason = string(*m.Status.ErrorReason)
+	}
+	if m.Status.ErrorMessage != nil {
+		f.Message = *m.Status.ErrorMessage
+	}
+	return f, true
 }
 
 // List reports every MachineSet in openshift-machine-api (two LISTs: MachineSets and Machines).
@@ -111,7 +145,13 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 			continue
 		}
 		st.Machines++
-		if mspec, err := DecodeProviderSpec(machineProviderSpec(m)); err == nil && UpToDate(spec, mspec) {
+		mspec, merr := DecodeProviderSpec(machineProviderSpec(m))
+		if merr == nil {
+			if f, ok := failedAttached(m, mspec, want.Networks); ok {
+				st.Failed = append(st.Failed, f)
+			}
+		}
+		if merr == nil && UpToDate(spec, mspec) {
 			if machineRunning(m) {
 				freshRunning++
 			}

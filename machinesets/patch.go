@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/attach/rollout"
 )
 
 // Selection says which MachineSets a command works on: Names, else those matching Selector,
@@ -169,4 +170,17 @@ func listError(what string, err error) error {
 		return fmt.Errorf("listing %s in %s was refused: %s", what, Namespace, attach.APIMessage(err))
 	}
 	return fmt.Errorf("listing %s in %s: %w", what, Namespace, err)
+}
+
+// Replicas is the MachineSet's replica count (attach.Counter): what the attachment reaches. A
+// rollout under way counts the count it restores.
+func (Target) Replicas(ms *machinev1beta1.MachineSet) int {
+	n := int32(1) // the API's default
+	if ms.Spec.Replicas != nil {
+		n = *ms.Spec.Replicas
+	}
+	if orig, ok, err := rollout.OriginalReplicas(ms.Annotations, n); ok && err == nil {
+		n = orig
+	}
+	return int(n)
 }

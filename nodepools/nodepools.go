@@ -434,3 +434,13 @@ func (t Target) FromFile(name string, objects []filepatch.Object) ([]attach.File
 
 // Output: the NodePools of the patched file go to the structured output.
 func (Target) Output(o filepatch.Object) bool { return o.Is(hyperv1.GroupVersion.String(), "NodePool") }
+
+// Replicas is the NodePool's node count (attach.Counter): spec.replicas, or with autoscaling
+// the most it may grow to.
+func (Target) Replicas(u *unstructured.Unstructured) int {
+	if m, found, _ := unstructured.NestedInt64(u.Object, "spec", "autoScaling", "max"); found {
+		return int(m)
+	}
+	n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	return int(n)
+}

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestAssembleShowsCopiesOnTheirMachineSet(t *testing.T) {
 	if w2 := inv.MachineSets[2]; w2.StorageNetwork != attach.StateNA || !strings.Contains(w2.Note, "its Cluster API copy openshift-cluster-api/w-2 cannot be read") {
 		t.Errorf("w-2 without a copy: %+v", w2)
 	}
-	if inv.MachineSets[0] != l.MachineSets[0] {
+	if !reflect.DeepEqual(inv.MachineSets[0], l.MachineSets[0]) {
 		t.Errorf("w-0 changed: %+v", inv.MachineSets[0])
 	}
 	if len(inv.ClusterAPI) != 1 || inv.ClusterAPI[0].Name != "md-0" {

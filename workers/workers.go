@@ -62,6 +62,23 @@ func (c Cluster) Patch(ctx context.Context, sel Selection, opts attach.Options) 
 		return nil, err
 	}
 	opts.NetworksOnly = networksOnly
+	if opts.Capacity != nil && !opts.DryRun && opts.Remove == nil {
+		// The machines of every kind count against the same addresses: a dry pass counts them
+		// all before the first kind is written.
+		dry := opts
+		dry.DryRun, dry.Capacity = true, opts.Capacity.Clone()
+		if _, err := c.patch(ctx, sel, dry); err != nil {
+			var refused *attach.CapacityError
+			if errors.As(err, &refused) {
+				return &Report{}, err
+			}
+		}
+	}
+	return c.patch(ctx, sel, opts)
+}
+
+// patch is Patch after the checks.
+func (c Cluster) patch(ctx context.Context, sel Selection, opts attach.Options) (*Report, error) {
 	report := &Report{}
 	if sel.MachineSets != nil {
 		results, err := machinesets.Patch(ctx, c.Machines, *sel.MachineSets, opts)

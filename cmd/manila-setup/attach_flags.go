@@ -12,7 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -30,6 +32,11 @@ type attachFlags struct {
 	// Remove takes off what the objects' records say manila-setup attached, instead of
 	// attaching (attach.Removal); --network and --security-group then narrow it.
 	Remove bool
+
+	// surge is how many machines the rollout after the patch adds above a set's replicas at
+	// once (--max-surge where the command rolls, else the rollout's default): counted with the
+	// machines against the storage subnet's free addresses.
+	surge *int32
 
 	// findings are what the networks attached would do to the machines (attach.Fitness), found
 	// by options: said on standard error there, and in each object's row of -o json|yaml.
@@ -177,10 +184,36 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 		}
 		a.Networks = nets.IDs
 		opts.Attachment = nets.Attachment(a.SecurityGroups)
+		if opts.Capacity, err = a.capacity(ctx, cloud, streams); err != nil {
+			return opts, err
+		}
 		return opts, nil
 	}
 	opts.Attachment = a.attachment()
 	return opts, nil
+}
+
+// capacity is the check of the free addresses of the networks to attach (attach.CapacityCheck):
+// refused unless --force, which says it on standard error; a dry run says what the patch
+// would refuse and shows its diffs.
+func (a *attachFlags) capacity(ctx context.Context, cloud *openstack.Client, streams IOStreams) (*attach.CapacityCheck, error) {
+	caps, err := attach.CapacityOf(ctx, cloud, a.Networks)
+	if err != nil {
+		return nil, environmentError(fmt.Errorf("nothing patched: counting the free addresses of the storage network: %w", err))
+	}
+	surge := int32(rollout.DefaultMaxSurge)
+	if a.surge != nil {
+		surge = *a.surge
+	}
+	check := &attach.CapacityCheck{Networks: caps, Surge: int(surge), Force: a.Force || a.DryRun}
+	check.Warn = func(e *attach.CapacityError) {
+		if a.Force {
+			fmt.Fprintf(streams.ErrOut, "warning: %v (--force: attaching it anyway)\n", e)
+		} else {
+			fmt.Fprintf(streams.ErrOut, "note: without --dry-run the patch would be refused: %v\n", e)
+		}
+	}
+	return check, nil
 }
 
 // clusterPolicy is what this cluster tells the network policy: its nodes' addresses (a subnet

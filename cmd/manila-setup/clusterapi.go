@@ -156,7 +156,7 @@ claims and nodes) while pods on their nodes use Manila volumes, or, outside
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "Cluster API objects",
 		securityGroup: "ID of a security group to add (repeat or comma-separate)",
-		force:         "attach a network even where no Manila export location lies; with --remove, remove while pods on the machines use Manila volumes"})
+		force:         "attach a network even where no Manila export location lies, or its subnets lack free addresses for the machines; with --remove, remove while pods on the machines use Manila volumes"})
 	f.StringVarP(&o.Namespace, "namespace", "n", clusterapi.OpenShiftNamespace, "namespace of the Cluster API objects")
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these (NAME, machineset/NAME or machinedeployment/NAME)")
 	f.BoolVar(&o.KeepTemplates, "keep-templates", false, "never delete the templates replaced, even once unused")

@@ -156,7 +156,29 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 	if outdated {
 		fmt.Fprintln(o.streams.Out, "\nUP TO DATE counts the Machines replaced as \"manila-setup machinesets rollout\" counts them (on the MachineSet's networks and running, of its replicas); the rollout replaces the others.")
 	}
-	return nil
+	return writeFailedMachines(o.streams.Out, sets)
+}
+
+// writeFailedMachines lists, per MachineSet, the Machines that attach the storage network but
+// failed without a Node, with the Machine API's reason and message (a storage subnet without
+// free addresses: Neutron's "No more IP addresses available on network ...").
+func writeFailedMachines(out io.Writer, sets []machinesets.SetStatus) error {
+	n := 0
+	for _, s := range sets {
+		n += len(s.Failed)
+	}
+	if n == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\n%d Machines attach the storage network but failed without a Node (a storage subnet without free addresses fails them so):\n", n)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "MACHINESET\tMACHINE\tPHASE\tREASON\tMESSAGE")
+	for _, s := range sets {
+		for _, f := range s.Failed {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, f.Name, machineSetsOrDash(f.Phase), machineSetsOrDash(f.Reason), machineSetsOrDash(f.Message))
+		}
+	}
+	return w.Flush()
 }
 
 // withDiscoveredNetwork judges the sets for which nothing was given or recorded against the
@@ -242,8 +264,13 @@ Control-plane MachineSets are never touched; other platforms' MachineSets are sk
 --os-cloud (or $OS_CLOUD) the IDs are checked in Neutron before anything is written, and so is
 the network itself: one in whose subnets no Manila export location lies, or the machines' own
 network (a subnet holding a node's address), is refused with exit 1 unless --force, as the
-wizard asks before taking it. --discover attaches the network Manila exports on, found as
-"networks discover" finds it. What was attached is recorded in the annotation ` + attach.Annotation + `.
+wizard asks before taking it. So is the room in its subnets: when the machines of the sets that
+get the network, plus the rollout's surge (--max-surge with --rollout, else 1), outnumber the
+free addresses Neutron counts (allocation pools minus the ports on the subnet), the patch is
+refused with exit 1, naming the numbers, the subnet and the fix, unless --force; such machines
+would fail with Neutron's "No more IP addresses available on network". --discover attaches the
+network Manila exports on, found as "networks discover" finds it. What was attached is recorded
+in the annotation ` + attach.Annotation + `.
 
 Patching changes only the template: run "manila-setup machinesets rollout" afterwards to
 replace the running machines.
@@ -276,7 +303,7 @@ removed networks.`,
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "MachineSets",
 		securityGroup: "ID of a security group to add (repeat or comma-separate)",
-		force:         "attach a network even where no Manila export location lies, or the machines' own; with --remove --rollout, roll even while pods on the machines use Manila volumes"})
+		force:         "attach a network even where no Manila export location lies, or the machines' own, or its subnets lack free addresses for the machines; with --remove --rollout, roll even while pods on the machines use Manila volumes"})
 	f.StringSliceVar(&o.Names, "name", nil, "patch only these MachineSets (default: every worker MachineSet)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "patch only the MachineSets matching this label selector")
 	o.roll.add(f, "manila-setup machinesets rollout")
@@ -310,6 +337,9 @@ func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 				fmt.Fprintf(o.streams.ErrOut, "warning: %v\n", err)
 			}
 		}
+	}
+	if o.roll.Rollout {
+		o.surge = &o.roll.MaxSurge
 	}
 	opts, err := o.attachFlags.options(ctx, o.g, o.streams, cluster, true)
 	if err != nil {
@@ -402,9 +432,12 @@ func patchErrorExit(err error) error {
 	var file *filepatch.Error
 	var notRecorded *attach.NotRecordedError
 	var mounted *attach.MountedError
+	var full *attach.CapacityError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &full):
+		return invalidInput(fmt.Errorf("%w\nnothing patched; --force patches anyway", err))
 	case errors.As(err, &unknown), errors.As(err, &selection), errors.As(err, &file), errors.As(err, &notRecorded), errors.As(err, &mounted):
 		return invalidInput(err)
 	default:

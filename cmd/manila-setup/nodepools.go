@@ -154,7 +154,7 @@ anyway. --dry-run and -f need no --force.`,
 	f := cmd.Flags()
 	o.attachFlags.add(f, attachHelp{objects: "NodePools",
 		securityGroup: "a security group meant for NFS: reported only (NodePool ports take none)",
-		force:         "attach a network even where no Manila export location lies; with --remove, remove although pods in the hosted clusters use Manila volumes, or cannot be checked"})
+		force:         "attach a network even where no Manila export location lies, or its subnets lack free addresses for the machines; with --remove, remove although pods in the hosted clusters use Manila volumes, or cannot be checked"})
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "only the NodePools of this namespace (default: all)")
 	f.StringVar(&o.HostedCluster, "hosted-cluster", "", "only the NodePools of this HostedCluster (spec.clusterName)")
 	f.StringArrayVar(&o.Names, "name", nil, "only this NodePool, as NAMESPACE/NAME (repeat for more)")

@@ -61,6 +61,9 @@ func (e *ManilaError) Error() string { return e.Message }
 // performance measurements).
 type APICounters struct {
 	Tokens, Catalogs, ShareTypeLists, ShareNetworkLists, Discoveries atomic.Int64
+	// CapacityCounts counts the counts of a network's free addresses (a list of its subnets,
+	// then one of the ports per subnet).
+	CapacityCounts atomic.Int64
 }
 
 // OpenStackCalls counts every OpenStack call of this process.

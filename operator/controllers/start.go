@@ -413,13 +413,15 @@ func listenAddress(addr string) string {
 
 func metricsRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), machinery.KubeRequests)
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), machinery.KubeRequests,
+		MachinesWithoutStorageAddress, StorageSubnetFreeAddresses)
 	for name, c := range map[string]func() int64{
 		"tokens":              OpenStackCalls.Tokens.Load,
 		"catalog_reads":       OpenStackCalls.Catalogs.Load,
 		"share_type_lists":    OpenStackCalls.ShareTypeLists.Load,
 		"share_network_lists": OpenStackCalls.ShareNetworkLists.Load,
 		"discoveries":         OpenStackCalls.Discoveries.Load,
+		"capacity_counts":     OpenStackCalls.CapacityCounts.Load,
 	} {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "manila_operator_openstack_" + name + "_total",

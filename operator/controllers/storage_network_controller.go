@@ -62,6 +62,10 @@ type storageNetworkController struct {
 	candidate       func() *openstack.Candidate
 	nodes           func() []*corev1.Node
 	clusterNetworks func() []netip.Prefix
+	// machines lists the cached Machines of openshift-machine-api; freeAddresses counts the
+	// free addresses of a network's subnets (asked only while Machines lack an address).
+	machines      func() []*unstructured.Unstructured
+	freeAddresses func(ctx context.Context, networkID string) storageCapacity
 	// recorder says the storage network's warnings once as an Event; warned holds the last
 	// ones said (a controller syncs one at a time).
 	recorder machinery.Recorder
@@ -102,7 +106,22 @@ func newStorageNetworkController(loop machinery.Loop, ops operands, storage *sto
 			sets, err := lister.ByNamespace(machinery.MachineAPINamespace).List(labels.Everything())
 			return sets, true, err
 		},
-		network:      storage.network,
+		network:       storage.network,
+		freeAddresses: storage.freeAddresses,
+		machines: func() []*unstructured.Unstructured {
+			lister, synced := machineSets(machinery.MachineGVR)
+			if !synced || !crdExists("machines.machine.openshift.io") {
+				return nil
+			}
+			objs, _ := lister.ByNamespace(machinery.MachineAPINamespace).List(labels.Everything())
+			out := make([]*unstructured.Unstructured, 0, len(objs))
+			for _, o := range objs {
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					out = append(out, u)
+				}
+			}
+			return out
+		},
 		shareClients: shareClients,
 		classes: func() []*storagev1.StorageClass {
 			all, _ := storageClasses.List(machinery.ManagedSelector)
@@ -136,13 +155,37 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Contro
 	if status == operatorv1.ConditionTrue {
 		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg)
 	}
+	unaddressed := 0
 	if cand := c.candidate(); cand != nil {
 		report := judgeStorageNetwork(cand.Network, sets, c.clusterNetworks(), c.nodes())
+		c.addMachines(ctx, &report, cand.Network.ID)
+		unaddressed = len(report.unaddressed)
 		status, reason, msg = report.apply(status, reason, msg)
 		c.warnOnce(report)
 	}
+	MachinesWithoutStorageAddress.Set(float64(unaddressed))
 	return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus().WithConditions(
 		machinery.Condition(operator.ConditionStorageNetworkReachable, status, reason, msg)))
+}
+
+// addMachines adds to the report the Machines that attach the storage network but got no
+// address on it for lack of free addresses; the free addresses are counted (Neutron) only
+// when some Machine failed without one.
+func (c *storageNetworkController) addMachines(ctx context.Context, r *storageReport, id string) {
+	if c.machines == nil || len(r.subnets) == 0 {
+		return
+	}
+	failed := failedWithoutStorageAddress(c.machines(), id, r.subnets)
+	if len(failed) == 0 {
+		return
+	}
+	if c.freeAddresses != nil {
+		r.capacity = c.freeAddresses(ctx, id)
+		if n := r.capacity.free(); n >= 0 {
+			StorageSubnetFreeAddresses.Set(float64(n))
+		}
+	}
+	r.unaddressed = withoutAddress(failed, r.capacity)
 }
 
 // verdict judges the MachineSets (returned sorted by name) against the storage network.
@@ -225,6 +268,11 @@ type storageNetworks struct {
 	ranking  *openstack.Ranking
 	err      error
 	onChange []func()
+	// capNet, capAt and capLast are the last count of a network's free addresses
+	// (freeAddresses).
+	capNet  string
+	capAt   time.Time
+	capLast storageCapacity
 }
 
 // listen adds f to what is called when discovery gives another answer.

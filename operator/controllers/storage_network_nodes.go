@@ -44,6 +44,10 @@ type storageReport struct {
 	workers  int
 	nodeIPOn []nodeOnSubnet
 	without  []string
+	// unaddressed are the Machines that attach the storage network but got no address on it
+	// for lack of free addresses (storage_network_capacity.go); capacity the free addresses.
+	unaddressed []unaddressedMachine
+	capacity    storageCapacity
 }
 
 // nodeOnSubnet is a node whose node IP lies in a storage subnet.
@@ -144,6 +148,12 @@ func (r storageReport) apply(status operatorv1.ConditionStatus, reason, msg stri
 			status, reason = operatorv1.ConditionFalse, reasonStorageNetworkUnfit
 		}
 		lead = append(lead, fmt.Sprintf("the storage network %s cannot serve as the workers' second NIC: %s", r.network, numbered(errs)))
+	}
+	if len(r.unaddressed) > 0 {
+		if status != operatorv1.ConditionFalse || (reason != reasonNodeIPOnStorageNetwork && reason != reasonStorageNetworkUnfit) {
+			status, reason = operatorv1.ConditionFalse, reasonStorageAddressUnavailable
+		}
+		lead = append(lead, r.addressMessage())
 	}
 	if s := r.reachMessage(); s != "" {
 		tail = append(tail, s)

@@ -391,6 +391,18 @@ func (p *Project) CreatePortWith(networkID, name, deviceID string, attrs map[str
 	return id
 }
 
+// UpdateSubnet changes a subnet of the project (Neutron's names: allocation_pools,
+// gateway_ip, ...).
+func (p *Project) UpdateSubnet(id string, attrs map[string]any) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := p.member.network.Put(ctx, p.member.network.ResourceBaseURL()+"subnets/"+id, map[string]any{"subnet": attrs}, nil, &gophercloud.RequestOpts{OkCodes: []int{200}})
+	if err != nil {
+		p.must(fmt.Errorf("PUT subnets/%s: %w", id, err))
+	}
+}
+
 // CreateShareNetwork makes a Manila share network on a Neutron network and subnet.
 func (p *Project) CreateShareNetwork(name, networkID, subnetID string) string {
 	p.t.Helper()

@@ -347,6 +347,13 @@ func (l *LiveBackend) Patch(ctx context.Context, a attach.Attachment, sel worker
 	opts := attach.Options{Attachment: a, DryRun: dryRun, By: l.cfg.By}
 	if c != nil {
 		opts.Checker = attach.NeutronChecker{Client: c}
+		// The free addresses of the storage subnets, as the commands count them: the review
+		// (a dry run) refuses with the same words as `machinesets patch` without --force.
+		caps, err := attach.CapacityOf(ctx, c, a.Networks)
+		if err != nil {
+			return nil, err
+		}
+		opts.Capacity = &attach.CapacityCheck{Networks: caps, Surge: rollout.DefaultMaxSurge}
 	}
 	report, err := l.cluster().Patch(ctx, sel, opts)
 	if report == nil {

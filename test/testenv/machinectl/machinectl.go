@@ -11,6 +11,10 @@
 //     addresses and a providerStatus; a deleted Machine goes Deleting, and after
 //     Options.DeleteDelay its Node is deleted and its finalizer removed.
 //
+// A Machine whose port Neutron refuses for lack of addresses ("No more IP addresses available on
+// network ...") goes Failed with errorReason InvalidConfiguration and Neutron's message, and its
+// ports are deleted, as with the real actuator: the server is never made.
+//
 // Tests steer it: Fail (a named Machine goes Failed with an errorMessage), FailNext and
 // StallNext (the next Machine it creates fails, or never gets a Node).
 //
@@ -21,6 +25,7 @@ package machinectl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -90,14 +95,16 @@ type Controller struct {
 	nodes NodeRegistrar
 	opts  Options
 
-	mu        sync.Mutex
-	fail      map[string]string // Machine name -> error message
-	failNext  []string
-	stall     map[string]bool
-	stallNext int
-	firstSeen map[string]time.Time
-	created   []string
-	lastErr   error
+	mu   sync.Mutex
+	fail map[string]string // Machine name -> error message
+	// failReason is the errorReason of a failing Machine, when not CreateError.
+	failReason map[string]machinev1beta1.MachineStatusError
+	failNext   []string
+	stall      map[string]bool
+	stallNext  int
+	firstSeen  map[string]time.Time
+	created    []string
+	lastErr    error
 }
 
 // New returns a controller; call Run to start it.
@@ -118,7 +125,7 @@ func New(mc machineclient.Interface, kc kubernetes.Interface, nodes NodeRegistra
 		opts.PrimaryNetwork = "ostest-8x2kq-openshift"
 	}
 	return &Controller{mc: mc, kc: kc, nodes: nodes, opts: opts,
-		fail: map[string]string{}, stall: map[string]bool{}, firstSeen: map[string]time.Time{}}
+		fail: map[string]string{}, failReason: map[string]machinev1beta1.MachineStatusError{}, stall: map[string]bool{}, firstSeen: map[string]time.Time{}}
 }
 
 // Start runs a controller against a sim cluster for the duration of a test.
@@ -404,6 +411,10 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 		c.firstSeen[m.Name] = first
 	}
 	failMsg, failing := c.fail[m.Name]
+	failReason, ok := c.failReason[m.Name]
+	if !ok {
+		failReason = machinev1beta1.CreateMachineError
+	}
 	stalled := c.stall[m.Name]
 	c.mu.Unlock()
 	api := c.mc.MachineV1beta1().Machines(m.Namespace)
@@ -447,7 +458,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 		}
 		return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) {
 			s.Phase = ptr.To(machinev1beta1.PhaseFailed)
-			s.ErrorReason = ptr.To(machinev1beta1.CreateMachineError)
+			s.ErrorReason = ptr.To(failReason)
 			s.ErrorMessage = ptr.To(failMsg)
 		})
 	case m.Status.NodeRef != nil:
@@ -477,6 +488,19 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 	nics := []NIC{{Network: c.opts.PrimaryNetwork, Addr: primary, Subnet: netip.PrefixFrom(primary, 16).Masked(), DefaultRoute: true}}
 	if c.opts.Ports != nil {
 		ports, err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m))
+		var noAddress *NoAddressError
+		if errors.As(err, &noAddress) {
+			// As the real actuator: the server cannot be made, the ports made for it are
+			// deleted, and the Machine fails with the cloud's words; it never gets a Node.
+			if derr := c.opts.Ports.DeletePorts(ctx, serverID); derr != nil {
+				return derr
+			}
+			c.mu.Lock()
+			c.fail[m.Name] = "error creating Openstack instance: " + noAddress.Error()
+			c.failReason[m.Name] = machinev1beta1.InvalidConfigurationMachineError
+			c.mu.Unlock()
+			return nil
+		}
 		if err != nil {
 			return err
 		}

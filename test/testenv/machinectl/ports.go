@@ -2,6 +2,7 @@ package machinectl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -109,6 +110,9 @@ func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string,
 			NetworkID: id, Name: fmt.Sprintf("%s-%d", machine, i), DeviceID: serverID, DeviceOwner: "compute:nova",
 		}).Extract()
 		if err != nil {
+			if msg, ok := noAddresses(err); ok {
+				return nil, &NoAddressError{Network: id, Message: msg}
+			}
 			return nil, fmt.Errorf("creating the port of server %s (Machine %s) on network %s: %w", serverID, machine, id, err)
 		}
 		existing = append(existing, *p)
@@ -174,4 +178,35 @@ func (n neutronPorts) list(ctx context.Context, serverID string) ([]ports.Port, 
 		return nil, fmt.Errorf("listing the ports of server %s: %w", serverID, err)
 	}
 	return ports.ExtractPorts(pages)
+}
+
+// NoAddressError is Neutron's refusal of a port for lack of addresses (409
+// IpAddressGenerationFailure: "No more IP addresses available on network ..."): the real
+// machine actuator fails such a Machine, as its server cannot be made.
+type NoAddressError struct {
+	Network string
+	// Message is Neutron's own.
+	Message string
+}
+
+func (e *NoAddressError) Error() string {
+	return fmt.Sprintf("creating the port on network %s: %s", e.Network, e.Message)
+}
+
+// noAddresses tells Neutron's IpAddressGenerationFailure, with its message.
+func noAddresses(err error) (string, bool) {
+	var unexpected gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &unexpected) || unexpected.Actual != http.StatusConflict {
+		return "", false
+	}
+	var body struct {
+		NeutronError struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"NeutronError"`
+	}
+	if json.Unmarshal(unexpected.Body, &body) != nil || body.NeutronError.Type != "IpAddressGenerationFailure" {
+		return "", false
+	}
+	return body.NeutronError.Message, true
 }
