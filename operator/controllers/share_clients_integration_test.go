@@ -285,10 +285,13 @@ func TestStorageClassesStayPutWhenMachinesComeAndGo(t *testing.T) {
 
 // classWatch records the watch events of the operator's StorageClasses, by class name.
 type classWatch struct {
-	w      watch.Interface
-	done   chan struct{}
-	mu     sync.Mutex
-	events map[string][]watch.EventType
+	t       *testing.T
+	w       watch.Interface
+	done    chan struct{}
+	mu      sync.Mutex
+	stopped bool
+	err     string
+	events  map[string][]watch.EventType
 }
 
 // watchClasses watches the operator's StorageClasses from now on.
@@ -304,30 +307,40 @@ func watchClasses(t *testing.T, ctx context.Context, sim *testenv.SimCluster) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw := &classWatch{w: w, done: make(chan struct{}), events: map[string][]watch.EventType{}}
+	cw := &classWatch{t: t, w: w, done: make(chan struct{}), events: map[string][]watch.EventType{}}
 	go func() {
 		defer close(cw.done)
 		for ev := range w.ResultChan() {
-			sc, ok := ev.Object.(*storagev1.StorageClass)
-			if !ok {
-				if st, ok := ev.Object.(*metav1.Status); ok {
-					t.Errorf("StorageClass watch: %s", st.Message)
-				}
-				continue
-			}
 			cw.mu.Lock()
-			cw.events[sc.Name] = append(cw.events[sc.Name], ev.Type)
+			if sc, ok := ev.Object.(*storagev1.StorageClass); ok {
+				cw.events[sc.Name] = append(cw.events[sc.Name], ev.Type)
+			} else if st, ok := ev.Object.(*metav1.Status); ok && !cw.stopped && cw.err == "" {
+				cw.err = st.Message
+			}
 			cw.mu.Unlock()
+		}
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		if !cw.stopped && cw.err == "" {
+			cw.err = "the watch ended before the test stopped it"
 		}
 	}()
 	return cw
 }
 
-// stop ends the watch and returns what it saw.
+// stop ends the watch and returns what it saw; a watch that broke before fails the test (it
+// may have missed events).
 func (cw *classWatch) stop() map[string][]watch.EventType {
+	cw.t.Helper()
+	cw.mu.Lock()
+	cw.stopped = true
+	cw.mu.Unlock()
 	cw.w.Stop()
 	<-cw.done
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
+	if cw.err != "" {
+		cw.t.Errorf("StorageClass watch: %s", cw.err)
+	}
 	return cw.events
 }
