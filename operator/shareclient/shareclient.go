@@ -148,7 +148,7 @@ func Decide(f Facts) (Answer, error) {
 	})
 	a.Reason = reason(a, len(exports) > 0, viaStorage, viaMachine, attached, notAttached)
 	if noNode > 0 {
-		a.Reason += fmt.Sprintf("; %d %s without a Node yet %s not counted", noNode, plural(noNode, "machine"), plural2(noNode, "is", "are"))
+		a.Reason += fmt.Sprintf("; %d %s without a Node yet %s not counted", noNode, plural(noNode, "machine"), isAre(noNode))
 	}
 	return a, nil
 }
@@ -183,11 +183,11 @@ func describe(machines, sets []string) string {
 	return strings.Join(parts, " and ")
 }
 
-func plural2(n int, one, many string) string {
+func isAre(n int) string {
 	if n == 1 {
-		return one
+		return "is"
 	}
-	return many
+	return "are"
 }
 
 func plural(n int, word string) string {
