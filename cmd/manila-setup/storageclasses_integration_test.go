@@ -127,8 +127,8 @@ func TestStorageClassesCheckVolumes(t *testing.T) {
 	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinectl.Namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// A worker MachineSet attached to the storage network, and its Machine with an address on
-	// each network (the Machine API reports every port's fixed IP).
+	// A worker MachineSet attached to the storage network, and its running Machine with an
+	// address on each network (the Machine API reports every port's fixed IP).
 	var spec map[string]any
 	if err := json.Unmarshal([]byte(machinectl.WorkerProviderSpec("ostest", "nova")), &spec); err != nil {
 		t.Fatal(err)
@@ -152,6 +152,7 @@ func TestStorageClassesCheckVolumes(t *testing.T) {
 	}
 	m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.196.0.11"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.11"},
 		{Type: corev1.NodeHostName, Address: "ostest-worker-0-abcde"}}
+	m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "ostest-worker-0-abcde"}
 	if _, err := mc.MachineV1beta1().Machines(machinectl.Namespace).UpdateStatus(ctx, m, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

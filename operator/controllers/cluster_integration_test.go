@@ -401,8 +401,9 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One Machine of the set, running, with its address on the machine network (10.0.0.0/16
-	// here, the installer's default, which holds the storage subnet 10.0.0.0/24).
+	// One Machine of the set, running (its Node joined), with its address on the machine
+	// network (10.0.0.0/16 here, the installer's default, which holds the storage subnet
+	// 10.0.0.0/24). It was made before the set was attached: its own spec has no storage port.
 	machine := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
 		"metadata": map[string]any{"name": "sim-worker-a-x1", "namespace": machinery.MachineAPINamespace, "labels": map[string]any{"set": "a"},
@@ -424,6 +425,7 @@ func testStorageNetworkFromDiscovery(t *testing.T, h *harness, cloud *testenv.Cl
 			list = append(list, map[string]any{"type": "InternalIP", "address": a})
 		}
 		_ = unstructured.SetNestedSlice(m.Object, list, "status", "addresses")
+		_ = unstructured.SetNestedMap(m.Object, map[string]any{"kind": "Node", "name": machine.GetName()}, "status", "nodeRef")
 		if _, err := h.dyn.Resource(machinery.MachineGVR).Namespace(machinery.MachineAPINamespace).UpdateStatus(ctx, m, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}

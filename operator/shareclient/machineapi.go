@@ -15,13 +15,18 @@ import (
 // set counts as attached. Only Machines a MachineSet made are workers here: control-plane
 // machines are not made by MachineSets, and workloads do not mount there. A Machine's addresses
 // are its status.addresses, where the Machine API's OpenStack provider puts every fixed IP of
-// the server, one per port.
+// the server, one per port, once the server exists; its Node is status.nodeRef, set when the
+// Node joins; whether it is attached is read off its own spec.providerSpec (a copy of its set's
+// template when it was made), by the same rule as the sets'.
 func FromMachineAPI(machineSets, machines []*unstructured.Unstructured, storageNetworkID string) ([]Set, []Machine) {
+	attached := func(obj map[string]any, fields ...string) bool {
+		value, _, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+		spec, _ := value.(map[string]any)
+		return storageNetworkID != "" && attachment.SpecOf(spec).HasNetwork(storageNetworkID)
+	}
 	var sets []Set
 	for _, u := range machineSets {
-		value, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec", "providerSpec", "value")
-		spec, _ := value.(map[string]any)
-		sets = append(sets, Set{Name: u.GetName(), Attached: storageNetworkID != "" && attachment.SpecOf(spec).HasNetwork(storageNetworkID)})
+		sets = append(sets, Set{Name: u.GetName(), Attached: attached(u.Object, "spec", "template", "spec", "providerSpec", "value")})
 	}
 	var out []Machine
 	for _, u := range machines {
@@ -32,7 +37,8 @@ func FromMachineAPI(machineSets, machines []*unstructured.Unstructured, storageN
 		if !fromSet {
 			continue
 		}
-		m := Machine{Name: u.GetName()}
+		node, _, _ := unstructured.NestedString(u.Object, "status", "nodeRef", "name")
+		m := Machine{Name: u.GetName(), NoNode: node == "", Attached: attached(u.Object, "spec", "providerSpec", "value")}
 		addrs, _, _ := unstructured.NestedSlice(u.Object, "status", "addresses")
 		for _, a := range addrs {
 			am, _ := a.(map[string]any)

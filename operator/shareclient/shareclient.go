@@ -8,15 +8,21 @@
 // port's address (the destination is on a directly connected subnet). So a worker attached to
 // the storage network mounts from its address in the storage subnet that holds the export, and
 // a worker without that port mounts, routed, from its address on the machine network. The
-// rule therefore looks at
-//   - the machines that exist: an address inside an export subnet means they mount from that
-//     subnet, otherwise from the machine network;
+// rule therefore counts what each machine will mount from, not what it reports yet:
+//   - the machines that exist and have a Node: an address inside an export subnet means they
+//     mount from that subnet; a machine whose own spec gives its server a port on the storage
+//     network mounts from the export subnets too, even before its address there is reported;
+//     any other (made from an older template, or by a set that is not attached) mounts from the
+//     machine network;
+//   - a machine without a Node (still being created, or one that never joined) runs no pods and
+//     mounts nothing: it does not count;
 //   - the machines that will exist: a MachineSet (or template, or NodePool) that gives its
 //     machines a port on the storage network makes machines that mount from the export subnets,
 //     one that does not makes machines that mount from the machine network.
 //
-// Both at once (some sets attached and some not, or a rollout half-way) is a normal state; the
-// answer then holds both networks.
+// So a scale-up or a machine replacement of an attached set leaves the answer as it was. Both
+// networks at once (some sets attached and some not, or a rollout half-way) is a normal state;
+// the answer then holds both, until the last machine of an older template is gone.
 package shareclient
 
 import (
@@ -32,6 +38,13 @@ import (
 type Machine struct {
 	Name      string
 	Addresses []netip.Addr
+	// Attached: the machine's own spec gives its server a port on the storage network (a
+	// machine keeps the template it was made from, so one made before its set was attached
+	// has none).
+	Attached bool
+	// NoNode: the machine has no Node (status.nodeRef): it is being created, or never joined.
+	// Such a machine runs no pods and mounts nothing.
+	NoNode bool
 }
 
 // Set makes machines: a MachineSet, a Cluster API template or a NodePool.
@@ -83,9 +96,21 @@ func Decide(f Facts) (Answer, error) {
 		}
 	}
 	var viaStorage, viaMachine, attached, notAttached []string
+	noNode := 0
 	for _, m := range f.Machines {
+		if m.NoNode {
+			noNode++
+			continue
+		}
 		if s, ok := containing(exports, m.Addresses); ok {
 			add(s)
+			viaStorage = append(viaStorage, m.Name)
+			continue
+		}
+		if m.Attached && len(exports) > 0 {
+			// Its port on the storage network is there or coming; once the machine runs, it
+			// mounts from its address there.
+			add(exports...)
 			viaStorage = append(viaStorage, m.Name)
 			continue
 		}
@@ -122,6 +147,9 @@ func Decide(f Facts) (Answer, error) {
 		return slices.ContainsFunc(a.Clients, func(o netip.Prefix) bool { return o != c && Covers(o, c) })
 	})
 	a.Reason = reason(a, len(exports) > 0, viaStorage, viaMachine, attached, notAttached)
+	if noNode > 0 {
+		a.Reason += fmt.Sprintf("; %d %s without a Node yet %s not counted", noNode, plural(noNode, "machine"), isAre(noNode))
+	}
 	return a, nil
 }
 
@@ -153,6 +181,13 @@ func describe(machines, sets []string) string {
 		parts = append(parts, plural(len(sets), "set")+" "+strings.Join(sets, ", "))
 	}
 	return strings.Join(parts, " and ")
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 func plural(n int, word string) string {

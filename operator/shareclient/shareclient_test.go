@@ -2,6 +2,7 @@ package shareclient
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,19 @@ func machine(name string, addrs ...string) Machine {
 	for _, a := range addrs {
 		m.Addresses = append(m.Addresses, netip.MustParseAddr(a))
 	}
+	return m
+}
+
+// attachedMachine is a machine whose own spec has the storage port.
+func attachedMachine(name string, addrs ...string) Machine {
+	m := machine(name, addrs...)
+	m.Attached = true
+	return m
+}
+
+// noNode is a machine whose Node has not joined.
+func noNode(m Machine) Machine {
+	m.NoNode = true
 	return m
 }
 
@@ -63,6 +77,36 @@ func TestDecide(t *testing.T) {
 			Facts{MachineNetworks: prefixes("10.0.0.0/16"), ExportSubnets: storage, Sets: []Set{{Name: "a", Attached: true}},
 				Machines: []Machine{machine("w1", "10.0.5.1")}},
 			"10.0.0.0/16", "10.0.0.0/16", true, true, "two networks"},
+		{"scale-up of an attached set: the new machines have no Node and no address yet, and do not count",
+			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "worker-a", Attached: true}},
+				Machines: []Machine{attachedMachine("w1", "10.196.0.11", "10.0.0.31"), attachedMachine("w2", "10.196.0.12", "10.0.0.32"),
+					noNode(attachedMachine("w3")), noNode(attachedMachine("w4"))}},
+			"10.0.0.0/24", "10.0.0.0/24", false, true, "every worker has a port on the storage network, so it mounts from its address in the export subnet (2 machines and set worker-a); 2 machines without a Node yet are not counted"},
+		{"a new machine of an attached set whose Node joined before its storage address was reported: the export subnet",
+			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "worker-a", Attached: true}},
+				Machines: []Machine{attachedMachine("w1", "10.196.0.11", "10.0.0.31"), attachedMachine("w3", "10.196.0.13"), attachedMachine("w4")}},
+			"10.0.0.0/24", "10.0.0.0/24", false, true, "every worker has a port on the storage network, so it mounts from its address in the export subnet (3 machines and set worker-a)"},
+		{"a machine of an older template (its spec lacks the storage port) has a Node: routed",
+			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "worker-a", Attached: true}},
+				Machines: []Machine{attachedMachine("w1", "10.196.0.11", "10.0.0.31"), machine("old", "10.196.0.12")}},
+			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/8", true, true, "through the storage network: 1 machine and set worker-a; through the machine network (routed): 1 machine"},
+		{"a machine that never got a Node mounts nothing, even with addresses on the machine network",
+			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "worker-a", Attached: true}},
+				Machines: []Machine{attachedMachine("w1", "10.196.0.11", "10.0.0.31"), noNode(machine("stuck", "10.196.0.12"))}},
+			"10.0.0.0/24", "10.0.0.0/24", false, true, "1 machine without a Node yet is not counted"},
+		{"a machine without a Node of a set not attached: the set still counts",
+			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "a", Attached: true}, {Name: "b"}},
+				Machines: []Machine{attachedMachine("a1", "10.196.0.11", "10.0.0.31"), noNode(machine("b1"))}},
+			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/8", true, true, "through the machine network (routed): set b"},
+		{"only machines without a Node and no set: as if none were known",
+			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Machines: []Machine{noNode(attachedMachine("w1"))}},
+			"10.196.0.0/16", "10.196.0.0/16", true, false, "no worker machine or MachineSet is known"},
+		{"a machine whose spec has the storage port, the export subnet unknown: the machine network",
+			Facts{MachineNetworks: machineNet, Machines: []Machine{attachedMachine("w1", "10.196.0.11")}},
+			"10.196.0.0/16", "10.196.0.0/16", true, false, "not known"},
+		{"an address in the export subnet counts whatever the spec says (a port added by hand)",
+			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Machines: []Machine{machine("w1", "10.196.0.11", "10.0.0.31")}},
+			"10.0.0.0/24", "10.0.0.0/24", false, true, "every worker has a port on the storage network"},
 		{"two export subnets, a machine in one of them",
 			Facts{MachineNetworks: machineNet, ExportSubnets: prefixes("10.0.0.0/24", "10.0.1.0/24"),
 				Sets: []Set{{Name: "a", Attached: true}}, Machines: []Machine{machine("w1", "10.196.0.1", "10.0.1.7")}},
@@ -137,5 +181,69 @@ func TestCovering(t *testing.T) {
 		if got := Covering(prefixes(tt.in...)).String(); got != tt.want {
 			t.Errorf("Covering(%v) = %s, want %s", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestDecideThroughTheMachineLifecycle follows the Machine API's lifecycle of a machine
+// (created: no address, no Node; Provisioned: the server's addresses; Running: its Node) through
+// a scale-up and the second half of a rollout, and counts how often the value changes.
+func TestDecideThroughTheMachineLifecycle(t *testing.T) {
+	base := Facts{MachineNetworks: prefixes("10.196.0.0/16"), ExportSubnets: prefixes("10.0.0.0/24"), Sets: []Set{{Name: "worker-a", Attached: true}}}
+	rolled := func(name, last string) Machine { return attachedMachine(name, "10.196.0."+last, "10.0.0."+last) }
+	old := func(name, last string) Machine { return machine(name, "10.196.0."+last) }
+	created := func(name string) Machine { return noNode(attachedMachine(name)) }
+	provisioned := func(name, last string) Machine { return noNode(rolled(name, last)) }
+	// joinedEarly: the Node joined before the provider reported the storage address.
+	joinedEarly := func(name, last string) Machine { return attachedMachine(name, "10.196.0."+last) }
+	values := func(steps [][]Machine) []string {
+		var out []string
+		for _, ms := range steps {
+			f := base
+			f.Machines = ms
+			a, err := Decide(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := a.Value(true); len(out) == 0 || out[len(out)-1] != v {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+
+	three := []Machine{rolled("w1", "11"), rolled("w2", "12"), rolled("w3", "13")}
+	scaleUp := [][]Machine{
+		three,
+		append(slices.Clone(three), created("w4"), created("w5")),
+		append(slices.Clone(three), provisioned("w4", "14"), created("w5")),
+		append(slices.Clone(three), joinedEarly("w4", "14"), provisioned("w5", "15")),
+		append(slices.Clone(three), rolled("w4", "14"), rolled("w5", "15")),
+	}
+	if got := values(scaleUp); !slices.Equal(got, []string{"10.0.0.0/24"}) {
+		t.Errorf("scale-up 3 to 5 of an attached set: values %q, want one, 10.0.0.0/24", got)
+	}
+	// A machine health check replaces w2: the new machine never joins.
+	replace := [][]Machine{
+		three,
+		{rolled("w1", "11"), rolled("w3", "13")},
+		{rolled("w1", "11"), rolled("w3", "13"), created("w6")},
+		{rolled("w1", "11"), rolled("w3", "13"), provisioned("w6", "16")},
+	}
+	if got := values(replace); !slices.Equal(got, []string{"10.0.0.0/24"}) {
+		t.Errorf("machine replacement: values %q, want one, 10.0.0.0/24", got)
+	}
+
+	// The rollout half-way: w1 replaced, o2 and o3 of the old template still there.
+	rollout := [][]Machine{
+		{rolled("w1", "11"), old("o2", "12"), old("o3", "13")},
+		{rolled("w1", "11"), old("o2", "12"), old("o3", "13"), created("w2")},
+		{rolled("w1", "11"), old("o2", "12"), old("o3", "13"), provisioned("w2", "22")},
+		{rolled("w1", "11"), old("o2", "12"), old("o3", "13"), rolled("w2", "22")},
+		{rolled("w1", "11"), old("o3", "13"), rolled("w2", "22"), created("w3")},
+		{rolled("w1", "11"), old("o3", "13"), rolled("w2", "22"), joinedEarly("w3", "23")},
+		{rolled("w1", "11"), rolled("w2", "22"), rolled("w3", "23")},
+	}
+	if got := values(rollout); !slices.Equal(got, []string{"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/24"}) {
+		t.Errorf("rollout from half-way to done: values %q, want two: both networks, then the export subnet", got)
 	}
 }

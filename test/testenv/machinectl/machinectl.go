@@ -6,9 +6,11 @@
 //     those annotated machine.openshift.io/delete-machine, then failed ones, then those without
 //     a Ready Node, then the newest (as the real controller's default policy does); it keeps
 //     the set's status (replicas, readyReplicas, availableReplicas) up to date;
-//   - the machine actuator: a new Machine goes Provisioning, then after Options.NodeDelay it gets
-//     a kwok Node of its name (Ready within a second or so) and turns Running with status.nodeRef,
-//     addresses and a providerStatus; a deleted Machine goes Deleting, and after
+//   - the machine actuator: a new Machine goes Provisioning; after half of Options.NodeDelay its
+//     server exists (its ports made) and it goes Provisioned with spec.providerID, addresses and
+//     a providerStatus, but no Node yet; after Options.NodeDelay it gets a kwok Node of its name
+//     (Ready within a second or so) and turns Running with status.nodeRef, as the real Machine
+//     API's nodelink does once the Node joins; a deleted Machine goes Deleting, and after
 //     Options.DeleteDelay its Node is deleted and its finalizer removed.
 //
 // A Machine whose port Neutron refuses for lack of addresses ("No more IP addresses available on
@@ -466,61 +468,34 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 			return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) { s.Phase = ptr.To(machinev1beta1.PhaseRunning) })
 		}
 		return nil
-	case stalled || time.Since(first) < c.opts.NodeDelay:
-		phase := machinev1beta1.PhaseProvisioning
-		if !stalled && time.Since(first) >= c.opts.NodeDelay/2 {
-			phase = machinev1beta1.PhaseProvisioned
-		}
-		if phaseOf(m) == phase {
+	case stalled || time.Since(first) < c.opts.NodeDelay/2:
+		if phaseOf(m) == machinev1beta1.PhaseProvisioning {
 			return nil
 		}
-		return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) { s.Phase = ptr.To(phase) })
-	}
-
-	// The server: its ID is the Machine's UID (a UUID, as Nova's are), its ports are made on
-	// the networks the providerSpec names.
-	serverID := string(m.UID)
-	// The server's NICs: the primary one (the stand-in's address on the machine network, as no
-	// cloud-side cluster network exists) and one per port on the networks the providerSpec
-	// names, such as the storage network. Its addresses and its node IP follow from them as on
-	// a booted machine (nodeip.go).
-	primary := netip.MustParseAddr(testenv.NodeIP(m.Name))
-	nics := []NIC{{Network: c.opts.PrimaryNetwork, Addr: primary, Subnet: netip.PrefixFrom(primary, 16).Masked(), DefaultRoute: true}}
-	if c.opts.Ports != nil {
-		ports, err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m))
-		var noAddress *NoAddressError
-		if errors.As(err, &noAddress) {
-			// As the real actuator: the server cannot be made, the ports made for it are
-			// deleted, and the Machine fails with the cloud's words; it never gets a Node.
-			if derr := c.opts.Ports.DeletePorts(ctx, serverID); derr != nil {
-				return derr
-			}
-			c.mu.Lock()
-			c.fail[m.Name] = "error creating Openstack instance: " + noAddress.Error()
-			c.failReason[m.Name] = machinev1beta1.InvalidConfigurationMachineError
-			c.mu.Unlock()
+		return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) { s.Phase = ptr.To(machinev1beta1.PhaseProvisioning) })
+	case time.Since(first) < c.opts.NodeDelay:
+		// The server exists and the provider reports it; its Node has not joined yet.
+		if phaseOf(m) == machinev1beta1.PhaseProvisioned {
 			return nil
 		}
-		if err != nil {
+		srv, err := c.server(ctx, m)
+		if err != nil || srv == nil {
 			return err
 		}
-		nics = append(nics, ports...)
+		return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) {
+			s.Phase = ptr.To(machinev1beta1.PhaseProvisioned)
+			srv.report(s)
+		})
 	}
-	var addresses []corev1.NodeAddress
-	for _, a := range MachineAddresses(nics) {
-		addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+
+	// The Node joins: registered with the node IP it chooses among the server's NICs.
+	srv, err := c.server(ctx, m)
+	if err != nil || srv == nil {
+		return err
 	}
-	addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: m.Name})
 	var nodeIPs []string
-	for _, a := range NodeAddresses(c.opts.NodeIP.NodeIP(nics), MachineAddresses(nics)) {
+	for _, a := range NodeAddresses(c.opts.NodeIP.NodeIP(srv.nics), MachineAddresses(srv.nics)) {
 		nodeIPs = append(nodeIPs, a.String())
-	}
-	providerID := "openstack:///" + serverID
-	if m.Spec.ProviderID == nil {
-		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"providerID": providerID}})
-		if _, err := c.mc.MachineV1beta1().Machines(m.Namespace).Patch(ctx, m.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return ignoreConflict(err)
-		}
 	}
 	controlPlane := m.Labels[RoleLabel] == "master"
 	if err := c.nodes.AddNode(ctx, m.Name, controlPlane, nodeIPs...); err != nil {
@@ -528,24 +503,85 @@ func (c *Controller) reconcileMachine(ctx context.Context, m *machinev1beta1.Mac
 	}
 	node := map[string]any{"metadata": map[string]any{"annotations": map[string]string{NodeMachineAnnotation: m.Namespace + "/" + m.Name}}}
 	if n, err := c.kc.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{}); err == nil && n.Spec.ProviderID == "" {
-		node["spec"] = map[string]any{"providerID": providerID} // settable once, as the kubelet does
+		node["spec"] = map[string]any{"providerID": srv.providerID} // settable once, as the kubelet does
 	}
 	annotate, _ := json.Marshal(node)
 	if _, err := c.kc.CoreV1().Nodes().Patch(ctx, m.Name, types.MergePatchType, annotate, metav1.PatchOptions{}); err != nil {
 		return err
 	}
-	providerStatus, _ := json.Marshal(map[string]any{
-		"apiVersion": "machine.openshift.io/v1alpha1", "kind": "OpenstackMachineProviderStatus",
-		"instanceId": serverID, "instanceState": "ACTIVE",
-	})
 	return c.setStatus(ctx, m, func(s *machinev1beta1.MachineStatus) {
 		s.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: m.Name}
 		s.Phase = ptr.To(machinev1beta1.PhaseRunning)
-		s.Addresses = addresses
-		s.ProviderStatus = &runtime.RawExtension{Raw: providerStatus}
-		now := metav1.Now()
-		s.LastUpdated = &now
+		srv.report(s)
 	})
+}
+
+// server is what the provider knows of a Machine's server once it exists.
+type server struct {
+	providerID     string
+	nics           []NIC
+	addresses      []corev1.NodeAddress
+	providerStatus []byte
+}
+
+// report writes what the provider reports of the server into a Machine's status.
+func (srv *server) report(s *machinev1beta1.MachineStatus) {
+	s.Addresses = srv.addresses
+	s.ProviderStatus = &runtime.RawExtension{Raw: srv.providerStatus}
+	now := metav1.Now()
+	s.LastUpdated = &now
+}
+
+// server makes the server of a Machine, or finds it made: its ID is the Machine's UID (a UUID,
+// as Nova's are), its ports are made on the networks the providerSpec names (with
+// Options.Ports), and spec.providerID names it, as the actuator sets it once the server exists.
+// nil, nil: the Machine was changed meanwhile; the next round goes on.
+func (c *Controller) server(ctx context.Context, m *machinev1beta1.Machine) (*server, error) {
+	serverID := string(m.UID)
+	// The server's NICs: the primary one (the stand-in's address on the machine network, as no
+	// cloud-side cluster network exists) and one per port on the networks the providerSpec
+	// names, such as the storage network. Its addresses and its node IP follow from them as on
+	// a booted machine (nodeip.go).
+	primary := netip.MustParseAddr(testenv.NodeIP(m.Name))
+	srv := &server{providerID: "openstack:///" + serverID,
+		nics: []NIC{{Network: c.opts.PrimaryNetwork, Addr: primary, Subnet: netip.PrefixFrom(primary, 16).Masked(), DefaultRoute: true}}}
+	if c.opts.Ports != nil {
+		ports, err := c.opts.Ports.CreatePorts(ctx, m.Name, serverID, networksOf(m))
+		var noAddress *NoAddressError
+		if errors.As(err, &noAddress) {
+			// As the real actuator: the server cannot be made, the ports made for it are
+			// deleted, and the Machine fails with the cloud's words; it never gets a Node.
+			if derr := c.opts.Ports.DeletePorts(ctx, serverID); derr != nil {
+				return nil, derr
+			}
+			c.mu.Lock()
+			c.fail[m.Name] = "error creating Openstack instance: " + noAddress.Error()
+			c.failReason[m.Name] = machinev1beta1.InvalidConfigurationMachineError
+			c.mu.Unlock()
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		srv.nics = append(srv.nics, ports...)
+	}
+	for _, a := range MachineAddresses(srv.nics) {
+		srv.addresses = append(srv.addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
+	}
+	srv.addresses = append(srv.addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: m.Name})
+	srv.providerStatus, _ = json.Marshal(map[string]any{
+		"apiVersion": "machine.openshift.io/v1alpha1", "kind": "OpenstackMachineProviderStatus",
+		"instanceId": serverID, "instanceState": "ACTIVE",
+	})
+	if m.Spec.ProviderID == nil {
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"providerID": srv.providerID}})
+		if _, err := c.mc.MachineV1beta1().Machines(m.Namespace).Patch(ctx, m.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return nil, ignoreConflict(err)
+		}
+		// The Machine has a new resourceVersion: its status is written next round.
+		return nil, nil
+	}
+	return srv, nil
 }
 
 func (c *Controller) setStatus(ctx context.Context, m *machinev1beta1.Machine, mutate func(*machinev1beta1.MachineStatus)) error {
