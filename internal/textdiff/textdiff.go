@@ -15,7 +15,8 @@ import (
 // It is a small implementation of Myers' O(ND) algorithm (E. Myers, "An O(ND) Difference
 // Algorithm and Its Variations", 1986), kept rather than taken from the diff libraries already
 // in go.mod, for measured reasons (BenchmarkUnifiedDiffLarge: the patch of a 1 MiB
-// install-config, 1,000 lists changed): this code takes 75 ms and 346 MB; go-difflib's
+// install-config, 1,000 lists changed): this code took 75 ms and 346 MB (24 ms and 14 MB since it
+// keeps only the diagonals each step reads); go-difflib's
 // SequenceMatcher takes 16.6 s and 17 GB (1.5 s and 1.7 GB with its auto-junk heuristic, which
 // then anchors on fewer lines); go-udiff diffs bytes, so an unchanged line next to a change is
 // shown as removed and added again (and its line-based Myers package is deprecated).
