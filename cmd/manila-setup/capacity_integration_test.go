@@ -161,7 +161,7 @@ func TestPatchRefusesAFullStorageSubnet(t *testing.T) {
 		t.Errorf("the failed Machine %s has a Node", f.Name)
 	}
 	out = run(0, "machinesets", "list")
-	if !strings.Contains(out, "1 Machines attach the storage network but failed without a Node") ||
+	if !strings.Contains(out, "1 Machine attaches the storage network but failed without a Node") ||
 		!strings.Contains(out, "ostest-8x2kq-worker-1  "+f.Name+"  Failed  InvalidConfiguration  error creating Openstack instance: creating the port on network "+small.ID+": No more IP addresses available on network "+small.ID) {
 		t.Errorf("machinesets list does not show the failed Machine:\n%s", out)
 	}

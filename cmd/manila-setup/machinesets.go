@@ -170,7 +170,11 @@ func writeFailedMachines(out io.Writer, sets []machinesets.SetStatus) error {
 	if n == 0 {
 		return nil
 	}
-	fmt.Fprintf(out, "\n%d Machines attach the storage network but failed without a Node (a storage subnet without free addresses fails them so):\n", n)
+	machines := fmt.Sprintf("%d Machines attach the storage network but failed", n)
+	if n == 1 {
+		machines = "1 Machine attaches the storage network but failed"
+	}
+	fmt.Fprintf(out, "\n%s without a Node (a storage subnet without free addresses fails them so):\n", machines)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "MACHINESET\tMACHINE\tPHASE\tREASON\tMESSAGE")
 	for _, s := range sets {

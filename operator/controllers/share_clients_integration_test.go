@@ -5,7 +5,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -21,13 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/deploy"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
@@ -41,7 +38,8 @@ import (
 //     subnet alone;
 //   - the set is scaled from 3 to 5, as a cluster autoscaler does: no class is touched (same
 //     UID, value and resourceVersion, no watch event, no StorageClassRecreated event);
-//   - a Machine is deleted and replaced, as a machine health check does: the same.
+//   - a Machine is deleted and replaced, as a machine health check does: the same;
+//   - a Machine fails without a Node (its storage port refused, the subnet full): the same.
 func TestStorageClassesStayPutWhenMachinesComeAndGo(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 1})
@@ -112,30 +110,8 @@ func TestStorageClassesStayPutWhenMachinesComeAndGo(t *testing.T) {
 
 	// The operator, as its ServiceAccount, with the demo project's credentials: discovery finds
 	// the storage subnet from where the project's shares are exported.
-	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
-	if err != nil {
-		t.Fatal(err)
-	}
 	creds := cloudsYAMLFor(t, cloud, testenv.CloudDemo, strings.TrimSuffix(cloud.Seed.KeystoneURL, "/v3"))
-	if _, err := deploy.Install(ctx, sim.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
-		t.Fatal(err)
-	}
-	saCfg, err := sim.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	klog.SetOutput(h.logs)
-	defer klog.SetOutput(os.Stderr)
-	op, err := New(saCfg, nil, Config{Namespace: testNS, Images: testImages, Resync: h.resync, StorageNetworkID: storageNet, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.op = op
-	opCtx, stopOp := context.WithCancel(ctx)
-	done := make(chan struct{})
-	h.started = time.Now()
-	go func() { defer close(done); _ = op.Run(opCtx) }()
-	defer func() { stopOp(); <-done }()
+	defer h.start(h.installAsServiceAccount(creds), Config{Namespace: testNS, Images: testImages, Resync: h.resync, StorageNetworkID: storageNet, Version: "test"})()
 
 	classes := func() map[string]storagev1.StorageClass {
 		t.Helper()
@@ -280,6 +256,51 @@ func TestStorageClassesStayPutWhenMachinesComeAndGo(t *testing.T) {
 				return !slices.ContainsFunc(f, func(m machinev1beta1.Machine) bool { return m.Name == fresh[0].Name }), "still there"
 			})
 		})
+	})
+
+	// A Machine whose storage port Neutron refuses (a full storage subnet) fails without a Node:
+	// it never mounts, so it does not widen the classes either.
+	t.Run("a machine that fails without a Node leaves the classes untouched", func(t *testing.T) {
+		h.t = t
+		quiet()
+		baseline := recreated()
+		w := watchClasses(t, ctx, sim)
+		cl.FailNext("error creating Openstack instance: No more IP addresses available on network " + storageNet)
+		if _, err := mc.MachineV1beta1().MachineSets(machinectl.Namespace).Patch(ctx, cl.MachineSet, types.MergePatchType,
+			[]byte(`{"spec":{"replicas":6}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		h.eventually("a sixth Machine Failed, five with a Node", settle, func() (bool, string) {
+			list, err := mc.MachineV1beta1().Machines(machinectl.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + cl.MachineSet})
+			if err != nil {
+				return false, err.Error()
+			}
+			failed, joined := 0, 0
+			for _, m := range list.Items {
+				if m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseFailed && m.Status.NodeRef == nil {
+					failed++
+				}
+				if m.Status.NodeRef != nil {
+					joined++
+				}
+			}
+			return failed == 1 && joined == 5, fmt.Sprintf("%d Failed, %d with a Node (%s)", failed, joined, cl.Controller)
+		})
+		quiet()
+		if events := w.stop(); len(events) > 0 {
+			t.Errorf("the StorageClasses changed: watch events %v", events)
+		}
+		now := classes()
+		for name, sc := range before {
+			got := now[name]
+			if got.UID != sc.UID || got.Parameters["nfs-shareClient"] != storageSubnet {
+				t.Errorf("StorageClass %s: UID %s nfs-shareClient %q, before %s %q", name, got.UID, got.Parameters["nfs-shareClient"], sc.UID, sc.Parameters["nfs-shareClient"])
+			}
+		}
+		if n := recreated() - baseline; n != 0 {
+			t.Errorf("%d StorageClassRecreated events", n)
+		}
+		t.Logf("%s: %s", operator.ConditionStorageNetworkReachable, h.condition(operator.ConditionStorageNetworkReachable).Message)
 	})
 }
 

@@ -10,21 +10,15 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	dto "github.com/prometheus/client_model/go"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/deploy"
 	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
@@ -49,24 +43,7 @@ func TestStorageAddressUnavailable(t *testing.T) {
 	small := p.CreateNetworkWith("storage-small", nil, map[string]any{"cidr": "192.168.81.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"},
 		"allocation_pools": []map[string]string{{"start": "192.168.81.10", "end": "192.168.81.11"}}})
 
-	cfgc := configclient.NewForConfigOrDie(sim.Config)
-	infra, err := cfgc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "sim-cap", ControlPlaneTopology: configv1.HighlyAvailableTopologyMode,
-		InfrastructureTopology: configv1.HighlyAvailableTopologyMode, PlatformStatus: &configv1.PlatformStatus{Type: configv1.OpenStackPlatformType}}
-	if _, err := cfgc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.Client.CoreV1().ConfigMaps(machinery.ClusterConfigNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: machinery.ClusterConfigName}, Data: map[string]string{"install-config": machinectl.DefaultInstallConfig},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinery.MachineAPINamespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h.openStackCluster("sim-cap", machinectl.DefaultInstallConfig)
 
 	// The workers: a MachineSet of 3 attached to the small storage network, made by the
 	// simulated Machine API with real ports.
@@ -107,34 +84,13 @@ func TestStorageAddressUnavailable(t *testing.T) {
 		t.Fatalf("the failed Machine's errorMessage: %v", failed.Status.ErrorMessage)
 	}
 
-	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
-	if err != nil {
-		t.Fatal(err)
-	}
 	creds, err := os.ReadFile(p.CloudsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deploy.Install(ctx, sim.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
-		t.Fatal(err)
-	}
-	saCfg, err := sim.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	klog.SetOutput(h.logs)
-	defer klog.SetOutput(os.Stderr)
-	op, err := New(saCfg, nil, Config{Namespace: testNS, Images: testImages, Resync: h.resync, CloudName: ostest.CloudName, StorageNetworkID: small.ID, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.op = op
+	saCfg := h.installAsServiceAccount(creds)
 	counts := OpenStackCalls.CapacityCounts.Load()
-	opCtx, cancelOp := context.WithCancel(ctx)
-	done := make(chan struct{})
-	h.started = time.Now()
-	go func() { defer close(done); _ = op.Run(opCtx) }()
-	defer func() { cancelOp(); <-done }()
+	defer h.start(saCfg, Config{Namespace: testNS, Images: testImages, Resync: h.resync, CloudName: ostest.CloudName, StorageNetworkID: small.ID, Version: "test"})()
 
 	took := h.eventually("StorageNetworkReachable=False StorageAddressUnavailable", settle, func() (bool, string) {
 		c := h.condition(operator.ConditionStorageNetworkReachable)
@@ -147,7 +103,7 @@ func TestStorageAddressUnavailable(t *testing.T) {
 	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
 	t.Logf("StorageNetworkReachable: %s", msg)
 	for _, want := range []string{
-		"1 Machines attach the storage network storage-small (" + small.ID + ") but got no address on it and have no Node: " + failed.Name + " (MachineSet " + set + ")",
+		"1 Machine attaches the storage network storage-small (" + small.ID + ") but got no address on it and has no Node: " + failed.Name + " (MachineSet " + set + ")",
 		"the storage subnets have 0 free addresses (subnet storage-small-subnet-0 (" + small.SubnetIDs[0] + ") 192.168.81.0/24: 2 of 2 addresses of its allocation pools in use)",
 		"No more IP addresses available on network " + small.ID,
 		"openstack subnet set --allocation-pool start=FIRST,end=LAST storage-small-subnet-0",

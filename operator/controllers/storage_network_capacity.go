@@ -194,9 +194,13 @@ func (r storageReport) addressMessage() string {
 	if c := r.capacity.counted(); len(c) > 0 {
 		subnet = subnetRef(c[0].Subnet)
 	}
-	return fmt.Sprintf("%d Machines attach the storage network %s but got no address on it and have no Node: %s; %s%s; "+
+	attach, have := "Machines attach", "have"
+	if len(r.unaddressed) == 1 {
+		attach, have = "Machine attaches", "has"
+	}
+	return fmt.Sprintf("%d %s the storage network %s but got no address on it and %s no Node: %s; %s%s; "+
 		"fix: enlarge the storage subnet's allocation pool (openstack subnet set --allocation-pool start=FIRST,end=LAST %s) or attach a network with room, then delete those Machines so that their MachineSets make them again",
-		len(r.unaddressed), r.network, strings.Join(names, ", "), r.capacity, cloud, subnet)
+		len(r.unaddressed), attach, r.network, have, strings.Join(names, ", "), r.capacity, cloud, subnet)
 }
 
 // capacityOf counts the free addresses of a network's subnets through the operator's

@@ -11,20 +11,16 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/deploy"
 	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
@@ -68,25 +64,8 @@ func TestStorageNetworkReachableJudgesNetworkAndNodes(t *testing.T) {
 	// storage network with the workers' security group, and three workers beside the
 	// control-plane node: worker-a has an address on the gateway and good networks, worker-b
 	// took its node IP from the gateway network, worker-c has none.
-	cfgc := configclient.NewForConfigOrDie(sim.Config)
-	infra, err := cfgc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "sim-snr", ControlPlaneTopology: configv1.HighlyAvailableTopologyMode,
-		InfrastructureTopology: configv1.HighlyAvailableTopologyMode, PlatformStatus: &configv1.PlatformStatus{Type: configv1.OpenStackPlatformType}}
-	if _, err := cfgc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	installConfig := "networking:\n  clusterNetwork:\n  - cidr: 10.128.0.0/14\n    hostPrefix: 23\n  machineNetwork:\n  - cidr: " + machineNetwork + "\n  serviceNetwork:\n  - 172.30.0.0/16\n"
-	if _, err := sim.Client.CoreV1().ConfigMaps(machinery.ClusterConfigNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: machinery.ClusterConfigName}, Data: map[string]string{"install-config": installConfig},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: machinery.MachineAPINamespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h.openStackCluster("sim-snr", installConfig)
 	entries := []any{map[string]any{"uuid": cloud.Seed.Networks["tenant"]}}
 	for _, name := range []string{"storage-dhcp-off", "storage-unfit", "storage-gateway", "storage-good"} {
 		entries = append(entries, map[string]any{"uuid": nets[name].ID, "noAllowedAddressPairs": true})
@@ -143,40 +122,20 @@ func TestStorageNetworkReachableJudgesNetworkAndNodes(t *testing.T) {
 	setAddresses("worker-a", testenv.NodeIP("worker-a"), "192.168.71.10", "192.168.72.10")
 	setAddresses("worker-b", "192.168.71.11", testenv.NodeIP("worker-b"))
 
-	rendered, err := operator.Render(operator.RenderOptions{Namespace: testNS, OperatorImage: "example.test/op:1", Images: testImages})
-	if err != nil {
-		t.Fatal(err)
-	}
 	creds, err := os.ReadFile(p.CloudsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := deploy.Install(ctx, sim.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
-		t.Fatal(err)
-	}
-	saCfg, err := sim.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	klog.SetOutput(h.logs)
-	defer klog.SetOutput(os.Stderr)
+	saCfg := h.installAsServiceAccount(creds)
 
 	// run starts the operator with --storage-network set to the network named, and waits
 	// until StorageNetworkReachable speaks of that network with the reason given.
 	run := func(name string, status operatorv1.ConditionStatus, reason string) (stop func()) {
 		t.Helper()
-		op, err := New(saCfg, nil, Config{Namespace: testNS, Images: testImages, Resync: h.resync, CloudName: ostest.CloudName,
+		stop = h.start(saCfg, Config{Namespace: testNS, Images: testImages, Resync: h.resync, CloudName: ostest.CloudName,
 			StorageNetworkID: nets[name].ID, Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.op = op
-		opCtx, cancelOp := context.WithCancel(ctx)
-		done := make(chan struct{})
-		h.started = time.Now()
-		go func() { defer close(done); _ = op.Run(opCtx) }()
 		h.waitStorageCondition(name, nets[name].ID, status, reason)
-		return func() { cancelOp(); <-done }
+		return stop
 	}
 	// has waits until the message holds every part: the condition turns True or False from what
 	// the controller knows first, and its message grows as the Manila controller learns the rest
