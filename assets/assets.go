@@ -54,20 +54,6 @@ func Substitute(name string, raw []byte, vars map[string]string) ([]byte, error)
 	return out, nil
 }
 
-// Placeholders lists the ${VAR} names a manifest uses, sorted.
-func Placeholders(name string) ([]string, error) {
-	raw, err := files.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, m := range placeholder.FindAllSubmatch(raw, -1) {
-		names = append(names, string(m[1]))
-	}
-	sort.Strings(names)
-	return dedupe(names), nil
-}
-
 // List returns the manifest names under dir ("." for the driver's, "rbac", "operator"), sorted.
 func List(dir string) ([]string, error) {
 	entries, err := fs.ReadDir(files, dir)

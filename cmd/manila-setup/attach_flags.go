@@ -126,7 +126,7 @@ func (a *attachFlags) validateRemove() error {
 		return err
 	}
 	if errs := a.removal().Validate(); len(errs) > 0 {
-		return machineSetsFieldErrors(errs)
+		return flagErrors(errs)
 	}
 	return nil
 }
@@ -267,5 +267,5 @@ func attachmentFlagErrors(a attach.Attachment, networkRequired bool) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return machineSetsFieldErrors(errs)
+	return flagErrors(errs)
 }

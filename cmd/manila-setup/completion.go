@@ -78,7 +78,7 @@ func registerValueCompletions(root *cobra.Command, g *GlobalOptions) {
 		}
 		out := make([]string, 0, len(sets))
 		for _, s := range sets {
-			out = append(out, s.Name+"\t"+machineSetsOrDash(s.Role))
+			out = append(out, s.Name+"\t"+orDash(s.Role))
 		}
 		return out, noFiles
 	}

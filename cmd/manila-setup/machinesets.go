@@ -142,7 +142,7 @@ func (o *machineSetsListOptions) Run(ctx context.Context) error {
 	fmt.Fprintln(w, "NAME\tROLE\tREPLICAS\tREADY\tSTORAGE NETWORK\tSECURITY GROUPS\tUP TO DATE\tNOTE")
 	unknown, outdated := false, false
 	for _, s := range sets {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t%s\n", s.Name, machineSetsOrDash(s.Role), s.Replicas, s.ReadyReplicas,
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%d/%d\t%s\n", s.Name, orDash(s.Role), s.Replicas, s.ReadyReplicas,
 			s.StorageNetwork, s.SecurityGroups, s.UpToDate, s.Wanted, s.Note)
 		unknown = unknown || s.StorageNetwork == attach.StateUnknown
 		outdated = outdated || s.UpToDate < s.Wanted
@@ -179,7 +179,7 @@ func writeFailedMachines(out io.Writer, sets []machinesets.SetStatus) error {
 	fmt.Fprintln(w, "MACHINESET\tMACHINE\tPHASE\tREASON\tMESSAGE")
 	for _, s := range sets {
 		for _, f := range s.Failed {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, f.Name, machineSetsOrDash(f.Phase), machineSetsOrDash(f.Reason), machineSetsOrDash(f.Message))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, f.Name, orDash(f.Phase), orDash(f.Reason), orDash(f.Message))
 		}
 	}
 	return w.Flush()
@@ -224,15 +224,8 @@ func (o *machineSetsListOptions) withDiscoveredNetwork(ctx context.Context, clie
 	return sets, nil
 }
 
-func machineSetsOrDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// machineSetsFieldErrors prints errors of the ID flags as one line each: --network[1]: Invalid value: ...
-func machineSetsFieldErrors(errs field.ErrorList) error {
+// flagErrors prints errors of the ID flags (of every kind's patch) as one line each: --network[1]: Invalid value: ...
+func flagErrors(errs field.ErrorList) error {
 	lines := make([]string, len(errs))
 	for i, e := range errs {
 		lines[i] = "--" + e.Error()
@@ -496,7 +489,7 @@ func writePatchTable(out io.Writer, results []attach.Result) (int, error) {
 	for _, r := range results {
 		detail := r.Reason
 		if r.Action == attach.ActionPatched || r.Action == attach.ActionWouldPatch {
-			detail = machineSetsDescribeAdded(r)
+			detail = describeChange(r)
 			patched++
 		}
 		if r.ConflictRetries > 0 {
@@ -527,7 +520,8 @@ func writePatchWarnings(out io.Writer, results []attach.Result) {
 	}
 }
 
-func machineSetsDescribeAdded(r attach.Result) string {
+// describeChange says what a patch did to one object: the IDs added and removed.
+func describeChange(r attach.Result) string {
 	var parts []string
 	if added := r.Added(); len(added) > 0 {
 		parts = append(parts, "added "+strings.Join(added, ", "))
@@ -662,7 +656,7 @@ func newRolloutPrinter(g *GlobalOptions, streams IOStreams) *rolloutview.Progres
 	if g.Output != outputText {
 		progressOut = streams.ErrOut
 	}
-	tty, width := machineSetsTerminal(progressOut)
+	tty, width := terminal(progressOut)
 	return rolloutview.NewProgressPrinter(progressOut, tty, width)
 }
 
@@ -688,8 +682,8 @@ func rolloutExitFor(err error, command string) error {
 	return environmentError(err)
 }
 
-// machineSetsTerminal reports whether w is a terminal, and its width.
-func machineSetsTerminal(w io.Writer) (bool, int) {
+// terminal reports whether w is a terminal, and its width.
+func terminal(w io.Writer) (bool, int) {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return false, 0

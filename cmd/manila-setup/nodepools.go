@@ -219,7 +219,7 @@ func (o *nodePoolsPatchOptions) refuseUnseenMounts(ctx context.Context, dyn dyna
 		if r.Writes() {
 			p := nodepools.Pool{Namespace: r.Namespace, Name: r.Name, HostedCluster: r.HostedCluster}
 			pools = append(pools, p)
-			described[p] = machineSetsDescribeAdded(r)
+			described[p] = describeChange(r)
 		}
 	}
 	if len(pools) == 0 {

@@ -496,7 +496,7 @@ func printUninstallText(streams IOStreams, r *deploy.UninstallReport) {
 	}
 	if len(r.Unmanaged) > 0 {
 		fmt.Fprintf(w, "%s: nothing updates or repairs its %d objects (%s) now; manila-setup operator install manages them again.\n",
-			what, len(r.Unmanaged), summarize(r.Unmanaged, 3))
+			what, len(r.Unmanaged), deploy.Summarize(r.Unmanaged, 3))
 	}
 	if r.Mode == platform.ModeCompanion {
 		fmt.Fprintf(w, "The platform's own Manila CSI driver (its operator, driver and StorageClasses) is not manila-setup's: uninstall deletes none of it.\n")
@@ -583,7 +583,7 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 	fmt.Fprintf(w, "credentials: %s\n\n", st.Credentials)
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
 	for _, c := range st.Conditions {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, deploy.OneLine(c.Message))
 	}
 	if len(st.Operands) > 0 {
 		fmt.Fprintln(w, "\nOPERAND\tREADY\tUP-TO-DATE\tAVAILABLE")
@@ -605,7 +605,7 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 			fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tMESSAGE")
 		}
 		for _, cond := range c.Conditions {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, oneLine(cond.Message))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, deploy.OneLine(cond.Message))
 		}
 		scs := strings.Join(c.StorageClasses, ", ")
 		if scs == "" {
@@ -617,16 +617,6 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 	}
 	w.Flush()
 }
-
-// summarize lists up to n names, and how many more.
-func summarize(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // ---- modes ---------------------------------------------------------------------------------
 
@@ -663,7 +653,7 @@ func resolveMode(flag string, restConfig func() (*rest.Config, error), streams I
 	}
 	cfg, err := restConfig()
 	if err != nil {
-		fmt.Fprintf(streams.ErrOut, "mode driver: no cluster to ask (%v); give --mode companion for a cluster whose platform runs its own Manila operator\n", oneLine(err.Error()))
+		fmt.Fprintf(streams.ErrOut, "mode driver: no cluster to ask (%v); give --mode companion for a cluster whose platform runs its own Manila operator\n", deploy.OneLine(err.Error()))
 		return platform.ModeDriver, nil
 	}
 	cfg = rest.CopyConfig(cfg)
@@ -672,7 +662,7 @@ func resolveMode(flag string, restConfig func() (*rest.Config, error), streams I
 	defer cancel()
 	d, err := deploy.Detect(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(streams.ErrOut, "mode driver: the cluster did not say its mode (%v); give --mode to choose\n", oneLine(err.Error()))
+		fmt.Fprintf(streams.ErrOut, "mode driver: the cluster did not say its mode (%v); give --mode to choose\n", deploy.OneLine(err.Error()))
 		return platform.ModeDriver, nil
 	}
 	if d.Mode == platform.ModeCompanion {

@@ -41,17 +41,6 @@ type Object struct {
 // Is reports whether the object is of that apiVersion and kind.
 func (o Object) Is(apiVersion, kind string) bool { return o.APIVersion == apiVersion && o.Kind == kind }
 
-// JSONOf is the JSON of the objects of that apiVersion and kind, in order.
-func JSONOf(objects []Object, apiVersion, kind string) []json.RawMessage {
-	var out []json.RawMessage
-	for _, o := range objects {
-		if o.Is(apiVersion, kind) {
-			out = append(out, o.JSON)
-		}
-	}
-	return out
-}
-
 // File is a parsed file.
 type File struct {
 	name    string

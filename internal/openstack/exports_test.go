@@ -1,7 +1,6 @@
 package openstack
 
 import (
-	"net/netip"
 	"os"
 	"slices"
 	"testing"
@@ -53,7 +52,5 @@ func FuzzExportHosts(f *testing.F) {
 		}
 	})
 }
-
-func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func writeFileForTest(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }

@@ -489,7 +489,7 @@ func planUninstall(ctx context.Context, cands []candidate, pvs []volume, opts Un
 			return plan
 		}
 		if len(others) > 0 {
-			p.Action, p.Reason = ActionKeep, fmt.Sprintf(why, len(others), summarize(others, 5))
+			p.Action, p.Reason = ActionKeep, fmt.Sprintf(why, len(others), Summarize(others, 5))
 			delete(deleting, p.Key())
 		}
 	}
@@ -504,7 +504,7 @@ func judge(c candidate, namedBy map[string][]string, opts UninstallOptions) (Act
 	if c.live.GetKind() == "StorageClass" && len(namedBy[c.live.GetName()]) > 0 {
 		pvs := namedBy[c.live.GetName()]
 		sort.Strings(pvs)
-		return ActionKeep, fmt.Sprintf("PersistentVolume(s) %s name it (spec.storageClassName)", summarize(pvs, 5))
+		return ActionKeep, fmt.Sprintf("PersistentVolume(s) %s name it (spec.storageClassName)", Summarize(pvs, 5))
 	}
 	if opts.KeepDriver {
 		switch c.role {
@@ -692,7 +692,7 @@ func (u *uninstaller) othersIn(ctx context.Context, namespace string, deleting m
 	// What cannot be read may hold something: the namespace is kept, saying what was not read.
 	var others []string
 	if err != nil {
-		others = append(others, fmt.Sprintf("objects of API groups the cluster did not list (%s)", oneLine(err.Error())))
+		others = append(others, fmt.Sprintf("objects of API groups the cluster did not list (%s)", OneLine(err.Error())))
 	}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
@@ -772,10 +772,12 @@ func (u *uninstaller) customResources(ctx context.Context, crd *unstructured.Uns
 	return others, nil
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine is s with every run of white space, line breaks included, made one space (a message
+// for one line of a table or a log).
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// summarize lists up to n names, and how many more.
-func summarize(names []string, n int) string {
+// Summarize lists up to n names, and how many more.
+func Summarize(names []string, n int) string {
 	if len(names) <= n {
 		return strings.Join(names, ", ")
 	}

@@ -219,15 +219,6 @@ func (c *CSIController) Tail(lines int) string {
 	return b.String()
 }
 
-// Log returns the whole log of one program ("manila-csi-plugin" or "csi-provisioner").
-func (c *CSIController) Log(name string) string {
-	b, err := os.ReadFile(filepath.Join(c.Dir, name+".log"))
-	if err != nil {
-		return err.Error()
-	}
-	return string(b)
-}
-
 // Stop stops csi-provisioner, then the plugin, and removes the folder if it made it.
 func (c *CSIController) Stop() {
 	for i := len(c.processes) - 1; i >= 0; i-- {

@@ -608,14 +608,6 @@ func (m Model) hints() []hint {
 	return append(hs, hint{"?", "help"}, hint{"q", "quit"})
 }
 
-func hintLine(hs []hint) string {
-	parts := make([]string, len(hs))
-	for i, h := range hs {
-		parts[i] = styleKey.Render(h.key) + " " + h.what
-	}
-	return strings.Join(parts, "  ")
-}
-
 // hintLines are the keys of a screen in lines of width w, broken between keys, never inside
 // one, so that no key is cut off at 80 or 60 columns.
 func hintLines(hs []hint, w int) []string {
