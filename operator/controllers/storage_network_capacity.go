@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets/attachment"
 )
@@ -123,13 +124,9 @@ type storageCapacity struct {
 	err     error
 }
 
-// counted are the subnets a port takes its address from: the IPv4 ones, else all.
+// counted are the subnets a port takes its address from, as the patch commands count them.
 func (c storageCapacity) counted() []openstack.SubnetCapacity {
-	v4 := slices.DeleteFunc(slices.Clone(c.subnets), func(s openstack.SubnetCapacity) bool { return s.Subnet.IPVersion != 4 })
-	if len(v4) > 0 {
-		return v4
-	}
-	return c.subnets
+	return attach.NetworkCapacity{Subnets: c.subnets}.Counted()
 }
 
 // free is the number of free addresses, -1 when not known.
@@ -137,11 +134,7 @@ func (c storageCapacity) free() int64 {
 	if c.err != nil || len(c.subnets) == 0 {
 		return -1
 	}
-	var n int64
-	for _, s := range c.counted() {
-		n = min(n+s.Free, openstack.MaxCount)
-	}
-	return n
+	return attach.NetworkCapacity{Subnets: c.subnets}.Free()
 }
 
 func (c storageCapacity) String() string {
