@@ -388,7 +388,7 @@ func (o *machineSetsPatchOptions) checkMounts(ctx context.Context, sel machinese
 		}
 		planned = report.Results
 	}
-	err := checkManilaMounts(ctx, o.clients, sel, planned, o.Force, o.streams, done)
+	err := refuseRemovalRisk(ctx, o.clients.workers(), workers.Removal{Planned: planned, MachineSets: &sel}, o.Force, o.streams, done)
 	if err != nil && o.DryRun {
 		fmt.Fprintf(o.streams.ErrOut, "note: without --dry-run the rollout would be refused: %v\n", err)
 		return nil
@@ -489,7 +489,7 @@ func writePatchTable(out io.Writer, results []attach.Result) (int, error) {
 	for _, r := range results {
 		detail := r.Reason
 		if r.Action == attach.ActionPatched || r.Action == attach.ActionWouldPatch {
-			detail = describeChange(r)
+			detail = r.Change()
 			patched++
 		}
 		if r.ConflictRetries > 0 {
@@ -518,21 +518,6 @@ func writePatchWarnings(out io.Writer, results []attach.Result) {
 			fmt.Fprintf(out, "warning: %s\n", r.Warning)
 		}
 	}
-}
-
-// describeChange says what a patch did to one object: the IDs added and removed.
-func describeChange(r attach.Result) string {
-	var parts []string
-	if added := r.Added(); len(added) > 0 {
-		parts = append(parts, "added "+strings.Join(added, ", "))
-	}
-	if removed := r.Removed(); len(removed) > 0 {
-		parts = append(parts, "removed "+strings.Join(removed, ", "))
-	}
-	if len(parts) == 0 {
-		return "the attachment record only"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // ---- rollout ----
@@ -637,7 +622,7 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	if err := o.canary.options(ctx, o.g, o.streams, clients.kube, &opts); err != nil {
 		return err
 	}
-	if err := checkManilaMounts(ctx, clients, sel, nil, o.Force, o.streams, "no Machine was replaced"); err != nil {
+	if err := refuseRemovalRisk(ctx, clients.workers(), workers.Removal{MachineSets: &sel}, o.Force, o.streams, "no Machine was replaced"); err != nil {
 		return err
 	}
 	results, err := clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, opts)

@@ -34,10 +34,11 @@ type Backend interface {
 	// manila-setup attached, and nothing else, as `machinesets patch --remove` does
 	// (workers.Cluster.Patch with attach.Options.Remove); dryRun computes the diffs only.
 	Remove(ctx context.Context, sel workers.Selection, dryRun bool) ([]attach.Result, error)
-	// ManilaMounts names the pods that use Manila volumes on the nodes whose machines the
-	// rollout of sel replaces to take off what planned (Remove's dry run) removes: what
-	// `machinesets patch --remove --rollout` refuses to roll without --force.
-	ManilaMounts(ctx context.Context, sel workers.Selection, planned []attach.Result) ([]attach.Mount, error)
+	// RemovalRisk is what stands in the way of taking off what planned (Remove's dry run)
+	// removes from what sel selects (workers.Cluster.RemovalRisk): the pods on Manila volumes on
+	// the nodes whose machines are replaced, and nodes that could not be read. The commands
+	// refuse the same without --force.
+	RemovalRisk(ctx context.Context, sel workers.Selection, planned []attach.Result) (workers.RemovalRisk, error)
 	// Roll replaces the machines of what sel selects (workers.Cluster.Roll), reporting every
 	// change: the MachineSets (through their Cluster API copy where Cluster API is
 	// authoritative), then the standalone Cluster API MachineSets; MachineDeployments and

@@ -78,7 +78,7 @@ type fakeBackend struct {
 	networkReads  int
 
 	// removed are the MachineSets Remove took the record's entries off, "dry:" prefix for dry
-	// runs; mounts are what ManilaMounts answers, mountChecks how often it was asked.
+	// runs; mounts are the pods RemovalRisk answers, mountChecks how often it was asked.
 	removed     []string
 	mounts      []attach.Mount
 	mountChecks int
@@ -432,11 +432,11 @@ func (f *fakeBackend) Remove(_ context.Context, sel workers.Selection, dryRun bo
 	return out, nil
 }
 
-func (f *fakeBackend) ManilaMounts(context.Context, workers.Selection, []attach.Result) ([]attach.Mount, error) {
+func (f *fakeBackend) RemovalRisk(context.Context, workers.Selection, []attach.Result) (workers.RemovalRisk, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mountChecks++
-	return f.mounts, nil
+	return workers.RemovalRisk{Mounts: f.mounts}, nil
 }
 
 // UpdateSubnet changes the fake's copy of the subnet as Neutron would, never what the wizard

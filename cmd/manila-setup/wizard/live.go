@@ -375,21 +375,13 @@ func (l *LiveBackend) Remove(ctx context.Context, sel workers.Selection, dryRun 
 	return report.Results, err
 }
 
-// ManilaMounts is the check of `machinesets patch --remove --rollout`: the nodes of the Machines
-// the removal's rollout replaces (machinesets.RemovalNodes), and the pods there on Manila volumes.
-func (l *LiveBackend) ManilaMounts(ctx context.Context, sel workers.Selection, planned []attach.Result) ([]attach.Mount, error) {
-	_, mc, kc, _ := l.clients()
-	if mc == nil || kc == nil {
-		return nil, errNotConnected
+// RemovalRisk is the check the patch commands make before a removal (workers.RemovalRisk), for
+// every kind the selection holds.
+func (l *LiveBackend) RemovalRisk(ctx context.Context, sel workers.Selection, planned []attach.Result) (workers.RemovalRisk, error) {
+	if l.dynamic() == nil {
+		return workers.RemovalRisk{}, errNotConnected
 	}
-	if sel.MachineSets == nil {
-		return nil, nil
-	}
-	nodes, err := machinesets.RemovalNodes(ctx, mc, *sel.MachineSets, planned)
-	if err != nil {
-		return nil, err
-	}
-	return attach.ManilaMounts(ctx, kc, nodes)
+	return l.cluster().RemovalRisk(ctx, workers.Removal{Planned: planned, MachineSets: sel.MachineSets})
 }
 
 func (l *LiveBackend) dynamic() dynamic.Interface {
