@@ -150,7 +150,7 @@ func (f *fakeBackend) Connect(_ context.Context, cloud, kctx string) (Connection
 		return Connection{}, f.connectErr
 	}
 	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx,
-		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote, ClusterAPI: f.clusterAPI,
+		Served:        workers.Served{MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote, ClusterAPI: f.clusterAPI},
 		NodeAddresses: []netip.Addr{netip.MustParseAddr("10.196.0.11"), netip.MustParseAddr("10.196.0.12")}}, nil
 }
 

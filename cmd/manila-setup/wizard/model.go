@@ -439,11 +439,11 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		if m.sets.forKey == key && !m.sets.loading && m.sets.err == "" {
 			return m, nil // same choice as before: keep the user's selection
 		}
-		conn := Connection{MachineAPI: true}
+		conn := Connection{Served: workers.Served{MachineAPI: true}}
 		if m.conn != nil {
 			conn = *m.conn
 		}
-		kinds := conn.Served()
+		kinds := conn.Kinds()
 		m.sets = setsModel{loading: true, forKey: key, reading: workers.Reading(kinds)}
 		return m, setsCmd(m.ctx, b, key, want, kinds)
 	case stepSets:
