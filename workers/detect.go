@@ -3,11 +3,13 @@ package workers
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
@@ -110,4 +112,14 @@ func (cl Cluster) Detect(ctx context.Context, where string) (Served, error) {
 		c.Note = fmt.Sprintf("NodePools (%s) could not be listed: %v; only the MachineSets are offered", nodePoolsKind, npErr)
 	}
 	return c, nil
+}
+
+// OwnNetworks is what tells the machines' own network from a storage network: the nodes'
+// internal addresses (machinesets.NodeAddresses) and what the install-config says a storage
+// subnet must neither overlap nor hold (its networks and VIPs, InstallConfigNetworks). Best
+// effort: what cannot be read is left empty, and the warnings it feeds are then not given.
+func (c Cluster) OwnNetworks(ctx context.Context) ([]netip.Addr, attach.FitnessOptions) {
+	nodes, _ := machinesets.NodeAddresses(ctx, c.Kube)
+	networks, _ := InstallConfigNetworks(ctx, c.Kube)
+	return nodes, attach.FitnessOptions{MachineNetworks: networks.All(), VIPs: networks.VIPs}
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/operator/health"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -166,12 +165,9 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 			return
 		}
 		where := fmt.Sprintf("cluster %s (context %q)", restCfg.Host, kubeContext)
-		cluster, clusterErr = workers.Cluster{Machines: mc, Dynamic: dyn}.Detect(ctx, where)
-		if clusterErr == nil {
-			// Best effort: without them the wizard cannot warn about the machines' own network.
-			conn.NodeAddresses, _ = machinesets.NodeAddresses(ctx, kc)
-			networks, _ := workers.InstallConfigNetworks(ctx, kc)
-			conn.Fitness = attach.FitnessOptions{MachineNetworks: networks.All(), VIPs: networks.VIPs}
+		use := workers.Cluster{Machines: mc, Kube: kc, Dynamic: dyn}
+		if cluster, clusterErr = use.Detect(ctx, where); clusterErr == nil {
+			conn.NodeAddresses, conn.Fitness = use.OwnNetworks(ctx)
 		}
 	}()
 	wg.Wait()
