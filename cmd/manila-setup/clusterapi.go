@@ -74,10 +74,11 @@ func (o *clusterAPIListOptions) Validate() error {
 }
 
 func (o *clusterAPIListOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
+	dyn := cluster.dynamic
 	list, err := clusterapi.List(ctx, dyn, o.Namespace, attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 	if err != nil {
 		return environmentError(err)
@@ -184,10 +185,11 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 	if o.File != "" {
 		return o.runFile(ctx, scope, opts)
 	}
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
+	dyn := cluster.dynamic
 	if opts.Remove != nil && !o.DryRun {
 		if err := o.checkMounts(ctx, dyn, scope, opts); err != nil {
 			return err
@@ -213,7 +215,7 @@ func (o *clusterAPIPatchOptions) checkMounts(ctx context.Context, dyn dynamic.In
 	if err != nil {
 		return patchErrorExit(err)
 	}
-	clients, err := newMachineSetsClients(ctx, o.g)
+	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
@@ -372,14 +374,11 @@ func (o *clusterAPIRolloutOptions) Validate() error {
 }
 
 func (o *clusterAPIRolloutOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(ctx, o.g)
+	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
-	clients, err := newMachineSetsClients(ctx, o.g)
-	if err != nil {
-		return err
-	}
+	dyn := clients.dynamic
 	printer := newRolloutPrinter(o.g, o.streams)
 	opts := rollout.Options{MaxSurge: o.MaxSurge, MaxUnavailable: o.MaxUnavailable, Timeout: o.Timeout, PollInterval: o.PollInterval, Progress: printer.Update}
 	if err := o.canary.options(ctx, o.g, o.streams, clients.kube, &opts); err != nil {

@@ -27,18 +27,6 @@ NodePool controller replaces the machines itself. Point --kubeconfig at the mana
 	return cmd
 }
 
-func dynamicClient(ctx context.Context, g *GlobalOptions) (dynamic.Interface, error) {
-	cfg, err := g.restConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, environmentError(err)
-	}
-	return dyn, nil
-}
-
 // ---- list ----
 
 type nodePoolsListOptions struct {
@@ -73,10 +61,11 @@ func (o *nodePoolsListOptions) Validate() error {
 }
 
 func (o *nodePoolsListOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
+	dyn := cluster.dynamic
 	pools, err := nodepools.List(ctx, dyn, o.Namespace, o.HostedCluster, attach.Attachment{Networks: o.Networks})
 	if err := patchErrorExit(err); err != nil {
 		return err
@@ -185,10 +174,11 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 		}, nil)
 		return err
 	}
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
+	dyn := cluster.dynamic
 	if opts.Remove != nil && !o.DryRun {
 		if err := o.checkMounts(ctx, dyn, scope, opts); err != nil {
 			return err
