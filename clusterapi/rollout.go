@@ -1,5 +1,7 @@
 package clusterapi
 
+//lint:file-ignore SA1019 a Machine's v1beta1 failureReason/failureMessage are deprecated for v1beta2's conditions, but they are what the v1beta1 objects clusters serve today carry
+
 import (
 	"context"
 	"fmt"

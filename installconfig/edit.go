@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 )
 
 // editMode is how plan.apply turns the edited node tree into bytes.

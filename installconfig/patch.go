@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"reflect"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 )
 
 // PatchOptions say which IDs to add where.

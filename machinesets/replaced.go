@@ -1,5 +1,7 @@
 package machinesets
 
+//lint:file-ignore SA1019 networks[].filter.id is deprecated for networks[].uuid, but MachineSets written before still use it, and it names the same network
+
 import (
 	"cmp"
 	"context"

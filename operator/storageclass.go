@@ -29,8 +29,6 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy on what the operator owns.
 	ManagedByValue = "manila-setup-operator"
-
-	annotationDefaultClass = "storageclass.kubernetes.io/is-default-class"
 )
 
 // sanitizeDNS1123 maps a share type name to a DNS-1123 label fragment: lower case, every run of

@@ -74,6 +74,7 @@ func TestContextEndsOnSIGTERM(t *testing.T) {
 	if err := RunE(r)(&cobra.Command{}, nil); err != nil {
 		t.Fatal(err)
 	}
+	//lint:ignore SA1012 a command run outside cobra's Execute has a nil Context: Context must take it
 	ctx, cancel := Context(nil)
 	defer cancel()
 	if ctx.Err() != nil {

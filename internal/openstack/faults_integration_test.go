@@ -56,7 +56,7 @@ func passwordCloud(authURL, password string) map[string]any {
 
 // fault runs Connect (and then fn, if given) against a clouds.yaml and returns the error and
 // how long it took.
-func fault(t *testing.T, path string, cfg Config, fn func(*Client) error) (error, time.Duration) {
+func fault(t *testing.T, path string, cfg Config, fn func(*Client) error) (time.Duration, error) {
 	t.Helper()
 	cfg.Cloud, cfg.CloudsFile = "fault", path
 	start := time.Now()
@@ -64,7 +64,7 @@ func fault(t *testing.T, path string, cfg Config, fn func(*Client) error) (error
 	if err == nil && fn != nil {
 		err = fn(c)
 	}
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 func expectFault(t *testing.T, err error, took, bound time.Duration, kind Kind, parts ...string) {
@@ -94,7 +94,7 @@ func TestFaultKeystoneStopped(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there any more
 	path := cloudsYAML(t, passwordCloud("http://"+addr+"/v3", "whatever-secret-1"))
-	err, took := fault(t, path, Config{}, nil)
+	took, err := fault(t, path, Config{}, nil)
 	expectFault(t, err, took, 5*time.Second, KindUnreachable,
 		`authenticating to cloud "fault": nothing is listening at `+addr+" (connection refused)", "Is Keystone running")
 }
@@ -128,7 +128,7 @@ func TestFaultSilentListener(t *testing.T) {
 	path := cloudsYAML(t, passwordCloud("http://"+l.Addr().String()+"/v3", "whatever-secret-2"))
 
 	t.Run("request timeout", func(t *testing.T) {
-		err, took := fault(t, path, Config{Timeout: 2 * time.Second}, nil)
+		took, err := fault(t, path, Config{Timeout: 2 * time.Second}, nil)
 		expectFault(t, err, took, 6*time.Second, KindTimeout,
 			"Keystone at http://"+l.Addr().String()+" did not answer within 2s", "raise the timeout")
 		if took < 2*time.Second {
@@ -147,7 +147,7 @@ func TestFaultWrongPassword(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	const wrong = "Wr0ng-Passw0rd-7d1f"
 	path := cloudsYAML(t, passwordCloud(cloud.Seed.KeystoneURL, wrong))
-	err, took := fault(t, path, Config{}, nil)
+	took, err := fault(t, path, Config{}, nil)
 	expectFault(t, err, took, 30*time.Second, KindUnauthorized,
 		`Keystone at http://127.0.0.1:`, `rejected the credentials of cloud "fault" (user "demo", project "demo")`, "Check the user name, password")
 	if strings.Contains(err.Error(), wrong) {
@@ -161,7 +161,7 @@ func TestFaultWrongPassword(t *testing.T) {
 			"auth_type": "v3applicationcredential",
 			"auth":      map[string]any{"auth_url": cloud.Seed.KeystoneURL, "application_credential_id": id, "application_credential_secret": secret},
 		})
-		err, took := fault(t, path, Config{}, nil)
+		took, err := fault(t, path, Config{}, nil)
 		expectFault(t, err, took, 30*time.Second, KindUnauthorized, "rejected the credentials", "application credential "+id, "application_credential_secret")
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("the secret appears in the error")
@@ -249,32 +249,32 @@ func TestFaultTLS(t *testing.T) {
 	writePEM(t, otherCA, selfSignedCA(t))
 
 	t.Run("system trust store", func(t *testing.T) {
-		err, took := fault(t, cloudsYAML(t, passwordCloud(authURL, "tls-secret-1")), Config{}, nil)
+		took, err := fault(t, cloudsYAML(t, passwordCloud(authURL, "tls-secret-1")), Config{}, nil)
 		expectFault(t, err, took, 5*time.Second, KindTLS, "TLS certificate of Keystone at "+srv.URL, "this machine's trust store does not contain", "--ca-bundle")
 	})
 	t.Run("wrong cacert", func(t *testing.T) {
 		cloud := passwordCloud(authURL, "tls-secret-2")
 		cloud["cacert"] = otherCA
-		err, took := fault(t, cloudsYAML(t, cloud), Config{}, nil)
+		took, err := fault(t, cloudsYAML(t, cloud), Config{}, nil)
 		expectFault(t, err, took, 5*time.Second, KindTLS, "the CA bundle "+otherCA+" (cacert in clouds.yaml) does not contain")
 	})
 	t.Run("ca-bundle overrides cacert", func(t *testing.T) {
 		cloud := passwordCloud(authURL, "tls-secret-3")
 		cloud["cacert"] = otherCA
-		err, took := fault(t, cloudsYAML(t, cloud), Config{CABundle: serverCA}, nil)
+		took, err := fault(t, cloudsYAML(t, cloud), Config{CABundle: serverCA}, nil)
 		// The handshake succeeds; the fake Keystone then rejects the password.
 		expectFault(t, err, took, 5*time.Second, KindUnauthorized, "rejected the credentials")
 	})
 	t.Run("CA given as bytes", func(t *testing.T) {
 		pemBytes, _ := os.ReadFile(serverCA)
-		err, took := fault(t, cloudsYAML(t, passwordCloud(authURL, "tls-secret-4")), Config{CABundlePEM: pemBytes}, nil)
+		took, err := fault(t, cloudsYAML(t, passwordCloud(authURL, "tls-secret-4")), Config{CABundlePEM: pemBytes}, nil)
 		expectFault(t, err, took, 5*time.Second, KindUnauthorized, "rejected the credentials")
 	})
 	t.Run("verify false warns", func(t *testing.T) {
 		cloud := passwordCloud(authURL, "tls-secret-5")
 		cloud["verify"] = false
 		var warnings []string
-		err, took := fault(t, cloudsYAML(t, cloud), Config{Warnf: func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }}, nil)
+		took, err := fault(t, cloudsYAML(t, cloud), Config{Warnf: func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }}, nil)
 		expectFault(t, err, took, 5*time.Second, KindUnauthorized, "rejected the credentials")
 		if len(warnings) != 1 || !strings.Contains(warnings[0], "TLS certificate verification is off") {
 			t.Errorf("warnings %q", warnings)
@@ -284,7 +284,7 @@ func TestFaultTLS(t *testing.T) {
 		plain := httptest.NewServer(http.NotFoundHandler())
 		t.Cleanup(plain.Close)
 		url := strings.Replace(plain.URL, "http://", "https://", 1) + "/v3"
-		err, took := fault(t, cloudsYAML(t, passwordCloud(url, "tls-secret-6")), Config{}, nil)
+		took, err := fault(t, cloudsYAML(t, passwordCloud(url, "tls-secret-6")), Config{}, nil)
 		expectFault(t, err, took, 5*time.Second, KindTLS, "does not speak TLS")
 	})
 }
@@ -384,14 +384,14 @@ func TestProxyFromEnvironment(t *testing.T) {
 	}
 
 	t.Setenv("HTTP_PROXY", proxy.URL)
-	err, took := fault(t, path, Config{}, nil)
+	took, err := fault(t, path, Config{}, nil)
 	expectFault(t, err, took, 5*time.Second, KindUnauthorized, "Keystone at http://keystone.example.invalid:5000 rejected the credentials")
 	if len(seen) != 1 || seen[0] != "POST http://keystone.example.invalid:5000/v3/auth/tokens" {
 		t.Errorf("the proxy saw %q", seen)
 	}
 
 	t.Setenv("NO_PROXY", ".example.invalid")
-	err, took = fault(t, path, Config{}, nil)
+	took, err = fault(t, path, Config{}, nil)
 	expectFault(t, err, took, 10*time.Second, KindUnreachable, `the host name "keystone.example.invalid" of Keystone cannot be resolved`)
 	if len(seen) != 1 {
 		t.Errorf("NO_PROXY not honoured: the proxy saw %q", seen)

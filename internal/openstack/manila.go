@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"golang.org/x/sync/errgroup"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
+	"golang.org/x/sync/errgroup"
 )
 
 // Microversions this package speaks: it needs the export-locations API (2.9) and understands

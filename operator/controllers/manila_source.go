@@ -7,13 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/manila-setup/manila-setup/operator"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/manila-setup/manila-setup/operator"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
 )

@@ -15,9 +15,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/deploy"
 	"io"
 	"net"
 	"net/http"
@@ -28,6 +25,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/deploy"
 
 	"github.com/gophercloud/gophercloud/v2"
 	configv1 "github.com/openshift/api/config/v1"

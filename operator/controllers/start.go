@@ -14,12 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/leaderelection"
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/platform"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +25,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/internal/leaderelection"
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 // StartOptions are what `manila-setup operator start` needs beyond Config.
@@ -413,7 +415,7 @@ func listenAddress(addr string) string {
 
 func metricsRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), machinery.KubeRequests,
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), machinery.KubeRequests,
 		MachinesWithoutStorageAddress, StorageSubnetFreeAddresses)
 	for name, c := range map[string]func() int64{
 		"tokens":              OpenStackCalls.Tokens.Load,

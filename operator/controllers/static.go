@@ -8,11 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 )
 
 // StaticAssets are applied in this order: RBAC first, then the ServiceAccounts (the workloads

@@ -93,20 +93,19 @@ bash "$here/tmux.sh"
 . "$top/build/podman.sh"
 podman_install
 
-step "lint (gofmt, go vet)"
-make --no-print-directory lint
 
-# Beside the tests: the fuzz runs of installconfig (load + validate + patch, and the diff it
+# Beside the tests: lint (gofmt, go vet, goimports, staticcheck: about 3 CPU-minutes cold), the fuzz runs of installconfig (load + validate + patch, and the diff it
 # prints), the installer oracle and the OLM bundle check, the last two modules of their own so
 # that the main module depends on neither openshift/installer nor the operator framework. None
 # starts a server or needs the cloud; cold, they are about 12 CPU-minutes, mostly compiling.
 # The integration tests leave about a third of the two cores idle while they wait on their
 # servers, so these fill it instead of adding 6-8 minutes after them. Each has its log.
 side_log="$MANILA_SETUP_RUN/beside-tests"
-step "beside the tests: fuzz installconfig (30 s + 10 s), the installer oracle, the OLM bundle check (logs: $side_log.*.log)"
+step "beside the tests: lint, fuzz installconfig (30 s + 10 s), the installer oracle, the OLM bundle check (logs: $side_log.*.log)"
 setsid bash -c '
   set -e
   log=$1
+  make --no-print-directory lint >"$log.lint.log" 2>&1
   go test -run "^\$" -fuzz "^FuzzValidatePatch\$" -fuzztime 30s -fuzzminimizetime 5s ./installconfig >"$log.fuzz.log" 2>&1
   go test -run "^\$" -fuzz "^FuzzUnified\$" -fuzztime 10s ./internal/textdiff >>"$log.fuzz.log" 2>&1
   # -mod=mod: the oracle requires the main module through a replace, so a dependency bump
@@ -131,10 +130,10 @@ test_pid=$!
 test_pgid=$test_pid
 wait "$test_pid"
 
-step "waiting for what ran beside the tests (fuzz, installer oracle, OLM bundle check)"
+step "waiting for what ran beside the tests (lint, fuzz, installer oracle, OLM bundle check)"
 if ! wait "$side_pid"; then
   for f in "$side_log".*.log; do echo "== $f"; cat "$f"; done >&2
-  die "the fuzz runs, the installer oracle or the OLM bundle check failed (logs above)"
+  die "lint, the fuzz runs, the installer oracle or the OLM bundle check failed (logs above)"
 fi
-for f in fuzz oracle olm; do echo "== $f"; tail -n 4 "$side_log.$f.log"; done >&2
-step "fuzz, installer oracle (openshift-install's own checks over the installconfig corpus), OLM bundle validation: passed"
+for f in lint fuzz oracle olm; do echo "== $f"; tail -n 4 "$side_log.$f.log"; done >&2
+step "lint, fuzz, installer oracle (openshift-install's own checks over the installconfig corpus), OLM bundle validation: passed"

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/manila-setup/manila-setup/operator"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/manila-setup/manila-setup/operator"
 )
 
 // Kind is everything the operator knows about one kind of object it writes: its API resource,
