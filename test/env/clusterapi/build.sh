@@ -35,7 +35,8 @@ if [[ -f $dir/.complete ]]; then
   echo "$dir"
   exit 0
 fi
-rm -rf "$dir"
+# Folders of other versions or sources are of no further use (80 MiB each).
+rm -rf "$MANILA_SETUP_CACHE"/clusterapi/capi-*
 mkdir -p "$dir/crds"
 
 t0=$(date +%s)

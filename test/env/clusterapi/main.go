@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	orcv1alpha1 "github.com/k-orc/openstack-resource-controller/api/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -51,11 +52,13 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the management cluster (required)")
-	namespace := flag.String("namespace", "", "the one namespace whose objects are reconciled (required)")
-	concurrency := flag.Int("concurrency", 2, "reconciles at once per controller")
-	verbosity := flag.Int("v", 2, "log verbosity")
-	flag.Parse()
+	// A flag set of its own: controller-runtime registers --kubeconfig on the global one.
+	flags := flag.NewFlagSet("capi-controllers", flag.ExitOnError)
+	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the management cluster (required)")
+	namespace := flags.String("namespace", "", "the one namespace whose objects are reconciled (required)")
+	concurrency := flags.Int("concurrency", 2, "reconciles at once per controller")
+	verbosity := flags.Int("v", 2, "log verbosity")
+	_ = flags.Parse(os.Args[1:])
 	if *kubeconfig == "" || *namespace == "" {
 		fmt.Fprintln(os.Stderr, "capi-controllers: --kubeconfig and --namespace are required")
 		os.Exit(2)
@@ -121,7 +124,7 @@ func run(ctx context.Context, kubeconfig, namespace string, concurrency int) err
 			return (&capicontrollers.MachineSetReconciler{Client: c, APIReader: api, ClusterCache: clusterCache}).SetupWithManager(ctx, mgr, opts)
 		},
 		"Machine": func() error {
-			return (&capicontrollers.MachineReconciler{Client: c, APIReader: api, ClusterCache: clusterCache}).SetupWithManager(ctx, mgr, opts)
+			return (&capicontrollers.MachineReconciler{Client: c, APIReader: api, ClusterCache: clusterCache, RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, opts)
 		},
 	} {
 		if err := setup(); err != nil {
