@@ -77,6 +77,22 @@ func (r Result) Removed() []string {
 	return parts
 }
 
+// Change says in words what the patch does to the object: "added ...; removed ...", or "the
+// attachment record only".
+func (r Result) Change() string {
+	var parts []string
+	if added := r.Added(); len(added) > 0 {
+		parts = append(parts, "added "+strings.Join(added, ", "))
+	}
+	if removed := r.Removed(); len(removed) > 0 {
+		parts = append(parts, "removed "+strings.Join(removed, ", "))
+	}
+	if len(parts) == 0 {
+		return "the attachment record only"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Writes reports whether the result is (or, on a dry run, would be) a change.
 func (r Result) Writes() bool { return r.Action == ActionPatched || r.Action == ActionWouldPatch }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/inputfile"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 func newClusterAPICommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -73,10 +74,11 @@ func (o *clusterAPIListOptions) Validate() error {
 }
 
 func (o *clusterAPIListOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
+	dyn := cluster.dynamic
 	list, err := clusterapi.List(ctx, dyn, o.Namespace, attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 	if err != nil {
 		return environmentError(err)
@@ -183,10 +185,11 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 	if o.File != "" {
 		return o.runFile(ctx, scope, opts)
 	}
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
+	dyn := cluster.dynamic
 	if opts.Remove != nil && !o.DryRun {
 		if err := o.checkMounts(ctx, dyn, scope, opts); err != nil {
 			return err
@@ -204,7 +207,7 @@ func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
 
 // checkMounts refuses a removal while pods on the nodes of the Machines it replaces use Manila
 // volumes (a MachineDeployment replaces them at once, a MachineSet with 'clusterapi rollout'),
-// or when those nodes are a workload cluster's, unless --force.
+// or when those nodes are a workload cluster's, unless --force (workers.RemovalRisk).
 func (o *clusterAPIPatchOptions) checkMounts(ctx context.Context, dyn dynamic.Interface, scope clusterapi.Scope, opts attach.Options) error {
 	dry := opts
 	dry.DryRun = true
@@ -212,35 +215,11 @@ func (o *clusterAPIPatchOptions) checkMounts(ctx context.Context, dyn dynamic.In
 	if err != nil {
 		return patchErrorExit(err)
 	}
-	nodes, elsewhere, err := clusterapi.RemovalNodes(ctx, dyn, scope.Namespace, planned.Results)
-	if err != nil {
-		return environmentError(err)
-	}
-	if elsewhere != "" {
-		if o.Force {
-			fmt.Fprintf(o.streams.ErrOut, "warning: --force: removing although %s\n", elsewhere)
-			return nil
-		}
-		return invalidInput(fmt.Errorf("refusing to remove the storage network: the Machines of the sets it changes are replaced, and pods on them may use Manila volumes over that network, but %s. Check there that no pod on those nodes uses a PersistentVolume of %s, then run again with --force; nothing was changed", elsewhere, attach.ManilaDriver))
-	}
-	clients, err := newMachineSetsClients(ctx, o.g)
+	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
-	mounts, err := attach.ManilaMounts(ctx, clients.kube, nodes)
-	if err != nil {
-		return environmentError(err)
-	}
-	if len(mounts) == 0 {
-		return nil
-	}
-	if o.Force {
-		for _, m := range mounts {
-			fmt.Fprintf(o.streams.ErrOut, "warning: --force: replacing the machine of node %s although a pod there uses a Manila volume: %s\n", m.Node, m)
-		}
-		return nil
-	}
-	return invalidInput(&attach.MountedError{Mounts: mounts})
+	return refuseRemovalRisk(ctx, clients.workers(), workers.Removal{Planned: planned.Results}, o.Force, o.streams, "")
 }
 
 // runFile patches the Cluster API objects of -f instead of the cluster's (GitOps).
@@ -395,14 +374,11 @@ func (o *clusterAPIRolloutOptions) Validate() error {
 }
 
 func (o *clusterAPIRolloutOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(ctx, o.g)
+	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
-	clients, err := newMachineSetsClients(ctx, o.g)
-	if err != nil {
-		return err
-	}
+	dyn := clients.dynamic
 	printer := newRolloutPrinter(o.g, o.streams)
 	opts := rollout.Options{MaxSurge: o.MaxSurge, MaxUnavailable: o.MaxUnavailable, Timeout: o.Timeout, PollInterval: o.PollInterval, Progress: printer.Update}
 	if err := o.canary.options(ctx, o.g, o.streams, clients.kube, &opts); err != nil {

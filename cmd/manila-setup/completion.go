@@ -68,7 +68,7 @@ func registerValueCompletions(root *cobra.Command, g *GlobalOptions) {
 		g.Complete()
 		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 		defer cancel()
-		clients, err := newMachineSetsClients(ctx, g)
+		clients, err := g.clients(ctx)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

@@ -9,11 +9,15 @@ import (
 	"os"
 	"time"
 
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // What every command gets the same way, whatever it does: its user agent, its cluster
@@ -33,6 +37,59 @@ func (g *GlobalOptions) restConfig(ctx context.Context) (*rest.Config, error) {
 		return nil, environmentError(err)
 	}
 	return cfg, nil
+}
+
+// clusterClients are the clients of the cluster of --kubeconfig that the commands use.
+type clusterClients struct {
+	machines machineclient.Interface
+	kube     kubernetes.Interface
+	dynamic  dynamic.Interface // Cluster API objects, NodePools, HostedClusters
+}
+
+// workers is the use case over these clients.
+func (c *clusterClients) workers() workers.Cluster {
+	return workers.Cluster{Machines: c.machines, Kube: c.kube, Dynamic: c.dynamic}
+}
+
+// clients connects to the cluster of --kubeconfig (restConfig), once per command: a command
+// that asks again gets the same clients. Errors are environment errors. GlobalOptions.newClients,
+// when set, makes them instead (fake clients for a unit test where a real server adds nothing).
+func (g *GlobalOptions) clients(ctx context.Context) (*clusterClients, error) {
+	if g.cluster != nil {
+		return g.cluster, nil
+	}
+	if g.newClients != nil {
+		c, err := g.newClients()
+		g.cluster = c
+		return c, err
+	}
+	cfg, err := g.restConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientsFor(cfg)
+	if err != nil {
+		return nil, environmentError(err)
+	}
+	g.cluster = c
+	return c, nil
+}
+
+// clientsFor makes the clients of cfg.
+func clientsFor(cfg *rest.Config) (*clusterClients, error) {
+	mc, err := machineclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clusterClients{machines: mc, kube: kc, dynamic: dyn}, nil
 }
 
 // wrapOpenStackTransport lets tests count and inspect the CLI's HTTP requests. Nil in production.

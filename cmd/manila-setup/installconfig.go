@@ -12,7 +12,6 @@ import (
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/installconfig"
 	"github.com/manila-setup/manila-setup/installconfig/cloudcheck"
-	"github.com/manila-setup/manila-setup/internal/atomicfile"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/internal/openstack"
@@ -297,44 +296,6 @@ func (o *installConfigPatchOptions) Validate() error {
 	return nil
 }
 
-// checkWithCloud asks the cloud about the patched file, when one is named: an ID the cloud
-// rejects stops the patch before anything is written (exit 1), so does a cloud that cannot be
-// asked (exit 2); its warnings join the offline ones.
-func (o *installConfigPatchOptions) checkWithCloud(ctx context.Context, name string, res *installconfig.PatchResult) error {
-	if o.Offline || o.global.OSCloud == "" || o.Remove { // a removal adds nothing to check
-		return nil
-	}
-	if err := o.connect(ctx); err != nil {
-		return fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err)
-	}
-	// Only the cloud's problems: the offline ones are already in res.Warnings.
-	fromCloud, err := installconfig.CloudProblems(ctx, name, res.Output, cloudcheck.Checker{Client: o.client, File: o.File})
-	if err != nil {
-		return environmentError(fmt.Errorf("%s not patched: the cloud checks could not run (use --offline to patch without them): %w", name, err))
-	}
-	var cloudErrs installconfig.Problems
-	for _, p := range fromCloud {
-		if p.Severity == installconfig.SeverityError {
-			cloudErrs = append(cloudErrs, p)
-		} else {
-			res.Warnings = append(res.Warnings, p)
-		}
-	}
-	if len(cloudErrs) == 0 {
-		return nil
-	}
-	if o.global.Output != outputText {
-		if perr := printStructured(o.streams.Out, o.global.Output, patchReport{File: name, DryRun: o.DryRun,
-			Changes: []installconfig.Change{}, Problems: cloudErrs}); perr != nil {
-			return environmentError(perr)
-		}
-		return silentFailure(exitInvalid)
-	}
-	fmt.Fprintf(o.streams.ErrOut, "error: %s not patched: the cloud rejects the result:\n", name)
-	_ = printProblems(o.streams.ErrOut, outputText, name, cloudErrs, false)
-	return silentFailure(exitInvalid)
-}
-
 func (o *installConfigPatchOptions) connect(ctx context.Context) error {
 	if o.client != nil {
 		return nil
@@ -384,60 +345,41 @@ func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	f, _ := installconfig.Parse(name, data)
-	res, err := installconfig.Patch(f, installconfig.PatchOptions{
+	toStdout := o.File == "-" && !o.DryRun
+	run := installconfig.FilePatch{Name: name, Data: data, Options: installconfig.PatchOptions{
 		Networks:       o.Networks,
 		SecurityGroups: o.SecurityGroups,
 		Pools:          o.Pools,
 		ControlPlane:   o.ControlPlane,
 		Remove:         o.Remove,
-	})
-	var optErr *installconfig.OptionError
-	var invalid *installconfig.InvalidError
-	switch {
-	case errors.As(err, &optErr):
-		return usageError("%v", err)
-	case errors.As(err, &invalid):
-		if o.global.Output != outputText {
-			if perr := printStructured(o.streams.Out, o.global.Output, patchReport{File: name, DryRun: o.DryRun,
-				Changes: []installconfig.Change{}, Problems: invalid.Problems}); perr != nil {
-				return environmentError(perr)
-			}
-			return silentFailure(exitInvalid)
-		}
-		fmt.Fprintf(o.streams.ErrOut, "error: %s not patched: %v\n", name, err)
-		_ = printProblems(o.streams.ErrOut, outputText, name, invalid.Problems, false)
-		return silentFailure(exitInvalid)
-	case err != nil:
-		return environmentError(err)
+	}}
+	if !o.DryRun && !toStdout {
+		run.Path = o.File
 	}
-	if stop := o.checkWithCloud(ctx, name, res); stop != nil {
-		return stop
+	if !o.Offline && o.global.OSCloud != "" && !o.Remove { // a removal adds nothing to check
+		run.Cloud = func(ctx context.Context) (installconfig.CloudChecker, error) {
+			if err := o.connect(ctx); err != nil {
+				return nil, err
+			}
+			return cloudcheck.Checker{Client: o.client, File: o.File}, nil
+		}
+	}
+	res, err := run.Run(ctx)
+	if err != nil {
+		return o.patchError(name, err)
 	}
 
 	report := patchReport{File: name, Changed: res.Changed, DryRun: o.DryRun, Reformatted: res.Reformatted,
-		Changes: res.Changes, Problems: res.Warnings}
+		Changes: res.Changes, Problems: res.Warnings, Written: res.Written, Backup: res.Backup}
 	if report.Changes == nil {
 		report.Changes = []installconfig.Change{}
 	}
 	if report.Problems == nil {
 		report.Problems = installconfig.Problems{}
 	}
-	diff := installconfig.UnifiedDiff("a/"+name, "b/"+name, data, res.Output)
-	if err := stoppedBeforeWriting(ctx, name); err != nil {
-		return err
-	}
-	toStdout := o.File == "-" && !o.DryRun
-	if res.Changed && !o.DryRun && !toStdout {
-		if err := atomicfile.WriteFile(o.File, res.Output, true); err != nil {
-			return environmentError(fmt.Errorf("writing %s: %w", o.File, err))
-		}
-		report.Written, report.Backup = true, o.File+".bak"
-	}
-
 	if o.global.Output != outputText {
 		if o.DryRun {
-			report.Diff = diff
+			report.Diff = res.Diff
 		}
 		if err := printStructured(o.streams.Out, o.global.Output, report); err != nil {
 			return environmentError(err)
@@ -449,14 +391,55 @@ func (o *installConfigPatchOptions) Run(ctx context.Context) error {
 	case toStdout:
 		_, err = o.streams.Out.Write(res.Output)
 	case o.DryRun:
-		_, err = io.WriteString(o.streams.Out, diff)
+		_, err = io.WriteString(o.streams.Out, res.Diff)
 	default:
-		err = o.printChanges(name, res, report)
+		err = o.printChanges(name, res.PatchResult, report)
 	}
 	if err != nil {
 		return environmentError(err)
 	}
 	return nil
+}
+
+// patchError gives an error of installconfig.FilePatch its words and exit code: the problems
+// that stop the patch (offline or from the cloud) as the requested output, exit 1; a wrong
+// option, exit 2; a cloud that could not be asked or a failed write, exit 2; a stop, 130.
+func (o *installConfigPatchOptions) patchError(name string, err error) error {
+	var optErr *installconfig.OptionError
+	var invalid *installconfig.InvalidError
+	var rejected *installconfig.CloudRejectedError
+	var cloudErr *installconfig.CloudCheckError
+	var stopped *installconfig.StoppedError
+	var problems installconfig.Problems
+	switch {
+	case errors.As(err, &optErr):
+		return usageError("%v", err)
+	case errors.As(err, &invalid):
+		problems = invalid.Problems
+		if o.global.Output == outputText {
+			fmt.Fprintf(o.streams.ErrOut, "error: %s not patched: %v\n", name, err)
+		}
+	case errors.As(err, &rejected):
+		problems = rejected.Problems
+		if o.global.Output == outputText {
+			fmt.Fprintf(o.streams.ErrOut, "error: %s not patched: the cloud rejects the result:\n", name)
+		}
+	case errors.As(err, &cloudErr):
+		return err // the connection's own exit code where it has one, else 2
+	case errors.As(err, &stopped):
+		return interrupted(err)
+	default:
+		return environmentError(err)
+	}
+	if o.global.Output != outputText {
+		if perr := printStructured(o.streams.Out, o.global.Output, patchReport{File: name, DryRun: o.DryRun,
+			Changes: []installconfig.Change{}, Problems: problems}); perr != nil {
+			return environmentError(perr)
+		}
+		return silentFailure(exitInvalid)
+	}
+	_ = printProblems(o.streams.ErrOut, outputText, name, problems, false)
+	return silentFailure(exitInvalid)
 }
 
 func (o *installConfigPatchOptions) printChanges(name string, res *installconfig.PatchResult, report patchReport) error {

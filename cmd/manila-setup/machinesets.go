@@ -11,12 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
@@ -44,39 +41,6 @@ the new network port without dropping below capacity.
 		newMachineSetsRolloutCommand(g, streams),
 	)
 	return cmd
-}
-
-// machineSetsClients are the cluster clients of the machinesets commands.
-type machineSetsClients struct {
-	machines machineclient.Interface
-	kube     kubernetes.Interface
-	dynamic  dynamic.Interface // for the Cluster API copies
-}
-
-// workers is the use case over these clients.
-func (c *machineSetsClients) workers() workers.Cluster {
-	return workers.Cluster{Machines: c.machines, Kube: c.kube, Dynamic: c.dynamic}
-}
-
-// newMachineSetsClients connects to the cluster of --kubeconfig. Errors are environment errors.
-func newMachineSetsClients(ctx context.Context, g *GlobalOptions) (*machineSetsClients, error) {
-	cfg, err := g.restConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	mc, err := machineclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, environmentError(err)
-	}
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, environmentError(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, environmentError(err)
-	}
-	return &machineSetsClients{machines: mc, kube: kc, dynamic: dyn}, nil
 }
 
 // ---- list ----
@@ -117,7 +81,7 @@ func (o *machineSetsListOptions) Validate() error {
 }
 
 func (o *machineSetsListOptions) Run(ctx context.Context) error {
-	clients, err := newMachineSetsClients(ctx, o.g)
+	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
@@ -189,7 +153,7 @@ func writeFailedMachines(out io.Writer, sets []machinesets.SetStatus) error {
 // network Manila exports on, when a cloud is named: "missing" says more than "unknown". It
 // says on stderr which network that is; a cloud that cannot tell leaves them unknown, with a
 // note why.
-func (o *machineSetsListOptions) withDiscoveredNetwork(ctx context.Context, clients *machineSetsClients, sets []machinesets.SetStatus) ([]machinesets.SetStatus, error) {
+func (o *machineSetsListOptions) withDiscoveredNetwork(ctx context.Context, clients *clusterClients, sets []machinesets.SetStatus) ([]machinesets.SetStatus, error) {
 	if len(o.Networks) > 0 || o.g.OSCloud == "" || !slices.ContainsFunc(sets, func(s machinesets.SetStatus) bool { return s.StorageNetwork == attach.StateUnknown }) {
 		return sets, nil
 	}
@@ -244,7 +208,7 @@ type machineSetsPatchOptions struct {
 	Selector string
 	roll     patchRolloutFlags
 
-	clients *machineSetsClients
+	clients *clusterClients
 }
 
 func newMachineSetsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -324,7 +288,7 @@ func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { ret
 func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
 	var cluster attach.NetworkPolicy
 	if o.File == "" { // a file has no cluster, and no nodes to ask
-		clients, err := newMachineSetsClients(ctx, o.g)
+		clients, err := o.g.clients(ctx)
 		if err != nil {
 			return err
 		}
@@ -388,7 +352,7 @@ func (o *machineSetsPatchOptions) checkMounts(ctx context.Context, sel machinese
 		}
 		planned = report.Results
 	}
-	err := checkManilaMounts(ctx, o.clients, sel, planned, o.Force, o.streams, done)
+	err := refuseRemovalRisk(ctx, o.clients.workers(), workers.Removal{Planned: planned, MachineSets: &sel}, o.Force, o.streams, done)
 	if err != nil && o.DryRun {
 		fmt.Fprintf(o.streams.ErrOut, "note: without --dry-run the rollout would be refused: %v\n", err)
 		return nil
@@ -489,7 +453,7 @@ func writePatchTable(out io.Writer, results []attach.Result) (int, error) {
 	for _, r := range results {
 		detail := r.Reason
 		if r.Action == attach.ActionPatched || r.Action == attach.ActionWouldPatch {
-			detail = describeChange(r)
+			detail = r.Change()
 			patched++
 		}
 		if r.ConflictRetries > 0 {
@@ -518,21 +482,6 @@ func writePatchWarnings(out io.Writer, results []attach.Result) {
 			fmt.Fprintf(out, "warning: %s\n", r.Warning)
 		}
 	}
-}
-
-// describeChange says what a patch did to one object: the IDs added and removed.
-func describeChange(r attach.Result) string {
-	var parts []string
-	if added := r.Added(); len(added) > 0 {
-		parts = append(parts, "added "+strings.Join(added, ", "))
-	}
-	if removed := r.Removed(); len(removed) > 0 {
-		parts = append(parts, "removed "+strings.Join(removed, ", "))
-	}
-	if len(parts) == 0 {
-		return "the attachment record only"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // ---- rollout ----
@@ -621,7 +570,7 @@ func rolloutFlagsError(maxSurge, maxUnavailable int32, timeout, pollInterval tim
 func (o *machineSetsRolloutOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
-	clients, err := newMachineSetsClients(ctx, o.g)
+	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
@@ -637,7 +586,7 @@ func (o *machineSetsRolloutOptions) Run(ctx context.Context) error {
 	if err := o.canary.options(ctx, o.g, o.streams, clients.kube, &opts); err != nil {
 		return err
 	}
-	if err := checkManilaMounts(ctx, clients, sel, nil, o.Force, o.streams, "no Machine was replaced"); err != nil {
+	if err := refuseRemovalRisk(ctx, clients.workers(), workers.Removal{MachineSets: &sel}, o.Force, o.streams, "no Machine was replaced"); err != nil {
 		return err
 	}
 	results, err := clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, opts)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
@@ -326,11 +325,11 @@ func (o *NetworksDiscoverOptions) clusterWorkers(ctx context.Context) (*machines
 		return nil, err
 	}
 	cfg.Timeout = clusterReadTimeout
-	dyn, err := dynamic.NewForConfig(cfg)
+	clients, err := clientsFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %v", o.kubeconfig, err)
 	}
-	return machinesets.ClusterWorkers(ctx, dyn, cfg.Host)
+	return machinesets.ClusterWorkers(ctx, clients.dynamic, cfg.Host)
 }
 
 // discoveryJSON is the -o json|yaml form of a discovery: each candidate with its findings.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,6 +12,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/nodepools"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 func newNodePoolsCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -25,18 +25,6 @@ NodePool controller replaces the machines itself. Point --kubeconfig at the mana
 	}
 	cmd.AddCommand(newNodePoolsListCommand(g, streams), newNodePoolsPatchCommand(g, streams))
 	return cmd
-}
-
-func dynamicClient(ctx context.Context, g *GlobalOptions) (dynamic.Interface, error) {
-	cfg, err := g.restConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, environmentError(err)
-	}
-	return dyn, nil
 }
 
 // ---- list ----
@@ -73,10 +61,11 @@ func (o *nodePoolsListOptions) Validate() error {
 }
 
 func (o *nodePoolsListOptions) Run(ctx context.Context) error {
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
+	dyn := cluster.dynamic
 	pools, err := nodepools.List(ctx, dyn, o.Namespace, o.HostedCluster, attach.Attachment{Networks: o.Networks})
 	if err := patchErrorExit(err); err != nil {
 		return err
@@ -185,12 +174,13 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 		}, nil)
 		return err
 	}
-	dyn, err := dynamicClient(ctx, o.g)
+	cluster, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
-	if opts.Remove != nil && !o.DryRun && !o.Force {
-		if err := o.refuseUnseenMounts(ctx, dyn, scope, opts); err != nil {
+	dyn := cluster.dynamic
+	if opts.Remove != nil && !o.DryRun {
+		if err := o.checkMounts(ctx, dyn, scope, opts); err != nil {
 			return err
 		}
 	}
@@ -201,44 +191,19 @@ func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
 	return patchErrorExit(err)
 }
 
-// refuseUnseenMounts refuses a removal that changes NodePools, unless --force, while pods on
-// their nodes use Manila volumes: HyperShift replaces those nodes at once, and the new ones
-// have no port on the storage network. The pods are in the hosted clusters, read through the
-// admin kubeconfig HyperShift keeps here (nodepools.HostedMounts); a NodePool whose hosted
-// cluster cannot be read is refused too, with the reason, since its pods are out of sight.
-func (o *nodePoolsPatchOptions) refuseUnseenMounts(ctx context.Context, dyn dynamic.Interface, scope nodepools.Scope, opts attach.Options) error {
+// checkMounts refuses a removal that changes NodePools while pods on their nodes use Manila
+// volumes, unless --force: HyperShift replaces those nodes at once, and the new ones have no
+// port on the storage network. The pods are in the hosted clusters; a NodePool whose hosted
+// cluster cannot be read is refused too, with the reason, since its pods are out of sight
+// (workers.RemovalRisk).
+func (o *nodePoolsPatchOptions) checkMounts(ctx context.Context, dyn dynamic.Interface, scope nodepools.Scope, opts attach.Options) error {
 	dry := opts
 	dry.DryRun = true
 	planned, err := nodepools.Patch(ctx, dyn, scope, dry)
 	if err != nil {
 		return patchErrorExit(err)
 	}
-	var pools []nodepools.Pool
-	described := map[nodepools.Pool]string{}
-	for _, r := range planned {
-		if r.Writes() {
-			p := nodepools.Pool{Namespace: r.Namespace, Name: r.Name, HostedCluster: r.HostedCluster}
-			pools = append(pools, p)
-			described[p] = describeChange(r)
-		}
-	}
-	if len(pools) == 0 {
-		return nil
-	}
-	mounts, unseen := nodepools.HostedMounts(ctx, dyn, pools)
-	if len(mounts) > 0 {
-		return invalidInput(&attach.MountedError{Mounts: mounts})
-	}
-	if len(unseen) == 0 {
-		fmt.Fprintf(o.streams.ErrOut, "checked: no pod on the nodes of %d NodePool(s) uses a Manila volume (read in their hosted clusters)\n", len(pools))
-		return nil
-	}
-	lines := make([]string, len(unseen))
-	for i, u := range unseen {
-		lines[i] = fmt.Sprintf("NodePool %s/%s (HostedCluster %s): %s; its hosted cluster could not be read: %s", u.Pool.Namespace, u.Pool.Name, u.Pool.HostedCluster, described[u.Pool], u.Reason)
-	}
-	return invalidInput(fmt.Errorf("refusing to remove the storage network from %d NodePool(s): HyperShift replaces their nodes as soon as they change, and pods on them may use Manila volumes over that network, in hosted clusters manila-setup could not read:\n  %s\nCheck in each of those hosted clusters that no pod on those nodes uses a PersistentVolume of %s, then run again with --force; nothing was changed",
-		len(unseen), strings.Join(lines, "\n  "), attach.ManilaDriver))
+	return refuseRemovalRisk(ctx, workers.Cluster{Dynamic: dyn}, workers.Removal{Planned: planned}, o.Force, o.streams, "")
 }
 
 func (o *nodePoolsPatchOptions) print(results []attach.Result) error {

@@ -8,9 +8,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // patchRolloutFlags are --rollout and its settings on the patch commands whose sets manila-setup
@@ -55,27 +54,23 @@ func (r *patchRolloutFlags) options(ctx context.Context, g *GlobalOptions, strea
 	return opts, err
 }
 
-// checkManilaMounts refuses (exit 1) to roll MachineSets whose rollout takes a network off
-// nodes where pods use Manila volumes: the Machines that have what their template no longer
-// has, or what planned (a dry run's results) removes. With force it says so on standard error
-// and goes on. done says what was changed before, for the refusal.
-func checkManilaMounts(ctx context.Context, clients *machineSetsClients, sel machinesets.Selection, planned []attach.Result, force bool, streams IOStreams, done string) error {
-	nodes, err := machinesets.RemovalNodes(ctx, clients.machines, sel, planned)
+// refuseRemovalRisk asks workers.RemovalRisk whether the removal r cuts pods off their Manila
+// volumes and says its answer: the refusal (exit 1), whose words end with done (what was
+// changed before it); with force, a warning per finding on standard error; or what it checked.
+func refuseRemovalRisk(ctx context.Context, cluster workers.Cluster, r workers.Removal, force bool, streams IOStreams, done string) error {
+	risk, err := cluster.RemovalRisk(ctx, r)
 	if err != nil {
 		return environmentError(err)
 	}
-	mounts, err := attach.ManilaMounts(ctx, clients.kube, nodes)
+	warnings, err := risk.Verdict(force, done)
+	for _, w := range warnings {
+		fmt.Fprintf(streams.ErrOut, "warning: %s\n", w)
+	}
 	if err != nil {
-		return environmentError(err)
+		return invalidInput(err)
 	}
-	if len(mounts) == 0 {
-		return nil
+	if risk.Checked != "" {
+		fmt.Fprintln(streams.ErrOut, risk.Checked)
 	}
-	if force {
-		for _, m := range mounts {
-			fmt.Fprintf(streams.ErrOut, "warning: --force: replacing the machine of node %s although a pod there uses a Manila volume: %s\n", m.Node, m)
-		}
-		return nil
-	}
-	return invalidInput(&attach.MountedError{Mounts: mounts, Done: done})
+	return nil
 }

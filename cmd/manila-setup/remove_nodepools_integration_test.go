@@ -86,7 +86,7 @@ spec:
 
 	// The hosted cluster cannot be read: refused, saying why, until --force.
 	out := cli(exitInvalid, "--remove")
-	if !strings.Contains(out, "refusing to remove the storage network from 1 NodePool(s)") || !strings.Contains(out, "NodePool clusters/hc1-workers (HostedCluster hc1): removed network "+net) ||
+	if !strings.Contains(out, "refusing to remove the storage network: it replaces the machines of the objects below") || !strings.Contains(out, "NodePool clusters/hc1-workers (HostedCluster hc1): removed network "+net) ||
 		!strings.Contains(out, `its hosted cluster could not be read: reading HostedCluster clusters/hc1: hostedclusters.hypershift.openshift.io "hc1" not found`) || !strings.Contains(out, "--force") {
 		t.Errorf("refusal without a HostedCluster:\n%s", out)
 	}
@@ -149,6 +149,11 @@ spec:
 		strings.Contains(out, "apiVersion") || strings.Contains(out, "certificate-authority-data") {
 		t.Errorf("refusal with a pod on a Manila volume in the hosted cluster:\n%s", out)
 	}
+	// --force removes anyway, saying which pod it cuts off, as for every other kind.
+	if out := cli(exitOK, "--remove", "--force"); !strings.Contains(out, "warning: --force: replacing the machine of node hc1-workers-7xk2p although a pod there uses a Manila volume: pod default/app") {
+		t.Errorf("--remove --force with a pod on a Manila volume:\n%s", out)
+	}
+	cli(exitOK, "--network", net)
 	// The pod moves to a node of another NodePool: nothing in the way, no --force needed.
 	if err := hosted.Client.CoreV1().Pods("default").Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)

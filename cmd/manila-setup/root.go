@@ -17,6 +17,11 @@ type GlobalOptions struct {
 	OSClientConfigFile string
 	Output             string
 	Verbosity          int
+
+	// cluster holds the clients once made (clients); newClients, when set, makes them instead
+	// of the kubeconfig (unit tests).
+	cluster    *clusterClients
+	newClients func() (*clusterClients, error)
 }
 
 // Output formats accepted by -o.
@@ -52,7 +57,12 @@ func (g *GlobalOptions) Validate() error {
 // newRootCommand builds the whole command tree. Commands stay thin: flags become an Options
 // struct whose Run calls into a package that tests can call directly.
 func newRootCommand(streams IOStreams) *cobra.Command {
-	g := &GlobalOptions{}
+	return newRootCommandWith(&GlobalOptions{}, streams)
+}
+
+// newRootCommandWith builds the tree around g, which the flags fill: a unit test hands in g
+// with newClients set.
+func newRootCommandWith(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "manila-setup",
 		Short: "Make OpenStack Manila ReadWriteMany storage work on OpenShift on OpenStack",
@@ -135,7 +145,12 @@ func groupCommand(use, short, long string) *cobra.Command {
 
 // run executes the command line and returns the process exit code.
 func run(args []string, streams IOStreams) int {
-	root := newRootCommand(streams)
+	return runWith(&GlobalOptions{}, args, streams)
+}
+
+// runWith is run around g (newRootCommandWith).
+func runWith(g *GlobalOptions, args []string, streams IOStreams) int {
+	root := newRootCommandWith(g, streams)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err != nil && !errors.Is(err, errSilent) {

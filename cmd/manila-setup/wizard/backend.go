@@ -34,10 +34,11 @@ type Backend interface {
 	// manila-setup attached, and nothing else, as `machinesets patch --remove` does
 	// (workers.Cluster.Patch with attach.Options.Remove); dryRun computes the diffs only.
 	Remove(ctx context.Context, sel workers.Selection, dryRun bool) ([]attach.Result, error)
-	// ManilaMounts names the pods that use Manila volumes on the nodes whose machines the
-	// rollout of sel replaces to take off what planned (Remove's dry run) removes: what
-	// `machinesets patch --remove --rollout` refuses to roll without --force.
-	ManilaMounts(ctx context.Context, sel workers.Selection, planned []attach.Result) ([]attach.Mount, error)
+	// RemovalRisk is what stands in the way of taking off what planned (Remove's dry run)
+	// removes from what sel selects (workers.Cluster.RemovalRisk): the pods on Manila volumes on
+	// the nodes whose machines are replaced, and nodes that could not be read. The commands
+	// refuse the same without --force.
+	RemovalRisk(ctx context.Context, sel workers.Selection, planned []attach.Result) (workers.RemovalRisk, error)
 	// Roll replaces the machines of what sel selects (workers.Cluster.Roll), reporting every
 	// change: the MachineSets (through their Cluster API copy where Cluster API is
 	// authoritative), then the standalone Cluster API MachineSets; MachineDeployments and
@@ -77,20 +78,8 @@ type Connection struct {
 	Identity string // user "demo", project "demo"; never a secret
 	Cluster  string // the apiserver URL
 	Context  string
-	// MachineAPI: the cluster serves MachineSets (machine.openshift.io/v1beta1); MachineSets
-	// counts those in openshift-machine-api.
-	MachineAPI  bool
-	MachineSets int
-	// HyperShift: the cluster serves NodePools (a HyperShift management cluster); NodePools
-	// counts them, in every namespace.
-	HyperShift bool
-	NodePools  int
-	// ClusterAPI: the cluster serves Cluster API MachineSets (cluster.x-k8s.io), read in
-	// openshift-cluster-api.
-	ClusterAPI bool
-	// Note says what of the cluster could not be read while the rest can be worked on (the
-	// MachineSets of a management cluster whose NodePools are readable, or the reverse).
-	Note string
+	// Served is what the cluster serves of the kinds of machines (workers.Cluster.Detect).
+	workers.Served
 	// Flags are the global flags the equivalent commands repeat (LiveConfig.CommandFlags).
 	Flags []string
 	// NodeAddresses are the nodes' internal addresses (machinesets.NodeAddresses): what tells
@@ -99,18 +88,6 @@ type Connection struct {
 	// Fitness is what the cluster's install-config says a storage subnet must neither overlap
 	// nor hold (its networks and VIPs, workers.InstallConfigNetworks), for attach.Fitness.
 	Fitness attach.FitnessOptions
-}
-
-// Served are the kinds of machines the cluster serves: those its inventory is read for.
-func (c Connection) Served() workers.Kinds {
-	return workers.Kinds{MachineSets: c.MachineAPI, ClusterAPI: c.ClusterAPI, NodePools: c.HyperShift}
-}
-
-// Offered are the kinds the cluster has to choose from, as the screens name them: its
-// MachineSets (also where it serves nothing else), its Cluster API objects, the NodePools of a
-// management cluster that has some.
-func (c Connection) Offered() workers.Kinds {
-	return workers.Kinds{MachineSets: c.MachineAPI || !c.HyperShift, ClusterAPI: c.ClusterAPI, NodePools: c.HyperShift && c.NodePools > 0}
 }
 
 // Condition is one condition of the ClusterCSIDriver.

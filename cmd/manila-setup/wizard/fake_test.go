@@ -78,7 +78,7 @@ type fakeBackend struct {
 	networkReads  int
 
 	// removed are the MachineSets Remove took the record's entries off, "dry:" prefix for dry
-	// runs; mounts are what ManilaMounts answers, mountChecks how often it was asked.
+	// runs; mounts are the pods RemovalRisk answers, mountChecks how often it was asked.
 	removed     []string
 	mounts      []attach.Mount
 	mountChecks int
@@ -150,7 +150,7 @@ func (f *fakeBackend) Connect(_ context.Context, cloud, kctx string) (Connection
 		return Connection{}, f.connectErr
 	}
 	return Connection{Cloud: cloud, Region: "RegionOne", Identity: `user "demo", project "demo"`, Cluster: "https://api.ostest.example.com:6443", Context: kctx,
-		MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote, ClusterAPI: f.clusterAPI,
+		Served:        workers.Served{MachineAPI: !f.noMachineAPI, MachineSets: len(f.sets), HyperShift: f.hyperShift, NodePools: len(f.pools), Note: f.connectNote, ClusterAPI: f.clusterAPI},
 		NodeAddresses: []netip.Addr{netip.MustParseAddr("10.196.0.11"), netip.MustParseAddr("10.196.0.12")}}, nil
 }
 
@@ -432,11 +432,11 @@ func (f *fakeBackend) Remove(_ context.Context, sel workers.Selection, dryRun bo
 	return out, nil
 }
 
-func (f *fakeBackend) ManilaMounts(context.Context, workers.Selection, []attach.Result) ([]attach.Mount, error) {
+func (f *fakeBackend) RemovalRisk(context.Context, workers.Selection, []attach.Result) (workers.RemovalRisk, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mountChecks++
-	return f.mounts, nil
+	return workers.RemovalRisk{Mounts: f.mounts}, nil
 }
 
 // UpdateSubnet changes the fake's copy of the subnet as Neutron would, never what the wizard

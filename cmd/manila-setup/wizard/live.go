@@ -20,12 +20,9 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
-	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/rwxcheck"
-	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/operator/health"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -140,7 +137,7 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		kc         kubernetes.Interface
 		oc         operatorclient.Interface
 		dyn        dynamic.Interface
-		cluster    Connection
+		cluster    workers.Served
 	)
 	wg.Add(2)
 	go func() {
@@ -167,12 +164,10 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		if dyn, clusterErr = dynamic.NewForConfig(restCfg); clusterErr != nil {
 			return
 		}
-		cluster, clusterErr = readCluster(ctx, restCfg.Host, kubeContext, mc, dyn)
-		if clusterErr == nil {
-			// Best effort: without them the wizard cannot warn about the machines' own network.
-			cluster.NodeAddresses, _ = machinesets.NodeAddresses(ctx, kc)
-			networks, _ := workers.InstallConfigNetworks(ctx, kc)
-			cluster.Fitness = attach.FitnessOptions{MachineNetworks: networks.All(), VIPs: networks.VIPs}
+		where := fmt.Sprintf("cluster %s (context %q)", restCfg.Host, kubeContext)
+		use := workers.Cluster{Machines: mc, Kube: kc, Dynamic: dyn}
+		if cluster, clusterErr = use.Detect(ctx, where); clusterErr == nil {
+			conn.NodeAddresses, conn.Fitness = use.OwnNetworks(ctx)
 		}
 	}()
 	wg.Wait()
@@ -183,79 +178,8 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	l.cloud, l.mc, l.kc, l.oc, l.dyn = client, mc, kc, oc, dyn
 	l.mu.Unlock()
 	conn.Region, conn.Identity, conn.Cluster = client.Region(), client.Identity(), restCfg.Host
-	conn.MachineAPI, conn.MachineSets, conn.HyperShift, conn.NodePools, conn.Note = cluster.MachineAPI, cluster.MachineSets, cluster.HyperShift, cluster.NodePools, cluster.Note
-	conn.ClusterAPI = cluster.ClusterAPI
-	conn.NodeAddresses, conn.Fitness = cluster.NodeAddresses, cluster.Fitness
+	conn.Served = cluster
 	return conn, nil
-}
-
-// readCluster lists the MachineSets and the NodePools (one LIST each, at once). What the cluster
-// does not serve (NotFound) is simply not offered; what it refuses is an error unless the other
-// kind can be worked on, and then a note.
-func readCluster(ctx context.Context, host, kubeContext string, mc machineclient.Interface, dyn dynamic.Interface) (Connection, error) {
-	var (
-		c             Connection
-		msErr, npErr  error
-		sets, pools   int
-		wg            sync.WaitGroup
-		where         = fmt.Sprintf("cluster %s (context %q)", host, kubeContext)
-		nodePoolsKind = nodepools.GVR.GroupResource().String()
-	)
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		// Only what is served counts: Cluster API is an addition to the Machine API or the
-		// NodePools, never enough on its own, so a refusal here only leaves it out.
-		_, err := dyn.Resource(clusterapi.MachineSetGVR).Namespace(clusterapi.OpenShiftNamespace).List(ctx, metav1.ListOptions{Limit: 1})
-		c.ClusterAPI = err == nil
-	}()
-	go func() {
-		defer wg.Done()
-		list, err := mc.MachineV1beta1().MachineSets(machinesets.Namespace).List(ctx, metav1.ListOptions{})
-		if msErr = err; err == nil {
-			sets = len(list.Items)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		list, err := dyn.Resource(nodepools.GVR).Namespace("").List(ctx, metav1.ListOptions{})
-		if npErr = err; err == nil {
-			pools = len(list.Items)
-		}
-	}()
-	wg.Wait()
-	c.MachineAPI, c.MachineSets = msErr == nil, sets
-	c.HyperShift, c.NodePools = npErr == nil, pools
-
-	var msProblem error
-	switch {
-	case msErr == nil, apierrors.IsNotFound(msErr):
-	case apierrors.IsForbidden(msErr):
-		msProblem = fmt.Errorf("%s refused to list MachineSets in %s: the wizard needs list and patch on machinesets.machine.openshift.io there; log in as a cluster admin", where, machinesets.Namespace)
-	case apierrors.IsUnauthorized(msErr):
-		return c, fmt.Errorf("%s rejected the kubeconfig's credentials: log in again (oc login) or choose another context", where)
-	default:
-		msProblem = fmt.Errorf("%s cannot be reached: %v; check that it is up and that the kubeconfig is current", where, msErr)
-	}
-	switch {
-	case c.HyperShift:
-		if msProblem != nil {
-			// A management cluster: its NodePools can be attached without its MachineSets.
-			c.Note = msProblem.Error() + "; only its NodePools are offered"
-		}
-		return c, nil
-	case msProblem != nil:
-		return c, msProblem
-	case !c.MachineAPI:
-		if apierrors.IsForbidden(npErr) {
-			return c, fmt.Errorf("%s has no MachineSet API (machine.openshift.io/v1beta1) and refused to list NodePools: the wizard needs list and patch on %s; log in as a cluster admin", where, nodePoolsKind)
-		}
-		return c, fmt.Errorf("%s serves neither MachineSets (machine.openshift.io/v1beta1) nor NodePools (%s): the wizard works on OpenShift clusters whose machines the Machine API manages, and on HyperShift management clusters", where, nodePoolsKind)
-	case !apierrors.IsNotFound(npErr):
-		// Not a management cluster as far as this user can tell: the MachineSets carry on.
-		c.Note = fmt.Sprintf("NodePools (%s) could not be listed: %v; only the MachineSets are offered", nodePoolsKind, npErr)
-	}
-	return c, nil
 }
 
 func (l *LiveBackend) clients() (*openstack.Client, machineclient.Interface, kubernetes.Interface, operatorclient.Interface) {
@@ -375,21 +299,13 @@ func (l *LiveBackend) Remove(ctx context.Context, sel workers.Selection, dryRun 
 	return report.Results, err
 }
 
-// ManilaMounts is the check of `machinesets patch --remove --rollout`: the nodes of the Machines
-// the removal's rollout replaces (machinesets.RemovalNodes), and the pods there on Manila volumes.
-func (l *LiveBackend) ManilaMounts(ctx context.Context, sel workers.Selection, planned []attach.Result) ([]attach.Mount, error) {
-	_, mc, kc, _ := l.clients()
-	if mc == nil || kc == nil {
-		return nil, errNotConnected
+// RemovalRisk is the check the patch commands make before a removal (workers.RemovalRisk), for
+// every kind the selection holds.
+func (l *LiveBackend) RemovalRisk(ctx context.Context, sel workers.Selection, planned []attach.Result) (workers.RemovalRisk, error) {
+	if l.dynamic() == nil {
+		return workers.RemovalRisk{}, errNotConnected
 	}
-	if sel.MachineSets == nil {
-		return nil, nil
-	}
-	nodes, err := machinesets.RemovalNodes(ctx, mc, *sel.MachineSets, planned)
-	if err != nil {
-		return nil, err
-	}
-	return attach.ManilaMounts(ctx, kc, nodes)
+	return l.cluster().RemovalRisk(ctx, workers.Removal{Planned: planned, MachineSets: sel.MachineSets})
 }
 
 func (l *LiveBackend) dynamic() dynamic.Interface {

@@ -149,8 +149,9 @@ type (
 		key     string
 		results []attach.Result
 		err     error
-		// mounts, of a detach: the pods on Manila volumes whose nodes its rollout replaces.
-		mounts []attach.Mount
+		// risk, of a detach: the pods on Manila volumes whose nodes it replaces, and the nodes
+		// that could not be read.
+		risk workers.RemovalRisk
 	}
 	patchedMsg struct {
 		results []attach.Result
@@ -249,7 +250,7 @@ func detachPlanCmd(ctx context.Context, b Backend, key string, sel workers.Selec
 		results, err := b.Remove(ctx, sel, true)
 		msg := planMsg{key: key, results: results, err: err}
 		if err == nil {
-			msg.mounts, msg.err = b.ManilaMounts(ctx, sel, results)
+			msg.risk, msg.err = b.RemovalRisk(ctx, sel, results)
 		}
 		return msg
 	}
@@ -438,11 +439,11 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 		if m.sets.forKey == key && !m.sets.loading && m.sets.err == "" {
 			return m, nil // same choice as before: keep the user's selection
 		}
-		conn := Connection{MachineAPI: true}
+		conn := Connection{Served: workers.Served{MachineAPI: true}}
 		if m.conn != nil {
 			conn = *m.conn
 		}
-		kinds := conn.Served()
+		kinds := conn.Kinds()
 		m.sets = setsModel{loading: true, forKey: key, reading: workers.Reading(kinds)}
 		return m, setsCmd(m.ctx, b, key, want, kinds)
 	case stepSets:

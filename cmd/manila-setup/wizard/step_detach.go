@@ -42,7 +42,7 @@ func (r reviewModel) detachKey(k string) (reviewModel, bool) {
 }
 
 // refused: pods on the machines to replace use Manila volumes, and the user has not forced.
-func (r reviewModel) refused() bool { return len(r.mounts) > 0 && !r.forced }
+func (r reviewModel) refused() bool { return !r.risk.Clear() && !r.forced }
 
 func (r reviewModel) detachHints(next string) []hint {
 	if r.forcing {
@@ -61,8 +61,7 @@ func (r reviewModel) detachHints(next string) []hint {
 // detachLines say what the removal takes off each MachineSet and, while refused, why.
 func (r reviewModel) detachLines(w int) []string {
 	var lines []string
-	if len(r.mounts) > 0 {
-		err := &attach.MountedError{Mounts: r.mounts}
+	if _, err := r.risk.Verdict(false, ""); err != nil {
 		for _, l := range strings.Split(err.Error(), "\n") {
 			if r.forced {
 				lines = append(lines, wrapStyled(styleDim, l, w)...)
@@ -98,12 +97,19 @@ func (r reviewModel) detachLines(w int) []string {
 func (r reviewModel) forceQuestion(w, h int) []string {
 	nodes := map[string]bool{}
 	var pods []string
-	for _, m := range r.mounts {
+	for _, m := range r.risk.Mounts {
 		nodes[m.Node] = true
 		pods = append(pods, "  "+m.String())
 	}
+	for _, u := range r.risk.Unseen {
+		pods = append(pods, "  "+u.What+"; "+u.Why)
+	}
+	question := "Detach anyway? The machines of these nodes are replaced although pods there use Manila volumes:"
+	if len(r.risk.Unseen) > 0 {
+		question = "Detach anyway? These machines are replaced although pods on them use Manila volumes, or may, out of sight:"
+	}
 	var lines []string
-	lines = append(lines, wrapStyled(styleWarn, "Detach anyway? The machines of these nodes are replaced although pods there use Manila volumes:", w)...)
+	lines = append(lines, wrapStyled(styleWarn, question, w)...)
 	for _, p := range pods {
 		lines = append(lines, cut(p, w))
 	}
@@ -152,9 +158,9 @@ func startDetach(ctx context.Context, b Backend, rows []workers.Row, force, dryR
 			if err != nil {
 				return patchedMsg{err: err}
 			}
-			mounts, err := b.ManilaMounts(ctx, sel, planned)
-			if err == nil && len(mounts) > 0 {
-				err = &attach.MountedError{Mounts: mounts}
+			risk, err := b.RemovalRisk(ctx, sel, planned)
+			if err == nil {
+				_, err = risk.Verdict(false, "")
 			}
 			if err != nil {
 				return patchedMsg{err: err}

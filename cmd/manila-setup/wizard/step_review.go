@@ -31,9 +31,10 @@ type reviewModel struct {
 	// detach: the review is of a removal (the sets screen's d), not of an attachment; see
 	// step_detach.go.
 	detach bool
-	// mounts are the pods on Manila volumes whose nodes the removal's rollout replaces: enter
-	// is refused while there are some, unless forced (f, then y).
-	mounts         []attach.Mount
+	// risk is what stands in the way of the removal (pods on Manila volumes whose nodes it
+	// replaces, nodes that could not be read): enter is refused while it is not clear, unless
+	// forced (f, then y).
+	risk           workers.RemovalRisk
 	forcing        bool // asking whether to detach anyway
 	forced         bool
 	refusedEnter   bool // enter was pressed while refused: the refusal is pointed at
@@ -49,7 +50,7 @@ func (r reviewModel) withPlan(msg planMsg) reviewModel {
 		r.err = msg.err.Error()
 		return r
 	}
-	r.results, r.mounts = msg.results, msg.mounts
+	r.results, r.risk = msg.results, msg.risk
 	return r
 }
 
