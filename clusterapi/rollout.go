@@ -322,6 +322,7 @@ func (c *capiTarget) removedNetworks(ctx context.Context, set string) ([]string,
 		byName[infra.Items[i].GetName()] = &infra.Items[i]
 	}
 	var removed []string
+	oldTemplates := map[string][]infrav1.PortOpts{}
 	for i := range machines.Items {
 		m := &machines.Items[i]
 		if !ofSet(m, set) || m.GetDeletionTimestamp() != nil {
@@ -329,14 +330,18 @@ func (c *capiTarget) removedNetworks(ctx context.Context, set string) ([]string,
 		}
 		name, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
 		om := byName[name]
-		if om == nil || om.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation] == ref.Name {
+		from := ""
+		if om != nil {
+			from = om.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation]
+		}
+		if om == nil || from == ref.Name {
 			continue
 		}
-		var osm infrav1.OpenStackMachine
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(om.Object, &osm); err != nil {
-			continue // an OpenStackMachine that does not read tells nothing about its ports
+		oldPorts, err := c.portsMadeBy(ctx, ns, from, om, oldTemplates)
+		if err != nil {
+			return nil, err
 		}
-		for _, p := range osm.Spec.Ports {
+		for _, p := range oldPorts {
 			if p.Network == nil || p.Network.ID == nil {
 				continue
 			}
@@ -346,6 +351,38 @@ func (c *capiTarget) removedNetworks(ctx context.Context, set string) ([]string,
 		}
 	}
 	return removed, nil
+}
+
+// portsMadeBy are the ports an outdated Machine was made with: those of the template its
+// OpenStackMachine was cloned from (read once per name into cache), or, when that template is
+// gone, those of the OpenStackMachine. The template comes first because CAPO rewrites the
+// OpenStackMachine's own ports: v0.12 gives every port without a network the cluster's network
+// ID (and the machine's security groups) through a slice that shares the spec's array, and saves
+// the spec (sigs.k8s.io/cluster-api-provider-openstack controllers/openstackmachine_controller.go,
+// openStackMachineSpecToOpenStackServerSpec), so a default port `{}` reads there as a port on the
+// cluster's network, which a new template's `{}` still gives: not a removed network.
+func (c *capiTarget) portsMadeBy(ctx context.Context, ns, template string, om *unstructured.Unstructured, cache map[string][]infrav1.PortOpts) ([]infrav1.PortOpts, error) {
+	if ports, ok := cache[template]; ok && template != "" {
+		return ports, nil
+	}
+	if template != "" {
+		tu, err := c.dyn.Resource(TemplateGVR).Namespace(ns).Get(ctx, template, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			var tmpl infrav1.OpenStackMachineTemplate
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tu.Object, &tmpl); err == nil {
+				cache[template] = tmpl.Spec.Template.Spec.Ports
+				return cache[template], nil
+			}
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading OpenStackMachineTemplate %s/%s: %w", ns, template, err)
+		}
+	}
+	var osm infrav1.OpenStackMachine
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(om.Object, &osm); err != nil {
+		return nil, nil // an OpenStackMachine that does not read tells nothing about its ports
+	}
+	return osm.Spec.Ports, nil
 }
 
 // MarkCanary records the canary check on a Machine.

@@ -75,6 +75,12 @@ step "CSI driver binaries (cached afterwards)"
 MANILA_SETUP_CSI_BIN=$(bash "$here/csi/build.sh")
 export MANILA_SETUP_CSI_BIN
 
+# The real Cluster API and CAPO controllers, one program from a module of its own
+# (test/testenv/capireal runs it against Nova).
+step "Cluster API controllers (cold: about 10 minutes; cached afterwards)"
+MANILA_SETUP_CLUSTERAPI=$(bash "$here/clusterapi/build.sh")
+export MANILA_SETUP_CLUSTERAPI
+
 # The real node's other operand images and its CNI plugins.
 step "real node: operand binaries and CNI plugins (cached afterwards)"
 MANILA_SETUP_OPERAND_BIN=$(bash "$here/node/operands.sh")
