@@ -69,8 +69,8 @@ build_binary() {
 
 # own_cloud NAME gives the calling script a loopback OpenStack of its own, apart from the demo's
 # (make demo, make env-up) and from any other script's: MANILA_SETUP_RUN becomes a new folder
-# ${XDG_RUNTIME_DIR:-/tmp}/manila-setup-NAME.XXXXXX, and KEYSTONE_PORT, NEUTRON_PORT and
-# MANILA_PORT free ports of 127.0.0.1, all exported, so that up.sh, down.sh, the Go tests
+# ${XDG_RUNTIME_DIR:-/tmp}/manila-setup-NAME.XXXXXX, and KEYSTONE_PORT, NEUTRON_PORT,
+# MANILA_PORT, NOVA_PORT, PLACEMENT_PORT and GLANCE_PORT free ports of 127.0.0.1, all exported, so that up.sh, down.sh, the Go tests
 # (test/testenv) and make demo inside a test all use that cloud. A port is reserved by an
 # flock on ${TMPDIR:-/tmp}/manila-setup-ports/PORT.lock, held by an open file descriptor that
 # this shell and its children (the services too) inherit: two scripts picking ports at the same
@@ -83,7 +83,7 @@ own_cloud() {
   MANILA_SETUP_SANDBOX=$MANILA_SETUP_RUN/sandbox
   export MANILA_SETUP_RUN MANILA_SETUP_SANDBOX
   mkdir -p "$locks"
-  for var in KEYSTONE_PORT NEUTRON_PORT MANILA_PORT; do
+  for var in KEYSTONE_PORT NEUTRON_PORT MANILA_PORT NOVA_PORT PLACEMENT_PORT GLANCE_PORT; do
     for ((tries = 0; ; tries++)); do
       ((tries < 200)) || die "no free port for $var in 20000-32767"
       port=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))

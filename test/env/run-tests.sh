@@ -16,7 +16,8 @@ test_pgid=
 # The tests assert on the cloud's state, so they get a cloud nobody else touches: a running demo
 # cloud (make demo, make env-up) may hold anything a user did in it, and another make test on
 # the same machine creates and deletes its own things. own_cloud (lib.sh) exports a new
-# MANILA_SETUP_RUN and free KEYSTONE_PORT, NEUTRON_PORT, MANILA_PORT for everything below.
+# MANILA_SETUP_RUN and free KEYSTONE_PORT, NEUTRON_PORT, MANILA_PORT, NOVA_PORT, PLACEMENT_PORT,
+# GLANCE_PORT for everything below.
 own_cloud test
 
 cleanup() {
@@ -51,7 +52,7 @@ trap 'exit 130' INT TERM
 # The cloud installs and starts (network and disk bound) while the kube binaries compile (CPU
 # bound): on a fresh machine that saves the 3-5 minutes the cloud takes.
 openstack_log="$MANILA_SETUP_RUN/openstack-up.log"
-step "loopback OpenStack of this run: starting in the background on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT (state and log: $MANILA_SETUP_RUN)"
+step "loopback OpenStack of this run: starting in the background on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT, $NOVA_PORT, $PLACEMENT_PORT, $GLANCE_PORT (state and log: $MANILA_SETUP_RUN)"
 bash "$here/openstack/up.sh" >"$openstack_log" 2>&1 &
 openstack_pid=$!
 

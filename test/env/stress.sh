@@ -43,7 +43,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-step "loopback OpenStack of this run on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT (state: $MANILA_SETUP_RUN)"
+step "loopback OpenStack of this run on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT, $NOVA_PORT, $PLACEMENT_PORT, $GLANCE_PORT (state: $MANILA_SETUP_RUN)"
 if ! bash "$here/openstack/up.sh" >"$out/openstack-up.log" 2>&1; then
   tail -n 30 "$out/openstack-up.log" >&2
   die "the loopback OpenStack did not come up"

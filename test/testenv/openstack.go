@@ -1,11 +1,19 @@
 package testenv
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/config"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 )
 
 // Cloud names written to clouds.yaml by test/env/openstack/up.sh.
@@ -31,6 +39,11 @@ type Seed struct {
 	SecurityGroups map[string]string     `json:"security_groups"`
 	ShareTypes     map[string]string     `json:"share_types"`
 	Shares         map[string]SeedShare  `json:"shares"`
+	// ComputeURL and ImageURL are Nova's (…/v2.1) and Glance's endpoints, also in the catalog.
+	ComputeURL string `json:"compute_url"`
+	ImageURL   string `json:"image_url"`
+	// Flavors maps the seeded flavor names (m1.small, m1.large, m1.xlarge) to their IDs.
+	Flavors map[string]string `json:"flavors"`
 }
 
 // SeedSubnet is one subnet of the seed.
@@ -76,4 +89,53 @@ func NewCloud(t testing.TB) *Cloud {
 	t.Setenv("OS_CLIENT_CONFIG_FILE", c.CloudsFile)
 	t.Setenv("OS_CLOUD", CloudDemo)
 	return c
+}
+
+// Connect authenticates as the named cloud of the clouds.yaml that OS_CLIENT_CONFIG_FILE points
+// at (NewCloud sets it), exactly as a user of the CLI would, and returns the provider client and
+// the endpoint options that find each service in the catalog.
+func Connect(ctx context.Context, cloud string) (*gophercloud.ProviderClient, gophercloud.EndpointOpts, error) {
+	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(cloud))
+	if err != nil {
+		return nil, eo, fmt.Errorf("parsing clouds.yaml for %s: %w", cloud, err)
+	}
+	pc, err := config.NewProviderClient(ctx, ao, config.WithTLSConfig(tlsConfig))
+	if err != nil {
+		return nil, eo, fmt.Errorf("authenticating as %s: %w", cloud, err)
+	}
+	return pc, eo, nil
+}
+
+// UploadImage stores size bytes of zeros in Glance as a raw, bare image named name, owned by the
+// user behind client, and returns its ID once Glance reports it active (and, after a failure,
+// the ID of what it created, if anything, for the caller to delete). The loopback cloud's
+// Nova runs the fake virt driver, which boots any image: 1 MiB is plenty.
+func UploadImage(ctx context.Context, client *gophercloud.ServiceClient, name string, size int64) (string, error) {
+	img, err := images.Create(ctx, client, images.CreateOpts{
+		Name: name, DiskFormat: "raw", ContainerFormat: "bare",
+	}).Extract()
+	if err != nil {
+		return "", fmt.Errorf("creating image %s: %w", name, err)
+	}
+	id := img.ID
+	if err := imagedata.Upload(ctx, client, id, io.LimitReader(zeros{}, size)).ExtractErr(); err != nil {
+		return id, fmt.Errorf("uploading %d bytes to image %s (%s): %w", size, name, id, err)
+	}
+	img, err = images.Get(ctx, client, id).Extract()
+	if err != nil {
+		return id, fmt.Errorf("getting image %s (%s) after its upload: %w", name, id, err)
+	}
+	if img.Status != images.ImageStatusActive || img.SizeBytes != size {
+		return id, fmt.Errorf("image %s (%s) after its upload: status %s, %d bytes; want active, %d bytes",
+			name, id, img.Status, img.SizeBytes, size)
+	}
+	return id, nil
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/config"
-	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/sharetypes"
@@ -22,13 +20,9 @@ import (
 // connect authenticates through clouds.yaml exactly as a user of the CLI would.
 func connect(t *testing.T, ctx context.Context, cloud string) (*gophercloud.ProviderClient, gophercloud.EndpointOpts) {
 	t.Helper()
-	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(cloud))
+	pc, eo, err := Connect(ctx, cloud)
 	if err != nil {
-		t.Fatalf("parsing clouds.yaml for %s: %v", cloud, err)
-	}
-	pc, err := config.NewProviderClient(ctx, ao, config.WithTLSConfig(tlsConfig))
-	if err != nil {
-		t.Fatalf("authenticating as %s: %v", cloud, err)
+		t.Fatal(err)
 	}
 	return pc, eo
 }

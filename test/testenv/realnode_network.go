@@ -176,14 +176,15 @@ func joinInts(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// CloudPorts are the loopback OpenStack's ports (Keystone, Neutron, Manila), from the variables
-// test/env/openstack/up.sh reads, with its defaults.
+// CloudPorts are the loopback OpenStack's ports (Keystone, Neutron, Manila, Nova, Placement,
+// Glance), from the variables test/env/openstack/up.sh reads, with its defaults.
 func CloudPorts() []int {
 	var ports []int
 	for _, v := range []struct {
 		name string
 		def  int
-	}{{"KEYSTONE_PORT", 15000}, {"NEUTRON_PORT", 19696}, {"MANILA_PORT", 18786}} {
+	}{{"KEYSTONE_PORT", 15000}, {"NEUTRON_PORT", 19696}, {"MANILA_PORT", 18786},
+		{"NOVA_PORT", 18774}, {"PLACEMENT_PORT", 18778}, {"GLANCE_PORT", 19292}} {
 		p, err := strconv.Atoi(os.Getenv(v.name))
 		if err != nil {
 			p = v.def

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Brings up a real, small OpenStack on 127.0.0.1 for the project's tests: Keystone, Neutron (ML2,
-# no agents) and Manila (API + scheduler + share with the DummyDriver), all from Debian 12's own
-# packages, on SQLite, with no message broker. Then seeds it with the networks, security groups,
-# share types and share the tests expect, and writes clouds.yaml, env and seed.json.
+# no agents; ports bound by a mechanism driver of ours, trunks), Manila (API + scheduler + share
+# with the DummyDriver), Nova (API, conductor, scheduler and compute with the fake virt driver, in
+# one process), Placement and Glance, all from Debian 12's own packages, on SQLite, with no message
+# broker. Then seeds it with the networks, security groups, share types, share and flavors the
+# tests expect, and writes clouds.yaml, env and seed.json.
 #
 # Idempotent: when the services recorded in the state dir are alive and answer, it says so and
 # exits. Otherwise it starts from a clean state dir, so a run never depends on leftovers.
 # Needs no standard input. Stop everything with down.sh (--purge also deletes the state dir).
 #
-# Environment: KEYSTONE_PORT (15000), NEUTRON_PORT (19696), MANILA_PORT (18786),
-# MANILA_SETUP_RUN (state root, see ../lib.sh).
+# Environment: KEYSTONE_PORT (15000), NEUTRON_PORT (19696), MANILA_PORT (18786), NOVA_PORT
+# (18774), PLACEMENT_PORT (18778), GLANCE_PORT (19292), MANILA_SETUP_RUN (state root, see ../lib.sh).
 set -euo pipefail
 # Errors inside $(...) must stop the script too (bash leaves errexit off there by default).
 shopt -s inherit_errexit
@@ -19,6 +21,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 KEYSTONE_PORT=${KEYSTONE_PORT:-15000}
 NEUTRON_PORT=${NEUTRON_PORT:-19696}
 MANILA_PORT=${MANILA_PORT:-18786}
+NOVA_PORT=${NOVA_PORT:-18774}
+PLACEMENT_PORT=${PLACEMENT_PORT:-18778}
+GLANCE_PORT=${GLANCE_PORT:-19292}
 
 state="$MANILA_SETUP_RUN/openstack"
 logs="$state/logs"
@@ -30,6 +35,14 @@ unset PYTHONPATH PYTHONHOME
 keystone_url="http://127.0.0.1:$KEYSTONE_PORT/v3"
 neutron_url="http://127.0.0.1:$NEUTRON_PORT"
 manila_url="http://127.0.0.1:$MANILA_PORT"
+nova_url="http://127.0.0.1:$NOVA_PORT"
+placement_url="http://127.0.0.1:$PLACEMENT_PORT"
+glance_url="http://127.0.0.1:$GLANCE_PORT"
+# The compute service's host (and the fake driver's one node): what Nova maps to cell1.
+NOVA_HOST=manila-setup
+# Every service's process group (state/NAME.pgid) and the ports, in one order.
+services=(keystone neutron manila placement glance nova)
+ports=("$KEYSTONE_PORT" "$NEUTRON_PORT" "$MANILA_PORT" "$NOVA_PORT" "$PLACEMENT_PORT" "$GLANCE_PORT")
 # Fixed credentials: this cloud listens on loopback only and lives for one test session.
 ADMIN_PASSWORD=manila-setup-admin
 DEMO_PASSWORD=manila-setup-demo
@@ -37,8 +50,10 @@ SERVICE_PASSWORD=manila-setup-service
 MANILA_API_VERSION=2.65
 
 # python3-openstackclient costs nothing extra: neutron-common already pulls it in.
-packages=(python3-keystone neutron-common manila-common uwsgi-core uwsgi-plugin-python3
-  curl jq sqlite3 python3-openstackclient)
+# python3-nova, python3-placement, python3-glance: the code only; the services' commands, config
+# files and paste files (nova-common, glance-common, ...) are not needed (see write_configs).
+packages=(python3-keystone neutron-common manila-common python3-nova python3-placement
+  python3-glance uwsgi-core uwsgi-plugin-python3 curl jq sqlite3 python3-openstackclient)
 
 # ---------------------------------------------------------------------------------------------
 # Packages
@@ -87,15 +102,18 @@ install_packages() {
 healthy() {
   local name pgid
   [[ -s $state/seed.json && -s $state/clouds.yaml && -f $state/ports ]] || return 1
-  [[ $(<"$state/ports") == "$KEYSTONE_PORT $NEUTRON_PORT $MANILA_PORT" ]] || return 1
-  for name in keystone neutron manila; do
+  [[ $(<"$state/ports") == "${ports[*]}" ]] || return 1
+  for name in "${services[@]}"; do
     [[ -f $state/$name.pgid ]] || return 1
     pgid=$(<"$state/$name.pgid")
     [[ $pgid =~ ^[0-9]+$ ]] && kill -0 -- "-$pgid" 2>/dev/null || return 1
   done
   curl -fs -m 10 -o /dev/null "$keystone_url" &&
     curl -fs -m 10 -o /dev/null "$neutron_url/" &&
-    curl -fs -m 10 -o /dev/null "$manila_url/"
+    curl -fs -m 10 -o /dev/null "$manila_url/" &&
+    curl -fs -m 10 -o /dev/null "$nova_url/" &&
+    curl -fs -m 10 -o /dev/null "$placement_url/" &&
+    curl -fs -m 10 -o /dev/null "$glance_url/versions"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -206,7 +224,8 @@ nensure() {
 # Configuration files
 
 write_configs() {
-  mkdir -p "$state"/{keystone/fernet-keys,keystone/credential-keys,neutron/lock,manila/lock} "$logs"
+  mkdir -p "$state"/{keystone/fernet-keys,keystone/credential-keys,neutron/lock,manila/lock} \
+    "$state"/{nova/lock,nova/instances,placement,glance/lock,glance/images,glance/staging,glance/tasks} "$logs"
   # clouds.yaml and the key repositories hold secrets; keystone warns about readable key dirs.
   chmod 0700 "$state" "$state/keystone/fernet-keys" "$state/keystone/credential-keys"
 
@@ -256,7 +275,10 @@ interface = public"
 bind_host = 127.0.0.1
 bind_port = $NEUTRON_PORT
 core_plugin = ml2
-service_plugins =
+# Trunks: the OpenShift installer sets trunk: true in its MachineSets when the cloud offers the
+# extension, and the Machine API provider then puts the primary port in a trunk. The trunk driver
+# it needs comes with the mechanism driver below.
+service_plugins = trunk
 auth_strategy = keystone
 # In-process RPC: there are no agents to talk to, so no broker is needed.
 transport_url = fake://
@@ -292,8 +314,10 @@ username = neutron
 [ml2]
 type_drivers = flat,vlan,vxlan
 tenant_network_types = vxlan
-# No agents or SDN controller: ports are created but stay DOWN, which is all the tests need.
-mechanism_drivers =
+# No agents or SDN controller. A port nobody binds stays DOWN; a port Nova binds to its compute
+# host is bound by manila_setup_loopback (neutron-plugins/, on the path by neutron-server.py) as
+# ovs and ACTIVE. Without a mechanism driver the binding fails and so does the server.
+mechanism_drivers = manila_setup_loopback
 extension_drivers = port_security
 
 [ml2_type_flat]
@@ -348,6 +372,209 @@ share_backend_name = dummy
 # Keep a little of it so a share is briefly seen "creating", as on a real cloud.
 dummy_driver_default_driver_method_delay = 0.1
 dummy_driver_driver_methods_delays = create_share:1.0
+EOF
+
+  write_nova_configs "$authtoken"
+  write_placement_configs "$authtoken"
+  write_glance_configs "$authtoken"
+}
+
+# write_nova_configs AUTHTOKEN: nova.conf and the API's paste pipeline.
+write_nova_configs() {
+  local service_auth
+  # How Nova talks to Placement and Neutron: as its service user, admin in project service.
+  service_auth="auth_type = password
+auth_url = $keystone_url
+username = nova
+password = $SERVICE_PASSWORD
+user_domain_name = Default
+project_domain_name = Default
+project_name = service
+region_name = RegionOne
+valid_interfaces = public"
+
+  cat >"$state/nova/nova.conf" <<EOF
+[DEFAULT]
+debug = false
+host = $NOVA_HOST
+my_ip = 127.0.0.1
+state_path = $state/nova
+instances_path = $state/nova/instances
+# In-process RPC between API, conductor, scheduler and compute (all in nova-all.py's process).
+transport_url = fake://
+compute_driver = fake.FakeDriver
+enabled_apis = osapi_compute
+osapi_compute_listen = 127.0.0.1
+osapi_compute_listen_port = $NOVA_PORT
+osapi_compute_workers = 1
+# Nothing plugs VIFs (no agents) and Neutron sends no events: do not wait for them.
+vif_plugging_is_fatal = false
+vif_plugging_timeout = 0
+# Periodic tasks (among them host discovery, below) start at once instead of up to 60 s late.
+periodic_fuzzy_delay = 0
+
+[wsgi]
+api_paste_config = $state/nova/api-paste.ini
+keep_alive = false
+client_socket_timeout = 60
+
+[api_database]
+connection = sqlite:///$state/nova/nova_api.sqlite
+
+[database]
+# cell1's database (cell0's is only named in the cell mapping).
+connection = sqlite:///$state/nova/nova_cell1.sqlite
+
+[scheduler]
+# Maps a new compute host to cell1 within seconds (the default never does it).
+discover_hosts_in_cells_interval = 2
+
+[quota]
+# A cluster's worth of 16 GiB servers would pass the default 50 GiB RAM quota of the project.
+driver = nova.quota.NoopQuotaDriver
+
+[glance]
+endpoint_override = $glance_url
+
+[vnc]
+enabled = false
+
+[oslo_concurrency]
+lock_path = $state/nova/lock
+
+$1
+username = nova
+
+[placement]
+$service_auth
+
+[neutron]
+$service_auth
+EOF
+
+  # Our own paste pipeline for the compute API (the one nova-common ships has more filters:
+  # cors, http_proxy_to_wsgi, osprofiler, the legacy /v2 and /v1.1 paths, none of them used).
+  cat >"$state/nova/api-paste.ini" <<EOF
+[composite:osapi_compute]
+use = call:nova.api.openstack.urlmap:urlmap_factory
+/: oscomputeversions
+/v2.1: openstack_compute_api_v21
+
+[composite:openstack_compute_api_v21]
+use = call:nova.api.auth:pipeline_factory_v21
+keystone = compute_req_id faultwrap request_log sizelimit authtoken keystonecontext osapi_compute_app_v21
+
+[filter:compute_req_id]
+paste.filter_factory = nova.api.compute_req_id:ComputeReqIdMiddleware.factory
+
+[filter:faultwrap]
+paste.filter_factory = nova.api.openstack:FaultWrapper.factory
+
+[filter:request_log]
+paste.filter_factory = nova.api.openstack.requestlog:RequestLog.factory
+
+[filter:sizelimit]
+paste.filter_factory = oslo_middleware:RequestBodySizeLimiter.factory
+
+[filter:authtoken]
+paste.filter_factory = keystonemiddleware.auth_token:filter_factory
+
+[filter:keystonecontext]
+paste.filter_factory = nova.api.auth:NovaKeystoneContext.factory
+
+[app:osapi_compute_app_v21]
+paste.app_factory = nova.api.openstack.compute:APIRouterV21.factory
+
+[pipeline:oscomputeversions]
+pipeline = faultwrap request_log oscomputeversionapp
+
+[app:oscomputeversionapp]
+paste.app_factory = nova.api.openstack.compute.versions:Versions.factory
+EOF
+}
+
+# write_placement_configs AUTHTOKEN: placement.conf (found through OS_PLACEMENT_CONFIG_DIR).
+write_placement_configs() {
+  cat >"$state/placement/placement.conf" <<EOF
+[DEFAULT]
+debug = false
+
+[placement_database]
+# uwsgi threads, as for Keystone (see keystone.conf).
+connection = sqlite:///$state/placement/placement.sqlite?check_same_thread=false&timeout=30
+
+[api]
+auth_strategy = keystone
+
+$1
+username = placement
+EOF
+}
+
+# write_glance_configs AUTHTOKEN: glance-api.conf and, beside it (where Glance looks for it),
+# glance-api-paste.ini.
+write_glance_configs() {
+  cat >"$state/glance/glance-api.conf" <<EOF
+[DEFAULT]
+debug = false
+bind_host = 127.0.0.1
+bind_port = $GLANCE_PORT
+# The API in this one process (eventlet), as Neutron's; one request at a time, no keep-alive.
+workers = 0
+http_keepalive = false
+client_socket_timeout = 60
+enabled_backends = file:file
+
+[database]
+connection = sqlite:///$state/glance/glance.sqlite
+
+[glance_store]
+default_backend = file
+
+[file]
+filesystem_store_datadir = $state/glance/images
+
+[os_glance_staging_store]
+filesystem_store_datadir = $state/glance/staging
+
+[os_glance_tasks_store]
+filesystem_store_datadir = $state/glance/tasks
+
+[oslo_concurrency]
+lock_path = $state/glance/lock
+
+[paste_deploy]
+flavor = keystone
+
+$1
+username = glance
+EOF
+
+  # Our own paste pipeline: versions at /, the v2 API behind Keystone tokens.
+  cat >"$state/glance/glance-api-paste.ini" <<EOF
+[pipeline:glance-api-keystone]
+pipeline = versionnegotiation authtoken context rootapp
+
+[composite:rootapp]
+paste.composite_factory = glance.api:root_app_factory
+/: apiversions
+/v2: apiv2app
+
+[app:apiversions]
+paste.app_factory = glance.api.versions:create_resource
+
+[app:apiv2app]
+paste.app_factory = glance.api.v2.router:API.factory
+
+[filter:versionnegotiation]
+paste.filter_factory = glance.api.middleware.version_negotiation:VersionNegotiationFilter.factory
+
+[filter:authtoken]
+paste.filter_factory = keystonemiddleware.auth_token:filter_factory
+delay_auth_decision = true
+
+[filter:context]
+paste.filter_factory = glance.api.middleware.context:ContextMiddleware.factory
 EOF
 }
 
@@ -415,6 +642,71 @@ models.BASE.metadata.create_all(sqlalchemy.create_engine(sys.argv[1]))' "sqlite:
   start_service manila "$PY" "$here/manila-all.py" --config-file "$state/manila/manila.conf"
 }
 
+prepare_placement() {
+  placement-manage --config-file "$state/placement/placement.conf" db sync
+  enable_wal "$state/placement/placement.sqlite"
+  # Under uwsgi like Keystone (same options and reasons).
+  start_service placement uwsgi-core --plugins python3 --master --die-on-term --lazy-apps \
+    --need-app --reload-mercy 3 --worker-reload-mercy 3 \
+    --processes 1 --threads 4 --buffer-size 65535 \
+    --http-socket "127.0.0.1:$PLACEMENT_PORT" --add-header 'Connection: close' \
+    --pythonpath "$here" --wsgi-file "$here/placement-wsgi.py" \
+    --env "OS_PLACEMENT_CONFIG_DIR=$state/placement"
+}
+
+prepare_glance() {
+  local conf="$state/glance/glance-api.conf"
+  # glance-manage without glance-common (which ships only the command and config files).
+  "$PY" -c 'import sys; from glance.cmd.manage import main; sys.exit(main())' \
+    --config-file "$conf" db_sync
+  enable_wal "$state/glance/glance.sqlite"
+  start_service glance "$PY" "$here/glance-api.py" --config-file "$conf"
+}
+
+# prepare_nova creates Nova's databases and cells, then starts nova once Keystone knows its
+# service user (the main script touches $state/keystone.seeded) and Placement answers: the
+# compute service reports its node to Placement as it starts, and a failed first report is only
+# retried a minute later.
+prepare_nova() {
+  local db
+  # What nova-manage api_db sync, cell_v2 map_cell0, cell_v2 create_cell and db sync do (also
+  # cell0's), in one Python start-up instead of four (nova-common, which ships nova-manage, is
+  # not installed). cell1's transport URL must not be fake://: nova makes a new transport from a
+  # cell's URL when it targets the cell, and a second fake:// is a bus of its own, on which the
+  # casts to compute are lost. A URL of the "none" driver keeps the process-wide transport; plain
+  # none:/// is refused because cell0 has it.
+  "$PY" - "$state/nova/nova.conf" "sqlite:///$state/nova/nova_cell0.sqlite" \
+    "sqlite:///$state/nova/nova_cell1.sqlite" <<'EOF'
+import sys
+from nova.cmd import manage
+from nova import config, objects
+
+conf, cell0, cell1 = sys.argv[1:]
+config.parse_args(['nova-manage', '--config-file', conf])
+objects.register_all()
+steps = [
+    ('api_db sync', lambda: manage.ApiDbCommands().sync()),
+    ('cell_v2 map_cell0', lambda: manage.CellV2Commands().map_cell0(database_connection=cell0)),
+    ('cell_v2 create_cell', lambda: manage.CellV2Commands().create_cell(
+        name='cell1', transport_url='none:///cell1', database_connection=cell1)),
+    ('db sync', lambda: manage.DbCommands().sync()),
+]
+for name, step in steps:
+    rc = step()
+    if rc:
+        sys.exit('nova-manage %s failed: %s' % (name, rc))
+    print('nova-manage %s: done' % name)
+EOF
+  for db in api cell0 cell1; do enable_wal "$state/nova/nova_$db.sqlite"; done
+  local deadline=$((SECONDS + 600))
+  until [[ -e $state/keystone.seeded ]] && curl -fs -m 10 -o /dev/null "$placement_url/"; do
+    [[ ! -e $state/aborted ]] || die "up.sh failed elsewhere; not starting nova"
+    ((SECONDS < deadline)) || die "keystone not seeded or placement not answering after 600 s"
+    sleep 0.5
+  done
+  start_service nova "$PY" "$here/nova-all.py" --config-file "$state/nova/nova.conf"
+}
+
 # ---------------------------------------------------------------------------------------------
 # Seeding
 
@@ -425,10 +717,11 @@ seed_keystone() {
   member_role=$(ksfind roles member)
   [[ -n $admin_role && -n $member_role ]] || die "keystone bootstrap made no admin/member roles"
 
-  # Service users: Neutron's and Manila's API validate tokens as these.
+  # Service users: the APIs validate tokens as these; Nova also calls Placement and Neutron as
+  # its own.
   service_project=$(ksensure projects service \
     '{"project": {"name": "service", "domain_id": "default", "description": "OpenStack services"}}')
-  for uid in neutron manila; do
+  for uid in neutron manila nova placement glance; do
     uid=$(ksensure users "$uid" "$(jq -cn --arg n "$uid" --arg p "$SERVICE_PASSWORD" \
       --arg pr "$service_project" '{user: {name: $n, password: $p, domain_id: "default", default_project_id: $pr}}')")
     api "$ADMIN_TOKEN" PUT "$keystone_url/projects/$service_project/users/$uid/roles/$admin_role" >/dev/null
@@ -437,6 +730,9 @@ seed_keystone() {
   ensure_endpoints network neutron "$neutron_url"
   ensure_endpoints share manila "$manila_url/v1/%(project_id)s"
   ensure_endpoints sharev2 manilav2 "$manila_url/v2"
+  ensure_endpoints compute nova "$nova_url/v2.1"
+  ensure_endpoints placement placement "$placement_url"
+  ensure_endpoints image glance "$glance_url"
 
   # The user the tests act as: a plain member of project demo.
   DEMO_PROJECT=$(ksensure projects demo '{"project": {"name": "demo", "domain_id": "default"}}')
@@ -541,6 +837,40 @@ seed_manila() {
     jq -c '[.export_locations | sort_by(.preferred | not) | .[].path]')
 }
 
+# nova_ready succeeds when the compute service is up, its host is mapped to cell1 (else the
+# first server fails "Host ... is not mapped to any cell": discovery runs every 2 s, but only
+# once the scheduler's periodic tasks have started) and Placement has its node with capacity.
+nova_ready() {
+  [[ $(sqlite3 "file:$state/nova/nova_api.sqlite?mode=ro" \
+    "SELECT count(*) FROM host_mappings WHERE host = '$NOVA_HOST'") == 1 ]] &&
+    curl -fsS -m 30 -H "X-Auth-Token: $ADMIN_TOKEN" "$nova_url/v2.1/os-services?binary=nova-compute" |
+    jq -e '[.services[] | select(.state == "up" and .status == "enabled")] | length == 1' &&
+    curl -fsS -m 30 -H "X-Auth-Token: $ADMIN_TOKEN" -H 'OpenStack-API-Version: placement 1.4' \
+      "$placement_url/resource_providers?resources=VCPU:1,MEMORY_MB:1024" |
+    jq -e '.resource_providers | length == 1'
+}
+
+# The flavors of an OpenShift install on OpenStack: m1.xlarge for the control plane (the
+# installer wants at least 16 GiB, 4 vCPUs, 100 GB disk there), m1.large for workers (8 GiB, 2
+# vCPUs, 100 GB disk), and a small one below both minimums. Sizes as OpenStack's classic m1.*
+# flavors, but m1.large's disk raised from 80 to the installer's 100 GB. The fake driver
+# offers far more than a cluster of these needs.
+FLAVORS=(m1.small:1:2048:20 m1.large:4:8192:100 m1.xlarge:8:16384:160)
+
+seed_nova() {
+  local f name vcpus ram disk id
+  FLAVOR_IDS='{}'
+  for f in "${FLAVORS[@]}"; do
+    IFS=: read -r name vcpus ram disk <<<"$f"
+    id=$(api "$ADMIN_TOKEN" GET "$nova_url/v2.1/flavors?is_public=None" |
+      jq -r --arg n "$name" '.flavors[] | select(.name == $n) | .id')
+    [[ -n $id ]] || id=$(api "$ADMIN_TOKEN" POST "$nova_url/v2.1/flavors" "$(jq -cn --arg n "$name" \
+      --argjson v "$vcpus" --argjson r "$ram" --argjson d "$disk" \
+      '{flavor: {name: $n, vcpus: $v, ram: $r, disk: $d}}')" | jq -r .flavor.id)
+    FLAVOR_IDS=$(jq -c --arg n "$name" --arg id "$id" '. + {($n): $id}' <<<"$FLAVOR_IDS")
+  done
+}
+
 # ---------------------------------------------------------------------------------------------
 # Outputs
 
@@ -605,8 +935,11 @@ EOF
     --arg st_default "$ST_DEFAULT" --arg st_cephfs "$ST_CEPHFS" \
     --arg share_id "$SHARE_ID" --argjson share_exports "$SHARE_EXPORTS" \
     --arg ac_id "$APPCRED_ID" \
+    --arg nova_url "$nova_url/v2.1" --arg placement_url "$placement_url" --arg glance_url "$glance_url" \
+    --argjson flavors "$FLAVOR_IDS" \
     '{
       keystone_url: $keystone_url, neutron_url: $neutron_url, manila_url: $manila_url,
+      compute_url: $nova_url, placement_url: $placement_url, image_url: $glance_url,
       region: "RegionOne", project_id: $project_id, user_id: $user_id,
       admin_project_id: $admin_project_id,
       application_credential: {id: $ac_id, name: "manila-setup-test"},
@@ -618,7 +951,8 @@ EOF
       },
       security_groups: {nfs: $sg_nfs, "block-egress": $sg_block, default: $sg_default},
       share_types: {default: $st_default, "cephfs-fast": $st_cephfs},
-      shares: {"nfs-share": {id: $share_id, export_locations: $share_exports}}
+      shares: {"nfs-share": {id: $share_id, export_locations: $share_exports}},
+      flavors: $flavors
     }' >"$state/seed.json.tmp"
   mv -f "$state/seed.json.tmp" "$state/seed.json"
   umask "$old_umask"
@@ -640,13 +974,13 @@ step "not running (or not healthy): starting from a clean state in $state"
 "$here/down.sh" >/dev/null
 rm -rf "${state:?}"
 # A port another program holds would only show up a minute later as a service that died.
-for port in "$KEYSTONE_PORT" "$NEUTRON_PORT" "$MANILA_PORT"; do
+for port in "${ports[@]}"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    die "port $port on 127.0.0.1 is taken by another program (set KEYSTONE_PORT/NEUTRON_PORT/MANILA_PORT)"
+    die "port $port on 127.0.0.1 is taken by another program (set KEYSTONE_PORT/NEUTRON_PORT/MANILA_PORT/NOVA_PORT/PLACEMENT_PORT/GLANCE_PORT)"
   fi
 done
 write_configs
-echo "$KEYSTONE_PORT $NEUTRON_PORT $MANILA_PORT" >"$state/ports"
+echo "${ports[*]}" >"$state/ports"
 
 # From here on, a failure stops what this run started (the logs stay for inspection). It first
 # waits for the preparation jobs, so none starts a service after down.sh has run.
@@ -654,30 +988,34 @@ on_exit() {
   local rc=$?
   if ((rc != 0)); then
     step "failed; stopping what was started"
+    touch "$state/aborted"
     wait || true
     "$here/down.sh" >&2 || true
   fi
 }
 trap on_exit EXIT
 
-step "preparing databases and starting keystone, neutron, manila (in parallel)"
+step "preparing databases and starting ${services[*]} (in parallel; nova after keystone's seed)"
 declare -A prep_pid
-for name in keystone neutron manila; do
+for name in "${services[@]}"; do
   "prepare_$name" >"$logs/$name-setup.log" 2>&1 &
   prep_pid[$name]=$!
 done
-for name in keystone neutron manila; do
-  if ! wait "${prep_pid[$name]}"; then
-    printf -- '--- last 30 lines of %s ---\n' "$logs/$name-setup.log" >&2
-    tail -n 30 "$logs/$name-setup.log" >&2
-    die "preparing $name failed"
+# wait_prepared NAME waits for prepare_NAME to end and dies with its log if it failed.
+wait_prepared() {
+  if ! wait "${prep_pid[$1]}"; then
+    printf -- '--- last 30 lines of %s ---\n' "$logs/$1-setup.log" >&2
+    tail -n 30 "$logs/$1-setup.log" >&2
+    die "preparing $1 failed"
   fi
-done
+}
+for name in keystone neutron manila placement glance; do wait_prepared "$name"; done
 
 # Timeouts are generous: on this 2-core machine under a Kubernetes build a start took 114 s.
 wait_for keystone 300 curl -fsS -m 10 "$keystone_url"
 step "keystone ready on $keystone_url"
 seed_keystone
+touch "$state/keystone.seeded"
 step "keystone seeded: service users, catalog, user demo, application credential"
 
 wait_for neutron 300 curl -fsS -m 10 "$neutron_url/"
@@ -696,6 +1034,17 @@ wait_for manila 300 manila_has_pool
 step "manila ready on $manila_url"
 seed_manila
 step "manila seeded: share types default, cephfs-fast; share nfs-share ($(jq -r 'join(" ")' <<<"$SHARE_EXPORTS"))"
+
+wait_for placement 300 curl -fsS -m 10 "$placement_url/"
+step "placement ready on $placement_url"
+wait_for glance 300 curl -fsS -m 10 "$glance_url/versions"
+step "glance ready on $glance_url"
+wait_prepared nova
+wait_for nova 300 curl -fsS -m 10 "$nova_url/"
+wait_for nova 300 nova_ready
+step "nova ready on $nova_url (compute host $NOVA_HOST up and mapped to cell1)"
+seed_nova
+step "nova seeded: flavors $(jq -r 'keys | join(" ")' <<<"$FLAVOR_IDS")"
 
 write_outputs
 step "OpenStack up. Use: . $state/env   (seed: $state/seed.json)"
