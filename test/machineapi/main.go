@@ -37,11 +37,13 @@ import (
 )
 
 func main() {
-	klog.InitFlags(nil)
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster (required)")
-	namespace := flag.String("namespace", "openshift-machine-api", "namespace of the MachineSets and Machines")
-	metrics := flag.Bool("metrics", false, "serve metrics and health probes on 127.0.0.1, ports chosen by the system")
-	flag.Parse()
+	// A flag set of our own: controller-runtime registers a global --kubeconfig of its own.
+	flags := flag.NewFlagSet("machine-api-openstack", flag.ExitOnError)
+	klog.InitFlags(flags)
+	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the cluster (required)")
+	namespace := flags.String("namespace", "openshift-machine-api", "namespace of the MachineSets and Machines")
+	metrics := flags.Bool("metrics", false, "serve metrics and health probes on 127.0.0.1, ports chosen by the system")
+	_ = flags.Parse(os.Args[1:])
 	if *kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "machine-api-openstack: --kubeconfig is required")
 		os.Exit(2)
