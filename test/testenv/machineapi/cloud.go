@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
@@ -172,6 +173,19 @@ func (ic *InstallerCloud) Delete(ctx context.Context) error {
 		}))
 	} else {
 		note("listing servers", err)
+	}
+	// The trunks CAPO made for the servers' ports (named as the ports): a port in a trunk
+	// cannot be deleted.
+	if pages, err := trunks.List(c.Network, trunks.ListOpts{}).AllPages(ctx); err == nil {
+		all, _ := trunks.ExtractTrunks(pages)
+		re := regexp.MustCompile(prefix)
+		for _, tr := range all {
+			if re.MatchString(tr.Name) {
+				note("deleting trunk "+tr.Name, trunks.Delete(ctx, c.Network, tr.ID).ExtractErr())
+			}
+		}
+	} else {
+		note("listing trunks", err)
 	}
 	if ic.NetworkID != "" {
 		if pages, err := ports.List(c.Network, ports.ListOpts{NetworkID: ic.NetworkID}).AllPages(ctx); err == nil {

@@ -167,7 +167,7 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 	cl := &Cluster{InfraID: opts.InfraID, Clients: clients, done: make(chan struct{})}
 	defer func() {
 		if err != nil {
-			cl.Stop()
+			_ = cl.Stop()
 		}
 	}()
 	if cl.Cloud, err = SeedInstallerCloud(ctx, clients, opts.InfraID, MachineNetwork, APIVIP, IngressVIP); err != nil {
@@ -315,8 +315,9 @@ func (c *Cluster) Log(lines int) string {
 }
 
 // Stop stops the controllers and the node booter, then deletes the cluster's servers, ports
-// and the rest of what SeedInstallerCloud made, so the cloud keeps nothing of the cluster.
-func (c *Cluster) Stop() {
+// and the rest of what SeedInstallerCloud made, so the cloud keeps nothing of the cluster; the
+// error says what could not be deleted.
+func (c *Cluster) Stop() error {
 	if c.controllers != nil {
 		c.controllers.Stop()
 	}
@@ -324,10 +325,12 @@ func (c *Cluster) Stop() {
 		c.cancel()
 		<-c.done
 	}
+	var err error
 	if c.Cloud != nil {
-		_ = c.Cloud.Delete(context.Background())
+		err = c.Cloud.Delete(context.Background())
 	}
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir)
 	}
+	return err
 }

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manila-setup/manila-setup/test/testenv"
-	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
 
 // TestWorkerMachineSetMakesRealServers: the installer's worker MachineSet of 2, reconciled by
@@ -36,7 +37,11 @@ func TestWorkerMachineSetMakesRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cl.Stop)
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
+		}
+	})
 	t.Logf("2 workers Ready in %s", time.Since(start).Round(time.Second))
 
 	mc, err := machineclient.NewForConfig(sim.Config)
@@ -91,6 +96,14 @@ func TestWorkerMachineSetMakesRealServers(t *testing.T) {
 		ip := p.FixedIPs[0].IPAddress
 		if !slices.Contains(p.Tags, "openshiftClusterID="+cl.InfraID) {
 			t.Errorf("port %s tags %v", p.ID, p.Tags)
+		}
+		// The installer's spec says trunk: true: the port is a trunk's parent.
+		tpages, err := trunks.List(cl.Clients.Network, trunks.ListOpts{PortID: p.ID}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr, _ := trunks.ExtractTrunks(tpages); len(tr) != 1 {
+			t.Errorf("port %s: %d trunks, want 1 (trunk: true)", p.ID, len(tr))
 		}
 		// status.addresses: the port's address, then the hostname.
 		if len(m.Status.Addresses) < 2 || m.Status.Addresses[0] != (corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip}) ||
