@@ -45,7 +45,7 @@ lint:
 kube:
 	bash test/env/kube/build.sh
 
-## env-up: the kube binaries and the loopback OpenStack (Keystone, Neutron, Manila)
+## env-up: the kube binaries and the loopback OpenStack (Keystone, Neutron, Manila, Nova, Placement, Glance)
 env-up: kube
 	bash test/env/openstack/up.sh
 

@@ -32,8 +32,9 @@ fi
 cat <<TXT
 
 What runs (sandbox pid $(cat "$sb/sandbox.pid" 2>/dev/null || echo '?')):
-  - OpenStack on 127.0.0.1: real Keystone, Neutron and Manila (DummyDriver back end), seeded
-    with networks, security groups, share types and a share
+  - OpenStack on 127.0.0.1: real Keystone, Neutron, Manila (DummyDriver back end), Nova (fake
+    virt driver), Placement and Glance, seeded with networks, security groups, share types, a
+    share and flavors
       state and logs: $os
       what was seeded: $os/seed.json
   - a cluster shaped like a fresh OpenShift-on-OpenStack install: real kube-apiserver, etcd,

@@ -21,6 +21,7 @@ Usage: nova-all.py --config-file nova.conf
 
 import nova.monkey_patch  # noqa: F401  eventlet, before anything else
 
+import logging as std_logging  # noqa: E402
 import sys  # noqa: E402
 
 import os_vif  # noqa: E402
@@ -43,6 +44,9 @@ CONF = nova.conf.CONF
 def main():
     config.parse_args(sys.argv)
     logging.setup(CONF, 'nova')
+    # oslo.messaging warns each time Nova makes an RPC client itself (nova/rpc.py does, for
+    # every cell it targets): with host discovery every 2 s that was a line a second.
+    std_logging.getLogger('oslo_messaging.rpc.client').setLevel(std_logging.ERROR)
     objects.register_all()
     # Registers os-vif's objects and loads its plugins, as nova-compute does.
     os_vif.initialize()

@@ -642,8 +642,11 @@ models.BASE.metadata.create_all(sqlalchemy.create_engine(sys.argv[1]))' "sqlite:
   start_service manila "$PY" "$here/manila-all.py" --config-file "$state/manila/manila.conf"
 }
 
+# Placement's, Glance's and Nova's database preparations run at a lower priority (nice): they
+# are not needed before Keystone is up and seeded, and at full priority the six Python start-ups
+# at once delayed Keystone, the start of everything else.
 prepare_placement() {
-  placement-manage --config-file "$state/placement/placement.conf" db sync
+  nice -n 10 placement-manage --config-file "$state/placement/placement.conf" db sync
   enable_wal "$state/placement/placement.sqlite"
   # Under uwsgi like Keystone (same options and reasons).
   start_service placement uwsgi-core --plugins python3 --master --die-on-term --lazy-apps \
@@ -657,7 +660,7 @@ prepare_placement() {
 prepare_glance() {
   local conf="$state/glance/glance-api.conf"
   # glance-manage without glance-common (which ships only the command and config files).
-  "$PY" -c 'import sys; from glance.cmd.manage import main; sys.exit(main())' \
+  nice -n 10 "$PY" -c 'import sys; from glance.cmd.manage import main; sys.exit(main())' \
     --config-file "$conf" db_sync
   enable_wal "$state/glance/glance.sqlite"
   start_service glance "$PY" "$here/glance-api.py" --config-file "$conf"
@@ -675,7 +678,7 @@ prepare_nova() {
   # cell's URL when it targets the cell, and a second fake:// is a bus of its own, on which the
   # casts to compute are lost. A URL of the "none" driver keeps the process-wide transport; plain
   # none:/// is refused because cell0 has it.
-  "$PY" - "$state/nova/nova.conf" "sqlite:///$state/nova/nova_cell0.sqlite" \
+  nice -n 10 "$PY" - "$state/nova/nova.conf" "sqlite:///$state/nova/nova_cell0.sqlite" \
     "sqlite:///$state/nova/nova_cell1.sqlite" <<'EOF'
 import sys
 from nova.cmd import manage
