@@ -16,7 +16,12 @@ key=$(cd "$module" && find . -type f \( -name '*.go' -o -name go.mod -o -name go
   LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 dir="$MANILA_SETUP_CACHE/machineapi/$key"
 
+# Every change to the module leaves a new folder (about 80 MiB); those no build used for a week
+# go. A folder in use is touched below, so a tree that still builds it keeps it.
+find "$MANILA_SETUP_CACHE/machineapi" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+
 if [[ -x $dir/machine-api-openstack && -f $dir/.complete ]]; then
+  touch "$dir"
   step "machine-api-openstack cached in $dir"
   echo "$dir"
   exit 0

@@ -155,7 +155,7 @@ func (b *NodeBooter) nicsOf(ctx context.Context, serverID string) ([]machinectl.
 			if err != nil {
 				return nil, fmt.Errorf("reading subnet %s of port %s: %w", ip.SubnetID, p.ID, err)
 			}
-			nic, err := nicOf(network.Name, ip.IPAddress, s)
+			nic, err := machinectl.NICOf(network.Name, ip.IPAddress, s)
 			if err != nil {
 				return nil, fmt.Errorf("port %s: %w", p.ID, err)
 			}
@@ -170,26 +170,6 @@ func (b *NodeBooter) nicsOf(ctx context.Context, serverID string) ([]machinectl.
 }
 
 func (b *NodeBooter) onMachineNetwork(a netip.Addr) bool { return b.machineNetwork.Contains(a) }
-
-// nicOf: what the subnet's DHCP hands a fixed IP (as machinectl's NeutronPorts models it).
-func nicOf(network, address string, s *subnets.Subnet) (machinectl.NIC, error) {
-	addr, err := netip.ParseAddr(address)
-	if err != nil {
-		return machinectl.NIC{}, fmt.Errorf("fixed IP %q: %w", address, err)
-	}
-	prefix, err := netip.ParsePrefix(s.CIDR)
-	if err != nil {
-		return machinectl.NIC{}, fmt.Errorf("subnet %s CIDR %q: %w", s.ID, s.CIDR, err)
-	}
-	nic := machinectl.NIC{Network: network, Addr: addr, Subnet: prefix, NoDHCP: !s.EnableDHCP}
-	nic.DefaultRoute = s.EnableDHCP && s.GatewayIP != ""
-	for _, r := range s.HostRoutes {
-		if d, err := netip.ParsePrefix(r.DestinationCIDR); err == nil && d.Bits() == 0 && s.EnableDHCP {
-			nic.DefaultRoute = true
-		}
-	}
-	return nic, nil
-}
 
 // reap deletes the Nodes whose servers are gone.
 func (b *NodeBooter) reap(ctx context.Context) error {
