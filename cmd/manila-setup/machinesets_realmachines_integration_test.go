@@ -250,9 +250,9 @@ func firstNodeIP(n *corev1.Node) string {
 // MachineSet has its port security switched off afterwards while the set asks for security
 // groups, so Neutron refuses the new server's port. As with the OpenShift provider, that is a
 // create error, not an invalid configuration: the machine controller keeps the Machine
-// Provisioning and tries again (it never gets a server or a providerID), CAPO deletes the ports it
-// made for it, and Neutron's words reach the Machine as a Warning event. The rollout stops on it
-// (no Ready Node within its --timeout) with the old Machine serving.
+// Provisioning and tries again (it never gets a server or a providerID), CAPO deletes the ports
+// it made for it at each try, and Neutron's words reach the Machine as a Warning event. The
+// rollout stops on it (no Ready Node within its --timeout) with the old Machine serving.
 func TestRealMachinesNeutronRefusalStopsTheRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -308,7 +308,9 @@ func TestRealMachinesNeutronRefusalStopsTheRollout(t *testing.T) {
 	if !refused {
 		t.Errorf("no Warning event FailedCreatePort with Neutron's message on Machine %s: %+v", fresh.Name, events.Items)
 	}
-	// Nova never got a server for it; no port of it is left on either network.
+	// Nova never got a server for it; no port of it is on the refused network, and the machine
+	// network port of each try is deleted after it (the machine controller tries again and
+	// again, so one may exist for a moment: never more than one).
 	pages, err := servers.List(cl.Clients.Compute, servers.ListOpts{Name: "^" + fresh.Name + "$"}).AllPages(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -321,10 +323,18 @@ func TestRealMachinesNeutronRefusalStopsTheRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, _ := ports.ExtractPorts(ppages)
+	var tries []string
 	for _, port := range all {
-		if strings.HasPrefix(port.Name, fresh.Name+"-") {
-			t.Errorf("port %s (%s, network %s) of the refused Machine left in Neutron", port.ID, port.Name, port.NetworkID)
+		if !strings.HasPrefix(port.Name, fresh.Name+"-") {
+			continue
 		}
+		if port.NetworkID != cl.Cloud.NetworkID {
+			t.Errorf("port %s (%s) of the refused Machine on network %s", port.ID, port.Name, port.NetworkID)
+		}
+		tries = append(tries, port.ID)
+	}
+	if len(tries) > 1 {
+		t.Errorf("the refused Machine's tries left %d ports on the machine network: %v", len(tries), tries)
 	}
 	// The old Machine serves on.
 	still, err := mc.MachineV1beta1().Machines(machineapi.Namespace).Get(ctx, old[0].Name, metav1.GetOptions{})
