@@ -10,7 +10,7 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 IMAGE_REPO ?= localhost/manila-setup
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.imageRepo=$(IMAGE_REPO)
 
-.PHONY: all build test test-stress test-unit lint kube csi env-up env-down demo demo-down image image-push release clean
+.PHONY: all build test test-stress test-unit lint kube csi machineapi env-up env-down demo demo-down image image-push release clean
 
 all: build
 
@@ -61,6 +61,11 @@ env-down:
 ## csi: build (or reuse) the cached binaries of the real Manila CSI driver (controller side)
 csi:
 	bash test/env/csi/build.sh
+
+## machineapi: build (or reuse) the cached Machine API controllers with the OpenStack actuator
+## (test/machineapi), which the tests run against real Nova servers
+machineapi:
+	bash test/env/machineapi/build.sh
 
 ## demo: a local sandbox (loopback OpenStack, an installer-shaped cluster, the operator and the
 ## real CSI driver), then the attach wizard; reuses what is already running

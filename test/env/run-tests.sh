@@ -81,6 +81,12 @@ step "Cluster API controllers (cold: about 10 minutes; cached afterwards)"
 MANILA_SETUP_CLUSTERAPI=$(bash "$here/clusterapi/build.sh")
 export MANILA_SETUP_CLUSTERAPI
 
+# The real Machine API controllers with the OpenStack actuator (test/machineapi, a module of its
+# own): the tests run them as a process against their clusters and the cloud's Nova.
+step "Machine API controllers (cached afterwards)"
+MANILA_SETUP_MACHINEAPI_BIN=$(bash "$here/machineapi/build.sh")
+export MANILA_SETUP_MACHINEAPI_BIN
+
 # The real node's other operand images and its CNI plugins.
 step "real node: operand binaries and CNI plugins (cached afterwards)"
 MANILA_SETUP_OPERAND_BIN=$(bash "$here/node/operands.sh")
@@ -107,7 +113,7 @@ podman_install
 # The integration tests leave about a third of the two cores idle while they wait on their
 # servers, so these fill it instead of adding 6-8 minutes after them. Each has its log.
 side_log="$MANILA_SETUP_RUN/beside-tests"
-step "beside the tests: lint, fuzz installconfig (30 s + 10 s), the installer oracle, the OLM bundle check (logs: $side_log.*.log)"
+step "beside the tests: lint, fuzz installconfig (30 s + 10 s), the installer oracle, the OLM bundle check, the Machine API actuator's unit tests (logs: $side_log.*.log)"
 setsid bash -c '
   set -e
   log=$1
@@ -118,6 +124,7 @@ setsid bash -c '
   # there may need go.mod/go.sum updates here; let go make them rather than fail.
   (cd test/installer-oracle && go test -mod=mod -count=1 ./...) >"$log.oracle.log" 2>&1
   (cd test/olm-bundle && go test -mod=mod -count=1 ./...) >"$log.olm.log" 2>&1
+  (cd test/machineapi && go test -count=1 ./...) >"$log.machineapi.log" 2>&1
 ' beside-tests "$side_log" &
 side_pid=$!
 side_pgid=$side_pid
@@ -139,7 +146,7 @@ wait "$test_pid"
 step "waiting for what ran beside the tests (lint, fuzz, installer oracle, OLM bundle check)"
 if ! wait "$side_pid"; then
   for f in "$side_log".*.log; do echo "== $f"; cat "$f"; done >&2
-  die "lint, the fuzz runs, the installer oracle or the OLM bundle check failed (logs above)"
+  die "lint, the fuzz runs, the installer oracle, the OLM bundle check or the actuator's unit tests failed (logs above)"
 fi
-for f in lint fuzz oracle olm; do echo "== $f"; tail -n 4 "$side_log.$f.log"; done >&2
-step "lint, fuzz, installer oracle (openshift-install's own checks over the installconfig corpus), OLM bundle validation: passed"
+for f in lint fuzz oracle olm machineapi; do echo "== $f"; tail -n 4 "$side_log.$f.log"; done >&2
+step "lint, fuzz, installer oracle (openshift-install's own checks over the installconfig corpus), OLM bundle validation, Machine API actuator unit tests: passed"

@@ -15,7 +15,10 @@
 //
 // A Machine whose port Neutron refuses for lack of addresses ("No more IP addresses available on
 // network ...") goes Failed with errorReason InvalidConfiguration and Neutron's message, and its
-// ports are deleted, as with the real actuator: the server is never made.
+// ports are deleted: the server is never made. That is a shortcut: the real OpenStack provider
+// calls such a refusal a create error, so its Machine stays Provisioning, is retried, and shows
+// Neutron's words in a Warning event (test/testenv/machineapi runs the real controllers;
+// docs/development.md, the Machine API section).
 //
 // Tests steer it: Fail (a named Machine goes Failed with an errorMessage), FailNext and
 // StallNext (the next Machine it creates fails, or never gets a Node).

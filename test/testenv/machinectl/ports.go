@@ -128,7 +128,7 @@ func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string,
 			if err != nil {
 				return nil, fmt.Errorf("reading subnet %s of port %s: %w", ip.SubnetID, p.ID, err)
 			}
-			nic, err := nicOf(network.Name, ip.IPAddress, subnet)
+			nic, err := NICOf(network.Name, ip.IPAddress, subnet)
 			if err != nil {
 				return nil, fmt.Errorf("port %s: %w", p.ID, err)
 			}
@@ -138,8 +138,8 @@ func (n neutronPorts) CreatePorts(ctx context.Context, machine, serverID string,
 	return nics, nil
 }
 
-// nicOf is the NIC a fixed IP on subnet makes: what the subnet's DHCP server hands out.
-func nicOf(network, address string, subnet *subnets.Subnet) (NIC, error) {
+// NICOf is the NIC a fixed IP on subnet makes: what the subnet's DHCP server hands out.
+func NICOf(network, address string, subnet *subnets.Subnet) (NIC, error) {
 	addr, err := netip.ParseAddr(address)
 	if err != nil {
 		return NIC{}, fmt.Errorf("fixed IP %q: %w", address, err)

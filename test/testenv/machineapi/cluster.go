@@ -1,0 +1,336 @@
+// Package machineapi runs the OpenShift Machine API for real beside a sim cluster
+// (test/testenv) and the loopback OpenStack with Nova: the MachineSet, machine, drain and
+// nodelink controllers of github.com/openshift/machine-api-operator with an OpenStack actuator
+// (test/machineapi, built by test/env/machineapi/build.sh) create real servers and ports. One
+// stand-in is left, the NodeBooter: what a booted RHCOS server does (register its Node with the
+// node IP it chose), which the fake virt driver does not.
+package machineapi
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
+)
+
+// Names the installer and the Machine API use.
+const (
+	Namespace         = machinectl.Namespace
+	CredentialsSecret = "openstack-cloud-credentials"
+	UserDataSecret    = "worker-user-data"
+	// MachineNetwork and the VIPs are those of machinectl.DefaultInstallConfig.
+	MachineNetwork = "10.196.0.0/16"
+	APIVIP         = "10.196.0.5"
+	IngressVIP     = "10.196.0.7"
+)
+
+// Binaries returns the folder holding machine-api-openstack: $MANILA_SETUP_MACHINEAPI_BIN if
+// set (make test sets it), else what test/env/machineapi/build.sh prints (it builds the program
+// once, then answers from its cache).
+func Binaries(ctx context.Context) (string, error) {
+	dir := os.Getenv("MANILA_SETUP_MACHINEAPI_BIN")
+	if dir == "" {
+		script, err := buildScript()
+		if err != nil {
+			return "", err
+		}
+		out, err := exec.CommandContext(ctx, "bash", script).Output()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", script, err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "machine-api-openstack")); err != nil {
+		return "", fmt.Errorf("machine-api-openstack is missing in %s: run test/env/machineapi/build.sh (make test does)", dir)
+	}
+	return dir, nil
+}
+
+// buildScript finds test/env/machineapi/build.sh above the working directory (a test runs in
+// its package's folder).
+func buildScript() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "test", "env", "machineapi", "build.sh")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("test/env/machineapi/build.sh not found above the working directory: set MANILA_SETUP_MACHINEAPI_BIN")
+		}
+		dir = parent
+	}
+}
+
+// ClusterOptions shape an installer-shaped cluster with the real Machine API.
+type ClusterOptions struct {
+	// CloudsFile is the loopback cloud's clouds.yaml (testenv.Cloud.CloudsFile); required.
+	CloudsFile string
+	// Cloud is the cloud of CloudsFile the cluster lives in (its servers, its network); default
+	// testenv.CloudDemo. A test's own project (test/ostest) keeps its servers apart.
+	Cloud string
+	// InfraID is the infrastructure name; default "ostest-" and five random characters, so that
+	// clusters sharing a cloud do not share its resources.
+	InfraID string
+	// Workers is the replica count of the worker MachineSet; default 2.
+	Workers int32
+	// NodeIP is the nodes' nodeip-configuration; its VIPs default to the cluster's.
+	NodeIP machinectl.NodeIPRule
+}
+
+// Cluster is a sim cluster shaped like a fresh OpenShift-on-OpenStack install whose workers
+// are real servers of the loopback cloud, made by the real Machine API.
+type Cluster struct {
+	// MachineSet is the name of the worker MachineSet.
+	MachineSet string
+	InfraID    string
+	// Cloud is what the installer left in the cloud for this cluster.
+	Cloud *InstallerCloud
+	// Clients see the cloud as the cluster's user (project demo) does.
+	Clients *Clients
+	Booter  *NodeBooter
+
+	controllers *testenv.Process
+	dir         string
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+// InstallerShaped makes a sim cluster look like a fresh OpenShift-on-OpenStack install, as
+// machinectl.InstallerShaped does, but with the real Machine API making real servers: the cloud
+// seeded as the installer leaves it (SeedInstallerCloud), Infrastructure "cluster" with the
+// cluster's VIPs, kube-system/cluster-config-v1, the Secrets openstack-cloud-credentials (the
+// cloud's clouds.yaml, cloud "openstack") and worker-user-data, one worker MachineSet as
+// openshift-install writes it, the controllers running as a process and the NodeBooter beside
+// them. It returns once the workers are Ready Nodes linked to Running Machines.
+func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterOptions) (_ *Cluster, err error) {
+	if opts.CloudsFile == "" {
+		return nil, fmt.Errorf("machineapi.InstallerShaped: no CloudsFile")
+	}
+	if opts.InfraID == "" {
+		opts.InfraID = "ostest-" + testenv.NameSuffix()
+	}
+	if opts.Cloud == "" {
+		opts.Cloud = testenv.CloudDemo
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 2
+	}
+	if len(opts.NodeIP.VIPs) == 0 {
+		opts.NodeIP.VIPs = []netip.Addr{netip.MustParseAddr(APIVIP), netip.MustParseAddr(IngressVIP)}
+	}
+	bin, err := Binaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(sim.Config)
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.WarningHandler = rest.NoWarnings{}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := machineclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := Connect(ctx, opts.CloudsFile, opts.Cloud)
+	if err != nil {
+		return nil, err
+	}
+	cl := &Cluster{InfraID: opts.InfraID, Clients: clients, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			_ = cl.Stop()
+		}
+	}()
+	if cl.Cloud, err = SeedInstallerCloud(ctx, clients, opts.InfraID, MachineNetwork, APIVIP, IngressVIP); err != nil {
+		return nil, err
+	}
+	if err := seedCluster(ctx, kc, cc, opts); err != nil {
+		return nil, err
+	}
+	ms := machinectl.WorkerMachineSet(opts.InfraID, 0, opts.Workers)
+	if _, err := mc.MachineV1beta1().MachineSets(Namespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
+	}
+	cl.MachineSet = ms.Name
+
+	if cl.dir, err = os.MkdirTemp("", "manila-setup-machineapi-"); err != nil {
+		return nil, err
+	}
+	// The controllers find their cloud in the Machines' cloudsSecret only: an OS_CLOUD or
+	// OS_CLIENT_CONFIG_FILE of the tests must not reach them.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OS_") {
+			env = append(env, kv)
+		}
+	}
+	if cl.controllers, err = testenv.StartProcess(cl.dir, "machine-api-openstack", filepath.Join(bin, "machine-api-openstack"), env,
+		"--kubeconfig="+sim.Kubeconfig, "--namespace="+Namespace, "--v=2"); err != nil {
+		return nil, err
+	}
+	mn := netip.MustParsePrefix(MachineNetwork)
+	cl.Booter = &NodeBooter{mc: mc, kc: kc, cloud: clients, nodes: sim, namespace: Namespace, rule: opts.NodeIP, machineNetwork: mn, booted: map[string]string{}}
+	runCtx, cancel := context.WithCancel(context.Background())
+	cl.cancel = cancel
+	go func() {
+		defer close(cl.done)
+		cl.Booter.Run(runCtx, 500*time.Millisecond)
+	}()
+	if err := cl.WaitReady(ctx, ms.Name, opts.Workers, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// seedCluster creates what the installer leaves in the cluster for the Machine API.
+func seedCluster(ctx context.Context, kc kubernetes.Interface, cc configclient.Interface, opts ClusterOptions) error {
+	infra, err := cc.ConfigV1().Infrastructures().Create(ctx, &configv1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec:       configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.OpenStackPlatformType}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating Infrastructure cluster: %w", err)
+	}
+	infra.Status = configv1.InfrastructureStatus{
+		InfrastructureName:     opts.InfraID,
+		ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
+		InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
+		PlatformStatus: &configv1.PlatformStatus{Type: configv1.OpenStackPlatformType, OpenStack: &configv1.OpenStackPlatformStatus{
+			APIServerInternalIPs: []string{APIVIP}, IngressIPs: []string{IngressVIP},
+			LoadBalancer: &configv1.OpenStackPlatformLoadBalancer{Type: configv1.LoadBalancerTypeOpenShiftManagedDefault},
+		}},
+	}
+	if _, err := cc.ConfigV1().Infrastructures().UpdateStatus(ctx, infra, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("Infrastructure cluster status: %w", err)
+	}
+	for _, ns := range []string{"kube-system", Namespace} {
+		if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	if _, err := kc.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-config-v1", Namespace: "kube-system"},
+		Data:       map[string]string{"install-config": machinectl.DefaultInstallConfig},
+	}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating kube-system/cluster-config-v1: %w", err)
+	}
+	clouds, err := cloudsYAMLFor(opts.CloudsFile, opts.Cloud, "openstack")
+	if err != nil {
+		return err
+	}
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecret, Namespace: Namespace}, Data: map[string][]byte{"clouds.yaml": clouds}},
+		// A worker's pointer Ignition config, as the installer writes it.
+		{ObjectMeta: metav1.ObjectMeta{Name: UserDataSecret, Namespace: Namespace}, Data: map[string][]byte{
+			"userData": []byte(`{"ignition":{"config":{"merge":[{"source":"https://api-int.ostest.example.com:22623/config/worker"}]},"version":"3.2.0"}}`),
+		}},
+	} {
+		if _, err := kc.CoreV1().Secrets(Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %w", Namespace, s.Name, err)
+		}
+	}
+	return nil
+}
+
+// WaitReady waits until MachineSet set has want Ready replicas, each Machine Running with a
+// nodeRef; it fails early when the controllers exit, and says what the Machines and the
+// controllers' log last showed.
+func (c *Cluster) WaitReady(ctx context.Context, set string, want int32, timeout time.Duration) error {
+	mc, err := c.machineClient()
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if c.controllers.Exited() {
+			return false, fmt.Errorf("machine-api-openstack exited:\n%s", c.controllers.Tail(40))
+		}
+		ms, err := mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, set, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		list, err := mc.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + set})
+		if err != nil {
+			return false, nil
+		}
+		running := int32(0)
+		last = fmt.Sprintf("MachineSet %s: %d/%d ready;", set, ms.Status.ReadyReplicas, want)
+		for _, m := range list.Items {
+			phase := ""
+			if m.Status.Phase != nil {
+				phase = *m.Status.Phase
+			}
+			last += fmt.Sprintf(" %s %s", m.Name, phase)
+			if m.DeletionTimestamp == nil && phase == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil {
+				running++
+			}
+		}
+		return ms.Status.ReadyReplicas == want && running == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w (node booter: %v)\nmachine-api-openstack log:\n%s", last, err, c.Booter.Err(), c.controllers.Tail(30))
+	}
+	return nil
+}
+
+func (c *Cluster) machineClient() (machineclient.Interface, error) {
+	return c.Booter.mc, nil
+}
+
+// Log returns the last lines of the controllers' log.
+func (c *Cluster) Log(lines int) string {
+	if c.controllers == nil {
+		return ""
+	}
+	return c.controllers.Tail(lines)
+}
+
+// Stop stops the controllers and the node booter, then deletes the cluster's servers, ports
+// and the rest of what SeedInstallerCloud made, so the cloud keeps nothing of the cluster; the
+// error says what could not be deleted.
+func (c *Cluster) Stop() error {
+	if c.controllers != nil {
+		c.controllers.Stop()
+	}
+	if c.cancel != nil {
+		c.cancel()
+		<-c.done
+	}
+	var err error
+	if c.Cloud != nil {
+		err = c.Cloud.Delete(context.Background())
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+	return err
+}
