@@ -128,6 +128,13 @@ func (r *roller) Observe(ctx context.Context, name string) (rollout.SetView, err
 				return rollout.SetView{}, fmt.Errorf("reading Node %s of Machine %s: %w", ref.Name, m.Name, err)
 			}
 		}
+		if mv.Updated && !mv.Ready && !mv.Deleting && !mv.Failed {
+			events, err := r.warnings(ctx, m.Name)
+			if err != nil {
+				return rollout.SetView{}, err
+			}
+			mv.Warning, mv.Warnings = rollout.NewestWarning(events)
+		}
 		v.Machines = append(v.Machines, mv)
 	}
 	return v, nil
@@ -209,15 +216,24 @@ func (r *roller) Facts(ctx context.Context, v rollout.SetView, machine string) (
 			f.NodeIP = ips[0]
 		}
 	}
-	events, err := r.kc.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.name": machine, "involvedObject.kind": "Machine", "type": corev1.EventTypeWarning}.String()})
+	events, err := r.warnings(ctx, machine)
 	if err != nil {
-		return rollout.Facts{}, fmt.Errorf("listing the events of Machine %s/%s: %w", Namespace, machine, err)
+		return rollout.Facts{}, err
 	}
-	for _, e := range events.Items {
+	for _, e := range events {
 		f.Warnings = append(f.Warnings, e.Reason+": "+e.Message)
 	}
 	return f, nil
+}
+
+// warnings lists the Warning events about a Machine.
+func (r *roller) warnings(ctx context.Context, machine string) ([]corev1.Event, error) {
+	events, err := r.kc.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": machine, "involvedObject.kind": "Machine", "type": corev1.EventTypeWarning}.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the events of Machine %s/%s: %w", Namespace, machine, err)
+	}
+	return events.Items, nil
 }
 
 // MarkCanary records the canary check on a Machine.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -112,4 +113,36 @@ func ServerID(providerID string) string {
 		return ""
 	}
 	return rest[strings.LastIndex(rest, "/")+1:]
+}
+
+// NewestWarning is the newest of a Machine's Warning events as "Reason: message", and how many
+// Warning events of that reason there are (an event's count included: the recorder folds
+// repeats of one message into one event).
+func NewestWarning(events []corev1.Event) (string, int) {
+	var newest *corev1.Event
+	for i := range events {
+		if newest == nil || eventTime(&events[i]).After(eventTime(newest)) {
+			newest = &events[i]
+		}
+	}
+	if newest == nil {
+		return "", 0
+	}
+	n := 0
+	for _, e := range events {
+		if e.Reason == newest.Reason {
+			n += max(int(e.Count), 1)
+		}
+	}
+	return newest.Reason + ": " + newest.Message, n
+}
+
+// eventTime is when an event last happened, by whichever of its times the recorder set.
+func eventTime(e *corev1.Event) time.Time {
+	for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return e.CreationTimestamp.Time
 }

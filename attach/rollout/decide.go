@@ -20,7 +20,19 @@ type MachineView struct {
 	Phase    string
 	// Canary is its CanaryAnnotation: "" (not checked), CanaryPassed, or a failure.
 	Canary string
+	// Warning is the newest Warning event about a new Machine that is not Ready yet, as
+	// "Reason: message" (a port Neutron refused, a server Nova could not make), and Warnings
+	// how many Warning events of that reason there are: the Machine API keeps retrying a create
+	// that failed, and leaves the Machine Provisioning, so these are how the cloud's refusal
+	// reaches the user.
+	Warning  string
+	Warnings int
 }
+
+// RepeatedWarnings is how many Warning events of one reason about a new Machine that is not
+// Ready stop the rollout: a create the cloud refused that many times the same way (each a retry
+// of the machine controller, some 20 s apart) is not going to go through by itself.
+const RepeatedWarnings = 3
 
 // SetView is a MachineSet as the rollout sees it at one instant: what Target.Observe
 // returns and decide works from.
@@ -116,9 +128,16 @@ func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time
 			st.Kind, st.Machine = stepFail, m.Name
 			st.Err = fmt.Sprintf("new Machine %s failed: %s", m.Name, orDefault(m.Message, "phase Failed, no error message"))
 			return st
+		case !m.Ready && m.Warnings >= RepeatedWarnings:
+			st.Kind, st.Machine = stepFail, m.Name
+			st.Err = fmt.Sprintf("new Machine %s could not be made: the machine controller tried %d times and was refused each time (phase %s): %s", m.Name, m.Warnings, orDefault(m.Phase, "unset"), m.Warning)
+			return st
 		case !m.Ready && timeout > 0 && now.Sub(m.Created) > timeout:
 			st.Kind, st.Machine = stepFail, m.Name
 			st.Err = fmt.Sprintf("new Machine %s has no Ready Node %s after it was created (phase %s)", m.Name, timeout, orDefault(m.Phase, "unset"))
+			if m.Warning != "" {
+				st.Err += "; the last warning about it: " + m.Warning
+			}
 			return st
 		}
 	}
@@ -205,6 +224,9 @@ func waitForNew(st step, fresh []MachineView, now time.Time, otherwise string) s
 	if waiting != nil {
 		st.Waiting = waiting.Name
 		st.Phase = fmt.Sprintf("waiting for new Machine %s to become a Ready Node (%s)", waiting.Name, orDefault(waiting.Phase, "no phase yet"))
+		if waiting.Warning != "" {
+			st.Phase = fmt.Sprintf("waiting for new Machine %s to become a Ready Node (%s; warned %d time(s): %s)", waiting.Name, orDefault(waiting.Phase, "no phase yet"), waiting.Warnings, waiting.Warning)
+		}
 	}
 	return st
 }

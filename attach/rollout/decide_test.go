@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // world is a model of a MachineSet, its Machines and a MachineSet controller that reacts late
@@ -271,6 +274,29 @@ func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 		t.Errorf("machine within its timeout: %+v", st)
 	}
 
+	// A new Machine the cloud refuses stays Provisioning while the machine controller retries:
+	// its warning is shown while it is waited for, in the timeout's words, and a third refusal
+	// of the same reason stops the rollout without waiting for the timeout.
+	refused := base
+	refusal := "FailedCreatePort: Port security must be enabled and port must have an IP address in order to use security groups."
+	refused.Machines = append(slices.Clone(base.Machines), MachineView{Name: "new-z", Updated: true, Phase: "Provisioning", Created: now.Add(-time.Minute),
+		Warning: refusal, Warnings: 2})
+	st = decide(refused, 1, 0, 20*time.Minute, now, false)
+	if st.Kind != stepWait || !strings.Contains(st.Phase, "new-z") || !strings.Contains(st.Phase, "warned 2 time(s): "+refusal) {
+		t.Errorf("machine refused twice: %+v", st)
+	}
+	refused.Machines[len(refused.Machines)-1].Created = now.Add(-21 * time.Minute)
+	st = decide(refused, 1, 0, 20*time.Minute, now, false)
+	if st.Kind != stepFail || !strings.Contains(st.Err, "no Ready Node 20m0s after it was created (phase Provisioning); the last warning about it: "+refusal) {
+		t.Errorf("machine refused twice, past its timeout: %+v", st)
+	}
+	refused.Machines[len(refused.Machines)-1].Created = now.Add(-time.Minute)
+	refused.Machines[len(refused.Machines)-1].Warnings = RepeatedWarnings
+	st = decide(refused, 1, 0, 20*time.Minute, now, false)
+	if st.Kind != stepFail || st.Machine != "new-z" || !strings.Contains(st.Err, "tried 3 times and was refused each time (phase Provisioning): "+refusal) {
+		t.Errorf("machine refused %d times: %+v", RepeatedWarnings, st)
+	}
+
 	// Old machines failing are not our doing: they are replaced first.
 	sick := base
 	sick.Machines = slices.Clone(base.Machines)
@@ -294,5 +320,21 @@ func TestDecideLeavesUpToDateSetsAlone(t *testing.T) {
 	v.HasOriginal = true
 	if st := decide(v, 1, 0, time.Hour, now, false); st.Kind != stepWait {
 		t.Errorf("finishing rollout: %+v", st)
+	}
+}
+
+func TestNewestWarningCountsItsReason(t *testing.T) {
+	at := func(minute int) metav1.Time { return metav1.NewTime(time.Date(2026, 1, 1, 0, minute, 0, 0, time.UTC)) }
+	events := []corev1.Event{
+		{Reason: "FailedCreatePort", Message: "try 1", Count: 1, LastTimestamp: at(1)},
+		{Reason: "FailedCreate", Message: "quota", Count: 4, LastTimestamp: at(2)},
+		{Reason: "FailedCreatePort", Message: "try 2 and 3", Count: 2, LastTimestamp: at(3)},
+		{Reason: "FailedCreatePort", Message: "no count", EventTime: metav1.NewMicroTime(at(0).Time)},
+	}
+	if w, n := NewestWarning(events); w != "FailedCreatePort: try 2 and 3" || n != 4 {
+		t.Errorf("NewestWarning = %q, %d; want the newest (try 2 and 3) and 4 of its reason", w, n)
+	}
+	if w, n := NewestWarning(nil); w != "" || n != 0 {
+		t.Errorf("NewestWarning(nil) = %q, %d", w, n)
 	}
 }
