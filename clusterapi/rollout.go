@@ -169,6 +169,9 @@ func machineView(m *clusterv1.Machine, template string, clonedFrom map[string]st
 		Phase:    m.Status.Phase,
 		Canary:   m.Annotations[rollout.CanaryAnnotation],
 	}
+	if m.DeletionTimestamp != nil {
+		mv.DeletingSince = m.DeletionTimestamp.Time
+	}
 	from, known := clonedFrom[m.Spec.InfrastructureRef.Name]
 	mv.Updated = known && from == template
 	var reasons []string

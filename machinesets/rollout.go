@@ -106,6 +106,9 @@ func (r *roller) Observe(ctx context.Context, name string) (rollout.SetView, err
 			Marked:   m.Annotations[DeleteMachineAnnotation] != "",
 			Canary:   m.Annotations[rollout.CanaryAnnotation],
 		}
+		if m.DeletionTimestamp != nil {
+			mv.DeletingSince = m.DeletionTimestamp.Time
+		}
 		if m.Status.Phase != nil {
 			mv.Phase = *m.Status.Phase
 			mv.Failed = mv.Phase == machinev1beta1.PhaseFailed

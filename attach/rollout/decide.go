@@ -16,8 +16,11 @@ type MachineView struct {
 	Failed   bool // phase Failed (Cluster API: or a failureReason/failureMessage)
 	Message  string
 	Deleting bool // has a deletionTimestamp
-	Marked   bool // carries the API's delete-machine annotation
-	Phase    string
+	// DeletingSince is its deletionTimestamp: the machine controller drains its Node and
+	// deletes its server before the Machine goes.
+	DeletingSince time.Time
+	Marked        bool // carries the API's delete-machine annotation
+	Phase         string
 	// Canary is its CanaryAnnotation: "" (not checked), CanaryPassed, or a failure.
 	Canary string
 	// Warning is the newest Warning event about a new Machine that is not Ready yet, as
@@ -182,6 +185,18 @@ func decide(v SetView, surge, unavailable int32, timeout time.Duration, now time
 		case len(live) != int(R) || ready < int(R):
 			return waitForNew(st, fresh, now, fmt.Sprintf("waiting for %d Ready Machines (%d now)", R, ready))
 		}
+		// Done once the old Machines are gone too: until then their Nodes still run pods,
+		// and the operator still counts them (they mount from the machine network).
+		if m := oldestDeleting(v.Machines); m != nil {
+			if timeout > 0 && now.Sub(m.DeletingSince) > timeout {
+				st.Kind, st.Machine = stepFail, m.Name
+				st.Err = fmt.Sprintf("old Machine %s is still being deleted %s after it was asked to go (its Node drained, its server deleted): a PodDisruptionBudget may hold its drain", m.Name, timeout)
+				return st
+			}
+			st.Kind, st.Waiting = stepWait, m.Name
+			st.Phase = fmt.Sprintf("all %d replaced; waiting for old Machine %s to be drained and deleted", R, m.Name)
+			return st
+		}
 		st.Kind, st.Phase = stepDone, fmt.Sprintf("done: %d of %d replaced", replaced, R)
 		return st
 	}
@@ -229,6 +244,17 @@ func waitForNew(st step, fresh []MachineView, now time.Time, otherwise string) s
 		}
 	}
 	return st
+}
+
+// oldestDeleting is the Machine deleted first of those still there, nil if none.
+func oldestDeleting(machines []MachineView) *MachineView {
+	var first *MachineView
+	for i := range machines {
+		if machines[i].Deleting && (first == nil || machines[i].DeletingSince.Before(first.DeletingSince)) {
+			first = &machines[i]
+		}
+	}
+	return first
 }
 
 // firstReady is the oldest Ready new Machine, nil if none.

@@ -83,7 +83,7 @@ func (w *world) controllerEvent() bool {
 			victim := pickVictims(cands, 1, false)[0] // marked first, like the real controller
 			for _, m := range w.machines {
 				if m.Name == victim.Name {
-					m.Deleting, m.Ready = true, false
+					m.Deleting, m.DeletingSince, m.Ready = true, w.now, false
 				}
 			}
 			w.log = append(w.log, "delete "+victim.Name)
@@ -295,6 +295,28 @@ func TestDecideStopsOnAFailedOrSlowMachine(t *testing.T) {
 	st = decide(refused, 1, 0, 20*time.Minute, now, false)
 	if st.Kind != stepFail || st.Machine != "new-z" || !strings.Contains(st.Err, "tried 3 times and was refused each time (phase Provisioning): "+refusal) {
 		t.Errorf("machine refused %d times: %+v", RepeatedWarnings, st)
+	}
+
+	// Every Machine replaced, the last old one still draining: the rollout waits for it (its
+	// Node still runs pods), and stops if it is still there after the timeout.
+	draining := SetView{Name: "s", Replicas: 3, Original: 3, HasOriginal: true, Machines: []MachineView{
+		{Name: "new-a", Updated: true, Ready: true, Canary: CanaryPassed, Created: now.Add(-5 * time.Minute)},
+		{Name: "new-b", Updated: true, Ready: true, Created: now.Add(-4 * time.Minute)},
+		{Name: "new-c", Updated: true, Ready: true, Created: now.Add(-3 * time.Minute)},
+		{Name: "old-c", Deleting: true, DeletingSince: now.Add(-time.Minute), Created: now.Add(-time.Hour)},
+	}}
+	st = decide(draining, 1, 0, 10*time.Minute, now, true)
+	if st.Kind != stepWait || st.Waiting != "old-c" || !strings.Contains(st.Phase, "waiting for old Machine old-c to be drained and deleted") {
+		t.Errorf("last old machine draining: %+v", st)
+	}
+	draining.Machines[3].DeletingSince = now.Add(-11 * time.Minute)
+	st = decide(draining, 1, 0, 10*time.Minute, now, true)
+	if st.Kind != stepFail || st.Machine != "old-c" || !strings.Contains(st.Err, "still being deleted 10m0s after") {
+		t.Errorf("last old machine stuck draining: %+v", st)
+	}
+	draining.Machines = draining.Machines[:3]
+	if st = decide(draining, 1, 0, 10*time.Minute, now, true); st.Kind != stepDone {
+		t.Errorf("every old machine gone: %+v", st)
 	}
 
 	// Old machines failing are not our doing: they are replaced first.

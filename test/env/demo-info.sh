@@ -39,8 +39,9 @@ What runs (sandbox pid $(cat "$sb/sandbox.pid" 2>/dev/null || echo '?')):
       what was seeded: $os/seed.json
   - a cluster shaped like a fresh OpenShift-on-OpenStack install: real kube-apiserver, etcd,
     kube-controller-manager and kube-scheduler; $nodes; a worker MachineSet as openshift-install
-    writes it, without the storage network; a stand-in for the Machine API that turns Machines
-    into nodes
+    writes it, without the storage network; the real Machine API controllers (MachineSet,
+    machine, nodelink) with an OpenStack actuator that makes each Machine a Nova server with its
+    Neutron ports, and a node registered for each server (kwok: no kubelet boots in a fake server)
   - the manila-setup operator, as a local process: it deployed the driver's workloads, Secret
     csi-manila-secrets and one StorageClass per Manila share type
       log: $sb/operator.log
@@ -52,6 +53,7 @@ Use it:
   export OS_CLIENT_CONFIG_FILE=$os/clouds.yaml OS_CLOUD=manila-setup
   bin/manila-setup networks discover     # the network Manila exports on
   bin/manila-setup machinesets list      # the workers' MachineSet, not attached yet
+  openstack server list                  # the workers' Nova servers (kubectl get machines -A)
   bin/manila-setup networks attach       # the wizard: attach, roll the machines, verify
   bin/manila-setup operator status       # the driver, its conditions, the StorageClasses
   kubectl get pvc,pv -A                  # any kubectl works with this KUBECONFIG

@@ -36,7 +36,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/test/testenv"
-	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
+	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
 )
 
 type options struct {
@@ -45,7 +45,6 @@ type options struct {
 	cloud     string
 	infraID   string
 	workers   int
-	nodeDelay time.Duration
 	realNode  string
 	// podPorts are ports of 127.0.0.1 the real node's pods reach besides the cloud's.
 	podPorts string
@@ -71,7 +70,6 @@ func main() {
 	flag.StringVar(&o.cloud, "cloud", testenv.CloudDemo, "cloud of the loopback clouds.yaml whose credentials the operator gets")
 	flag.StringVar(&o.infraID, "infra-id", "ostest-demo1", "the cluster's infrastructure name")
 	flag.IntVar(&o.workers, "workers", 3, "worker Machines")
-	flag.DurationVar(&o.nodeDelay, "node-delay", 5*time.Second, "how long a new Machine takes to become a Node (a server booting)")
 	flag.StringVar(&o.podPorts, "pod-loopback-ports", "", "comma-separated ports of the machine's 127.0.0.1 that the real node's pods reach at 127.0.0.1, besides the loopback cloud's")
 	flag.StringVar(&o.realNode, "real-node", "auto", "a real kubelet as a control-plane node, running the driver's pods: on, off, or auto (on as root when test/env/node/build.sh built the kubelet)")
 	flag.Parse()
@@ -102,7 +100,7 @@ func main() {
 type sandbox struct {
 	options
 	sim      *testenv.SimCluster
-	machines *machinectl.Cluster
+	machines *machineapi.Cluster
 	operator *exec.Cmd
 	opDone   chan error
 	csi      *testenv.CSIController
@@ -169,22 +167,16 @@ func (s *sandbox) up(ctx context.Context) error {
 		nodeUp <- nil
 	}
 
-	step("installer-shaped cluster: Infrastructure, install-config, worker MachineSet (%d Machines) and the Machine API", s.workers)
+	step("installer-shaped cluster: the cloud seeded as the installer leaves it, Infrastructure, install-config, worker MachineSet (%d Machines) and the real Machine API making Nova servers", s.workers)
 	start = time.Now()
-	// The Machines' servers get real Neutron ports, so that networks discover sees what the
-	// cluster and the operator see.
-	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, s.cloud)
-	if err != nil {
-		return errors.Join(err, <-nodeUp)
-	}
-	s.machines, err = machinectl.InstallerShaped(ctx, s.sim, machinectl.ClusterOptions{
-		InfraID: s.infraID, Workers: int32(s.workers),
-		Controller: machinectl.Options{NodeDelay: s.nodeDelay, DeleteDelay: time.Second, Interval: 500 * time.Millisecond, Ports: ports},
+	s.machines, err = machineapi.InstallerShaped(ctx, s.sim, machineapi.ClusterOptions{
+		CloudsFile: cloud.CloudsFile, Cloud: s.cloud, InfraID: s.infraID, Workers: int32(s.workers),
 	})
 	if err != nil {
 		return errors.Join(err, <-nodeUp)
 	}
-	step("MachineSet openshift-machine-api/%s: %d Machines Running, their Nodes Ready, in %s", s.machines.MachineSet, s.workers, since(start))
+	step("MachineSet openshift-machine-api/%s: %d Machines Running on Nova servers (openstack --os-cloud %s server list), their Nodes Ready, in %s",
+		s.machines.MachineSet, s.workers, s.cloud, since(start))
 
 	step("operator: install (objects and credentials of cloud %q), then run it as a local process", s.cloud)
 	start = time.Now()
@@ -349,7 +341,9 @@ func (s *sandbox) down() {
 		}
 	}
 	if s.machines != nil {
-		s.machines.Stop()
+		if err := s.machines.Stop(); err != nil {
+			step("warning: stopping the Machine API and deleting the cluster's servers: %v", err)
+		}
 	}
 	if s.sim != nil {
 		s.sim.Stop()
