@@ -40,12 +40,12 @@ import (
 )
 
 type options struct {
-	dir       string
-	cli       string
-	cloud     string
-	infraID   string
-	workers   int
-	realNode  string
+	dir      string
+	cli      string
+	cloud    string
+	infraID  string
+	workers  int
+	realNode string
 	// podPorts are ports of 127.0.0.1 the real node's pods reach besides the cloud's.
 	podPorts string
 }
