@@ -25,11 +25,11 @@ type attachmentViews struct {
 	operatorReachable               bool
 }
 
-func readAttachmentViews(t *testing.T, ctx context.Context, cli, kubeconfig string, cloud *testenv.Cloud, sim *testenv.SimCluster, storageNet string) attachmentViews {
+func readAttachmentViews(t *testing.T, ctx context.Context, cli, kubeconfig, cloudsFile, cloudName string, sim *testenv.SimCluster, storageNet string) attachmentViews {
 	t.Helper()
 	var v attachmentViews
 	out, err := exec.CommandContext(ctx, cli, "networks", "discover", "--kubeconfig", kubeconfig,
-		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile, "-o", "json").Output()
+		"--os-cloud", cloudName, "--os-client-config-file", cloudsFile, "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("networks discover: %v\n%s", err, out)
 	}

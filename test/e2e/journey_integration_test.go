@@ -41,19 +41,23 @@ import (
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/platform"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
+	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 	"github.com/manila-setup/manila-setup/workers"
 )
 
 // TestWholeJourney walks what an administrator and then an application developer do, against
-// the loopback OpenStack and a sim cluster shaped like a fresh OpenShift-on-OpenStack install:
+// the loopback OpenStack and a sim cluster shaped like a fresh OpenShift-on-OpenStack install
+// whose workers are real servers made by the real Machine API (test/testenv/machineapi), in a
+// project of their own beside the cloud's shared storage network:
 //
 //  1. install time: the install-config is checked with the cloud (no compute pool reaches
 //     Manila), patched with the storage network discovery finds and the security group that lets
 //     NFS through, and checked again (clean, comments kept);
 //  2. Day 2: the worker MachineSet is patched and its Machines rolled, one at a time, until every
-//     Machine is on the storage network;
+//     Machine's server has a port on the storage network (Neutron says so);
 //  3. the operator (the real binary, `operator install` then `operator start`) deploys the driver,
 //     writes csi-manila-secrets and one StorageClass per Manila share type, and reports healthy;
 //  4. the real driver (manila-csi-plugin and csi-provisioner) provisions a ReadWriteMany claim on
@@ -71,13 +75,21 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	t0 := time.Now()
 	companion := mode == platform.ModeCompanion
 	cloud := testenv.NewCloud(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	storageNet, nfsSG := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
-	machineNetwork := cloud.Seed.Subnets["tenant-subnet"].CIDR
+	// The cluster's tenant: a project of its own, so its installer-made network and servers stay
+	// apart from the other tests'. The storage network is the cloud's shared provider network,
+	// where Manila exports; the project's NFS group is as an administrator makes one; its one
+	// share is how discovery finds where Manila exports.
+	project := ostest.NewProject(t, cloud, "e2e")
+	storageNet, nfsSG := cloud.Seed.Networks["storage"], project.CreateSecurityGroup("nfs", true)
+	project.AllowIngress(nfsSG, "tcp:2049", "tcp:111", "udp:111")
+	project.CreateShares("data", 1)
+	cloudsFile, cloudName := project.CloudsFile, ostest.CloudName
+	machineNetwork := machineapi.MachineNetwork
 
 	// 1. Install time.
-	osc, err := openstack.Connect(ctx, openstack.Config{Cloud: testenv.CloudDemo, CloudsFile: cloud.CloudsFile})
+	osc, err := openstack.Connect(ctx, openstack.Config{Cloud: cloudName, CloudsFile: cloudsFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,19 +137,18 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	}
 	t.Logf("install-config patched:\n%s", installconfig.UnifiedDiff(icName, icName, original, res.Output))
 
-	// 2. Day 2: a cluster installed without the storage network.
+	// 2. Day 2: a cluster installed from that install-config, without the storage network.
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 3})
-	// The servers of the Machines get real Neutron ports, so the cloud sees what the cluster does.
-	ports, err := machinectl.NeutronPorts(ctx, cloud.CloudsFile, testenv.CloudDemo)
+	cl, err := machineapi.InstallerShaped(ctx, sim, machineapi.ClusterOptions{CloudsFile: cloudsFile, Cloud: cloudName, Workers: 3, InstallConfig: original})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := machinectl.InstallerShaped(ctx, sim, machinectl.ClusterOptions{InfraID: "ostest-e2e01", Workers: 3, InstallConfig: original,
-		Controller: machinectl.Options{Ports: ports}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Stop)
+	// Registered after the project's cleanup, so it runs before it: servers and ports go first.
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
+		}
+	})
 	t.Logf("installer-shaped cluster with 3 workers up at %s", time.Since(t0).Round(time.Millisecond))
 	// Where the driver's Secret lives and who writes it: our operator in driver mode; in
 	// companion mode the platform's operator, played here.
@@ -147,9 +158,9 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		if err := testenv.InstallPlatform(ctx, sim.Config, testenv.PlatformOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		writePlatformDriverSecret(t, ctx, sim, cloud)
+		writePlatformDriverSecret(t, ctx, sim, cloudsFile, cloudName)
 	}
-	if v := readAttachmentViews(t, ctx, buildCLI(t), sim.Kubeconfig, cloud, sim, storageNet); !v.agree(3, false) {
+	if v := readAttachmentViews(t, ctx, buildCLI(t), sim.Kubeconfig, cloudsFile, cloudName, sim, storageNet); !v.agree(3, false) {
 		t.Errorf("before the attach, networks discover, machinesets list and the operator disagree or see an attachment: %+v", v)
 	}
 	mc := machineclient.NewForConfigOrDie(sim.Config)
@@ -163,12 +174,12 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	t2 := time.Now()
 	// With the canary the commands use: the first new machine's node IP (on the machine network of
 	// the install-config) and its address on the storage network are checked before the others go.
-	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 200 * time.Millisecond, Timeout: 2 * time.Minute,
+	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 500 * time.Millisecond, Timeout: 5 * time.Minute,
 		Canary: workers.NewCanary(ctx, sim.Client, osc), Progress: func(p rollout.SetProgress) {}})
 	if err != nil || len(progress) != 1 || progress[0].State != rollout.Done || progress[0].Replaced != 3 {
 		t.Fatalf("machinesets.Rollout: %v, %+v", err, progress)
 	}
-	machines, err := mc.MachineV1beta1().Machines(machinectl.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + cl.MachineSet})
+	machines, err := mc.MachineV1beta1().Machines(machineapi.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + cl.MachineSet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +193,10 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		if m.Annotations[rollout.CanaryAnnotation] == rollout.CanaryPassed {
 			checked++
 		}
-		serverIDs = append(serverIDs, string(m.UID)) // the stand-in's server ID
+		if m.Spec.ProviderID == nil {
+			t.Fatalf("Machine %s has no providerID", m.Name)
+		}
+		serverIDs = append(serverIDs, strings.TrimPrefix(*m.Spec.ProviderID, machineapi.ProviderIDPrefix))
 		spec, err := machinesets.DecodeProviderSpec(m.Spec.ProviderSpec.Value.Raw)
 		if err != nil || !spec.HasNetwork(storageNet) || !spec.HasSecurityGroup(nfsSG) {
 			t.Errorf("Machine %s after the rollout: not on the storage network with the nfs group (%v)", m.Name, err)
@@ -193,7 +207,8 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	}
 	t.Logf("MachineSet %s patched and its 3 Machines replaced in %s", cl.MachineSet, time.Since(t2).Round(time.Millisecond))
 	// Where the workers now mount from: their addresses on the storage network, as Neutron has
-	// them (their ports), which lie in the subnet that holds the export addresses.
+	// them (the ports the Machine API made for their servers), which lie in the subnet that
+	// holds the export addresses.
 	storagePorts, err := osc.Ports(ctx, openstack.PortFilter{NetworkIDs: []string{storageNet}, DeviceIDs: serverIDs})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +226,7 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	cli := buildCLI(t)
 	kubeconfig := sim.Kubeconfig
 	out, err := exec.CommandContext(ctx, cli, "operator", "install", "--kubeconfig", kubeconfig,
-		"--os-cloud", testenv.CloudDemo, "--os-client-config-file", cloud.CloudsFile).CombinedOutput()
+		"--os-cloud", cloudName, "--os-client-config-file", cloudsFile).CombinedOutput()
 	if err != nil {
 		t.Fatalf("operator install: %v\n%s", err, out)
 	}
@@ -251,14 +266,17 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	}
 	t.Logf("operator healthy in %s:\n$ manila-setup operator status\n%s", time.Since(t3).Round(time.Millisecond), status)
 	// The three tools that judge the attachment agree, computed from the same real state.
-	if v := readAttachmentViews(t, ctx, cli, kubeconfig, cloud, sim, storageNet); !v.agree(3, true) {
+	if v := readAttachmentViews(t, ctx, cli, kubeconfig, cloudsFile, cloudName, sim, storageNet); !v.agree(3, true) {
 		t.Errorf("after the attach, networks discover, machinesets list and the operator disagree: %+v", v)
 	}
 
 	// 4. The real driver provisions a claim on every generated class.
 	t4 := time.Now()
-	drv := testenv.NewCSIController(t, testenv.CSIControllerOptions{Kubeconfig: kubeconfig, ClusterID: "ostest-e2e01"})
-	manila := manilaClient(t, ctx, testenv.CloudDemo)
+	drv := testenv.NewCSIController(t, testenv.CSIControllerOptions{Kubeconfig: kubeconfig, ClusterID: cl.InfraID})
+	manila, err := testenv.ManilaClientOf(ctx, cloudsFile, cloudName)
+	if err != nil {
+		t.Fatal(err)
+	}
 	createNamespace(t, ctx, sim.Client, "app")
 	alive := func() error {
 		if err := op.alive(); err != nil {
@@ -568,13 +586,13 @@ func storageNetworkReachable(ctx context.Context, t *testing.T, sim *testenv.Sim
 // writePlatformDriverSecret plays the platform's Manila operator, which turns the cluster's
 // cloud credentials into the driver's Secret csi-manila-secrets in its driver's namespace: the
 // Secret the platform's StorageClasses, and the companion's, name.
-func writePlatformDriverSecret(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloud *testenv.Cloud) {
+func writePlatformDriverSecret(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloudsFile, cloudName string) {
 	t.Helper()
-	raw, err := os.ReadFile(cloud.CloudsFile)
+	raw, err := os.ReadFile(cloudsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := operator.ParseCredentials(raw, testenv.CloudDemo, nil)
+	creds, err := operator.ParseCredentials(raw, cloudName, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

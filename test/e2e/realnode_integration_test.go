@@ -189,7 +189,7 @@ func TestCompanionRunsOnARealNode(t *testing.T) {
 	if err := testenv.InstallPlatform(ctx, sim.Config, testenv.PlatformOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	writePlatformDriverSecret(t, ctx, sim, cloud)
+	writePlatformDriverSecret(t, ctx, sim, cloud.CloudsFile, testenv.CloudDemo)
 	names := operator.NamesFor(platform.ModeCompanion)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -232,7 +232,7 @@ func TestUninstall(t *testing.T) {
 		if err := testenv.InstallPlatform(ctx, sim.Config, testenv.PlatformOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		writePlatformDriverSecret(t, ctx, sim, cloud)
+		writePlatformDriverSecret(t, ctx, sim, cloud.CloudsFile, testenv.CloudDemo)
 		names := operator.NamesFor(platform.ModeCompanion)
 		install(t, ctx, cli, cloud, sim.Kubeconfig)
 		scaleToZero(t, ctx, sim, names.Namespace, names.Operator)

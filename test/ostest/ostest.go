@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -357,6 +358,24 @@ func (p *Project) CreateSecurityGroup(name string, allowEgress bool) string {
 		}
 	}
 	return id
+}
+
+// AllowIngress adds ingress rules to security group sg, one per "protocol:port" (IPv4, from
+// anywhere), as an administrator opens a group for a service: "tcp:2049", "udp:111".
+func (p *Project) AllowIngress(sg string, rules ...string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, r := range rules {
+		proto, portText, ok := strings.Cut(r, ":")
+		port, err := strconv.Atoi(portText)
+		if !ok || err != nil {
+			p.t.Fatalf("AllowIngress %q: want protocol:port", r)
+		}
+		p.must(post(ctx, p.member.network, "security-group-rules", map[string]any{"security_group_rule": map[string]any{
+			"security_group_id": sg, "direction": "ingress", "ethertype": "IPv4",
+			"protocol": proto, "port_range_min": port, "port_range_max": port}}, nil))
+	}
 }
 
 // CreatePort makes a port on a network for a (pretend) server: device_id and a compute

@@ -13,7 +13,17 @@ import (
 // ManilaClient is a Manila v2 client acting as the given cloud of clouds.yaml
 // ($OS_CLIENT_CONFIG_FILE), for checking what the driver did.
 func ManilaClient(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
-	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(cloud))
+	return ManilaClientOf(ctx, "", cloud)
+}
+
+// ManilaClientOf is ManilaClient for a cloud of the clouds.yaml at cloudsFile (a project of a
+// test's own); "" is $OS_CLIENT_CONFIG_FILE.
+func ManilaClientOf(ctx context.Context, cloudsFile, cloud string) (*gophercloud.ServiceClient, error) {
+	opts := []clouds.ParseOption{clouds.WithCloudName(cloud)}
+	if cloudsFile != "" {
+		opts = append(opts, clouds.WithLocations(cloudsFile))
+	}
+	ao, eo, tlsConfig, err := clouds.Parse(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("clouds.yaml, cloud %s: %w", cloud, err)
 	}

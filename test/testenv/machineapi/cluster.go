@@ -98,6 +98,10 @@ type ClusterOptions struct {
 	Workers int32
 	// NodeIP is the nodes' nodeip-configuration; its VIPs default to the cluster's.
 	NodeIP machinectl.NodeIPRule
+	// InstallConfig is the install-config the cluster was installed from, kept in
+	// kube-system/cluster-config-v1; default machinectl.DefaultInstallConfig. Its machine
+	// network must be MachineNetwork.
+	InstallConfig []byte
 }
 
 // Cluster is a sim cluster shaped like a fresh OpenShift-on-OpenStack install whose workers
@@ -137,6 +141,9 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 	}
 	if opts.Workers == 0 {
 		opts.Workers = 2
+	}
+	if len(opts.InstallConfig) == 0 {
+		opts.InstallConfig = []byte(machinectl.DefaultInstallConfig)
 	}
 	if len(opts.NodeIP.VIPs) == 0 {
 		opts.NodeIP.VIPs = []netip.Addr{netip.MustParseAddr(APIVIP), netip.MustParseAddr(IngressVIP)}
@@ -239,7 +246,7 @@ func seedCluster(ctx context.Context, kc kubernetes.Interface, cc configclient.I
 	}
 	if _, err := kc.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-config-v1", Namespace: "kube-system"},
-		Data:       map[string]string{"install-config": machinectl.DefaultInstallConfig},
+		Data:       map[string]string{"install-config": string(opts.InstallConfig)},
 	}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating kube-system/cluster-config-v1: %w", err)
 	}
