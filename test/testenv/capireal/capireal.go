@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,9 +70,7 @@ type Env struct {
 	Kube            kubernetes.Interface
 
 	cloud   *cloudClients
-	log     string
-	proc    *exec.Cmd
-	done    chan struct{}
+	proc    *testenv.Process
 	mu      sync.Mutex
 	nodeErr error
 }
@@ -292,65 +289,29 @@ func (e *Env) makeCluster(ctx context.Context, sim *testenv.SimCluster, cloud *t
 	})
 }
 
-// startControllers runs capi-controllers on the namespace, its log in a temporary file (its end
-// is printed when the test fails); it is stopped (SIGTERM, then killed after 10 s) at the end.
+// startControllers runs capi-controllers on the namespace, its log in the test's temporary
+// folder (its end is printed when the test fails); it is stopped (SIGTERM, then killed after
+// 10 s) at the end.
 func (e *Env) startControllers(t *testing.T, dir, kubeconfig string) error {
-	e.log = filepath.Join(t.TempDir(), "capi-controllers.log")
-	f, err := os.Create(e.log)
+	proc, err := testenv.StartProcess(t.TempDir(), "capi-controllers", filepath.Join(dir, "capi-controllers"), nil,
+		"--kubeconfig="+kubeconfig, "--namespace="+e.Namespace)
 	if err != nil {
 		return err
 	}
-	e.proc = exec.Command(filepath.Join(dir, "capi-controllers"), "--kubeconfig="+kubeconfig, "--namespace="+e.Namespace)
-	e.proc.Stdout, e.proc.Stderr = f, f
-	e.proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := e.proc.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("starting %s: %w", e.proc.Path, err)
-	}
-	e.done = make(chan struct{})
-	go func() {
-		_ = e.proc.Wait()
-		f.Close()
-		close(e.done)
-	}()
+	e.proc = proc
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("end of the capi-controllers log (%s):\n%s", e.log, e.LogTail(80))
+			t.Logf("end of the capi-controllers log (%s):\n%s", proc.Log(), e.LogTail(80))
 		}
-		if !e.exited() {
-			_ = e.proc.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-e.done:
-			case <-time.After(10 * time.Second):
-				_ = e.proc.Process.Kill()
-				<-e.done
-			}
-		}
+		proc.Stop()
 	})
 	return nil
 }
 
-func (e *Env) exited() bool {
-	select {
-	case <-e.done:
-		return true
-	default:
-		return false
-	}
-}
+func (e *Env) exited() bool { return e.proc.Exited() }
 
 // LogTail is the last lines of the controllers' log.
-func (e *Env) LogTail(lines int) string {
-	b, err := os.ReadFile(e.log)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
+func (e *Env) LogTail(lines int) string { return e.proc.Tail(lines) }
 
 // Alive fails when the controllers exited or the Node registration keeps failing.
 func (e *Env) Alive() error {
