@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/internal/neutronid"
@@ -123,15 +122,23 @@ const discoveryEvery = 10
 
 const manilaName = "ManilaController"
 
-// newManilaController watches the credentials, the StorageClasses, the install-config, the CRDs
-// (crds), and through machineAPI the MachineSets and Machines.
-func newManilaController(loop machinery.Loop, ops operands, in manilaInputs, credentials, storageClasses, clusterConfig, crds cache.SharedIndexInformer, machineAPI dynamicEvents) *machinery.Controller {
-	c := &manilaController{operands: ops, manilaInputs: in}
-	ctrl := loop.Controller(manilaName, c.sync, credentials, storageClasses, clusterConfig, crds)
+// newManilaController watches the credentials, the StorageClasses, the install-config, the CRDs,
+// and the MachineSets and Machines.
+func newManilaController(w wiring) *machinery.Controller {
+	c := &manilaController{operands: w.ops, manilaInputs: manilaInputs{
+		version: w.cfg.Version, resync: w.cfg.Resync, gracePeriod: w.cfg.ManilaGracePeriod, openStackTimeout: w.cfg.OpenStackTimeout,
+		newSource: w.cfg.NewManilaSource, installsDriver: w.profile.deploysDriver,
+		classes:          classNames{prefix: w.profile.names.StorageClassPrefix, secretNamespace: w.secretNamespace},
+		listShareClients: w.profile.listShareClients,
+		credentials:      w.credentials, proxy: proxyFunc(proxyOf(w.l.Proxies)),
+		storageClasses: w.l.StorageClasses, shareClients: w.mounts.answer, patchAnnotations: w.writer.PatchStorageClassAnnotations,
+		vars: w.vars, recorder: w.recorder, storage: w.storage, findings: w.findings,
+	}}
+	ctrl := w.loop.Controller(manilaName, c.sync, w.inf.Credentials, w.inf.StorageClasses, w.inf.ClusterConfig, w.inf.CRDs)
 	// The StorageClasses' nfs-shareClient follows where the workers mount from: the
 	// MachineSets, the Machines they make, and what discovery finds.
-	onMachineAPI(machineAPI, ctrl)
-	in.storage.listen(ctrl.Enqueue)
+	onMachineAPI(w.inf.OnDynamic, ctrl)
+	w.storage.listen(ctrl.Enqueue)
 	return ctrl
 }
 

@@ -181,9 +181,9 @@ func logVerbosity(l operatorv1.LogLevel) int {
 }
 
 // newLogLevelController sets the operator's own verbosity from spec.operatorLogLevel.
-func newLogLevelController(loop machinery.Loop, spec func() *operatorv1.OperatorSpec) *machinery.Controller {
-	return loop.Controller("LoggingController", func(context.Context, *machinery.Controller) error {
-		spec := spec()
+func newLogLevelController(w wiring) *machinery.Controller {
+	return w.loop.Controller("LoggingController", func(context.Context, *machinery.Controller) error {
+		spec := w.ops.spec()
 		if spec == nil {
 			return nil
 		}

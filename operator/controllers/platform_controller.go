@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/operator"
@@ -89,10 +88,14 @@ type platformController struct {
 }
 
 // newPlatformController watches what the platform check reads: the Infrastructure, the
-// Deployments, the CRDs, and through onDynamic the ClusterVersion and the storage ClusterOperator.
-// loop must be ungated: this controller decides the gate of the others.
-func newPlatformController(loop machinery.Loop, c *platformController, onDynamic dynamicEvents, infrastructures, deployments, crds cache.SharedIndexInformer) *machinery.Controller {
-	ctrl := loop.Controller(platformName, func(ctx context.Context, ctrl *machinery.Controller) error {
+// Deployments, the CRDs, the ClusterVersion and the storage ClusterOperator. It runs ungated:
+// it decides the gate of the others.
+func newPlatformController(w wiring) *machinery.Controller {
+	c := &platformController{
+		report: w.profile.reportMode, guard: w.guard, cluster: cacheGetter{inf: w.inf, namespace: w.cfg.Namespace}, recorder: w.recorder,
+		applyStatus: w.ops.applyStatus, platformDriver: w.platformDriver, kickOthers: w.kickOthers,
+	}
+	ctrl := w.loop.Ungated().Controller(platformName, func(ctx context.Context, ctrl *machinery.Controller) error {
 		d, err := platform.Detect(ctx, c.cluster)
 		if errors.Is(err, machinery.ErrNotCached) {
 			// Not an error: a cache that has just been created has not listed yet.
@@ -104,9 +107,9 @@ func newPlatformController(loop machinery.Loop, c *platformController, onDynamic
 		}
 		prev := c.guard.set(d)
 		return c.report(c, ctx, ctrl, prev, d)
-	}, infrastructures, deployments, crds)
+	}, w.inf.Infrastructures, w.inf.Deployments, w.inf.CRDs)
 	for _, gvr := range []schema.GroupVersionResource{machinery.ClusterVersionGVR, machinery.ClusterOperatorGVR} {
-		onDynamic(gvr, ctrl.EventHandler())
+		w.inf.OnDynamic(gvr, ctrl.EventHandler())
 	}
 	return ctrl
 }

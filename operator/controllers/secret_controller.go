@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
@@ -27,9 +26,9 @@ type secretController struct {
 const secretName = "DriverSecret"
 
 // newSecretController watches the credentials Secret and the operator's own Secrets (secrets).
-func newSecretController(loop machinery.Loop, ops operands, credentials func() (*operator.Credentials, error), credentialsInf, secrets cache.SharedIndexInformer) *machinery.Controller {
-	c := &secretController{operands: ops, credentials: credentials}
-	return loop.Controller(secretName+"Controller", c.sync, credentialsInf, secrets)
+func newSecretController(w wiring) *machinery.Controller {
+	c := &secretController{operands: w.ops, credentials: w.credentials}
+	return w.loop.Controller(secretName+"Controller", c.sync, w.inf.Credentials, w.inf.Secrets)
 }
 
 // credentialsReader reads and parses the credentials Secret from the cache.

@@ -19,7 +19,6 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/operator"
@@ -96,9 +95,9 @@ type servingCertController struct {
 
 // newServingCertController watches the Secret (secretInf, by name), and what the service-ca
 // evidence comes from (infrastructures, crds).
-func newServingCertController(loop machinery.Loop, ops operands, secretInf, infrastructures, crds cache.SharedIndexInformer,
-	serviceCA func() string) *machinery.Controller {
-	c := &servingCertController{operands: ops, serviceCA: serviceCA, now: time.Now,
+func newServingCertController(w wiring) *machinery.Controller {
+	ops, secretInf := w.ops, w.inf.SecretNamed(metricsServingCertSecret)
+	c := &servingCertController{operands: ops, serviceCA: serviceCAEvidence(w.infrastructure, w.inf.CRDExists), now: time.Now,
 		secret: func() *corev1.Secret {
 			obj, ok, err := secretInf.GetIndexer().GetByKey(ops.namespace + "/" + metricsServingCertSecret)
 			if err != nil || !ok {
@@ -107,7 +106,7 @@ func newServingCertController(loop machinery.Loop, ops operands, secretInf, infr
 			s, _ := obj.(*corev1.Secret)
 			return s
 		}}
-	return loop.Controller(servingCertName+"Controller", c.sync, secretInf, infrastructures, crds)
+	return w.loop.Controller(servingCertName+"Controller", c.sync, secretInf, w.inf.Infrastructures, w.inf.CRDs)
 }
 
 func (c *servingCertController) sync(ctx context.Context, _ *machinery.Controller) error {

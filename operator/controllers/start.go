@@ -248,70 +248,35 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		credentials: credentialsReader{secrets: l.Credentials, namespace: cfg.Namespace, cloud: cfg.CloudName}.read}
 
 	storage := &storageNetworks{given: cfg.StorageNetworkID}
-	mounts := &shareClientSource{given: cfg.MachineNetworks, clusterConfig: l.ClusterConfig, storage: storage,
-		crdExists: inf.CRDExists, machineAPI: inf.DynamicLister}
 	infrastructure := infrastructureOf(l.Infrastructures)
-	vars := assetVars{namespace: cfg.Namespace, images: cfg.Images, infrastructure: infrastructure, storage: storage}.of
 	secretNamespace := p.names.SecretNamespace
 	if secretNamespace == "" {
 		secretNamespace = cfg.Namespace
 	}
-	findings := &machinery.Published[manilaFindings]{}
-
-	o.controllers = append(o.controllers,
-		newPlatformController(loop.Ungated(), &platformController{
-			report: p.reportMode, guard: guard, cluster: cacheGetter{inf: inf, namespace: cfg.Namespace}, recorder: recorder,
-			applyStatus: status.Apply, platformDriver: platformDriver,
-			kickOthers: func(except *machinery.Controller) {
-				for _, c := range o.controllers {
-					if c != except {
-						c.Enqueue()
-					}
+	w := wiring{cfg: cfg, profile: p, loop: loop, inf: inf, l: l, kube: kube, ops: ops, writer: writer, recorder: recorder,
+		guard: guard, platformDriver: platformDriver, credentials: o.credentials, storage: storage,
+		mounts: &shareClientSource{given: cfg.MachineNetworks, clusterConfig: l.ClusterConfig, storage: storage,
+			crdExists: inf.CRDExists, machineAPI: inf.DynamicLister},
+		infrastructure: infrastructure,
+		vars:           assetVars{namespace: cfg.Namespace, images: cfg.Images, infrastructure: infrastructure, storage: storage}.of,
+		findings:       &machinery.Published[manilaFindings]{}, secretNamespace: secretNamespace,
+		kickOthers: func(except *machinery.Controller) {
+			for _, c := range o.controllers {
+				if c != except {
+					c.Enqueue()
 				}
-			},
-		}, inf.OnDynamic, inf.Infrastructures, inf.Deployments, inf.CRDs),
-		newLogLevelController(loop, ops.spec),
-		newManilaController(loop, ops, manilaInputs{
-			version: cfg.Version, resync: cfg.Resync, gracePeriod: cfg.ManilaGracePeriod, openStackTimeout: cfg.OpenStackTimeout,
-			newSource: cfg.NewManilaSource, installsDriver: p.deploysDriver,
-			classes:          classNames{prefix: p.names.StorageClassPrefix, secretNamespace: secretNamespace},
-			listShareClients: p.listShareClients,
-			credentials:      o.credentials, proxy: proxyFunc(proxyOf(l.Proxies)),
-			storageClasses: l.StorageClasses, shareClients: mounts.answer, patchAnnotations: writer.PatchStorageClassAnnotations,
-			vars: vars, recorder: recorder, storage: storage, findings: findings,
-		}, inf.Credentials, inf.StorageClasses, inf.ClusterConfig, inf.CRDs, inf.OnDynamic),
-	)
+			}
+		},
+	}
+	// Every mode runs the first four; the rest keep the driver the operator deploys.
+	controllers := []newController{newPlatformController, newLogLevelController, newManilaController, newStorageNetworkController}
 	if p.deploysDriver {
-		o.controllers = append(o.controllers, newStorageClassLintController(loop, &scLintController{
-			spec: ops.spec, applyStatus: status.Apply, storageClasses: l.StorageClasses, manila: findings,
-			listShareClients: p.listShareClients, shareClients: mounts.answer,
-			secretExists:    secretLookup{namespace: cfg.Namespace, secrets: l.Secrets, metadata: kube.Metadata}.exists,
-			driverNamespace: cfg.Namespace,
-			recorder:        recorder,
-		}, inf.OnDynamic, inf.StorageClasses, inf.Secrets, inf.ClusterConfig))
+		controllers = append(controllers, newStorageClassLintController, newSecretController, newStaticController, newServingCertController,
+			workloadControllerOf(workloadControllerService), workloadControllerOf(workloadNodeService), workloadControllerOf(workloadNFSNodeService))
 	}
-	o.controllers = append(o.controllers, newStorageNetworkController(loop, ops, storage, inf.CRDExists, inf.DynamicLister, mounts.answer,
-		l.StorageClasses, p.names.StorageClassPrefix, inf.OnDynamic, inf.CRDs, inf.StorageClasses, inf.ClusterConfig,
-		storageNetworkInputs{nodes: l.Nodes, clusterConfig: l.ClusterConfig, recorder: recorder, nodesInf: inf.Nodes}))
-	if !p.deploysDriver {
-		return o
+	for _, newCtrl := range controllers {
+		o.controllers = append(o.controllers, newCtrl(w))
 	}
-	workloads := workloadInputs{vars: vars, serviceAccounts: l.ServiceAccounts, configMaps: l.ConfigMaps, secrets: l.Secrets, nodes: l.Nodes,
-		infrastructure: infrastructure, proxy: proxyOf(l.Proxies)}
-	workloadInf := workloadInformers{serviceAccounts: inf.ServiceAccounts, configMaps: inf.ConfigMaps, secrets: inf.Secrets,
-		infrastructures: inf.Infrastructures, proxies: inf.Proxies, nodes: inf.Nodes,
-		workloads: func(k *machinery.Kind) cache.SharedIndexInformer { return k.Informer(inf) }}
-	o.controllers = append(o.controllers,
-		newSecretController(loop, ops, o.credentials, inf.Credentials, inf.Secrets),
-		newStaticController(loop, ops, vars, inf.CRDExists, storage,
-			inf.ServiceAccounts, inf.Services, inf.ConfigMaps, inf.Roles, inf.RoleBindings, inf.PDBs, inf.NetworkPolicies,
-			inf.ClusterRoles, inf.ClusterRoleBindings, inf.CRDs, inf.Infrastructures),
-		newServingCertController(loop, ops, inf.SecretNamed(metricsServingCertSecret), inf.Infrastructures, inf.CRDs,
-			serviceCAEvidence(infrastructure, inf.CRDExists)),
-		newWorkloadController(loop, ops, workloads, workloadControllerService, workloadInf),
-		newWorkloadController(loop, ops, workloads, workloadNodeService, workloadInf),
-		newWorkloadController(loop, ops, workloads, workloadNFSNodeService, workloadInf),
-	)
 	return o
 }
 

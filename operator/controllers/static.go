@@ -10,7 +10,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
@@ -103,13 +102,12 @@ const staticName = "ManilaDriverStaticResources"
 
 // newStaticController watches the kinds of the static resources (informers), and follows the
 // storage network discovery finds (the runtime configuration names its export subnet).
-func newStaticController(loop machinery.Loop, ops operands, vars func(*operatorv1.OperatorSpec) map[string]string, crdExists func(string) bool,
-	storage *storageNetworks, informers ...cache.SharedIndexInformer) *machinery.Controller {
-	c := &staticController{operands: ops, vars: vars, crdExists: crdExists}
-	ctrl := loop.Controller(staticName+"Controller", c.sync, informers...)
-	if storage != nil {
-		storage.listen(ctrl.Enqueue)
-	}
+func newStaticController(w wiring) *machinery.Controller {
+	c := &staticController{operands: w.ops, vars: w.vars, crdExists: w.inf.CRDExists}
+	i := w.inf
+	ctrl := w.loop.Controller(staticName+"Controller", c.sync, i.ServiceAccounts, i.Services, i.ConfigMaps, i.Roles, i.RoleBindings,
+		i.PDBs, i.NetworkPolicies, i.ClusterRoles, i.ClusterRoleBindings, i.CRDs, i.Infrastructures)
+	w.storage.listen(ctrl.Enqueue)
 	return ctrl
 }
 

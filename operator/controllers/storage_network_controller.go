@@ -19,9 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/manila-setup/manila-setup/attach/record"
@@ -74,29 +72,17 @@ type storageNetworkController struct {
 
 const storageNetworkName = "StorageNetworkController"
 
-// storageNetworkInputs are what the controller reads besides the MachineSets and the classes:
-// the nodes (their addresses), the install-config (the cluster's networks), and where it
-// records Events.
-type storageNetworkInputs struct {
-	nodes         cache.GenericLister
-	clusterConfig corelisters.ConfigMapLister
-	recorder      machinery.Recorder
-	nodesInf      cache.SharedIndexInformer
-}
-
-// newStorageNetworkController reports on the MachineSets (machineSets, and their events through
-// machineAPI) against the storage network, and on the StorageClasses the operator keeps (classes,
-// storageClasses), on the storage network itself and on the nodes (in).
-func newStorageNetworkController(loop machinery.Loop, ops operands, storage *storageNetworks, crdExists func(string) bool,
-	machineSets func(schema.GroupVersionResource) (cache.GenericLister, bool), shareClients func() (shareclient.Answer, error),
-	storageClasses storagelisters.StorageClassLister, prefix string, machineAPI dynamicEvents, crds, storageClassesInf, clusterConfig cache.SharedIndexInformer,
-	in storageNetworkInputs) *machinery.Controller {
+// newStorageNetworkController reports on the MachineSets and their Machines against the storage
+// network, on the StorageClasses the operator keeps, on the storage network itself and on the
+// nodes (their addresses; the install-config gives the cluster's networks).
+func newStorageNetworkController(w wiring) *machinery.Controller {
+	storage, crdExists, machineSets, prefix := w.storage, w.inf.CRDExists, w.inf.DynamicLister, w.profile.names.StorageClassPrefix
 	c := &storageNetworkController{
-		operands:        ops,
+		operands:        w.ops,
 		candidate:       storage.candidate,
-		nodes:           cachedNodes(in.nodes),
-		clusterNetworks: installConfigNetworks(in.clusterConfig),
-		recorder:        in.recorder,
+		nodes:           cachedNodes(w.l.Nodes),
+		clusterNetworks: installConfigNetworks(w.l.ClusterConfig),
+		recorder:        w.recorder,
 		machineAPI:      func() bool { return crdExists("machinesets.machine.openshift.io") },
 		machineSets: func() ([]runtime.Object, bool, error) {
 			lister, synced := machineSets(machinery.MachineSetGVR)
@@ -122,9 +108,9 @@ func newStorageNetworkController(loop machinery.Loop, ops operands, storage *sto
 			}
 			return out
 		},
-		shareClients: shareClients,
+		shareClients: w.mounts.answer,
 		classes: func() []*storagev1.StorageClass {
-			all, _ := storageClasses.List(machinery.ManagedSelector)
+			all, _ := w.l.StorageClasses.List(machinery.ManagedSelector)
 			var out []*storagev1.StorageClass
 			for _, sc := range all {
 				if ours(sc, prefix) {
@@ -135,9 +121,9 @@ func newStorageNetworkController(loop machinery.Loop, ops operands, storage *sto
 			return out
 		},
 	}
-	ctrl := loop.Controller(storageNetworkName, c.sync, crds, storageClassesInf, clusterConfig, in.nodesInf)
+	ctrl := w.loop.Controller(storageNetworkName, c.sync, w.inf.CRDs, w.inf.StorageClasses, w.inf.ClusterConfig, w.inf.Nodes)
 	c.requeueAfter = ctrl.RequeueAfter
-	onMachineAPI(machineAPI, ctrl)
+	onMachineAPI(w.inf.OnDynamic, ctrl)
 	storage.listen(ctrl.Enqueue)
 	return ctrl
 }

@@ -14,7 +14,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
@@ -52,11 +51,18 @@ type scLintController struct {
 	warned map[string]string // class -> the findings last reported in an Event
 }
 
-func newStorageClassLintController(loop machinery.Loop, c *scLintController, machineAPI dynamicEvents, storageClasses, secrets, clusterConfig cache.SharedIndexInformer) *machinery.Controller {
-	c.warned = map[string]string{}
-	ctrl := loop.Controller(scLintName+"Controller", c.sync, storageClasses, secrets, clusterConfig)
+func newStorageClassLintController(w wiring) *machinery.Controller {
+	c := &scLintController{
+		spec: w.ops.spec, applyStatus: w.ops.applyStatus, storageClasses: w.l.StorageClasses, manila: w.findings,
+		listShareClients: w.profile.listShareClients, shareClients: w.mounts.answer,
+		secretExists:    secretLookup{namespace: w.cfg.Namespace, secrets: w.l.Secrets, metadata: w.kube.Metadata}.exists,
+		driverNamespace: w.cfg.Namespace,
+		recorder:        w.recorder,
+		warned:          map[string]string{},
+	}
+	ctrl := w.loop.Controller(scLintName+"Controller", c.sync, w.inf.StorageClasses, w.inf.Secrets, w.inf.ClusterConfig)
 	// Where the workers mount from follows the MachineSets and their Machines.
-	onMachineAPI(machineAPI, ctrl)
+	onMachineAPI(w.inf.OnDynamic, ctrl)
 	return ctrl
 }
 

@@ -58,29 +58,22 @@ type workloadInputs struct {
 	proxy           func() *configv1.ProxyStatus
 }
 
-// workloadInformers are what a workload controller watches: what its pods need, the cluster's
-// topology and proxy, and its workload's kind.
-type workloadInformers struct {
-	serviceAccounts, configMaps, secrets, infrastructures, proxies, nodes cache.SharedIndexInformer
-	workloads                                                             func(*machinery.Kind) cache.SharedIndexInformer
-}
-
-func newWorkloadController(loop machinery.Loop, ops operands, in workloadInputs, k workloadKind, inf workloadInformers) *machinery.Controller {
-	c := &workloadController{operands: ops, workloadInputs: in, k: k}
-	informers := []cache.SharedIndexInformer{
-		inf.serviceAccounts,
-		inf.configMaps,
-		inf.infrastructures,
-		inf.proxies,
-		inf.workloads(k.kind),
+// workloadControllerOf is the constructor of the controller of workload k, which watches what
+// its pods need, the cluster's topology and proxy, and its workload's kind.
+func workloadControllerOf(k workloadKind) newController {
+	return func(w wiring) *machinery.Controller {
+		c := &workloadController{operands: w.ops, k: k, workloadInputs: workloadInputs{vars: w.vars, serviceAccounts: w.l.ServiceAccounts,
+			configMaps: w.l.ConfigMaps, secrets: w.l.Secrets, nodes: w.l.Nodes, infrastructure: w.infrastructure, proxy: proxyOf(w.l.Proxies)}}
+		i := w.inf
+		informers := []cache.SharedIndexInformer{i.ServiceAccounts, i.ConfigMaps, i.Infrastructures, i.Proxies, k.kind.Informer(i)}
+		if k.needsCred {
+			informers = append(informers, i.Secrets)
+		}
+		if k == workloadControllerService {
+			informers = append(informers, i.Nodes) // placement on control-plane nodes
+		}
+		return w.loop.Controller(k.prefix+"Controller", c.sync, informers...)
 	}
-	if k.needsCred {
-		informers = append(informers, inf.secrets)
-	}
-	if k == workloadControllerService {
-		informers = append(informers, inf.nodes) // placement on control-plane nodes
-	}
-	return loop.Controller(k.prefix+"Controller", c.sync, informers...)
 }
 
 func (c *workloadController) sync(ctx context.Context, _ *machinery.Controller) error {
