@@ -63,7 +63,6 @@ func (f fixedWords) help(*session) string  { return helpText[f] }
 func (s *session) backend() Backend { return s.opts.Backend }
 
 // The screens as they are now, for the choices of the earlier ones.
-func (s *session) connect() connectModel { return s.screens[stepConnect].(connectModel) }
 func (s *session) network() networkModel { return s.screens[stepNetwork].(networkModel) }
 func (s *session) sgs() groupsModel      { return s.screens[stepGroups].(groupsModel) }
 func (s *session) sets() setsModel       { return s.screens[stepSets].(setsModel) }
