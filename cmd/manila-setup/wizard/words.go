@@ -10,9 +10,10 @@ import (
 	"github.com/manila-setup/manila-setup/workers"
 )
 
-// The wizard's own words: the screens' titles and help, and what its lists say of the kinds the
-// cluster offers. The commands print none of them; what both say (reviews, progress, closing
-// sentences) stays in package workers.
+// The wizard's own words: the screens' titles and help, and the legends under its lists. The
+// commands print none of them. The sentences made from each kind's results (the review's lines,
+// the progress of what rolls by itself, the closing words) stay beside that kind's rows in
+// package workers, where a new kind adds its own (docs/architecture.md).
 
 // stepTitles name the screens, in order.
 var stepTitles = [stepCount]string{"Connect", "Storage network", "Security groups", "MachineSets", "Review", "Apply and roll", "Verify"}
