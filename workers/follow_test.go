@@ -2,7 +2,6 @@ package workers
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/manila-setup/manila-setup/attach"
@@ -165,36 +164,5 @@ func TestUnderBars(t *testing.T) {
 		if got := UnderBars(res); got != want {
 			t.Errorf("%s %s: %v, want %v", res.Kind, res.Name, got, want)
 		}
-	}
-}
-
-// TestTitleAndHelp: the words of the screens for each mix of kinds offered.
-func TestTitleAndHelp(t *testing.T) {
-	for _, c := range []struct {
-		kinds                 Kinds
-		title                 string
-		sets, review, applied string // the start of what each screen's help adds
-	}{
-		{Kinds{}, "", "", "", ""},
-		{Kinds{MachineSets: true}, "MachineSets", "", "", ""},
-		{Kinds{MachineSets: true, ClusterAPI: true}, "MachineSets, Cluster API", " Cluster API MachineSets and MachineDeployments get", "", " Cluster API MachineSets are rolled"},
-		{Kinds{NodePools: true}, "NodePools", " NodePools (HyperShift) get", " A NodePool's additional port", " NodePools are patched only"},
-		{Kinds{MachineSets: true, ClusterAPI: true, NodePools: true}, "MachineSets, Cluster API, NodePools", " Cluster API MachineSets and MachineDeployments get", " A NodePool's additional port", " Cluster API MachineSets are rolled"},
-	} {
-		if got := Title(c.kinds); got != c.title {
-			t.Errorf("%+v: title %q, want %q", c.kinds, got, c.title)
-		}
-		for s, want := range map[Screen]string{ScreenSets: c.sets, ScreenReview: c.review, ScreenApply: c.applied} {
-			got := Help(c.kinds, s)
-			if want == "" && got != "" || !strings.HasPrefix(got, want) {
-				t.Errorf("%+v, screen %d: %q, want it to start with %q", c.kinds, s, got, want)
-			}
-		}
-	}
-	// Both kinds: Cluster API's sentence, then the NodePools'.
-	both := Help(Kinds{ClusterAPI: true, NodePools: true}, ScreenApply)
-	if !strings.HasSuffix(both, " NodePools are patched only: HyperShift rolls the change out itself, as each NodePool's spec.management.upgradeType says.") ||
-		!strings.HasPrefix(both, " Cluster API MachineSets are rolled as MachineSets are") {
-		t.Errorf("Help of both kinds: %q", both)
 	}
 }

@@ -51,8 +51,6 @@ type Section struct {
 	Noun string
 	// NameHeading heads the name column; Headings the other columns, formatted as the rows' Cells.
 	NameHeading, Headings string
-	// Legend are the lines explaining the columns, shown under the list, each on its own.
-	Legend []string
 	// Empty is said in place of the rows when there are none; EmptyWarns: that is a warning
 	// (there is nothing to attach), not a remark.
 	Empty      string
@@ -88,7 +86,7 @@ type Row struct {
 	// the first Short of them, then says WhyNot.
 	Cells []Cell
 	Short int
-	// Mark is said after the cells, dimmed ("via CAPI"); Legend explains it.
+	// Mark is said after the cells, dimmed ("via CAPI"); the wizard's legend explains it.
 	Mark string
 	// Selectable: the object can be patched; else WhyNot says why.
 	Selectable bool
@@ -140,14 +138,6 @@ func Select(rows []Row) Selection {
 		}
 	}
 	return sel
-}
-
-// Reading says what is being read for kinds, while it is.
-func Reading(kinds Kinds) string {
-	if !kinds.MachineSets {
-		return "reading the NodePools…"
-	}
-	return "reading the MachineSets of " + machinesets.Namespace + "…"
 }
 
 // Offer is the inventory as a screen offers it; served are the kinds the cluster serves (those
@@ -205,7 +195,6 @@ func machineSetSection(sets []machinesets.SetStatus, alone bool) Section {
 	if alone {
 		s.Empty, s.EmptyWarns = "no MachineSets in "+machinesets.Namespace+": nothing to attach", true
 	}
-	via := false
 	for _, st := range sets {
 		r := Row{Section: s.ID, Kind: "MachineSet", Namespace: machinesets.Namespace, Name: st.Name, Key: st.Name,
 			What: "MachineSet " + st.Name, Short: 1, Rolls: ByRollout,
@@ -223,15 +212,9 @@ func machineSetSection(sets []machinesets.SetStatus, alone bool) Section {
 			r.WhyNot = "it is not an OpenStack MachineSet"
 		}
 		if st.ClusterAPI {
-			r.Mark, via = "via CAPI", true
+			r.Mark = "via CAPI"
 		}
 		s.Rows = append(s.Rows, r)
-	}
-	if len(sets) > 0 || alone {
-		s.Legend = append(s.Legend, "MACHINES: up to date / replicas, as machinesets list counts them; the others are replaced in step 6")
-	}
-	if via {
-		s.Legend = append(s.Legend, "via CAPI: Cluster API is authoritative for it: its Cluster API copy in "+clusterapi.OpenShiftNamespace+" gets a new template with the port, and is rolled")
 	}
 	return s
 }
@@ -244,8 +227,7 @@ const clusterAPITemplateWidth = 20
 // MachineDeployment, another provider's, their template missing).
 func clusterAPISection(objects []clusterapi.Status) Section {
 	s := Section{ID: SectionClusterAPI, Title: "Cluster API", Subtitle: "MachineSets, MachineDeployments of " + clusterapi.OpenShiftNamespace, Noun: "Cluster API sets",
-		NameHeading: "NAME", Headings: fmt.Sprintf("%-10s %-8s %-*s %-12s %s", "KIND", "REPLICAS", clusterAPITemplateWidth, "TEMPLATE", "STORAGE NET", "ON TEMPLATE"),
-		Legend: []string{"Cluster API sets get a new template with the port; ON TEMPLATE: Machines made from the current one / all; step 6 replaces the MachineSets' others, a MachineDeployment rolls by itself"}}
+		NameHeading: "NAME", Headings: fmt.Sprintf("%-10s %-8s %-*s %-12s %s", "KIND", "REPLICAS", clusterAPITemplateWidth, "TEMPLATE", "STORAGE NET", "ON TEMPLATE")}
 	for _, c := range objects {
 		// In this section a Deployment can only be a MachineDeployment.
 		kind := c.Kind
@@ -270,9 +252,6 @@ func nodePoolSection(pools []nodepools.Status) Section {
 	s := Section{ID: SectionNodePools, Title: "NodePools", Subtitle: "of hosted clusters (HyperShift)", Noun: "NodePools",
 		NameHeading: "NODEPOOL", Headings: fmt.Sprintf("%-14s %-8s %s", "HOSTED CLUSTER", "REPLICAS", "STORAGE NET"),
 		Empty: "no NodePools on this cluster: nothing to attach", EmptyWarns: true}
-	if len(pools) > 0 {
-		s.Legend = []string{"NodePools get a port on the storage network; HyperShift rolls the change out itself (step 6 says how)"}
-	}
 	for _, p := range pools {
 		ok := p.StorageNetwork != attach.StateNA
 		platform := p.Platform

@@ -122,9 +122,6 @@ func TestOfferRows(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.key, got, want)
 		}
 	}
-	if ms := o.Sections[0]; len(ms.Legend) != 2 || !strings.HasPrefix(ms.Legend[1], "via CAPI: Cluster API is authoritative") {
-		t.Errorf("MachineSets legend %q", ms.Legend)
-	}
 	if st := rowOf(t, rows, "infra-0").Cells[2]; !st.Good || st.Text != "has it      " {
 		t.Errorf("an attached set's state cell %+v", st)
 	}

@@ -55,7 +55,7 @@ func TestWizardRefusesAFullStorageSubnet(t *testing.T) {
 		PollInterval: 50 * time.Millisecond, RolloutTimeout: time.Minute})
 	// Wide enough that the refusal's sentences are not wrapped.
 	tm := teatest.NewTestModel(t, New(Options{Backend: b, Context: ctx}), teatest.WithInitialTermSize(1000, 50))
-	scr := &screen{}
+	scr := &terminal{}
 	go scr.copyFrom(tm.Output())
 	scr.waitFor(t, 0, settle, "✓ cloud "+ostest.CloudName)
 	for _, s := range []struct {

@@ -158,7 +158,7 @@ func TestWizardClusterAPI(t *testing.T) {
 		b := NewLiveBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test", By: "manila-setup test",
 			PollInterval: 50 * time.Millisecond, RolloutTimeout: 5 * time.Minute})
 		tm := teatest.NewTestModel(t, New(Options{Backend: b, DryRun: dry, Context: ctx}), teatest.WithInitialTermSize(160, 50))
-		scr := &screen{}
+		scr := &terminal{}
 		go scr.copyFrom(tm.Output())
 		scr.waitFor(t, 0, settle, "✓ cloud manila-setup")
 		for _, s := range []struct {

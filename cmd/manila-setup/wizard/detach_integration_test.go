@@ -96,7 +96,7 @@ func TestWizardDetach(t *testing.T) {
 	manilaPod(t, ctx, c, m0.Status.NodeRef.Name)
 
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, Context: ctx}), teatest.WithInitialTermSize(140, 45))
-	scr := &screen{}
+	scr := &terminal{}
 	go scr.copyFrom(tm.Output())
 	scr.waitFor(t, 0, settle, "✓ cloud manila-setup", "✓ cluster")
 	m := scr.mark()

@@ -38,7 +38,8 @@ func TestNetworkScreenSaysWhatTheNetworkDoesToNodes(t *testing.T) {
 	cand.Network = storage
 	d = &openstack.Discovery{Networks: []openstack.Network{storage}, Ranking: openstack.Ranking{Candidates: []openstack.Candidate{cand}}}
 	n = networkModel{}.withDiscovery(d, "")
-	n, _ = n.key(tea.KeyMsg{Type: tea.KeyEnter})
+	next, _ := n.key(&session{}, tea.KeyMsg{Type: tea.KeyEnter})
+	n = next.(networkModel)
 	if !strings.Contains(n.confirming, "no subnet has DHCP enabled") || !n.needsForce([]string{storage.ID}) {
 		t.Errorf("a network that gives no address: confirming %q, needs --force %v", n.confirming, n.needsForce([]string{storage.ID}))
 	}

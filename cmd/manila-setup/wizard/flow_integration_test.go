@@ -36,14 +36,14 @@ import (
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
 
-// screen collects everything the program draws, so that a wait can look at what was drawn
+// terminal collects everything the program draws, so that a wait can look at what was drawn
 // since a given point.
-type screen struct {
+type terminal struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (s *screen) copyFrom(r io.Reader) {
+func (s *terminal) copyFrom(r io.Reader) {
 	b := make([]byte, 4096)
 	for {
 		n, err := r.Read(b)
@@ -61,14 +61,14 @@ func (s *screen) copyFrom(r io.Reader) {
 	}
 }
 
-func (s *screen) mark() int {
+func (s *terminal) mark() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.Len()
 }
 
 // since is what was drawn after mark.
-func (s *screen) since(mark int) string {
+func (s *terminal) since(mark int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()[mark:]
@@ -80,7 +80,7 @@ func (s *screen) since(mark int) string {
 const settle = 2 * time.Minute
 
 // waitFor waits until every text appears in what was drawn after mark.
-func (s *screen) waitFor(t *testing.T, mark int, timeout time.Duration, texts ...string) {
+func (s *terminal) waitFor(t *testing.T, mark int, timeout time.Duration, texts ...string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -201,7 +201,7 @@ func TestWizardFullFlow(t *testing.T) {
 	})
 	start := time.Now()
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, Context: ctx, StoragePoll: 500 * time.Millisecond}), teatest.WithInitialTermSize(120, 40))
-	scr := &screen{}
+	scr := &terminal{}
 	go scr.copyFrom(tm.Output())
 
 	scr.waitFor(t, 0, settle, "✓ cloud manila-setup", "✓ cluster", "3 MachineSets")
@@ -373,7 +373,7 @@ func TestWizardDryRunAndAFailingContext(t *testing.T) {
 
 	backend := NewLiveBackend(LiveConfig{Kubeconfig: path, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test"})
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, DryRun: true, Context: ctx}), teatest.WithInitialTermSize(80, 24))
-	scr := &screen{}
+	scr := &terminal{}
 	go scr.copyFrom(tm.Output())
 	scr.waitFor(t, 0, settle, "cannot be reached", "127.0.0.1:1", "press r to check again")
 	m := scr.mark()
@@ -463,7 +463,7 @@ func TestWizardChangesTheStorageSubnet(t *testing.T) {
 	start := time.Now()
 	// Wide enough that no line the test looks for wraps.
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, Context: ctx}), teatest.WithInitialTermSize(220, 50))
-	scr := &screen{}
+	scr := &terminal{}
 	go scr.copyFrom(tm.Output())
 	scr.waitFor(t, 0, settle, "✓ cloud ostest", "✓ cluster")
 	for _, step := range []struct {

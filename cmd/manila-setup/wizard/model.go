@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -48,8 +47,6 @@ const (
 	stepCount
 )
 
-var stepTitles = [stepCount]string{"Connect", "Storage network", "Security groups", "MachineSets", "Review", "Apply and roll", "Verify"}
-
 // Outcome is how the wizard ended, for the command's exit code and closing words.
 type Outcome struct {
 	// Applied: MachineSets were patched (and rolled, unless RolloutErr says otherwise).
@@ -62,7 +59,8 @@ type Outcome struct {
 	Summary string
 }
 
-// Model is the wizard: the shared state of the screens plus one sub-model per screen.
+// Model is the wizard: the shared state of the screens plus one screen per step, spoken to
+// only through the screen interface.
 type Model struct {
 	opts   Options
 	ctx    context.Context
@@ -75,17 +73,10 @@ type Model struct {
 	// Shared results, loaded in the background as soon as the cloud is connected.
 	conn      *Connection
 	discovery *openstack.Discovery
-	discErr   string
 	groups    []openstack.SecurityGroup
 	groupsErr string
 
-	connect connectModel
-	network networkModel
-	sgs     groupsModel
-	sets    setsModel
-	review  reviewModel
-	apply   applyModel
-	verify  verifyModel
+	screens [stepCount]screen
 
 	// changed are the subnets the wizard changed in Neutron (on the user's yes at the review),
 	// with what it set: the closing words say so, whatever else happened.
@@ -110,8 +101,9 @@ func New(opts Options) Model {
 		opts.NodePoolPoll = 5 * time.Second
 	}
 	sp := spinner.New(spinner.WithSpinner(spinner.Line))
-	return Model{opts: opts, ctx: opts.Context, width: 80, height: 24, spin: sp,
-		connect: newConnectModel(), network: networkModel{loading: true}, sgs: groupsModel{loading: true}}
+	return Model{opts: opts, ctx: opts.Context, width: 80, height: 24, spin: sp, screens: [stepCount]screen{
+		newConnectModel(), newNetworkModel(), waitingGroups(nil),
+		setsModel{}, reviewModel{}, applyModel{}, newVerifyModel(opts.DryRun, nil)}}
 }
 
 // Outcome reports how the wizard ended.
@@ -193,7 +185,12 @@ type (
 	rwxDoneMsg struct{ r RWXResult }
 	// navMsg moves to the next (+1) or previous (-1) screen.
 	navMsg int
+	// quitMsg ends the wizard, as q does.
+	quitMsg struct{}
 )
+
+// quit is what a screen returns to end the wizard.
+func quit() tea.Msg { return quitMsg{} }
 
 func loadTargets(b Backend) tea.Cmd {
 	return func() tea.Msg { return targetsMsg{b.Targets()} }
@@ -272,235 +269,132 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.key(msg)
 	case navMsg:
 		return m.navigate(int(msg))
+	case quitMsg:
+		return m.quitNow()
 
-	case targetsMsg:
-		var cmd tea.Cmd
-		m.connect, cmd = m.connect.withTargets(msg.t, m.ctx, m.opts.Backend)
-		return m, cmd
 	case connectedMsg:
-		if msg.seq != m.connect.seq {
+		if msg.seq != m.connect().seq {
 			return m, nil // an answer for a choice that has changed since
 		}
-		m.connect = m.connect.withResult(msg.conn, msg.err)
+		m, _ = m.dispatch(msg)
 		if msg.err != nil {
 			return m, nil
 		}
 		conn := msg.conn
 		m.conn = &conn
-		m.discovery, m.discErr, m.groups, m.groupsErr = nil, "", nil, ""
-		m.network = networkModel{loading: true}
-		m.sgs = groupsModel{loading: true}
+		m.discovery, m.groups, m.groupsErr = nil, nil, ""
+		m.screens[stepNetwork] = newNetworkModel()
+		m.screens[stepGroups] = waitingGroups(nil)
 		// Everything the next screens need starts loading now, while the user reads.
 		return m, tea.Batch(discoverCmd(m.ctx, m.opts.Backend), groupsCmd(m.ctx, m.opts.Backend))
 	case discoveryMsg:
-		if msg.err != nil {
-			m.discErr = msg.err.Error()
-		}
 		m.discovery = msg.d
-		m.network = m.network.withDiscovery(msg.d, m.discErr)
-		if m.conn != nil {
-			m.network.nodeAddrs, m.network.fitness = m.conn.NodeAddresses, m.conn.Fitness
-		}
-		return m, nil
 	case groupsMsg:
 		if msg.err != nil {
 			m.groupsErr = msg.err.Error()
 		}
 		m.groups = msg.groups
-		if m.step == stepGroups {
-			m.sgs = newGroupsModel(m.groups, m.groupsErr, m.network.chosenCandidate(), m.sgs.selected)
-		}
-		return m, nil
-	case setsMsg:
-		m.sets = m.sets.withSets(msg)
-		return m, nil
-	case planMsg:
-		m.review = m.review.withPlan(msg)
-		return m, nil
 	case fixedMsg:
-		m.review.fit, m.review.scroll = m.review.fit.withFixed(msg), 0 // to the outcome, at the top
 		for _, r := range msg.results {
 			if r.err == nil {
 				m.changed = append(m.changed, "subnet "+r.fix.subnet.Ref()+" ("+changeText(r.fix.update)+")")
 			}
 		}
+		m, cmd := m.dispatch(msg)
 		if msg.network != nil {
 			// The network as Neutron now describes it, on the network screen too.
-			m.network = m.network.withNetwork(*msg.network)
-			m.discovery = m.network.disc
+			m.discovery = m.network().disc
 		}
-		return m, nil
+		return m, cmd
 	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, followMsg, followPollMsg:
-		var cmd tea.Cmd
-		m.apply, cmd = m.apply.update(msg, m.ctx, m.opts, m.step == stepApply)
-		if o := m.apply.outcome(); o.Summary != "" {
+		m, cmd := m.dispatch(msg)
+		if o := m.apply().outcome(); o.Summary != "" {
 			m.outcome = o
-			if o.Applied && len(m.review.fit.warnings) > 0 {
-				m.outcome.Summary += " " + acknowledged(m.review.fit)
+			if o.Applied && len(m.review().fit.warnings) > 0 {
+				m.outcome.Summary += " " + acknowledged(m.review().fit)
 			}
 			if len(m.changed) > 0 {
 				m.outcome.Summary += " " + m.changedNote()
 			}
 		}
 		return m, cmd
-	case storageMsg, storagePollMsg, rwxStartedMsg, rwxLineMsg, rwxDoneMsg:
-		var cmd tea.Cmd
-		m.verify, cmd = m.verify.update(msg, m.step == stepVerify, m.ctx, m.opts)
-		return m, cmd
 	}
-	return m, nil
+	return m.dispatch(msg)
 }
 
-// key handles the keys every screen shares, then hands the others to the current screen.
+// dispatch hands a result of work in the background to every screen: each takes its own.
+func (m Model) dispatch(msg tea.Msg) (Model, tea.Cmd) {
+	s := m.session()
+	var cmds []tea.Cmd
+	for i, sc := range m.screens {
+		var cmd tea.Cmd
+		m.screens[i], cmd = sc.update(s, msg, stepID(i) == m.step)
+		cmds = append(cmds, cmd)
+	}
+	return m, tea.Batch(cmds...)
+}
+
+// key handles the keys every screen shares, unless the current screen takes them now, then
+// hands the others to the screen.
 func (m Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
-	s := k.String()
 	if m.help {
 		m.help = false // any key closes the help
-		if s == "ctrl+c" {
+		if key.Matches(k, keyCtrlC) {
 			return m.key(k)
 		}
 		return m, nil
 	}
-	// While machines are being replaced, stopping is asked first.
-	if m.step == stepApply && m.apply.running() && !(s == "?" && !m.apply.confirmStop) {
-		var cmd tea.Cmd
-		m.apply, cmd = m.apply.key(s)
-		return m, cmd
-	}
-	// A running multi-writer check is stopped and cleaned up before quitting.
-	if m.step == stepVerify && m.verify.running {
-		var cmd tea.Cmd
-		m.verify, cmd = m.verify.key(s, m.ctx, m.opts)
-		if m.verify.quitting {
-			m.outcome.Summary = coalesceName(m.outcome.Summary, m.quitSummary())
-		}
-		return m, cmd
-	}
-	typing := m.step == stepNetwork && m.network.filtering
-	if m.step == stepVerify && s == "enter" {
-		s = "q" // finishing is quitting
-	}
-	switch {
-	case s == "ctrl+c", s == "q" && !typing:
-		m.quit = true
-		if m.outcome.Summary == "" {
-			m.outcome.Summary = m.quitSummary()
-		}
-		return m, tea.Quit
-	case s == "?" && !typing:
+	s := m.session()
+	cur := m.screens[m.step]
+	switch g := cur.grabs(s); {
+	case g == grabAll, g == grabQuit && key.Matches(k, keyQuit):
+	case g == grabTyping && key.Matches(k, keyCtrlC), g == grabNone && key.Matches(k, keyQuit):
+		return m.quitNow()
+	case g != grabTyping && key.Matches(k, keyHelp):
 		m.help = true // the screen's work goes on underneath
 		return m, nil
 	}
 	var cmd tea.Cmd
-	switch m.step {
-	case stepConnect:
-		m.connect, cmd = m.connect.key(s, m.ctx, m.opts.Backend)
-	case stepNetwork:
-		m.network, cmd = m.network.key(k)
-	case stepGroups:
-		m.sgs, cmd = m.sgs.key(s)
-	case stepSets:
-		m.sets, cmd = m.sets.key(s)
-	case stepReview:
-		m.review, cmd = m.review.key(s, max(m.width, 20), m.bodyHeight(), m.opts.DryRun, m.ctx, m.opts.Backend)
-	case stepApply:
-		m.apply, cmd = m.apply.key(s)
-	case stepVerify:
-		m.verify, cmd = m.verify.key(s, m.ctx, m.opts)
-	}
+	m.screens[m.step], cmd = cur.key(s, k)
 	return m, cmd
 }
 
-// navigate leaves the current screen forwards or backwards, handing its choice on.
+// quitNow ends the wizard, saying what was (not) changed unless a screen already said more.
+func (m Model) quitNow() (tea.Model, tea.Cmd) {
+	m.quit = true
+	if m.outcome.Summary == "" {
+		m.outcome.Summary = m.quitSummary()
+	}
+	return m, tea.Quit
+}
+
+// navigate leaves the current screen forwards or backwards; going forwards, the next screen
+// takes the choices made so far.
 func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 	if d < 0 {
-		switch {
-		case m.step == stepConnect, m.step >= stepApply:
+		if m.step == stepConnect || m.step >= stepApply {
 			return m, nil // after applying there is no going back
 		}
 		m.step--
 		return m, nil
 	}
-	b := m.opts.Backend
-	switch m.step {
-	case stepConnect:
-		m.step = stepNetwork
-	case stepNetwork:
-		if m.groups != nil || m.groupsErr != "" {
-			m.sgs = newGroupsModel(m.groups, m.groupsErr, m.network.chosenCandidate(), m.sgs.selected)
-		} else {
-			m.sgs = groupsModel{loading: true, selected: m.sgs.selected}
-		}
-		m.step = stepGroups
-	case stepGroups:
-		want := m.attachment()
-		key := attachmentKey(want)
-		m.step = stepSets
-		if m.sets.forKey == key && !m.sets.loading && m.sets.err == "" {
-			return m, nil // same choice as before: keep the user's selection
-		}
-		conn := Connection{Served: workers.Served{MachineAPI: true}}
-		if m.conn != nil {
-			conn = *m.conn
-		}
-		kinds := conn.Kinds()
-		m.sets = setsModel{loading: true, forKey: key, reading: workers.Reading(kinds)}
-		return m, setsCmd(m.ctx, b, key, want, kinds)
-	case stepSets:
-		if rows := m.sets.detaching(); rows != nil {
-			return m.reviewDetach(rows)
-		}
-		chosen := m.sets.chosen()
-		want := m.attachment()
-		key := attachmentKey(want)
-		for _, r := range chosen {
-			key += "|" + rowID(r)
-		}
-		sel := workers.Select(chosen)
-		m.review = reviewModel{loading: true, forKey: key, kinds: m.sets.offer.Choose, commands: commandLines(m.conn, want, sel, m.network.needsForce(want.Networks)),
-			fit: newFitnessModel(m.network.chosen(), m.review.fit)}
-		m.step = stepReview
-		return m, planCmd(m.ctx, b, key, want, sel)
-	case stepReview:
-		m.step = stepApply
-		var cmd tea.Cmd
-		if m.review.detach {
-			m.apply, cmd = startDetach(m.ctx, b, m.sets.detaching(), m.review.forced, m.opts.DryRun, m.opts.Now())
-			return m, cmd
-		}
-		m.apply, cmd = startApply(m.ctx, b, m.attachment(), m.sets.chosen(), m.opts.DryRun, m.opts.Now())
-		return m, cmd
-	case stepApply:
-		m.step = stepVerify
-		m.verify = newVerifyModel(m.opts.DryRun, m.apply.chosen)
-		if !m.verify.checksDriver {
-			return m, nil // the driver of a hosted cluster is not on this cluster: nothing to read here
-		}
-		return m, storageCmd(m.ctx, b)
+	if m.step+1 >= stepCount {
+		return m, nil
 	}
-	return m, nil
+	var cmd tea.Cmd
+	m.screens[m.step+1], cmd = m.screens[m.step+1].enter(m.session())
+	m.step++
+	return m, cmd
 }
 
-// reviewDetach shows what detaching rows takes off them: the same review as attaching, of the
-// removal, with the commands that do the same.
-func (m Model) reviewDetach(rows []workers.Row) (tea.Model, tea.Cmd) {
-	key := "detach|" + rowID(rows[0])
-	sel := workers.Select(rows)
-	m.review = reviewModel{loading: true, forKey: key, kinds: "MachineSet", detach: true,
-		commands: detachCommandLines(m.conn, rows, false), forcedCommands: detachCommandLines(m.conn, rows, true)}
-	m.step = stepReview
-	return m, detachPlanCmd(m.ctx, m.opts.Backend, key, sel)
-}
-
-// attachment is what the screens so far chose.
-func (m Model) attachment() attach.Attachment {
-	a := attach.Attachment{}
-	if n := m.network.chosen(); n != nil {
-		a.Networks = []string{n.ID}
-	}
-	a.SecurityGroups = m.sgs.chosen()
-	return a
-}
+// The screens as they are now.
+func (m Model) connect() connectModel { return m.screens[stepConnect].(connectModel) }
+func (m Model) network() networkModel { return m.screens[stepNetwork].(networkModel) }
+func (m Model) sgs() groupsModel      { return m.screens[stepGroups].(groupsModel) }
+func (m Model) sets() setsModel       { return m.screens[stepSets].(setsModel) }
+func (m Model) review() reviewModel   { return m.screens[stepReview].(reviewModel) }
+func (m Model) apply() applyModel     { return m.screens[stepApply].(applyModel) }
+func (m Model) verify() verifyModel   { return m.screens[stepVerify].(verifyModel) }
 
 func attachmentKey(a attach.Attachment) string {
 	return strings.Join(a.Networks, ",") + "|" + strings.Join(a.SecurityGroups, ",")
@@ -523,10 +417,19 @@ func (m Model) quitSummary() string {
 	return ""
 }
 
-// bodyHeight is what is left for the screen under the title and its rule and over the rule
-// and the key lines (one, or more at narrow widths).
-func (m Model) bodyHeight() int {
-	return max(max(m.height, 6)-3-len(hintLines(m.hints(), max(m.width, 20))), 2)
+// session is what the screens are given now; its height is what is left for the screen under
+// the title and its rule and over the rule and the key lines (one, or more at narrow widths).
+func (m Model) session() *session {
+	s := &session{ctx: m.ctx, opts: m.opts, width: max(m.width, 20), spin: m.spin.View(),
+		conn: m.conn, discovery: m.discovery, groups: m.groups, groupsErr: m.groupsErr, screens: m.screens}
+	s.height = max(max(m.height, 6)-3-len(hintLines(m.keys(s), s.width)), 2)
+	return s
+}
+
+// keys are the current screen's keys, then those of the wizard in force.
+func (m Model) keys(s *session) []key.Binding {
+	cur := m.screens[m.step]
+	return append(cur.keys(s), wizardKeys(cur.grabs(s))...)
 }
 
 // View draws the current screen: a title line, the screen, and a line of keys.
@@ -534,22 +437,24 @@ func (m Model) View() string {
 	if m.quit {
 		return ""
 	}
-	w := max(m.width, 20)
-	title := fmt.Sprintf("manila-setup networks attach · %d/%d %s", int(m.step)+1, stepCount, m.stepTitle(m.step))
+	s := m.session()
+	cur := m.screens[m.step]
+	w := s.width
+	title := fmt.Sprintf("manila-setup networks attach · %d/%d %s", int(m.step)+1, stepCount, cur.title(s))
 	if m.opts.DryRun {
 		title += " · dry run"
 	}
 	var body []string
-	hints := m.hints()
+	keys := m.keys(s)
 	if m.help {
-		body = helpView(m.stepTitle(m.step), m.helpText(m.step), hints, w)
+		body = helpView(cur.title(s), cur.help(s), keys, w)
 	} else {
-		body = m.body(w, m.bodyHeight())
+		body = cur.view(s)
 	}
 	var b strings.Builder
-	lines := append([]string{styleTitle.Render(cut(title, w)), styleDim.Render(strings.Repeat("─", w))}, fit(body, w, m.bodyHeight())...)
+	lines := append([]string{styleTitle.Render(cut(title, w)), styleDim.Render(strings.Repeat("─", w))}, fit(body, w, s.height)...)
 	lines = append(lines, styleDim.Render(strings.Repeat("─", w)))
-	lines = append(lines, hintLines(hints, w)...)
+	lines = append(lines, hintLines(keys, w)...)
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -559,120 +464,10 @@ func (m Model) View() string {
 	return b.String()
 }
 
-func (m Model) body(w, h int) []string {
-	switch m.step {
-	case stepConnect:
-		return m.connect.view(w, h, m.spin.View())
-	case stepNetwork:
-		return m.network.view(w, h, m.spin.View())
-	case stepGroups:
-		return m.sgs.view(w, h, m.spin.View())
-	case stepSets:
-		return m.sets.view(w, h, m.spin.View())
-	case stepReview:
-		return m.review.view(w, h, m.spin.View(), m.opts.DryRun)
-	case stepApply:
-		return m.apply.view(w, h, m.spin.View())
-	case stepVerify:
-		return m.verify.view(w, h, m.spin.View())
-	}
-	return nil
-}
-
-// hint is one key and what it does.
-type hint struct{ key, what string }
-
-func (m Model) hints() []hint {
-	var hs []hint
-	switch m.step {
-	case stepConnect:
-		hs = m.connect.hints()
-	case stepNetwork:
-		hs = m.network.hints()
-		if m.network.filtering {
-			return append(hs, hint{"ctrl+c", "quit"}) // q and ? are typed into the filter
-		}
-	case stepGroups:
-		hs = m.sgs.hints()
-	case stepSets:
-		hs = m.sets.hints()
-	case stepReview:
-		hs = m.review.hints(m.opts.DryRun)
-	case stepApply:
-		hs = m.apply.hints()
-	case stepVerify:
-		hs = m.verify.hints()
-	}
-	if m.step > stepConnect && m.step < stepApply {
-		hs = append(hs, hint{"esc", "back"})
-	}
-	return append(hs, hint{"?", "help"}, hint{"q", "quit"})
-}
-
-// hintLines are the keys of a screen in lines of width w, broken between keys, never inside
-// one, so that no key is cut off at 80 or 60 columns.
-func hintLines(hs []hint, w int) []string {
-	var lines []string
-	cur := ""
-	for _, h := range hs {
-		part := styleKey.Render(h.key) + " " + h.what
-		switch {
-		case cur == "":
-			cur = part
-		case ansi.StringWidth(cur)+2+ansi.StringWidth(part) <= w:
-			cur += "  " + part
-		default:
-			lines = append(lines, cur)
-			cur = part
-		}
-	}
-	return append(lines, cut(cur, w))
-}
-
-// helpText says what each screen is for.
-var helpText = [stepCount]string{
-	"Choose the cloud (an entry of clouds.yaml) and the cluster (a context of the kubeconfig). Both are checked in the background: the cloud by authenticating, the cluster by listing its MachineSets (and, on a HyperShift management cluster, its NodePools). Nothing is changed.",
-	"Choose the network Manila exports its shares on. The one discovery found is preselected, with the reason. A network without any export location will not let pods reach the shares.",
-	"Choose the security groups the new ports get. Groups whose egress rules let NFS reach the export address are suggested first. None is required if the workers' groups already allow it.",
-	"Choose the MachineSets whose machines get a port on the storage network. Workers are preselected; control-plane MachineSets are never touched. On a MachineSet manila-setup attached (its record, annotation " + attach.Annotation + "), d detaches it instead: the review shows the removal, enter takes off what the record names and replaces the machines, refused while pods on them use Manila volumes unless forced.",
-	"The exact change of each MachineSet's providerSpec, and the commands that do the same without this wizard. Nothing has been written yet.",
-	"The MachineSets are patched, then their machines are replaced one at a time without losing capacity. Stopping is safe: running the wizard or `manila-setup machinesets rollout` again resumes.",
-	"The operator's ClusterCSIDriver conditions and the Manila StorageClasses. The multi-writer check mounts one ReadWriteMany volume on two nodes and shows what both wrote, then deletes everything it created.",
-}
-
-// stepTitle names a screen; the fourth after what the cluster has to choose from.
-func (m Model) stepTitle(step stepID) string {
-	if step != stepSets || m.conn == nil {
-		return stepTitles[step]
-	}
-	return coalesceName(workers.Title(m.conn.Offered()), stepTitles[step])
-}
-
-// helpScreens are the screens whose help says what each kind offered changes there.
-var helpScreens = map[stepID]workers.Screen{stepSets: workers.ScreenSets, stepReview: workers.ScreenReview, stepApply: workers.ScreenApply}
-
-// helpText is what a screen is for, with what the kinds the cluster offers change there.
-func (m Model) helpText(step stepID) string {
-	text := helpText[step]
-	if step == stepReview && len(m.review.fit.warnings) > 0 {
-		text += " " + reviewWarningsHelp
-	}
-	if m.conn == nil {
-		return text
-	}
-	if s, ok := helpScreens[step]; ok {
-		text += workers.Help(m.conn.Offered(), s)
-	}
-	return text
-}
-
-func helpView(title, text string, hs []hint, w int) []string {
+func helpView(title, text string, keys []key.Binding, w int) []string {
 	lines := []string{styleTitle.Render("Help: " + title), ""}
 	lines = append(lines, wrap(text, w-2)...)
 	lines = append(lines, "", styleTitle.Render("Keys"))
-	for _, h := range hs {
-		lines = append(lines, fmt.Sprintf("  %-12s %s", h.key, h.what))
-	}
-	lines = append(lines, fmt.Sprintf("  %-12s %s", "ctrl+c", "quit (asks first while machines are replaced)"), "", styleDim.Render("Any key closes this help."))
-	return lines
+	lines = append(lines, helpKeys(keys)...)
+	return append(lines, "", styleDim.Render("Any key closes this help."))
 }

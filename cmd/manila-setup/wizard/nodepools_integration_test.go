@@ -150,7 +150,7 @@ func TestWizardNodePools(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		tm := teatest.NewTestModel(t, New(Options{Backend: backend(), DryRun: dry, Context: ctx, NodePoolPoll: 300 * time.Millisecond}), teatest.WithInitialTermSize(120, 40))
-		scr := &screen{}
+		scr := &terminal{}
 		go scr.copyFrom(tm.Output())
 		scr.waitFor(t, 0, settle, "✓ cloud manila-setup", connected)
 		for _, s := range steps {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -163,8 +164,8 @@ func (a applyModel) running() bool { return a.phase == applyPatching || a.phase 
 
 // update takes the results of the patch, the rollout and the progress of the rows that roll by
 // themselves; active: the screen is shown, so those rows are read again.
-func (a applyModel) update(msg tea.Msg, ctx context.Context, opts Options, active bool) (applyModel, tea.Cmd) {
-	b := opts.Backend
+func (a applyModel) update(s *session, msg tea.Msg, active bool) (screen, tea.Cmd) {
+	ctx, opts, b := s.ctx, s.opts, s.backend()
 	switch msg := msg.(type) {
 	case clockMsg:
 		a.now = time.Time(msg)
@@ -326,45 +327,82 @@ func drawn(l workers.Line, w int) []string {
 	return toned(l, w)
 }
 
-func (a applyModel) key(k string) (applyModel, tea.Cmd) {
+// The apply screen's keys.
+var (
+	applyStop     = bind("ctrl+c or q", "stop", "ctrl+c", "q")
+	applyStopYes  = bind("y", "stop", keyYes.Keys()...)
+	applyStopNo   = bind("n", "keep going", "n", "N", "esc")
+	applyToVerify = bind("enter", "verify", "enter")
+)
+
+func (a applyModel) key(_ *session, k tea.KeyMsg) (screen, tea.Cmd) {
 	if a.running() {
 		switch {
-		case a.confirmStop && (k == "y" || k == "Y"):
+		case a.confirmStop && key.Matches(k, applyStopYes):
 			a.confirmStop, a.stopping = false, true
 			cancel := a.cancel
 			if cancel == nil {
 				return a, nil // still patching: the rollout is never started once stopping is set
 			}
 			return a, func() tea.Msg { cancel(); return nil }
-		case a.confirmStop && (k == "n" || k == "N" || k == "esc"):
+		case a.confirmStop && key.Matches(k, applyStopNo):
 			a.confirmStop = false
-		case k == "ctrl+c" || k == "q":
+		case key.Matches(k, applyStop):
 			a.confirmStop = !a.stopping
 		}
 		return a, nil
 	}
-	switch k {
-	case "enter":
-		if a.phase == applyDone || a.phase == applyDry {
-			return a, nav(1)
-		}
+	if key.Matches(k, applyToVerify) && (a.phase == applyDone || a.phase == applyDry) {
+		return a, nav(1)
 	}
 	return a, nil
 }
 
-func (a applyModel) hints() []hint {
+func (a applyModel) keys(*session) []key.Binding {
 	switch {
 	case a.confirmStop:
-		return []hint{{"y", "stop"}, {"n", "keep going"}}
+		return []key.Binding{applyStopYes, applyStopNo}
 	case a.running():
-		return []hint{{"ctrl+c", "stop"}}
+		return []key.Binding{applyStop}
 	case a.phase == applyDone, a.phase == applyDry:
-		return []hint{{"enter", "verify"}}
+		return []key.Binding{applyToVerify}
 	}
 	return nil
 }
 
-func (a applyModel) view(w, h int, spin string) []string {
+func (applyModel) title(*session) string { return stepTitles[stepApply] }
+
+// help adds what each kind the cluster offers changes here.
+func (applyModel) help(s *session) string {
+	if s.conn == nil {
+		return helpText[stepApply]
+	}
+	return helpText[stepApply] + kindsHelp(s.conn.Offered(), stepApply)
+}
+
+// grabs: while machines are replaced, q and ctrl+c ask whether to stop, and the question takes
+// every key.
+func (a applyModel) grabs(*session) grab {
+	switch {
+	case a.running() && a.confirmStop:
+		return grabAll
+	case a.running():
+		return grabQuit
+	}
+	return grabNone
+}
+
+// enter patches what the review showed, then rolls it (or, for d on the sets screen, removes
+// it).
+func (applyModel) enter(s *session) (screen, tea.Cmd) {
+	if s.review().detach {
+		return startDetach(s.ctx, s.backend(), s.sets().detaching(), s.review().forced, s.opts.DryRun, s.opts.Now())
+	}
+	return startApply(s.ctx, s.backend(), s.attachment(), s.sets().chosen(), s.opts.DryRun, s.opts.Now())
+}
+
+func (a applyModel) view(s *session) []string {
+	w, h, spin := s.width, s.height, s.spin
 	elapsed := a.now.Sub(a.started)
 	if !a.running() && !a.ended.IsZero() {
 		elapsed = a.ended.Sub(a.started)

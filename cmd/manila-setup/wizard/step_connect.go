@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
 // connectModel is screen 1: which cloud and which cluster, checked in the background.
 type connectModel struct {
+	fixedWords
 	loaded  bool
 	targets Targets
 	focus   int // 0: clouds, 1: contexts
@@ -23,7 +25,7 @@ type connectModel struct {
 	err      string
 }
 
-func newConnectModel() connectModel { return connectModel{} }
+func newConnectModel() connectModel { return connectModel{fixedWords: fixedWords(stepConnect)} }
 
 // withTargets shows the choices and checks the preselected ones right away.
 func (c connectModel) withTargets(t Targets, ctx context.Context, b Backend) (connectModel, tea.Cmd) {
@@ -71,27 +73,36 @@ func (c connectModel) ready() bool {
 	return c.conn != nil && c.checked == cloud+"\x00"+kctx
 }
 
-func (c connectModel) key(k string, ctx context.Context, b Backend) (connectModel, tea.Cmd) {
+// The connect screen's keys.
+var (
+	connectSwitch = bind("tab", "cloud/cluster", "tab", "shift+tab", "left", "right", "h", "l")
+	connectMove   = either("↑/↓", "choose", keyUp, keyDown)
+	connectRetry  = bind("r", "retry", "r")
+	connectNext   = bind("enter", "next", "enter")
+	connectCheck  = bind("enter", "check", "enter")
+)
+
+func (c connectModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
 	if !c.loaded {
 		return c, nil
 	}
-	switch k {
-	case "tab", "shift+tab", "left", "right", "h", "l":
+	switch {
+	case key.Matches(k, connectSwitch):
 		c.focus = 1 - c.focus
-	case "up", "k":
+	case key.Matches(k, keyUp):
 		c = c.move(-1)
-	case "down", "j":
+	case key.Matches(k, keyDown):
 		c = c.move(1)
-	case "r":
+	case key.Matches(k, connectRetry):
 		if !c.checking && len(c.targets.Clouds) > 0 && len(c.targets.Contexts) > 0 {
-			return c.check(ctx, b)
+			return c.check(s.ctx, s.backend())
 		}
-	case "enter":
+	case key.Matches(k, connectNext):
 		switch {
 		case c.ready():
 			return c, nav(1)
 		case !c.checking && len(c.targets.Clouds) > 0 && len(c.targets.Contexts) > 0:
-			return c.check(ctx, b)
+			return c.check(s.ctx, s.backend())
 		}
 	}
 	return c, nil
@@ -113,21 +124,40 @@ func clamp(i, n int) int {
 	return max(i, 0)
 }
 
-func (c connectModel) hints() []hint {
-	hs := []hint{{"↑/↓", "choose"}, {"tab", "cloud/cluster"}}
+func (c connectModel) keys(*session) []key.Binding {
+	bs := []key.Binding{connectMove, connectSwitch}
 	switch {
 	case !c.loaded || len(c.targets.Clouds) == 0 || len(c.targets.Contexts) == 0:
 	case c.ready():
-		hs = append(hs, hint{"enter", "next"})
+		bs = append(bs, connectNext)
 	case c.err != "":
-		hs = append(hs, hint{"r", "retry"})
+		bs = append(bs, connectRetry)
 	default:
-		hs = append(hs, hint{"enter", "check"})
+		bs = append(bs, connectCheck)
 	}
-	return hs
+	return bs
 }
 
-func (c connectModel) view(w, h int, spin string) []string {
+func (connectModel) grabs(*session) grab { return grabNone }
+
+// update takes the choices of clouds.yaml and the kubeconfig, and the answers of the checks.
+func (c connectModel) update(s *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+	switch msg := msg.(type) {
+	case targetsMsg:
+		return c.withTargets(msg.t, s.ctx, s.backend())
+	case connectedMsg:
+		if msg.seq == c.seq {
+			return c.withResult(msg.conn, msg.err), nil
+		}
+	}
+	return c, nil
+}
+
+// enter: the connect screen is the first; nothing comes before it.
+func (c connectModel) enter(*session) (screen, tea.Cmd) { return c, nil }
+
+func (c connectModel) view(s *session) []string {
+	w, h, spin := s.width, s.height, s.spin
 	if !c.loaded {
 		return []string{spin + " reading clouds.yaml and the kubeconfig…"}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/attach"
@@ -17,12 +18,20 @@ import (
 // to replace use Manila volumes the review refuses, as that command does without --force; f
 // then y detaches anyway.
 
+// The keys of a removal's review.
+var (
+	detachApply   = bind("enter", "detach", "enter")
+	detachForce   = bind("f", "detach anyway", "f")
+	detachForceOK = bind("y", "detach anyway", keyYes.Keys()...)
+	detachNo      = told("n or enter", "no")
+)
+
 // detachKey handles the review's keys of a removal; handled: no other handling is wanted.
-func (r reviewModel) detachKey(k string) (reviewModel, bool) {
+func (r reviewModel) detachKey(k tea.KeyMsg) (reviewModel, bool) {
 	if r.forcing {
 		// Only an explicit yes forces; anything else is the default, no.
 		r.forcing = false
-		if k == "y" || k == "Y" {
+		if key.Matches(k, detachForceOK) {
 			r.forced, r.refusedEnter = true, false
 		}
 		return r, true
@@ -31,10 +40,10 @@ func (r reviewModel) detachKey(k string) (reviewModel, bool) {
 		return r, false
 	}
 	switch {
-	case k == "f" && r.refused():
+	case key.Matches(k, detachForce) && r.refused():
 		r.forcing = true
 		return r, true
-	case k == "enter" && r.refused():
+	case key.Matches(k, detachApply) && r.refused():
 		r.refusedEnter, r.scroll = true, 0 // to the refusal, at the top
 		return r, true
 	}
@@ -44,18 +53,26 @@ func (r reviewModel) detachKey(k string) (reviewModel, bool) {
 // refused: pods on the machines to replace use Manila volumes, and the user has not forced.
 func (r reviewModel) refused() bool { return !r.risk.Clear() && !r.forced }
 
-func (r reviewModel) detachHints(next string) []hint {
+// detachKeys are the keys of a removal's review; next is enter's.
+func (r reviewModel) detachKeys(next key.Binding) []key.Binding {
 	if r.forcing {
-		return []hint{{"y", "detach anyway"}, {"n or enter", "no"}}
+		return []key.Binding{detachForceOK, detachNo}
 	}
-	hs := []hint{{"↑/↓ pgup/pgdn G", "scroll"}}
+	bs := []key.Binding{reviewScroll}
 	if r.refused() {
-		return append(hs, hint{"f", "detach anyway"})
+		return append(bs, detachForce, keyBack)
 	}
-	if next == "apply" {
-		next = "detach"
-	}
-	return append(hs, hint{"enter", next})
+	return append(bs, next, keyBack)
+}
+
+// reviewDetach shows what detaching rows takes off them: the same review as attaching, of the
+// removal, with the commands that do the same.
+func reviewDetach(s *session, rows []workers.Row) (reviewModel, tea.Cmd) {
+	forKey := "detach|" + rowID(rows[0])
+	sel := workers.Select(rows)
+	r := reviewModel{loading: true, forKey: forKey, kinds: "MachineSet", detach: true,
+		commands: detachCommandLines(s.conn, rows, false), forcedCommands: detachCommandLines(s.conn, rows, true)}
+	return r, detachPlanCmd(s.ctx, s.backend(), forKey, sel)
 }
 
 // detachLines say what the removal takes off each MachineSet and, while refused, why.

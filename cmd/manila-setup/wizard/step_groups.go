@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/internal/openstack"
@@ -13,6 +14,7 @@ import (
 
 // groupsModel is screen 3: the security groups the new ports get, suggested ones first.
 type groupsModel struct {
+	fixedWords
 	loading  bool
 	err      string
 	rows     []groupRow
@@ -24,6 +26,11 @@ type groupsModel struct {
 	proto string     // NFS or CEPHFS
 }
 
+// waitingGroups is the groups screen waiting for the groups to be read, with what was selected.
+func waitingGroups(selected map[string]bool) groupsModel {
+	return groupsModel{fixedWords: fixedWords(stepGroups), loading: true, selected: selected}
+}
+
 type groupRow struct {
 	g         openstack.SecurityGroup
 	suggested bool
@@ -33,7 +40,7 @@ type groupRow struct {
 // newGroupsModel ranks the groups for the chosen network: those whose egress rules alone let
 // the share protocol reach the export address come first.
 func newGroupsModel(groups []openstack.SecurityGroup, errText string, cand *openstack.Candidate, selected map[string]bool) groupsModel {
-	g := groupsModel{err: errText, proto: "NFS", selected: map[string]bool{}}
+	g := groupsModel{fixedWords: fixedWords(stepGroups), err: errText, proto: "NFS", selected: map[string]bool{}}
 	for id, on := range selected {
 		if on {
 			g.selected[id] = true
@@ -102,19 +109,25 @@ func (g groupsModel) chosen() []string {
 	return ids
 }
 
-func (g groupsModel) key(k string) (groupsModel, tea.Cmd) {
+// The groups screen's keys.
+var (
+	groupsRules = bind("r", "rules", "r")
+	groupsNext  = bind("enter", "next", "enter")
+)
+
+func (g groupsModel) key(_ *session, k tea.KeyMsg) (screen, tea.Cmd) {
 	if g.loading {
-		if k == "esc" {
+		if key.Matches(k, keyBack) {
 			return g, nav(-1)
 		}
 		return g, nil
 	}
-	switch k {
-	case "up", "k":
+	switch {
+	case key.Matches(k, keyUp):
 		g.cursor = clamp(g.cursor-1, len(g.rows))
-	case "down", "j":
+	case key.Matches(k, keyDown):
 		g.cursor = clamp(g.cursor+1, len(g.rows))
-	case " ", "x":
+	case key.Matches(k, keySelect):
 		if g.cursor < len(g.rows) {
 			id := g.rows[g.cursor].g.ID
 			sel := map[string]bool{}
@@ -124,21 +137,41 @@ func (g groupsModel) key(k string) (groupsModel, tea.Cmd) {
 			sel[id] = !sel[id]
 			g.selected = sel
 		}
-	case "r":
+	case key.Matches(k, groupsRules):
 		g.rules = !g.rules
-	case "enter":
+	case key.Matches(k, groupsNext):
 		return g, nav(1)
-	case "esc":
+	case key.Matches(k, keyBack):
 		return g, nav(-1)
 	}
 	return g, nil
 }
 
-func (g groupsModel) hints() []hint {
-	return []hint{{"↑/↓", "move"}, {"space", "select"}, {"r", "rules"}, {"enter", "next"}}
+func (g groupsModel) keys(*session) []key.Binding {
+	return []key.Binding{keyMove, keySelect, groupsRules, groupsNext, keyBack}
 }
 
-func (g groupsModel) view(w, h int, spin string) []string {
+func (groupsModel) grabs(*session) grab { return grabNone }
+
+// update ranks the groups once they are read, if the screen waits for them.
+func (g groupsModel) update(s *session, msg tea.Msg, shown bool) (screen, tea.Cmd) {
+	if _, ok := msg.(groupsMsg); ok && shown {
+		return newGroupsModel(s.groups, s.groupsErr, s.network().chosenCandidate(), g.selected), nil
+	}
+	return g, nil
+}
+
+// enter ranks the groups for the network chosen, keeping what was selected before; until they
+// are read the screen waits.
+func (g groupsModel) enter(s *session) (screen, tea.Cmd) {
+	if s.groups != nil || s.groupsErr != "" {
+		return newGroupsModel(s.groups, s.groupsErr, s.network().chosenCandidate(), g.selected), nil
+	}
+	return waitingGroups(g.selected), nil
+}
+
+func (g groupsModel) view(s *session) []string {
+	w, h, spin := s.width, s.height, s.spin
 	if g.loading {
 		return []string{spin + " reading the project's security groups…"}
 	}

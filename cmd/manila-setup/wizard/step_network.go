@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/attach"
@@ -15,6 +16,7 @@ import (
 
 // networkModel is screen 2: the storage network, with the discovered one preselected.
 type networkModel struct {
+	fixedWords
 	loading bool
 	err     string
 	rows    []netRow
@@ -33,6 +35,11 @@ type networkModel struct {
 	confirming string
 	// fitness is what the cluster tells attach.Fitness (its networks and VIPs).
 	fitness attach.FitnessOptions
+}
+
+// newNetworkModel is the network screen waiting for discovery.
+func newNetworkModel() networkModel {
+	return networkModel{fixedWords: fixedWords(stepNetwork), loading: true}
 }
 
 type netRow struct {
@@ -128,28 +135,45 @@ func (n networkModel) current() *netRow {
 	return nil
 }
 
-func (n networkModel) key(k tea.KeyMsg) (networkModel, tea.Cmd) {
-	s := k.String()
+// The network screen's keys.
+var (
+	networkChoose  = bind("enter", "choose", "enter")
+	networkFilter  = told("type or /", "filter")
+	networkTyping  = told("type", "filter")
+	networkDone    = bind("enter", "done", "enter")
+	networkClear   = bind("esc", "clear", "esc")
+	networkAnyway  = bind("y", "attach it anyway", keyYes.Keys()...)
+	networkAnother = told("n, enter or esc", "choose another")
+	// networkArrows leave the filter and move (j and k are typed into it); networkErase
+	// takes back the last character typed.
+	networkArrows = bind("↑/↓", "move", "up", "down")
+	networkErase  = bind("backspace", "erase", "backspace")
+)
+
+// networkMoves are the keys that move the cursor over the list.
+var networkMoves = []key.Binding{keyUp, keyDown, keyPgUp, keyPgDown, keyTop, keyBottom}
+
+func (n networkModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
 	if n.confirming != "" {
 		// Only an explicit yes goes on; anything else is the default, no.
 		n.confirming = ""
-		if s == "y" || s == "Y" {
+		if key.Matches(k, networkAnyway) {
 			return n, nav(1)
 		}
 		return n, nil
 	}
 	if n.filtering {
 		switch {
-		case s == "esc":
+		case key.Matches(k, networkClear):
 			n.filtering, n.filter = false, ""
 			return n.refilter(), nil
-		case s == "enter", s == "down", s == "up":
+		case key.Matches(k, networkDone):
 			n.filtering = false
-			if s != "enter" {
-				return n.key(k)
-			}
 			return n, nil
-		case s == "backspace":
+		case key.Matches(k, networkArrows):
+			n.filtering = false
+			return n.key(s, k)
+		case key.Matches(k, networkErase):
 			if r := []rune(n.filter); len(r) > 0 {
 				n.filter = string(r[:len(r)-1])
 			}
@@ -160,7 +184,7 @@ func (n networkModel) key(k tea.KeyMsg) (networkModel, tea.Cmd) {
 		}
 		return n, nil
 	}
-	if k.Type == tea.KeyRunes && len(k.Runes) > 0 && !boundOnNetworks(s) {
+	if k.Type == tea.KeyRunes && len(k.Runes) > 0 && !key.Matches(k, append(networkMoves, keyQuit, keyHelp)...) {
 		// Typing starts the filter: "/" first, or any key that is not bound here. Fast typing
 		// arrives as one read ("/dec", "stor").
 		text := strings.TrimPrefix(string(k.Runes), "/")
@@ -170,20 +194,20 @@ func (n networkModel) key(k tea.KeyMsg) (networkModel, tea.Cmd) {
 		n.filtering, n.filter = true, n.filter+text
 		return n.refilter(), nil
 	}
-	switch s {
-	case "up", "k":
+	switch {
+	case key.Matches(k, keyUp):
 		n.cursor = clamp(n.cursor-1, len(n.shown))
-	case "down", "j":
+	case key.Matches(k, keyDown):
 		n.cursor = clamp(n.cursor+1, len(n.shown))
-	case "pgup":
+	case key.Matches(k, keyPgUp):
 		n.cursor = clamp(n.cursor-10, len(n.shown))
-	case "pgdown":
+	case key.Matches(k, keyPgDown):
 		n.cursor = clamp(n.cursor+10, len(n.shown))
-	case "home", "g":
+	case key.Matches(k, keyTop):
 		n.cursor = 0
-	case "end", "G":
+	case key.Matches(k, keyBottom):
 		n.cursor = clamp(len(n.shown)-1, len(n.shown))
-	case "enter":
+	case key.Matches(k, networkChoose):
 		if cur := n.current(); cur != nil {
 			if p := n.problem(cur.net); p != "" {
 				n.confirming = p
@@ -191,23 +215,13 @@ func (n networkModel) key(k tea.KeyMsg) (networkModel, tea.Cmd) {
 			}
 			return n, nav(1)
 		}
-	case "esc":
-		if n.filter != "" {
-			n.filter = ""
-			return n.refilter(), nil
-		}
+	case key.Matches(k, networkClear) && n.filter != "":
+		n.filter = ""
+		return n.refilter(), nil
+	case key.Matches(k, keyBack):
 		return n, nav(-1)
 	}
 	return n, nil
-}
-
-// boundOnNetworks are the keys that do something on the network screen when not filtering.
-func boundOnNetworks(s string) bool {
-	switch s {
-	case "j", "k", "g", "G", "q", "?":
-		return true
-	}
-	return false
 }
 
 // problem is why a network should not be attached, as the commands refuse it without --force:
@@ -245,17 +259,53 @@ func (n networkModel) needsForce(ids []string) bool {
 	return false
 }
 
-func (n networkModel) hints() []hint {
-	if n.confirming != "" {
-		return []hint{{"y", "attach it anyway"}, {"n, enter or esc", "choose another"}}
+func (n networkModel) keys(*session) []key.Binding {
+	switch {
+	case n.confirming != "":
+		return []key.Binding{networkAnyway, networkAnother}
+	case n.filtering:
+		return []key.Binding{networkTyping, networkDone, networkClear}
+	case n.filter != "":
+		// esc clears the filter before it goes back.
+		return []key.Binding{keyMove, networkFilter, networkChoose, networkClear}
 	}
-	if n.filtering {
-		return []hint{{"type", "filter"}, {"enter", "done"}, {"esc", "clear"}}
-	}
-	return []hint{{"↑/↓", "move"}, {"type or /", "filter"}, {"enter", "choose"}}
+	return []key.Binding{keyMove, networkFilter, networkChoose, keyBack}
 }
 
-func (n networkModel) view(w, h int, spin string) []string {
+// grabs: while filtering, q and ? are typed into the filter.
+func (n networkModel) grabs(*session) grab {
+	if n.filtering {
+		return grabTyping
+	}
+	return grabNone
+}
+
+// update takes what discovery found, and the network as Neutron describes it after the review
+// changed its subnets.
+func (n networkModel) update(s *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+	switch msg := msg.(type) {
+	case discoveryMsg:
+		errText := ""
+		if msg.err != nil {
+			errText = msg.err.Error()
+		}
+		n = n.withDiscovery(msg.d, errText)
+		if s.conn != nil {
+			n.nodeAddrs, n.fitness = s.conn.NodeAddresses, s.conn.Fitness
+		}
+	case fixedMsg:
+		if msg.network != nil {
+			n = n.withNetwork(*msg.network)
+		}
+	}
+	return n, nil
+}
+
+// enter: the network screen fills itself as soon as discovery answers.
+func (n networkModel) enter(*session) (screen, tea.Cmd) { return n, nil }
+
+func (n networkModel) view(s *session) []string {
+	w, h, spin := s.width, s.height, s.spin
 	if n.loading {
 		return []string{spin + " finding the network Manila exports on (networks, subnets, shares, export locations)…"}
 	}

@@ -1,11 +1,11 @@
 package wizard
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -59,7 +59,17 @@ func (r reviewModel) blocked() bool {
 	return slices.ContainsFunc(r.results, func(res attach.Result) bool { return res.Action == attach.ActionInvalid })
 }
 
-func (r reviewModel) key(k string, w, h int, dryRun bool, ctx context.Context, b Backend) (reviewModel, tea.Cmd) {
+// The review's keys.
+var (
+	reviewPageUp   = bind("pgup", "page up", "pgup", "b")
+	reviewPageDown = bind("pgdn", "page down", "pgdown", " ", "f")
+	reviewScroll   = either("↑/↓ pgup/pgdn G", "scroll", keyUp, keyDown, reviewPageUp, reviewPageDown, keyTop, keyBottom)
+	reviewApply    = bind("enter", "apply", "enter")
+	reviewDry      = bind("enter", "continue (dry run)", "enter")
+)
+
+func (r reviewModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
+	dryRun, w, h := s.opts.DryRun, s.width, s.height
 	if r.detach {
 		var handled bool
 		if r, handled = r.detachKey(k); handled {
@@ -68,27 +78,27 @@ func (r reviewModel) key(k string, w, h int, dryRun bool, ctx context.Context, b
 	} else if !r.loading && r.err == "" {
 		var cmd tea.Cmd
 		var handled bool
-		if r.fit, cmd, handled = r.fit.key(k, ctx, b, dryRun); handled {
+		if r.fit, cmd, handled = r.fit.key(k, s.ctx, s.backend(), dryRun); handled {
 			return r, cmd
 		}
 	}
 	last := max(len(r.content(w, dryRun))-r.pageHeight(h), 0)
-	switch k {
-	case "esc":
+	switch {
+	case key.Matches(k, keyBack):
 		return r, nav(-1)
-	case "up", "k":
+	case key.Matches(k, keyUp):
 		r.scroll = max(r.scroll-1, 0)
-	case "down", "j":
+	case key.Matches(k, keyDown):
 		r.scroll++
-	case "pgup", "b":
+	case key.Matches(k, reviewPageUp):
 		r.scroll = max(r.scroll-(h-2), 0)
-	case "pgdown", " ", "f":
+	case key.Matches(k, reviewPageDown):
 		r.scroll += h - 2
-	case "home", "g":
+	case key.Matches(k, keyTop):
 		r.scroll = 0
-	case "end", "G":
+	case key.Matches(k, keyBottom):
 		r.scroll = last
-	case "enter":
+	case key.Matches(k, reviewApply):
 		if r.fit.blocks() {
 			// Nothing is applied, not even in a dry run's walk, before the warnings are read.
 			r.fit.nagged = true
@@ -102,28 +112,81 @@ func (r reviewModel) key(k string, w, h int, dryRun bool, ctx context.Context, b
 	return r, nil
 }
 
-func (r reviewModel) hints(dryRun bool) []hint {
-	next := "apply"
-	if dryRun {
-		next = "continue (dry run)"
-	}
-	if r.detach {
-		return r.detachHints(next)
-	}
+// next is enter's binding: apply, detach, or walk on in a dry run.
+func (r reviewModel) next(dryRun bool) key.Binding {
 	switch {
-	case r.fit.asking && dryRun:
-		return []hint{{"any key", "back"}}
-	case r.fit.asking:
-		return []hint{{"y", "change the subnets"}, {"n or enter", "keep them"}}
+	case dryRun:
+		return reviewDry
+	case r.detach:
+		return detachApply
 	}
-	hs := []hint{{"↑/↓ pgup/pgdn G", "scroll"}}
+	return reviewApply
+}
+
+func (r reviewModel) keys(s *session) []key.Binding {
+	next := r.next(s.opts.DryRun)
+	if r.detach {
+		return r.detachKeys(next)
+	}
+	if bs := r.fit.keys(s.opts.DryRun); bs != nil {
+		return bs // a question: any key answers it
+	}
+	bs := []key.Binding{reviewScroll}
 	if r.fit.blocks() {
-		hs = append(hs, hint{"a", "acknowledge the warnings"})
+		bs = append(bs, fitAck)
 	}
 	if len(r.fit.warnings) > 0 && r.fit.fixable() {
-		hs = append(hs, hint{"c", "change the subnet"})
+		bs = append(bs, fitChange)
 	}
-	return append(hs, hint{"enter", next})
+	return append(bs, next, keyBack)
+}
+
+func (reviewModel) title(*session) string { return stepTitles[stepReview] }
+
+// help adds, while the network has warnings, how they are dealt with, and what each kind the
+// cluster offers changes here.
+func (r reviewModel) help(s *session) string {
+	text := helpText[stepReview]
+	if len(r.fit.warnings) > 0 {
+		text += " " + reviewWarningsHelp
+	}
+	if s.conn != nil {
+		text += kindsHelp(s.conn.Offered(), stepReview)
+	}
+	return text
+}
+
+func (reviewModel) grabs(*session) grab { return grabNone }
+
+// update takes the plan of the patch, and what the change of the subnets did.
+func (r reviewModel) update(_ *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+	switch msg := msg.(type) {
+	case planMsg:
+		return r.withPlan(msg), nil
+	case fixedMsg:
+		r.fit, r.scroll = r.fit.withFixed(msg), 0 // to the outcome, at the top
+	}
+	return r, nil
+}
+
+// enter computes the patch of what the sets screen chose (or the removal of what d chose); the
+// acknowledgement of the network's warnings carries over when they are the same.
+func (r reviewModel) enter(s *session) (screen, tea.Cmd) {
+	sets := s.sets()
+	if rows := sets.detaching(); rows != nil {
+		return reviewDetach(s, rows)
+	}
+	chosen := sets.chosen()
+	want := s.attachment()
+	forKey := attachmentKey(want)
+	for _, row := range chosen {
+		forKey += "|" + rowID(row)
+	}
+	sel := workers.Select(chosen)
+	network := s.network()
+	r = reviewModel{loading: true, forKey: forKey, kinds: sets.offer.Choose, commands: commandLines(s.conn, want, sel, network.needsForce(want.Networks)),
+		fit: newFitnessModel(network.chosen(), r.fit)}
+	return r, planCmd(s.ctx, s.backend(), forKey, want, sel)
 }
 
 // pageHeight is how many lines of the review show at once in a body of height h: under them
@@ -204,7 +267,8 @@ func colorDiff(l string) string {
 	return l
 }
 
-func (r reviewModel) view(w, h int, spin string, dryRun bool) []string {
+func (r reviewModel) view(s *session) []string {
+	w, h, spin, dryRun := s.width, s.height, s.spin, s.opts.DryRun
 	if r.loading {
 		return []string{spin + " computing the patch of each " + orKind(r.kinds) + " (nothing is written)…"}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/attach"
@@ -134,29 +135,49 @@ func fixCmd(ctx context.Context, b Backend, networkID string, fixes []subnetFix)
 	}
 }
 
+// The keys of the network's warnings on the review.
+var (
+	fitAck     = bind("a", "acknowledge the warnings", "a")
+	fitChange  = bind("c", "change the subnet", "c")
+	fitYes     = bind("y", "change the subnets", keyYes.Keys()...)
+	fitNo      = told("n or enter", "keep them")
+	fitAnyBack = told("any key", "back")
+)
+
 // key handles the keys of the warnings: a acknowledges them, c shows the change of the subnets,
 // y at that question makes it. handled is false for the keys of the review itself.
-func (f fitnessModel) key(k string, ctx context.Context, b Backend, dryRun bool) (fitnessModel, tea.Cmd, bool) {
+func (f fitnessModel) key(k tea.KeyMsg, ctx context.Context, b Backend, dryRun bool) (fitnessModel, tea.Cmd, bool) {
 	switch {
 	case f.fixing:
 		return f, nil, true // the change is under way; its answer comes back as fixedMsg
 	case f.asking:
 		// Only an explicit yes changes the cloud; anything else is the default, no.
 		f.asking = false
-		if (k == "y" || k == "Y") && !dryRun {
+		if key.Matches(k, fitYes) && !dryRun {
 			fixes, _ := f.fixes()
 			f.fixing, f.done = true, nil
 			return f, fixCmd(ctx, b, f.network.ID, fixes), true
 		}
 		return f, nil, true
-	case k == "a" && len(f.warnings) > 0:
+	case key.Matches(k, fitAck) && len(f.warnings) > 0:
 		f.acked, f.nagged = !f.acked, false
 		return f, nil, true
-	case k == "c" && f.fixable():
+	case key.Matches(k, fitChange) && f.fixable():
 		f.asking = true
 		return f, nil, true
 	}
 	return f, nil, false
+}
+
+// keys are those of the question about the subnets while it is asked; nil otherwise.
+func (f fitnessModel) keys(dryRun bool) []key.Binding {
+	switch {
+	case f.asking && dryRun:
+		return []key.Binding{fitAnyBack}
+	case f.asking:
+		return []key.Binding{fitYes, fitNo}
+	}
+	return nil
 }
 
 // withFixed takes the answer of fixCmd: what each subnet change did, then the network as it is
@@ -362,9 +383,6 @@ func (n networkModel) withNetwork(nw openstack.Network) networkModel {
 	}
 	return n
 }
-
-// reviewWarningsHelp is what the review's help adds while the chosen network has warnings.
-const reviewWarningsHelp = "The storage network's warnings come first: what its subnets hand the nodes by DHCP (a second default route, a DNS server) and the command that fixes each. Nothing is applied before they are acknowledged (a). c shows the change of the subnets and makes it in Neutron on y, when your role allows it; otherwise it gives the command for the cloud's administrator."
 
 // acknowledged is the closing words' record of the warnings the user attached the network
 // with.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/attach"
@@ -76,20 +77,26 @@ func (s setsModel) chosenIn(sec workers.Section) int {
 	return n
 }
 
-func (s setsModel) key(k string) (setsModel, tea.Cmd) {
-	if k == "esc" {
+// The sets screen's keys.
+var (
+	setsReview = bind("enter", "review", "enter")
+	setsDetach = bind("d", "detach", "d")
+)
+
+func (s setsModel) key(_ *session, k tea.KeyMsg) (screen, tea.Cmd) {
+	if key.Matches(k, keyBack) {
 		return s, nav(-1)
 	}
 	if s.loading {
 		return s, nil
 	}
 	s.problem = ""
-	switch k {
-	case "up", "k":
+	switch {
+	case key.Matches(k, keyUp):
 		s.cursor = clamp(s.cursor-1, len(s.rows))
-	case "down", "j":
+	case key.Matches(k, keyDown):
 		s.cursor = clamp(s.cursor+1, len(s.rows))
-	case " ", "x":
+	case key.Matches(k, keySelect):
 		if s.cursor >= len(s.rows) {
 			break
 		}
@@ -101,7 +108,7 @@ func (s setsModel) key(k string) (setsModel, tea.Cmd) {
 		sel := maps.Clone(s.selected)
 		sel[rowID(r)] = !sel[rowID(r)]
 		s.selected = sel
-	case "d":
+	case key.Matches(k, setsDetach):
 		if s.cursor >= len(s.rows) {
 			break
 		}
@@ -112,7 +119,7 @@ func (s setsModel) key(k string) (setsModel, tea.Cmd) {
 		}
 		s.detach = rowID(r)
 		return s, nav(1)
-	case "enter":
+	case key.Matches(k, setsReview):
 		s.detach = ""
 		if len(s.chosen()) == 0 {
 			s.problem = "choose at least one " + s.offer.Choose + " (space), or press esc to go back"
@@ -123,12 +130,55 @@ func (s setsModel) key(k string) (setsModel, tea.Cmd) {
 	return s, nil
 }
 
-func (s setsModel) hints() []hint {
-	hs := []hint{{"↑/↓", "move"}, {"space", "select"}, {"enter", "review"}}
+func (s setsModel) keys(*session) []key.Binding {
+	bs := []key.Binding{keyMove, keySelect, setsReview}
 	if s.cursor < len(s.rows) && s.whyNotDetach(s.rows[s.cursor]) == "" {
-		hs = append(hs, hint{"d", "detach"})
+		bs = append(bs, setsDetach)
 	}
-	return hs
+	return append(bs, keyBack)
+}
+
+// title names the screen after what the cluster has to choose from.
+func (setsModel) title(ss *session) string {
+	if ss.conn == nil {
+		return stepTitles[stepSets]
+	}
+	return coalesceName(offeredTitle(ss.conn.Offered()), stepTitles[stepSets])
+}
+
+// help adds what each kind the cluster offers changes here.
+func (setsModel) help(ss *session) string {
+	if ss.conn == nil {
+		return helpText[stepSets]
+	}
+	return helpText[stepSets] + kindsHelp(ss.conn.Offered(), stepSets)
+}
+
+func (setsModel) grabs(*session) grab { return grabNone }
+
+// update takes the inventory read for the screen's choice.
+func (s setsModel) update(_ *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+	if msg, ok := msg.(setsMsg); ok {
+		return s.withSets(msg), nil
+	}
+	return s, nil
+}
+
+// enter reads what the cluster has for the network and groups chosen; the same choice as before
+// keeps the list and the user's selection.
+func (s setsModel) enter(ss *session) (screen, tea.Cmd) {
+	want := ss.attachment()
+	forKey := attachmentKey(want)
+	if s.forKey == forKey && !s.loading && s.err == "" {
+		return s, nil
+	}
+	conn := Connection{Served: workers.Served{MachineAPI: true}}
+	if ss.conn != nil {
+		conn = *ss.conn
+	}
+	kinds := conn.Kinds()
+	s = setsModel{loading: true, forKey: forKey, reading: readingText(kinds)}
+	return s, setsCmd(ss.ctx, ss.backend(), forKey, want, kinds)
 }
 
 // recorded is what manila-setup attached to the MachineSet of r, from its record; nil for
@@ -173,7 +223,8 @@ func (s setsModel) detaching() []workers.Row {
 	return nil
 }
 
-func (s setsModel) view(w, h int, spin string) []string {
+func (s setsModel) view(ss *session) []string {
+	w, h, spin := ss.width, ss.height, ss.spin
 	if s.loading {
 		return []string{spin + " " + s.reading}
 	}
@@ -222,7 +273,7 @@ func (s setsModel) plainView(sec workers.Section, w, h int) []string {
 		lines = append(lines, empty(sec, w))
 	}
 	lines = append(lines, "")
-	for _, l := range sec.Legend {
+	for _, l := range legend(sec) {
 		lines = append(lines, wrapStyled(styleDim, l, w)...)
 	}
 	for _, n := range s.offer.Notes {
@@ -281,7 +332,7 @@ func (s setsModel) mixedView(w, h int) []string {
 
 	var foot []string
 	for _, sec := range s.offer.Sections {
-		for _, l := range sec.Legend {
+		for _, l := range legend(sec) {
 			foot = append(foot, wrapStyled(styleDim, l, w)...)
 		}
 	}

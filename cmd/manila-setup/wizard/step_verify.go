@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/manila-setup/manila-setup/operator/health"
@@ -16,6 +17,7 @@ import (
 // hosted cluster runs in that cluster, not on the management cluster the wizard is connected
 // to: for NodePools the screen says how to check it there.
 type verifyModel struct {
+	fixedWords
 	dryRun bool
 	// checksDriver: MachineSets of this cluster were chosen (or nothing else), so its own
 	// driver is read; hosted are the HostedClusters of the NodePools chosen.
@@ -40,7 +42,7 @@ type hostedCluster struct{ namespace, name string }
 // nothing else does), and says how to check the others' clusters (their HostedClusters, each
 // once, in order).
 func newVerifyModel(dryRun bool, chosen []workers.Row) verifyModel {
-	v := verifyModel{dryRun: dryRun}
+	v := verifyModel{fixedWords: fixedWords(stepVerify), dryRun: dryRun}
 	own := false
 	for _, r := range chosen {
 		if r.Joins == "" {
@@ -82,7 +84,8 @@ func rwxCmd(ctx context.Context, b Backend, class string) tea.Cmd {
 	}
 }
 
-func (v verifyModel) update(msg tea.Msg, active bool, ctx context.Context, opts Options) (verifyModel, tea.Cmd) {
+func (v verifyModel) update(s *session, msg tea.Msg, active bool) (screen, tea.Cmd) {
+	ctx, opts := s.ctx, s.opts
 	switch msg := msg.(type) {
 	case storageMsg:
 		v.loaded = true
@@ -110,15 +113,24 @@ func (v verifyModel) update(msg tea.Msg, active bool, ctx context.Context, opts 
 		r := msg.r
 		v.result = &r
 		if v.quitting {
-			return v, tea.Quit
+			return v, quit
 		}
 	}
 	return v, nil
 }
 
-func (v verifyModel) key(k string, ctx context.Context, opts Options) (verifyModel, tea.Cmd) {
+// The verify screen's keys.
+var (
+	verifyStop     = bind("q", "stop the check (it cleans up), then quit", "q", "ctrl+c")
+	verifyStopping = told("", "stopping the check and deleting what it created…")
+	verifyClass    = either("↑/↓", "storage class", keyUp, keyDown)
+	verifyCheck    = bind("t", "multi-writer check", "t")
+	verifyFinish   = bind("enter", "finish", "enter")
+)
+
+func (v verifyModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
 	if v.running {
-		if (k == "q" || k == "ctrl+c") && !v.quitting {
+		if key.Matches(k, verifyStop) && !v.quitting {
 			// Stop the check, let it delete what it created, then quit.
 			v.quitting = true
 			if cancel := v.cancel; cancel != nil {
@@ -127,42 +139,63 @@ func (v verifyModel) key(k string, ctx context.Context, opts Options) (verifyMod
 		}
 		return v, nil
 	}
-	switch k {
-	case "up", "k":
+	switch {
+	case key.Matches(k, keyUp):
 		v.class = clamp(v.class-1, len(v.status.StorageClasses))
-	case "down", "j":
+	case key.Matches(k, keyDown):
 		v.class = clamp(v.class+1, len(v.status.StorageClasses))
-	case "t":
+	case key.Matches(k, verifyCheck):
 		if v.dryRun || len(v.status.StorageClasses) == 0 {
 			return v, nil
 		}
 		v.running, v.log, v.result = true, nil, nil
-		return v, rwxCmd(ctx, opts.Backend, v.status.StorageClasses[v.class])
+		return v, rwxCmd(s.ctx, s.backend(), v.status.StorageClasses[v.class])
+	case key.Matches(k, verifyFinish):
+		return v, quit // finishing is quitting
 	}
 	return v, nil
 }
 
-func (v verifyModel) hints() []hint {
+func (v verifyModel) keys(*session) []key.Binding {
 	if v.running {
 		if v.quitting {
-			return []hint{{"", "stopping the check and deleting what it created…"}}
+			return []key.Binding{verifyStopping}
 		}
-		return []hint{{"q", "stop the check (it cleans up), then quit"}}
+		return []key.Binding{verifyStop}
 	}
-	hs := []hint{}
+	bs := []key.Binding{}
 	if !v.checksDriver {
-		return append(hs, hint{"enter", "finish"})
+		return append(bs, verifyFinish)
 	}
 	if len(v.status.StorageClasses) > 1 {
-		hs = append(hs, hint{"↑/↓", "storage class"})
+		bs = append(bs, verifyClass)
 	}
 	if !v.dryRun && len(v.status.StorageClasses) > 0 {
-		hs = append(hs, hint{"t", "multi-writer check"})
+		bs = append(bs, verifyCheck)
 	}
-	return append(hs, hint{"enter", "finish"})
+	return append(bs, verifyFinish)
 }
 
-func (v verifyModel) view(w, h int, spin string) []string {
+// grabs: a running check takes every key; q and ctrl+c stop it, and it cleans up before the
+// wizard quits.
+func (v verifyModel) grabs(*session) grab {
+	if v.running {
+		return grabAll
+	}
+	return grabNone
+}
+
+// enter reads the driver's state, where it runs on this cluster.
+func (verifyModel) enter(s *session) (screen, tea.Cmd) {
+	v := newVerifyModel(s.opts.DryRun, s.apply().chosen)
+	if !v.checksDriver {
+		return v, nil // the driver of a hosted cluster is not on this cluster: nothing to read here
+	}
+	return v, storageCmd(s.ctx, s.backend())
+}
+
+func (v verifyModel) view(s *session) []string {
+	w, h, spin := s.width, s.height, s.spin
 	if !v.checksDriver {
 		return v.hostedLines(w)
 	}
