@@ -48,7 +48,7 @@ type ControlPlaneRefusedError struct {
 }
 
 func (e *ControlPlaneRefusedError) Error() string {
-	s := fmt.Sprintf("%s %s/%s is not changed: %s", ControlPlaneKind, Namespace, ControlPlaneName, e.Reason)
+	s := "not changed: " + e.Reason
 	if e.Forceable {
 		s += "; --force changes it anyway"
 	}

@@ -33,7 +33,9 @@ func TestControlPlaneSafety(t *testing.T) {
 	}{
 		{name: "active, at rest, RollingUpdate by default", cpms: atRest(nil)},
 		{name: "OnDelete", cpms: atRest(func(c *machinev1.ControlPlaneMachineSet) { c.Spec.Strategy.Type = machinev1.OnDelete })},
-		{name: "inactive", cpms: atRest(func(c *machinev1.ControlPlaneMachineSet) { c.Spec.State = machinev1.ControlPlaneMachineSetStateInactive }),
+		{name: "inactive", cpms: atRest(func(c *machinev1.ControlPlaneMachineSet) {
+			c.Spec.State = machinev1.ControlPlaneMachineSetStateInactive
+		}),
 			want: "its state is Inactive: the control-plane-machine-set operator rebuilds the template"},
 		{name: "inactive, forced: still refused", force: true, cpms: atRest(func(c *machinev1.ControlPlaneMachineSet) { c.Spec.State = "" }),
 			want: "its state is Inactive"},
