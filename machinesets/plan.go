@@ -14,6 +14,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // providerSpecPointer is the JSON pointer of the providerSpec inside a MachineSet.
@@ -154,12 +155,7 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 			p.AddSecurityGroups = append(p.AddSecurityGroups, neutronid.Key(id))
 		}
 	}
-	var warnings []string
-	for _, id := range want.PortSecurityOffOf(want.Networks) {
-		if at := spec.portSecurityLeftOn(id); at != "" && !attach.ContainsID(p.AddNetworks, id) {
-			warnings = append(warnings, fmt.Sprintf("network %s has port security disabled, but %s.%s, its entry, does not say portSecurity: false: the new machines' port on it inherits their security groups and Neutron refuses it; add portSecurity: false there", neutronid.Key(id), providerSpecField, at))
-		}
-	}
+	warnings := portSecurityWarnings(spec, providerSpecField, want, p.AddNetworks)
 	if len(p.AddNetworks) == 0 && len(p.AddSecurityGroups) == 0 {
 		p.Warning = strings.Join(warnings, "; ")
 		return p
@@ -168,47 +164,67 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 		warnings = append([]string{MigrationWarning(ms)}, warnings...)
 	}
 	p.Warning = strings.Join(slices.DeleteFunc(warnings, func(w string) bool { return w == "" }), "; ")
+	p.Patch = attachPatch(spec, providerSpecPointer, ms.ObjectMeta, want, p.AddNetworks, p.AddSecurityGroups, now, by)
+	return p
+}
 
+// portSecurityWarnings are the warnings of the entries (in the providerSpec at field) that give
+// the machines a port on a network of want whose port security is off without saying
+// portSecurity: false; adding names the networks the patch adds, whose entries say it.
+func portSecurityWarnings(spec *ProviderSpec, field string, want attach.Attachment, adding []string) []string {
+	var warnings []string
+	for _, id := range want.PortSecurityOffOf(want.Networks) {
+		if at := spec.portSecurityLeftOn(id); at != "" && !attach.ContainsID(adding, id) {
+			warnings = append(warnings, fmt.Sprintf("network %s has port security disabled, but %s.%s, its entry, does not say portSecurity: false: the new machines' port on it inherits their security groups and Neutron refuses it; add portSecurity: false there", neutronid.Key(id), field, at))
+		}
+	}
+	return warnings
+}
+
+// attachPatch is the JSON patch that appends the networks and security groups to the
+// providerSpec at pointer of an object with meta, and records want in its attach.Annotation,
+// with the resourceVersion read as precondition.
+func attachPatch(spec *ProviderSpec, pointer string, meta metav1.ObjectMeta, want attach.Attachment, addNetworks, addGroups []string, now time.Time, by string) []byte {
 	var ops []jsonPatchOp
-	if ms.ResourceVersion != "" {
+	if meta.ResourceVersion != "" {
 		// "add" replaces an existing member: the patched object carries the resourceVersion we
 		// read, and the apiserver answers 409 Conflict if the stored one is newer.
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: ms.ResourceVersion})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: meta.ResourceVersion})
 	}
 	var nets []any
-	for _, id := range p.AddNetworks {
+	for _, id := range addNetworks {
 		n := storageNetwork{UUID: id, NoAllowedAddressPairs: true}
 		if want.PortSecurityOff(id) {
 			n.PortSecurity = new(false)
 		}
 		nets = append(nets, n)
 	}
-	ops = append(ops, appendOps(spec.Fields, "networks", nets)...)
+	ops = append(ops, appendOps(pointer, spec.Fields, "networks", nets)...)
 	var sgs []any
-	for _, id := range p.AddSecurityGroups {
+	for _, id := range addGroups {
 		sgs = append(sgs, securityGroup{UUID: id})
 	}
-	ops = append(ops, appendOps(spec.Fields, "securityGroups", sgs)...)
+	ops = append(ops, appendOps(pointer, spec.Fields, "securityGroups", sgs)...)
 
 	recorded := want
-	recorded.PortSecurityDisabled = want.PortSecurityOffOf(p.AddNetworks)
-	record, _ := json.Marshal(attach.RecordIn(ms.Annotations).Merged(recorded, now, by))
-	if len(ms.Annotations) == 0 {
+	recorded.PortSecurityDisabled = want.PortSecurityOffOf(addNetworks)
+	record, _ := json.Marshal(attach.RecordIn(meta.Annotations).Merged(recorded, now, by))
+	if len(meta.Annotations) == 0 {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{attach.Annotation: string(record)}})
 	} else {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(attach.Annotation), Value: string(record)})
 	}
-	p.Patch, _ = json.Marshal(ops)
-	return p
+	patch, _ := json.Marshal(ops)
+	return patch
 }
 
-// appendOps appends values to the array at key of the providerSpec, or adds the array when the
-// key is absent or null.
-func appendOps(fields map[string]json.RawMessage, key string, values []any) []jsonPatchOp {
+// appendOps appends values to the array at key of the providerSpec at pointer, or adds the
+// array when the key is absent or null.
+func appendOps(pointer string, fields map[string]json.RawMessage, key string, values []any) []jsonPatchOp {
 	if len(values) == 0 {
 		return nil
 	}
-	path := providerSpecPointer + "/" + key
+	path := pointer + "/" + key
 	if raw, ok := fields[key]; ok && strings.HasPrefix(strings.TrimSpace(string(raw)), "[") {
 		ops := make([]jsonPatchOp, 0, len(values))
 		for _, v := range values {
@@ -226,7 +242,13 @@ func escapePointer(key string) string {
 
 // applyToProviderSpec applies patch to ms and returns the resulting providerSpec JSON.
 func applyToProviderSpec(ms *machinev1beta1.MachineSet, patch []byte) ([]byte, error) {
-	doc, err := json.Marshal(ms)
+	return applyAt(ms, patch, providerSpecPointer)
+}
+
+// applyAt applies patch to obj, by the library the apiserver applies it with, and returns the
+// JSON at pointer in the result.
+func applyAt(obj any, patch []byte, pointer string) ([]byte, error) {
+	doc, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -238,19 +260,14 @@ func applyToProviderSpec(ms *machinev1beta1.MachineSet, patch []byte) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	var out struct {
-		Spec struct {
-			Template struct {
-				Spec struct {
-					ProviderSpec struct {
-						Value json.RawMessage `json:"value"`
-					} `json:"providerSpec"`
-				} `json:"spec"`
-			} `json:"template"`
-		} `json:"spec"`
+	// Raw at every step: the value comes back as the apiserver stores it (no float rounding).
+	node := json.RawMessage(patched)
+	for _, key := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(node, &m); err != nil {
+			return nil, fmt.Errorf("%s: no object at %q: %w", pointer, key, err)
+		}
+		node = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(key)]
 	}
-	if err := json.Unmarshal(patched, &out); err != nil {
-		return nil, err
-	}
-	return out.Spec.Template.Spec.ProviderSpec.Value, nil
+	return node, nil
 }

@@ -70,6 +70,12 @@ func DecodeProviderSpec(raw []byte) (*ProviderSpec, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, errNoProviderSpec
 	}
+	return decodeProviderSpecAt(raw, providerSpecField)
+}
+
+// decodeProviderSpecAt is DecodeProviderSpec of a providerSpec that is not empty, its errors
+// naming it as field.
+func decodeProviderSpecAt(raw []byte, providerSpecField string) (*ProviderSpec, error) {
 	p := &ProviderSpec{}
 	if err := json.Unmarshal(raw, &p.Fields); err != nil {
 		return nil, fmt.Errorf("%s is not a JSON object: %v", providerSpecField, err)

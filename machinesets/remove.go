@@ -11,6 +11,7 @@ import (
 
 	machinev1alpha1 "github.com/openshift/api/machine/v1alpha1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
@@ -82,18 +83,23 @@ func removeSkip(ms *machinev1beta1.MachineSet) string {
 // removePatch is the JSON patch that removes d's entries from the providerSpec and writes what
 // is left of the record, with the resourceVersion as precondition.
 func removePatch(ms *machinev1beta1.MachineSet, spec *ProviderSpec, d attach.Detach) ([]byte, error) {
+	return removePatchAt(providerSpecPointer, ms.ObjectMeta, spec, d)
+}
+
+// removePatchAt is removePatch for the providerSpec at pointer of an object with meta.
+func removePatchAt(pointer string, meta metav1.ObjectMeta, spec *ProviderSpec, d attach.Detach) ([]byte, error) {
 	var ops []jsonPatchOp
-	if ms.ResourceVersion != "" {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: ms.ResourceVersion})
+	if meta.ResourceVersion != "" {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: meta.ResourceVersion})
 	}
 	for _, key := range []string{"networks", "securityGroups"} {
-		more, err := removeEntries(spec.Fields, key, func(raw json.RawMessage) bool { return onRemoved(key, raw, d) })
+		more, err := removeEntries(pointer, spec.Fields, key, func(raw json.RawMessage) bool { return onRemoved(key, raw, d) })
 		if err != nil {
 			return nil, err
 		}
 		ops = append(ops, more...)
 	}
-	for _, op := range d.RecordOps(ms.Annotations) {
+	for _, op := range d.RecordOps(meta.Annotations) {
 		ops = append(ops, jsonPatchOp(op))
 	}
 	return json.Marshal(ops)
@@ -128,7 +134,7 @@ func (p *ProviderSpec) hasGroupByUUID(id string) bool {
 
 // removeEntries is the remove operations of the entries of the list key that drop picks, the
 // last first so that the indices hold; the key itself when no entry is left.
-func removeEntries(fields map[string]json.RawMessage, key string, drop func(json.RawMessage) bool) ([]jsonPatchOp, error) {
+func removeEntries(pointer string, fields map[string]json.RawMessage, key string, drop func(json.RawMessage) bool) ([]jsonPatchOp, error) {
 	raw, ok := fields[key]
 	if !ok {
 		return nil, nil
@@ -143,7 +149,7 @@ func removeEntries(fields map[string]json.RawMessage, key string, drop func(json
 			picked = append(picked, i)
 		}
 	}
-	path := providerSpecPointer + "/" + key
+	path := pointer + "/" + key
 	switch {
 	case len(picked) == 0:
 		return nil, nil

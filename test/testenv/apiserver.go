@@ -30,6 +30,7 @@ import (
 	// The CRDs installed are read from the module that provides these Go types, so the two always
 	// match; the imports also keep that module in go.mod.
 	_ "github.com/openshift/api/config/v1"
+	_ "github.com/openshift/api/machine/v1"
 	_ "github.com/openshift/api/machine/v1beta1"
 	_ "github.com/openshift/api/operator/v1"
 )
@@ -39,6 +40,7 @@ import (
 var openshiftCRDs = []string{
 	"machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machines-Default.crd.yaml",
 	"machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machinesets-Default.crd.yaml",
+	"machine/v1/zz_generated.crd-manifests/0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml",
 	"operator/v1/zz_generated.crd-manifests/0000_50_csi-driver_01_clustercsidrivers-Default.crd.yaml",
 	"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
 	"config/v1/zz_generated.crd-manifests/0000_03_config-operator_01_proxies.crd.yaml",

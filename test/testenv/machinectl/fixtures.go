@@ -3,6 +3,7 @@ package machinectl
 import (
 	"fmt"
 
+	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,4 +72,58 @@ func WorkerProviderSpec(infraID, az string) string {
   "userDataSecret": {"name": "worker-user-data"},
   "simFutureField": {"keep": ["me", 1, true]}
 }`, infraID, az)
+}
+
+// MasterProviderSpec is the OpenstackProviderSpec the installer writes for the masters, without
+// availability zones: the machine network found by the cluster's subnet tag, the
+// <infraID>-master security group by name, the masters' server group and user data.
+func MasterProviderSpec(infraID string) string {
+	return fmt.Sprintf(`{
+  "apiVersion": "machine.openshift.io/v1alpha1",
+  "kind": "OpenstackProviderSpec",
+  "metadata": {"creationTimestamp": null},
+  "cloudName": "openstack",
+  "cloudsSecret": {"name": "openstack-cloud-credentials", "namespace": "openshift-machine-api"},
+  "flavor": "m1.xlarge",
+  "image": "%[1]s-rhcos",
+  "networks": [{"filter": {}, "subnets": [{"filter": {"tags": "openshiftClusterID=%[1]s"}}]}],
+  "securityGroups": [{"filter": {}, "name": "%[1]s-master"}],
+  "serverGroupName": "%[1]s-master",
+  "serverMetadata": {"Name": "%[1]s-master", "openshiftClusterID": %[1]q},
+  "tags": ["openshiftClusterID=%[1]s"],
+  "trunk": true,
+  "userDataSecret": {"name": "master-user-data"}
+}`, infraID)
+}
+
+// ControlPlaneMachineSet returns the ControlPlaneMachineSet "cluster" as openshift-install writes
+// it for OpenStack without availability zones: Active, 3 replicas, RollingUpdate, the masters'
+// labels as selector, and MasterProviderSpec in its template. Its status says the 3 masters are
+// at rest (as the control-plane-machine-set operator reports them), for a test that writes it.
+func ControlPlaneMachineSet(infraID string) *machinev1.ControlPlaneMachineSet {
+	labels := map[string]string{
+		ClusterIDLabel: infraID,
+		RoleLabel:      "master",
+		"machine.openshift.io/cluster-api-machine-type": "master",
+	}
+	replicas := int32(3)
+	return &machinev1.ControlPlaneMachineSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: Namespace},
+		Spec: machinev1.ControlPlaneMachineSetSpec{
+			State:    machinev1.ControlPlaneMachineSetStateActive,
+			Replicas: &replicas,
+			Strategy: machinev1.ControlPlaneMachineSetStrategy{Type: machinev1.RollingUpdate},
+			Selector: metav1.LabelSelector{MatchLabels: labels},
+			Template: machinev1.ControlPlaneMachineSetTemplate{
+				MachineType: machinev1.OpenShiftMachineV1Beta1MachineType,
+				OpenShiftMachineV1Beta1Machine: &machinev1.OpenShiftMachineV1Beta1MachineTemplate{
+					ObjectMeta: machinev1.ControlPlaneMachineSetTemplateObjectMeta{Labels: labels},
+					Spec: machinev1beta1.MachineSpec{
+						ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(MasterProviderSpec(infraID))}},
+					},
+				},
+			},
+		},
+		Status: machinev1.ControlPlaneMachineSetStatus{Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3},
+	}
 }

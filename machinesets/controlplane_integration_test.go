@@ -1,0 +1,177 @@
+//go:build integration
+
+package machinesets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1"
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
+)
+
+// TestControlPlaneMachineSetPatchAndRemove: on a real apiserver with the
+// ControlPlaneMachineSet CRD of openshift/api, the installer's set gets the storage network
+// (uuid, noAllowedAddressPairs) after its machine network entry and the group after the master
+// group, every other field kept, the record written; a second patch writes nothing; the
+// removal gives the template's providerSpec back as it was and drops the record. A set whose
+// masters are not at rest is refused, naming why, and --force overrules that.
+func TestControlPlaneMachineSetPatchAndRemove(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	api := testenv.NewAPIServer(t)
+	createNamespace(t, ctx, api.Config)
+	mc, err := machineclient.NewForConfig(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpms := createControlPlane(t, ctx, mc, machinectl.ControlPlaneMachineSet("ostest-cp1"))
+	original := cpms.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw
+	want := attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}
+	target := ControlPlaneTarget{Client: mc}
+
+	dry, err := attach.Patch(ctx, target, attach.Options{Attachment: want, DryRun: true, By: "test"})
+	if err != nil || len(dry) != 1 || dry[0].Action != attach.ActionWouldPatch || !strings.Contains(dry[0].Diff, "+- noAllowedAddressPairs: true") {
+		t.Fatalf("dry run: %v %+v", err, dry)
+	}
+	if got := getControlPlane(t, ctx, mc); got.ResourceVersion != cpms.ResourceVersion {
+		t.Fatalf("the dry run wrote the set (resourceVersion %s -> %s)", cpms.ResourceVersion, got.ResourceVersion)
+	}
+	res, err := attach.Patch(ctx, target, attach.Options{Attachment: want, By: "test"})
+	if err != nil || len(res) != 1 || res[0].Action != attach.ActionPatched || !strings.Contains(res[0].Warning, "RollingUpdate") {
+		t.Fatalf("patch: %v %+v", err, res)
+	}
+	patched := getControlPlane(t, ctx, mc)
+	var spec struct {
+		Networks       []map[string]any `json:"networks"`
+		SecurityGroups []map[string]any `json:"securityGroups"`
+		Trunk          bool             `json:"trunk"`
+		UserDataSecret map[string]any   `json:"userDataSecret"`
+	}
+	if err := json.Unmarshal(patched.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw, &spec); err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Networks) != 2 || spec.Networks[1]["uuid"] != storageNet || spec.Networks[1]["noAllowedAddressPairs"] != true ||
+		len(spec.SecurityGroups) != 2 || spec.SecurityGroups[0]["name"] != "ostest-cp1-master" || spec.SecurityGroups[1]["uuid"] != storageSG ||
+		!spec.Trunk || spec.UserDataSecret["name"] != "master-user-data" {
+		t.Errorf("the set's providerSpec after the patch: %+v", spec)
+	}
+	if rec := attach.RecordIn(patched.Annotations); rec == nil || !reflect.DeepEqual(rec.Networks, []string{storageNet}) {
+		t.Errorf("record after the patch: %+v", rec)
+	}
+
+	// Asked again before the operator has even seen the change: nothing to do, nothing refused.
+	again, err := attach.Patch(ctx, target, attach.Options{Attachment: want, By: "test"})
+	if err != nil || len(again) != 1 || again[0].Action != attach.ActionUnchanged {
+		t.Fatalf("second patch: %v %+v", err, again)
+	}
+	if got := getControlPlane(t, ctx, mc); got.ResourceVersion != patched.ResourceVersion {
+		t.Errorf("the second patch wrote the set")
+	}
+	// Removing while the operator has not seen the change: refused as a busy set.
+	_, err = attach.Patch(ctx, target, attach.Options{Remove: &attach.Removal{}, By: "test"})
+	if busy := (*ControlPlaneRefusedError)(nil); !errors.As(err, &busy) || !strings.Contains(err.Error(), "has not seen its current spec yet") {
+		t.Fatalf("removal before the operator observed the patch: %v, want a refusal", err)
+	}
+
+	// The operator saw the change and replaced the masters.
+	patched.Status.ObservedGeneration = patched.Generation
+	if _, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).UpdateStatus(ctx, patched, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := attach.Patch(ctx, target, attach.Options{Remove: &attach.Removal{}, By: "test"})
+	if err != nil || len(removed) != 1 || removed[0].Action != attach.ActionPatched {
+		t.Fatalf("remove: %v %+v", err, removed)
+	}
+	back := getControlPlane(t, ctx, mc)
+	if !jsonEqual(t, back.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw, original) {
+		t.Errorf("after the removal the providerSpec is\n%s\nwant the original\n%s", back.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw, original)
+	}
+	if _, ok := back.Annotations[attach.Annotation]; ok {
+		t.Errorf("the record is left after the removal: %v", back.Annotations)
+	}
+
+	// A master being replaced: refused, then forced.
+	back.Status.UpdatedReplicas, back.Status.ObservedGeneration = 2, back.Generation
+	if _, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).UpdateStatus(ctx, back, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = attach.Patch(ctx, target, attach.Options{Attachment: want, By: "test"})
+	var refused *ControlPlaneRefusedError
+	if !errors.As(err, &refused) || !refused.Forceable || !strings.Contains(err.Error(), "updated 2") {
+		t.Fatalf("a set with a master being replaced: %v, want a forceable refusal naming the counts", err)
+	}
+	forced, err := attach.Patch(ctx, ControlPlaneTarget{Client: mc, Force: true}, attach.Options{Attachment: want, By: "test"})
+	if err != nil || len(forced) != 1 || forced[0].Action != attach.ActionPatched {
+		t.Fatalf("--force: %v %+v", err, forced)
+	}
+}
+
+// TestControlPlaneMachineSetMissing: a cluster without the set gets a selection error that says so.
+func TestControlPlaneMachineSetMissing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api := testenv.NewAPIServer(t)
+	createNamespace(t, ctx, api.Config)
+	mc, err := machineclient.NewForConfig(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = attach.Patch(ctx, ControlPlaneTarget{Client: mc}, attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}}})
+	var selection *attach.SelectionError
+	if !errors.As(err, &selection) || !strings.Contains(err.Error(), "no ControlPlaneMachineSet cluster in namespace openshift-machine-api") {
+		t.Fatalf("got %v, want a selection error naming the missing set", err)
+	}
+	st, err := ControlPlaneList(ctx, mc, attach.Attachment{})
+	if err != nil || st != nil {
+		t.Errorf("ControlPlaneList without a set: %+v, %v; want nil, nil", st, err)
+	}
+}
+
+// createControlPlane creates the set and writes its status, as the operator reports it.
+func createControlPlane(t *testing.T, ctx context.Context, mc machineclient.Interface, cpms *machinev1.ControlPlaneMachineSet) *machinev1.ControlPlaneMachineSet {
+	t.Helper()
+	status := cpms.Status
+	created, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).Create(ctx, cpms, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = status
+	created.Status.ObservedGeneration = created.Generation
+	updated, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return updated
+}
+
+func getControlPlane(t *testing.T, ctx context.Context, mc machineclient.Interface) *machinev1.ControlPlaneMachineSet {
+	t.Helper()
+	cpms, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).Get(ctx, ControlPlaneName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cpms
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
+}
