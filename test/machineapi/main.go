@@ -1,7 +1,8 @@
 // Command machine-api-openstack runs the OpenShift Machine API's controllers against a
 // kubeconfig, in one manager: the MachineSet controller, the machine controller with an
 // OpenStack actuator (package provider) and the drain controller beside it, as the machine
-// controller's AddWithActuator wires them, and nodelink, which links Nodes to Machines. The
+// controller's AddWithActuator wires them, nodelink, which links Nodes to Machines, and the
+// masters' ControlPlaneMachineSet with etcd's hooks (package controlplane, played). The
 // controllers are the real ones (github.com/openshift/machine-api-operator pkg/controller); the
 // actuator reproduces the OpenShift OpenStack provider, which the Go module proxy does not
 // serve. The tests start it as a process beside a test cluster and a loopback OpenStack.
@@ -17,6 +18,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	openshiftfeatures "github.com/openshift/api/features"
+	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned/typed/config/v1"
 	"github.com/openshift/machine-api-operator/pkg/controller/machine"
@@ -33,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/manila-setup/manila-setup/test/machineapi/controlplane"
 	"github.com/manila-setup/manila-setup/test/machineapi/provider"
 )
 
@@ -76,6 +79,7 @@ func run(ctx context.Context, kubeconfig, namespace string, metrics bool) error 
 	scheme := clientgoscheme.Scheme
 	for _, add := range []func() error{
 		func() error { return machinev1beta1.Install(scheme) },
+		func() error { return machinev1.Install(scheme) },
 		func() error { return configv1.Install(scheme) },
 	} {
 		if err := add(); err != nil {
@@ -126,6 +130,10 @@ func run(ctx context.Context, kubeconfig, namespace string, metrics bool) error 
 	if err := nodelink.Add(mgr, opts); err != nil {
 		return fmt.Errorf("nodelink controller: %w", err)
 	}
-	klog.Infof("machine-api-openstack: MachineSet, machine (OpenStack), drain and nodelink controllers starting in namespace %s", namespace)
+	// The masters' ControlPlaneMachineSet and etcd's hooks on them, played (package controlplane).
+	if err := controlplane.Add(mgr, namespace, log.WithName("controlplanemachineset")); err != nil {
+		return fmt.Errorf("ControlPlaneMachineSet controller: %w", err)
+	}
+	klog.Infof("machine-api-openstack: MachineSet, machine (OpenStack), drain, nodelink and ControlPlaneMachineSet controllers starting in namespace %s", namespace)
 	return mgr.Start(ctx)
 }

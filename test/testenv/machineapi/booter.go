@@ -42,6 +42,9 @@ type NodeBooter struct {
 	rule      machinectl.NodeIPRule
 	// machineNetwork holds the primary NIC's address.
 	machineNetwork netip.Prefix
+	// mastersSchedulable: the masters' Nodes take workloads (a compact cluster), no NoSchedule
+	// taint on them.
+	mastersSchedulable bool
 
 	mu      sync.Mutex
 	lastErr error
@@ -123,7 +126,11 @@ func (b *NodeBooter) boot(ctx context.Context, srv *servers.Server, controlPlane
 		return fmt.Errorf("registering Node %s of server %s: %w", name, srv.ID, err)
 	}
 	// The kubelet sets spec.providerID once, from the metadata service; nodelink links by it.
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"providerID": ProviderIDPrefix + srv.ID}})
+	spec := map[string]any{"providerID": ProviderIDPrefix + srv.ID}
+	if controlPlane && b.mastersSchedulable {
+		spec["taints"] = nil // mastersSchedulable: the scheduler config of a compact install
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": spec})
 	if _, err := b.kc.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("setting the providerID of Node %s: %w", name, err)
 	}

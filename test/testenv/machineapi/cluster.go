@@ -17,6 +17,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
@@ -98,6 +99,11 @@ type ClusterOptions struct {
 	Workers int32
 	// NodeIP is the nodes' nodeip-configuration; its VIPs default to the cluster's.
 	NodeIP machinectl.NodeIPRule
+	// Compact makes a compact cluster: its three masters are Machines of the Machine API, real
+	// servers, under the installer's ControlPlaneMachineSet (Active, RollingUpdate), which the
+	// controllers keep (test/machineapi/controlplane) with etcd's hooks; they are schedulable
+	// and there is no worker MachineSet (Workers is ignored).
+	Compact bool
 	// InstallConfig is the install-config the cluster was installed from, kept in
 	// kube-system/cluster-config-v1; default machinectl.DefaultInstallConfig. Its machine
 	// network must be MachineNetwork.
@@ -183,11 +189,17 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 	if err := seedCluster(ctx, kc, cc, opts); err != nil {
 		return nil, err
 	}
-	ms := machinectl.WorkerMachineSet(opts.InfraID, 0, opts.Workers)
-	if _, err := mc.MachineV1beta1().MachineSets(Namespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
+	if opts.Compact {
+		if err := createMasters(ctx, mc, opts.InfraID); err != nil {
+			return nil, err
+		}
+	} else {
+		ms := machinectl.WorkerMachineSet(opts.InfraID, 0, opts.Workers)
+		if _, err := mc.MachineV1beta1().MachineSets(Namespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
+		}
+		cl.MachineSet = ms.Name
 	}
-	cl.MachineSet = ms.Name
 
 	if cl.dir, err = os.MkdirTemp("", "manila-setup-machineapi-"); err != nil {
 		return nil, err
@@ -205,17 +217,87 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 		return nil, err
 	}
 	mn := netip.MustParsePrefix(MachineNetwork)
-	cl.Booter = &NodeBooter{mc: mc, kc: kc, cloud: clients, nodes: sim, namespace: Namespace, rule: opts.NodeIP, machineNetwork: mn, booted: map[string]string{}}
+	cl.Booter = &NodeBooter{mc: mc, kc: kc, cloud: clients, nodes: sim, namespace: Namespace, rule: opts.NodeIP, machineNetwork: mn, booted: map[string]string{},
+		mastersSchedulable: opts.Compact}
 	runCtx, cancel := context.WithCancel(context.Background())
 	cl.cancel = cancel
 	go func() {
 		defer close(cl.done)
 		cl.Booter.Run(runCtx, 500*time.Millisecond)
 	}()
-	if err := cl.WaitReady(ctx, ms.Name, opts.Workers, 5*time.Minute); err != nil {
+	if opts.Compact {
+		if err := cl.WaitMasters(ctx, 3, 6*time.Minute); err != nil {
+			return nil, err
+		}
+		return cl, nil
+	}
+	if err := cl.WaitReady(ctx, cl.MachineSet, opts.Workers, 5*time.Minute); err != nil {
 		return nil, err
 	}
 	return cl, nil
+}
+
+// createMasters creates the three masters as the installer does, Machines <infraID>-master-<i>
+// of its master providerSpec, and the ControlPlaneMachineSet over them.
+func createMasters(ctx context.Context, mc machineclient.Interface, infraID string) error {
+	cpms := machinectl.ControlPlaneMachineSet(infraID)
+	cpms.Status = machinev1.ControlPlaneMachineSetStatus{} // the controller writes it
+	for i := 0; i < 3; i++ {
+		t := cpms.Spec.Template.OpenShiftMachineV1Beta1Machine
+		m := &machinev1beta1.Machine{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-master-%d", infraID, i), Namespace: Namespace, Labels: t.ObjectMeta.Labels},
+			Spec:       *t.Spec.DeepCopy(),
+		}
+		if _, err := mc.MachineV1beta1().Machines(Namespace).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating master Machine %s: %w", m.Name, err)
+		}
+	}
+	if _, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).Create(ctx, cpms, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating ControlPlaneMachineSet %s: %w", cpms.Name, err)
+	}
+	return nil
+}
+
+// WaitMasters waits until want master Machines are Running with a nodeRef, none deleting, and
+// the ControlPlaneMachineSet reports them ready and updated.
+func (c *Cluster) WaitMasters(ctx context.Context, want int, timeout time.Duration) error {
+	mc, _ := c.machineClient()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if c.controllers.Exited() {
+			return false, fmt.Errorf("machine-api-openstack exited:\n%s", c.controllers.Tail(40))
+		}
+		list, err := mc.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.RoleLabel + "=master"})
+		if err != nil {
+			return false, nil
+		}
+		running, deleting := 0, 0
+		last = "masters:"
+		for _, m := range list.Items {
+			phase := ""
+			if m.Status.Phase != nil {
+				phase = *m.Status.Phase
+			}
+			last += fmt.Sprintf(" %s %s", m.Name, phase)
+			switch {
+			case m.DeletionTimestamp != nil:
+				deleting++
+			case phase == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil:
+				running++
+			}
+		}
+		cpms, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).Get(ctx, "cluster", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		st := cpms.Status
+		last += fmt.Sprintf("; ControlPlaneMachineSet: replicas %d, ready %d, updated %d", st.Replicas, st.ReadyReplicas, st.UpdatedReplicas)
+		return running == want && deleting == 0 && st.ObservedGeneration == cpms.Generation && int(st.ReadyReplicas) == want && int(st.UpdatedReplicas) == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w (node booter: %v)\nmachine-api-openstack log:\n%s", last, err, c.Booter.Err(), c.controllers.Tail(30))
+	}
+	return nil
 }
 
 // seedCluster creates what the installer leaves in the cluster for the Machine API.
@@ -257,6 +339,9 @@ func seedCluster(ctx context.Context, kc kubernetes.Interface, cc configclient.I
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecret, Namespace: Namespace}, Data: map[string][]byte{"clouds.yaml": clouds}},
 		// A worker's pointer Ignition config, as the installer writes it.
+		{ObjectMeta: metav1.ObjectMeta{Name: "master-user-data", Namespace: Namespace}, Data: map[string][]byte{
+			"userData": []byte(`{"ignition":{"config":{"merge":[{"source":"https://api-int.ostest.example.com:22623/config/master"}]},"version":"3.2.0"}}`),
+		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: UserDataSecret, Namespace: Namespace}, Data: map[string][]byte{
 			"userData": []byte(`{"ignition":{"config":{"merge":[{"source":"https://api-int.ostest.example.com:22623/config/worker"}]},"version":"3.2.0"}}`),
 		}},

@@ -1,0 +1,192 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/test/ostest"
+	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
+	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
+)
+
+// TestControlPlanePatchRollsRealMasters: on a compact cluster whose three masters are real
+// servers under the installer's ControlPlaneMachineSet (RollingUpdate), `controlplane patch`
+// adds the storage network and a group to its template; the control-plane-machine-set rules
+// (test/machineapi/controlplane) replace the masters one index at a time, a new master first,
+// etcd's hook holding each old one until the new is ready: never fewer than two Ready masters,
+// never two replacements at once. Every new master's server has a port on the storage network
+// without allowed address pairs and with the groups asked for, its node IP on the machine
+// network; the old servers are gone.
+func TestControlPlanePatchRollsRealMasters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cloud := testenv.NewCloud(t)
+	p := ostest.NewProject(t, cloud, "compact")
+	t.Setenv("OS_CLIENT_CONFIG_FILE", p.CloudsFile)
+	t.Setenv("OS_CLOUD", ostest.CloudName)
+	sim := testenv.NewSimCluster(t, testenv.SimOptions{})
+	t.Setenv("KUBECONFIG", sim.Kubeconfig)
+	start := time.Now()
+	cl, err := machineapi.InstallerShaped(ctx, sim, machineapi.ClusterOptions{CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
+		}
+	})
+	t.Logf("compact cluster: 3 masters Ready in %s", time.Since(start).Round(time.Second))
+	mc, err := machineclient.NewForConfig(sim.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := masterNames(t, ctx, mc)
+	storage := p.CreateNetworkWith("cp-storage", nil, map[string]any{"cidr": "10.77.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})
+	nfs := p.CreateSecurityGroup("cp-nfs", true)
+
+	// Watch the masters while they roll: Ready Nodes of masters, and replacements at once.
+	stop := make(chan struct{})
+	watched := make(chan [2]int, 1)
+	go func() {
+		minReady, maxSurge := 3, 0
+		for {
+			select {
+			case <-stop:
+				watched <- [2]int{minReady, maxSurge}
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			ready, live := readyMasters(ctx, sim, mc)
+			if ready >= 0 {
+				minReady = min(minReady, ready)
+				maxSurge = max(maxSurge, live-3)
+			}
+		}
+	}()
+	// The storage network has no Manila export here: --force.
+	code, out, errOut := runCLI(t, "controlplane", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
+	if code != exitOK || !strings.Contains(out, "controlplanemachineset/cluster  patched") {
+		t.Fatalf("controlplane patch: exit %d\n%s%s", code, out, errOut)
+	}
+	t0 := time.Now()
+	// The set reports every master updated once all three were replaced.
+	if err := cl.WaitMasters(ctx, 3, 15*time.Minute); err != nil {
+		close(stop)
+		t.Fatalf("the masters were not replaced: %v", err)
+	}
+	close(stop)
+	seen := <-watched
+	t.Logf("3 masters replaced in %s; fewest Ready masters during the rollout %d, most replacements at once %d", time.Since(t0).Round(time.Second), seen[0], seen[1])
+	if seen[0] < 2 || seen[1] > 1 {
+		t.Errorf("during the rollout: %d Ready masters at the fewest (want 2 or more), %d replacements at once (want 1 at most)", seen[0], seen[1])
+	}
+	code, out, errOut = runCLI(t, "controlplane", "list")
+	if code != exitOK || !strings.Contains(out, "attached") || !strings.Contains(out, "3/3") {
+		t.Errorf("controlplane list after the rollout: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("$ manila-setup controlplane list\n%s", out)
+
+	now := masterNames(t, ctx, mc)
+	for _, name := range now {
+		if slices.Contains(old, name) {
+			t.Errorf("master %s was not replaced (masters now %v)", name, now)
+		}
+	}
+	list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.RoleLabel + "=master"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Items {
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		id, ps := serverPorts(t, ctx, cl, m)
+		var onStorage []ports.Port
+		for _, port := range ps {
+			if port.NetworkID == storage.ID {
+				onStorage = append(onStorage, port)
+			}
+		}
+		if len(onStorage) != 1 || len(onStorage[0].AllowedAddressPairs) != 0 || !slices.Contains(onStorage[0].SecurityGroups, nfs) ||
+			!slices.Contains(onStorage[0].SecurityGroups, cl.Cloud.SecurityGroupIDs["master"]) {
+			t.Errorf("master %s (server %s): storage ports %+v, want one without address pairs, with groups %s and the master group", m.Name, id, onStorage, nfs)
+		}
+		if m.Status.NodeRef == nil {
+			t.Errorf("master %s has no Node", m.Name)
+			continue
+		}
+		node, err := sim.Client.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := nodeInternalIP(node); !strings.HasPrefix(ip, "10.196.") {
+			t.Errorf("master %s: node IP %s, want it on the machine network %s", m.Name, ip, machineapi.MachineNetwork)
+		}
+	}
+}
+
+// masterNames are the master Machines not being deleted.
+func masterNames(t *testing.T, ctx context.Context, mc machineclient.Interface) []string {
+	t.Helper()
+	list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.RoleLabel + "=master"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range list.Items {
+		if m.DeletionTimestamp == nil {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// readyMasters counts the masters whose Node is Ready, and the master Machines not being
+// deleted; -1 when the cluster could not be read.
+func readyMasters(ctx context.Context, sim *testenv.SimCluster, mc machineclient.Interface) (ready, live int) {
+	list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.RoleLabel + "=master"})
+	if err != nil {
+		return -1, 0
+	}
+	for _, m := range list.Items {
+		if m.DeletionTimestamp == nil {
+			live++
+		}
+		if m.Status.NodeRef == nil || m.Status.Phase == nil || *m.Status.Phase != machinev1beta1.PhaseRunning && *m.Status.Phase != machinev1beta1.PhaseDeleting {
+			continue
+		}
+		node, err := sim.Client.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, live
+}
+
+func nodeInternalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
