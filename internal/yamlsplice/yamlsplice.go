@@ -1,0 +1,367 @@
+// Package yamlsplice changes YAML text in place and keeps every byte it does not change: it
+// finds where a node of a go.yaml.in/yaml/v3 parse is written (the line, the token of a
+// scalar, the dash of a list item, the brackets of a flow collection), queues edits on those
+// bytes (replace a range, insert whole lines after a line, cut whole lines) and applies them
+// in one pass. Callers decide what to change and fall back to writing the tree out as a whole
+// when Apply reports that edits collide.
+//
+// Positions are those of yaml.v3: 1-based lines, where a line break is LF, CRLF or a lone CR,
+// and 1-based columns counted in characters, not bytes.
+package yamlsplice
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Text is the text of a YAML stream (without a byte order mark: what node positions refer
+// to) and the edits queued on it.
+type Text struct {
+	body   []byte
+	starts []int // byte offset where each line starts
+	// NL is the line break new lines get: CRLF when most of the text's line breaks are CRLF.
+	NL string
+	// FinalBreak makes lines added after the last line of a text that does not end in a line
+	// break end with one; without it the text keeps having no final line break.
+	FinalBreak bool
+	edits      []edit
+}
+
+// edit puts text at off in place of the del bytes there.
+type edit struct {
+	off, del int
+	text     string
+	rank     int // orders edits at the same offset, lowest first
+	seq      int // then the order they were queued in
+}
+
+// New is the text body, with no edit queued.
+func New(body []byte) *Text {
+	t := &Text{body: body, starts: LineStarts(body), NL: "\n"}
+	if bytes.Count(body, []byte("\r\n"))*2 > bytes.Count(body, []byte("\n")) {
+		t.NL = "\r\n"
+	}
+	return t
+}
+
+// LineStarts is the byte offset at which each line of data starts. A line break is LF, CRLF or
+// a lone CR, as in YAML; a final line break does not start a line.
+func LineStarts(data []byte) []int {
+	starts := []int{0}
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '\n':
+			starts = append(starts, i+1)
+		case '\r':
+			if i+1 < len(data) && data[i+1] == '\n' {
+				i++
+			}
+			starts = append(starts, i+1)
+		}
+	}
+	if starts[len(starts)-1] == len(data) && len(starts) > 1 {
+		starts = starts[:len(starts)-1]
+	}
+	return starts
+}
+
+// Body is the text as it was given.
+func (t *Text) Body() []byte { return t.body }
+
+// Lines is the number of lines.
+func (t *Text) Lines() int { return len(t.starts) }
+
+// LineStart is the offset of the 1-based line n.
+func (t *Text) LineStart(n int) int { return t.starts[n-1] }
+
+// LineEnd is the offset just after line n and its line break: where line n+1 starts.
+func (t *Text) LineEnd(n int) int {
+	if n < len(t.starts) {
+		return t.starts[n]
+	}
+	return len(t.body)
+}
+
+// Line is the text of the 1-based line n without its line break; "" when there is no such line.
+func (t *Text) Line(n int) string {
+	if n < 1 || n > len(t.starts) {
+		return ""
+	}
+	return strings.TrimRight(string(t.body[t.starts[n-1]:t.LineEnd(n)]), "\r\n")
+}
+
+// Offset is the byte offset of a node position (1-based line, 1-based column in characters);
+// -1 when it is not in the text.
+func (t *Text) Offset(line, col int) int {
+	if line < 1 || line > len(t.starts) || col < 1 {
+		return -1
+	}
+	o := t.starts[line-1]
+	for i := 1; i < col; i++ {
+		if o >= len(t.body) || t.body[o] == '\n' || t.body[o] == '\r' {
+			return -1
+		}
+		_, size := utf8.DecodeRune(t.body[o:])
+		o += size
+	}
+	return o
+}
+
+// BlankBefore reports whether line n holds only blanks before byte column col of it.
+func (t *Text) BlankBefore(n, col int) bool {
+	line := t.Line(n)
+	return col >= 0 && col <= len(line) && strings.TrimLeft(line[:col], " \t") == ""
+}
+
+// Replace queues text to go in at off in place of the del bytes there. Of edits at the same
+// offset, the one of lower rank goes first, then the one queued first.
+func (t *Text) Replace(off, del int, text string, rank int) {
+	t.edits = append(t.edits, edit{off: off, del: del, text: text, rank: rank, seq: len(t.edits)})
+}
+
+// InsertLines queues whole lines (each given without a line break) to go in after line n.
+func (t *Text) InsertLines(n int, lines []string, rank int) {
+	text := strings.Join(lines, t.NL) + t.NL
+	if n < len(t.starts) {
+		t.Replace(t.starts[n], 0, text, rank)
+		return
+	}
+	if b := t.body; len(b) > 0 && b[len(b)-1] != '\n' && b[len(b)-1] != '\r' {
+		// The last line has no line break: give it one, and keep the text without a final
+		// one unless asked.
+		if !t.FinalBreak {
+			text = strings.TrimSuffix(text, t.NL)
+		}
+		text = t.NL + text
+	}
+	t.Replace(len(t.body), 0, text, rank)
+}
+
+// CutLines queues the removal of lines first to last, with their line breaks.
+func (t *Text) CutLines(first, last int) {
+	from := t.starts[first-1]
+	t.Replace(from, t.LineEnd(last)-from, "", 0)
+}
+
+// ItemRank and KeyRank order lines inserted at the same offset that start at column col
+// (0-based): the end of a deeper structure first, and at one depth an item appended to a list
+// before a key added after that list.
+func ItemRank(col int) int { return -2 * col }
+
+// KeyRank: see ItemRank.
+func KeyRank(col int) int { return -2*col + 1 }
+
+// Apply is the text with the queued edits made, or false when two of them overlap (the
+// caller then writes its tree out as a whole).
+func (t *Text) Apply() ([]byte, bool) {
+	edits := slices.Clone(t.edits)
+	sort.Slice(edits, func(i, j int) bool {
+		a, b := edits[i], edits[j]
+		if a.off != b.off {
+			return a.off < b.off
+		}
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return a.seq < b.seq
+	})
+	var b bytes.Buffer
+	pos := 0
+	for _, e := range edits {
+		if e.off < pos || e.off+e.del > len(t.body) {
+			return nil, false
+		}
+		b.Write(t.body[pos:e.off])
+		b.WriteString(e.text)
+		pos = e.off + e.del
+	}
+	b.Write(t.body[pos:])
+	return b.Bytes(), true
+}
+
+// TokenStart is the offset where node n itself starts, after an anchor and a tag in front of
+// it (node positions point at those); -1 when unknown.
+func (t *Text) TokenStart(n *yaml.Node) int {
+	body := t.body
+	o := t.Offset(n.Line, n.Column)
+	if o < 0 {
+		return -1
+	}
+	for o < len(body) && (body[o] == '&' || body[o] == '!') {
+		for o < len(body) && body[o] != ' ' && body[o] != '\t' && body[o] != '\n' && body[o] != '\r' {
+			o++
+		}
+		for o < len(body) && (body[o] == ' ' || body[o] == '\t') {
+			o++
+		}
+	}
+	return o
+}
+
+// ScalarToken is the byte range of scalar (or alias) n as written, when it is on one line.
+func (t *Text) ScalarToken(n *yaml.Node) (start, end int, ok bool) {
+	body := t.body
+	o := t.TokenStart(n)
+	if o < 0 {
+		return 0, 0, false
+	}
+	if n.Kind == yaml.AliasNode {
+		end := o + 1 + len(n.Value)
+		if end <= len(body) && string(body[o:end]) == "*"+n.Value {
+			return o, end, true
+		}
+		return 0, 0, false
+	}
+	if n.Kind != yaml.ScalarNode || o >= len(body) {
+		return 0, 0, false
+	}
+	switch {
+	case n.Style&yaml.DoubleQuotedStyle != 0:
+		if body[o] != '"' {
+			return 0, 0, false
+		}
+		for i := o + 1; i < len(body); i++ {
+			switch body[i] {
+			case '\\':
+				i++
+			case '"':
+				return o, i + 1, true
+			case '\n', '\r':
+				return 0, 0, false
+			}
+		}
+	case n.Style&yaml.SingleQuotedStyle != 0:
+		if body[o] != '\'' {
+			return 0, 0, false
+		}
+		for i := o + 1; i < len(body); i++ {
+			switch body[i] {
+			case '\'':
+				if i+1 < len(body) && body[i+1] == '\'' {
+					i++
+					continue
+				}
+				return o, i + 1, true
+			case '\n', '\r':
+				return 0, 0, false
+			}
+		}
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0:
+		end := o + len(n.Value)
+		if n.Value != "" && end <= len(body) && string(body[o:end]) == n.Value && !strings.ContainsAny(n.Value, "\r\n") {
+			return o, end, true
+		}
+	}
+	return 0, 0, false
+}
+
+// DashColumn is the byte column (0-based) of the "-" that introduces list item n on its line,
+// -1 if there is none.
+func (t *Text) DashColumn(item *yaml.Node) int {
+	o := t.Offset(item.Line, item.Column)
+	if o < 0 {
+		return -1
+	}
+	start := t.starts[item.Line-1]
+	for c := o - 1; c >= start; c-- {
+		switch t.body[c] {
+		case '-':
+			if c == o-1 {
+				return -1 // "-x" is a scalar, not an item
+			}
+			return c - start
+		case ' ', '\t':
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+// ScanFlow finds the bracket closing the flow collection that opens at offset o, and whether
+// the collection spans lines.
+func (t *Text) ScanFlow(o int) (close int, multiline, ok bool) {
+	body := t.body
+	depth := 0
+	for i := o; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+			if depth == 0 {
+				return i, multiline, true
+			}
+		case '"':
+			for i++; i < len(body) && body[i] != '"'; i++ {
+				if body[i] == '\\' {
+					i++
+				} else if body[i] == '\n' {
+					multiline = true
+				}
+			}
+		case '\'':
+			for i++; i < len(body); i++ {
+				if body[i] == '\'' {
+					if i+1 < len(body) && body[i+1] == '\'' {
+						i++
+						continue
+					}
+					break
+				}
+				if body[i] == '\n' {
+					multiline = true
+				}
+			}
+		case '#':
+			if i > o && (body[i-1] == ' ' || body[i-1] == '\t') {
+				for i < len(body) && body[i] != '\n' {
+					i++
+				}
+				multiline = true
+			}
+		case '\n', '\r':
+			multiline = true
+		}
+	}
+	return 0, false, false
+}
+
+// FlowOnOneLine finds flow collection n ("[...]" or "{...}", opening with open) written on one
+// line: the offsets of its brackets and what is between them, trailing blanks trimmed.
+func (t *Text) FlowOnOneLine(n *yaml.Node, open byte) (o, close int, inner []byte, ok bool) {
+	body := t.body
+	o = t.TokenStart(n)
+	if o < 0 || o >= len(body) || body[o] != open {
+		return 0, 0, nil, false
+	}
+	close, multiline, ok := t.ScanFlow(o)
+	if !ok || multiline {
+		return 0, 0, nil, false
+	}
+	return o, close, bytes.TrimRight(body[o+1:close], " \t"), true
+}
+
+// LastLine is the last line a node's text takes, when that can be told from the parse: not
+// for block or multi-line scalars, nor for aliases (their text is elsewhere).
+func LastLine(n *yaml.Node) (int, bool) {
+	last := n.Line
+	ok := true
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.AliasNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n") {
+			ok = false
+		}
+		last = max(last, n.Line)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return last, ok
+}
