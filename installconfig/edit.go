@@ -47,7 +47,7 @@ func (p *plan) apply(orig *File, mode editMode) (out []byte, reformatted bool, e
 	c := &checker{f: f}
 	c.run()
 	m := &c.model
-	e := &editor{f: f, t: yamlsplice.New(f.body), text: mode == editText, style: detectStyle(f.root)}
+	e := &editor{f: f, t: yamlsplice.New(f.body), text: mode == editText, style: yamlsplice.DetectStyle(f.root)}
 
 	for _, pl := range m.pools() {
 		for _, k := range listKinds {
@@ -94,7 +94,7 @@ type editor struct {
 	f     *File
 	t     *yamlsplice.Text
 	text  bool
-	style style
+	style yamlsplice.Style // the file's indentation, for new lines
 }
 
 func (e *editor) fail() { e.text = false }
@@ -116,8 +116,8 @@ func (e *editor) encode() ([]byte, error) {
 	nullsInFlow(e.f.doc, false)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(max(e.style.indent, 2))
-	if e.style.seqIndent == 0 {
+	enc.SetIndent(max(e.style.Indent, 2))
+	if e.style.SeqIndent == 0 {
 		enc.CompactSeqIndent()
 	}
 	if err := enc.Encode(e.f.doc); err != nil {
@@ -146,56 +146,6 @@ func nullsInFlow(n *yaml.Node, inFlow bool) {
 	for _, c := range n.Content {
 		nullsInFlow(c, inFlow)
 	}
-}
-
-// style is the file's indentation, so that new lines look like their neighbours.
-type style struct {
-	indent    int // columns a nested block mapping is indented by
-	seqIndent int // columns a block sequence's "-" is indented by, relative to its key
-}
-
-func detectStyle(root *yaml.Node) style {
-	s := style{indent: -1, seqIndent: -1}
-	var walk func(n *yaml.Node, depth int)
-	walk = func(n *yaml.Node, depth int) {
-		if depth > 50 || (s.indent >= 0 && s.seqIndent >= 0) {
-			return
-		}
-		switch n.Kind {
-		case yaml.MappingNode:
-			if n.Style&yaml.FlowStyle != 0 {
-				return
-			}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if v.Line > k.Line && v.Style&yaml.FlowStyle == 0 {
-					switch v.Kind {
-					case yaml.MappingNode:
-						if s.indent < 0 && len(v.Content) > 0 && v.Content[0].Column > k.Column {
-							s.indent = v.Content[0].Column - k.Column
-						}
-					case yaml.SequenceNode:
-						if s.seqIndent < 0 && v.Column >= k.Column {
-							s.seqIndent = v.Column - k.Column
-						}
-					}
-				}
-				walk(v, depth+1)
-			}
-		case yaml.SequenceNode:
-			for _, c := range n.Content {
-				walk(c, depth+1)
-			}
-		}
-	}
-	walk(root, 0)
-	if s.indent < 0 {
-		s.indent = 2
-	}
-	if s.seqIndent < 0 {
-		s.seqIndent = 0 // as openshift-install writes install-config.yaml
-	}
-	return s
 }
 
 // ensureLists makes the pool's own lists equal final (for the kinds that change), creating
@@ -516,7 +466,7 @@ func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
 			o := e.t.TokenStart(m)
 			if o >= 0 && o < len(body) && body[o] == '{' {
 				if close, multiline, ok := e.t.ScanFlow(o); ok && !multiline {
-					e.add(o+1, close-o-1, key+": "+flowText(value))
+					e.add(o+1, close-o-1, key+": "+yamlsplice.Flow(value))
 					return
 				}
 			}
@@ -534,7 +484,7 @@ func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
 		if inner[len(inner)-1] == ',' {
 			sep = " "
 		}
-		e.add(o+1+len(inner), 0, sep+key+": "+flowText(value))
+		e.add(o+1+len(inner), 0, sep+key+": "+yamlsplice.Flow(value))
 		return
 	}
 	var lastKey *yaml.Node
@@ -550,7 +500,7 @@ func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
 	}
 	col := firstKey.Column
 	end := e.mappingEnd(lastKey.Line, col)
-	e.t.InsertLines(end, e.blockLines(key, value, col-1), yamlsplice.KeyRank(col-1))
+	e.t.InsertLines(end, e.block(mapNode(key, value), col-1), yamlsplice.KeyRank(col-1))
 }
 
 // mappingEnd is the last line of a block mapping whose keys are at column col and whose last
@@ -631,7 +581,7 @@ func (e *editor) replaceValueText(s step, value *yaml.Node, flowParent bool) {
 	switch raw.Value {
 	case "~", "null", "Null", "NULL":
 		if o+len(raw.Value) <= len(body) && string(body[o:o+len(raw.Value)]) == raw.Value {
-			e.add(o, len(raw.Value), flowText(value))
+			e.add(o, len(raw.Value), yamlsplice.Flow(value))
 			return
 		}
 	case "":
@@ -648,63 +598,22 @@ func (e *editor) replaceValueText(s step, value *yaml.Node, flowParent bool) {
 // valueLines renders the block value of a key at column keyCol (0-based), without the key.
 func (e *editor) valueLines(value *yaml.Node, keyCol int) []string {
 	if value.Kind == yaml.SequenceNode {
-		lines := e.blockLines("x", value, keyCol)
-		return lines[1:]
+		if lines := e.block(mapNode("x", value), keyCol); len(lines) > 0 {
+			return lines[1:]
+		}
+		return nil
 	}
-	return e.mappingLines(value, keyCol+e.style.indent)
+	return e.block(value, keyCol+e.style.Indent)
 }
 
-func spaces(n int) string { return strings.Repeat(" ", n) }
-
-// blockLines renders key: value in block style with the key at column col (0-based).
-func (e *editor) blockLines(key string, value *yaml.Node, col int) []string {
-	switch value.Kind {
-	case yaml.SequenceNode:
-		if len(value.Content) == 0 {
-			return []string{spaces(col) + key + ": []"}
-		}
-		lines := []string{spaces(col) + key + ":"}
-		for _, c := range value.Content {
-			if c.Kind == yaml.MappingNode {
-				ml := e.mappingLines(c, col+e.style.seqIndent+2)
-				ml[0] = spaces(col+e.style.seqIndent) + "- " + strings.TrimLeft(ml[0], " ")
-				lines = append(lines, ml...)
-				continue
-			}
-			lines = append(lines, spaces(col+e.style.seqIndent)+"- "+c.Value)
-		}
-		return lines
-	case yaml.MappingNode:
-		return append([]string{spaces(col) + key + ":"}, e.mappingLines(value, col+e.style.indent)...)
+// block renders n in block style from column col (0-based), in the file's indentation.
+func (e *editor) block(n *yaml.Node, col int) []string {
+	lines, err := e.style.Block(n)
+	if err != nil {
+		e.fail()
+		return nil
 	}
-	return []string{spaces(col) + key + ": " + value.Value}
-}
-
-func (e *editor) mappingLines(m *yaml.Node, col int) []string {
-	var lines []string
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		lines = append(lines, e.blockLines(m.Content[i].Value, m.Content[i+1], col)...)
-	}
-	return lines
-}
-
-// flowText renders a new node in flow style.
-func flowText(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		parts := make([]string, len(n.Content))
-		for i, c := range n.Content {
-			parts[i] = flowText(c)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case yaml.MappingNode:
-		parts := make([]string, 0, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			parts = append(parts, n.Content[i].Value+": "+flowText(n.Content[i+1]))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	return n.Value
+	return yamlsplice.Indent(lines, col)
 }
 
 // setFlow marks a new subtree as flow style, as a value inside a flow collection must be.

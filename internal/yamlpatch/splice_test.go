@@ -37,3 +37,20 @@ func TestCharacterColumns(t *testing.T) {
 		t.Errorf("got %q, reformatted %v, err %v; want %q spliced", out, reformatted, err, want)
 	}
 }
+
+// TestIndentLikeNeighbours: a key added with a nested mapping and list is indented as the
+// stream's own block collections are (here by 4), not by 2 whatever the file does.
+func TestIndentLikeNeighbours(t *testing.T) {
+	s, err := Parse([]byte("spec:\n    template:\n        l:\n            - a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(s.Roots()[0], "/spec/new", map[string]any{"m": map[string]any{"l": []string{"b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, reformatted, err := s.Bytes()
+	want := "spec:\n    template:\n        l:\n            - a\n    new:\n        m:\n            l:\n                - b\n"
+	if err != nil || string(out) != want || reformatted {
+		t.Errorf("got %q, reformatted %v, err %v; want %q spliced", out, reformatted, err, want)
+	}
+}

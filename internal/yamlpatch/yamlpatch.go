@@ -30,7 +30,7 @@ type Stream struct {
 	text     *yamlsplice.Text
 	docs     []*yaml.Node // document nodes
 	reformat bool
-	compact  *bool // compactSequences, once known
+	style    *yamlsplice.Style // how the stream indents, once known
 }
 
 // Parse reads a YAML stream of one or more documents.
@@ -354,98 +354,14 @@ func originalChildren(nodes []*yaml.Node) []*yaml.Node {
 	return out
 }
 
-// render is a node as block YAML lines at column 0, in the stream's own style: a sequence
-// under a key is indented (yaml.v3's way) or not (kubectl's) as the stream's sequences are.
-// Scalars are written by yaml.v3, which quotes what needs quoting.
+// render is a node as block YAML lines at column 0, indented as the stream's own block
+// collections are (yamlsplice.DetectStyle).
 func (s *Stream) render(n *yaml.Node) ([]string, error) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		b, err := yaml.Marshal(n)
-		if err != nil {
-			return nil, err
-		}
-		return []string{strings.TrimRight(string(b), "\n")}, nil
-	case yaml.SequenceNode:
-		if len(n.Content) == 0 {
-			return []string{"[]"}, nil
-		}
-		var out []string
-		for _, it := range n.Content {
-			lines, err := s.render(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, "- "+lines[0])
-			for _, l := range lines[1:] {
-				out = append(out, "  "+l)
-			}
-		}
-		return out, nil
-	case yaml.MappingNode:
-		if len(n.Content) == 0 {
-			return []string{"{}"}, nil
-		}
-		var out []string
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key, err := s.render(n.Content[i])
-			if err != nil {
-				return nil, err
-			}
-			v := n.Content[i+1]
-			lines, err := s.render(v)
-			if err != nil {
-				return nil, err
-			}
-			if v.Kind == yaml.ScalarNode || len(v.Content) == 0 {
-				out = append(out, key[0]+": "+lines[0])
-				continue
-			}
-			out = append(out, key[0]+":")
-			indent := "  "
-			if v.Kind == yaml.SequenceNode && s.compactSequences() {
-				indent = ""
-			}
-			for _, l := range lines {
-				out = append(out, indent+l)
-			}
-		}
-		return out, nil
+	if s.style == nil {
+		st := yamlsplice.DetectStyle(s.docs...)
+		s.style = &st
 	}
-	return nil, fmt.Errorf("cannot render a YAML node of kind %v", n.Kind)
-}
-
-// compactSequences reports whether the stream writes a block sequence under a key at the key's
-// column ("key:\n- a", as kubectl does) rather than indented; kubectl's way when it has none.
-func (s *Stream) compactSequences() bool {
-	if s.compact != nil {
-		return *s.compact
-	}
-	compact, found := true, false
-	defer func() { s.compact = &compact }()
-	var walk func(*yaml.Node)
-	walk = func(n *yaml.Node) {
-		if found {
-			return
-		}
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Content[0].Line > k.Line {
-					if dash := s.text.DashColumn(v.Content[0]); dash >= 0 {
-						compact, found = dash == s.column(k), true
-						return
-					}
-				}
-			}
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	for _, d := range s.docs {
-		walk(d)
-	}
-	return compact
+	return s.style.Block(n)
 }
 
 // child is the node at tok under n, with its key when n is a mapping.
