@@ -2,55 +2,49 @@ package yamlpatch
 
 import "testing"
 
-// TestCollidingEdits: a value replaced inside a key that is then removed; the two splices
-// overlap, so the stream is written out as a whole (it used to index out of range).
-func TestCollidingEdits(t *testing.T) {
-	s, err := Parse([]byte("m:\n  a: 1\n  b: 2\nk: v\n"))
+// spliced parses in, runs ops on its first document and checks the output is want, spliced
+// (reformatted false) or written out as a whole.
+func spliced(t *testing.T, in, want string, reformatted bool, ops func(s *Stream) error) {
+	t.Helper()
+	s, err := Parse([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(s.Roots()[0], "/m/a", "x"); err != nil {
+	if err := ops(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Remove(s.Roots()[0], "/m"); err != nil {
-		t.Fatal(err)
+	out, gotReformatted, err := s.Bytes()
+	if err != nil || string(out) != want || gotReformatted != reformatted {
+		t.Errorf("got %q, reformatted %v, err %v; want %q, reformatted %v", out, gotReformatted, err, want, reformatted)
 	}
-	out, reformatted, err := s.Bytes()
-	if err != nil || string(out) != "k: v\n" || !reformatted {
-		t.Errorf("got %q, reformatted %v, err %v; want \"k: v\\n\", reformatted", out, reformatted, err)
-	}
+}
+
+// TestCollidingEdits: a value replaced inside a key that is then removed; the two splices
+// overlap, so the stream is written out as a whole (it used to index out of range).
+func TestCollidingEdits(t *testing.T) {
+	spliced(t, "m:\n  a: 1\n  b: 2\nk: v\n", "k: v\n", true, func(s *Stream) error {
+		if err := s.Add(s.Roots()[0], "/m/a", "x"); err != nil {
+			return err
+		}
+		return s.Remove(s.Roots()[0], "/m")
+	})
 }
 
 // TestCharacterColumns: yaml.v3 counts columns in characters; a value after a key written
 // with multi-byte characters is replaced in place (it used to make the stream reformat, which
 // rewrote the indentation of every other line).
 func TestCharacterColumns(t *testing.T) {
-	s, err := Parse([]byte("m:\n    größe: alt # kept\n    k: v\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add(s.Roots()[0], "/m/größe", "neu"); err != nil {
-		t.Fatal(err)
-	}
-	out, reformatted, err := s.Bytes()
-	if want := "m:\n    größe: neu # kept\n    k: v\n"; err != nil || string(out) != want || reformatted {
-		t.Errorf("got %q, reformatted %v, err %v; want %q spliced", out, reformatted, err, want)
-	}
+	spliced(t, "m:\n    größe: alt # kept\n    k: v\n", "m:\n    größe: neu # kept\n    k: v\n", false, func(s *Stream) error {
+		return s.Add(s.Roots()[0], "/m/größe", "neu")
+	})
 }
 
 // TestIndentLikeNeighbours: a key added with a nested mapping and list is indented as the
 // stream's own block collections are (here by 4), not by 2 whatever the file does.
 func TestIndentLikeNeighbours(t *testing.T) {
-	s, err := Parse([]byte("spec:\n    template:\n        l:\n            - a\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add(s.Roots()[0], "/spec/new", map[string]any{"m": map[string]any{"l": []string{"b"}}}); err != nil {
-		t.Fatal(err)
-	}
-	out, reformatted, err := s.Bytes()
-	want := "spec:\n    template:\n        l:\n            - a\n    new:\n        m:\n            l:\n                - b\n"
-	if err != nil || string(out) != want || reformatted {
-		t.Errorf("got %q, reformatted %v, err %v; want %q spliced", out, reformatted, err, want)
-	}
+	spliced(t, "spec:\n    template:\n        l:\n            - a\n",
+		"spec:\n    template:\n        l:\n            - a\n    new:\n        m:\n            l:\n                - b\n", false,
+		func(s *Stream) error {
+			return s.Add(s.Roots()[0], "/spec/new", map[string]any{"m": map[string]any{"l": []string{"b"}}})
+		})
 }

@@ -222,34 +222,12 @@ func (t *Text) ScalarToken(n *yaml.Node) (start, end int, ok bool) {
 	}
 	switch {
 	case n.Style&yaml.DoubleQuotedStyle != 0:
-		if body[o] != '"' {
-			return 0, 0, false
-		}
-		for i := o + 1; i < len(body); i++ {
-			switch body[i] {
-			case '\\':
-				i++
-			case '"':
-				return o, i + 1, true
-			case '\n', '\r':
-				return 0, 0, false
-			}
+		if end, ok := quotedEnd(body, o, '"'); ok {
+			return o, end, true
 		}
 	case n.Style&yaml.SingleQuotedStyle != 0:
-		if body[o] != '\'' {
-			return 0, 0, false
-		}
-		for i := o + 1; i < len(body); i++ {
-			switch body[i] {
-			case '\'':
-				if i+1 < len(body) && body[i+1] == '\'' {
-					i++
-					continue
-				}
-				return o, i + 1, true
-			case '\n', '\r':
-				return 0, 0, false
-			}
+		if end, ok := quotedEnd(body, o, '\''); ok {
+			return o, end, true
 		}
 	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0:
 		end := o + len(n.Value)
@@ -258,6 +236,32 @@ func (t *Text) ScalarToken(n *yaml.Node) (start, end int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// quotedEnd is the offset just after the scalar quoted with q that opens at o, when it
+// closes on its line: a double-quoted one escapes with a backslash, a single-quoted one by
+// doubling the quote.
+func quotedEnd(body []byte, o int, q byte) (int, bool) {
+	if body[o] != q {
+		return 0, false
+	}
+	for i := o + 1; i < len(body); i++ {
+		switch body[i] {
+		case '\\':
+			if q == '"' {
+				i++
+			}
+		case q:
+			if q == '\'' && i+1 < len(body) && body[i+1] == '\'' {
+				i++
+				continue
+			}
+			return i + 1, true
+		case '\n', '\r':
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // DashColumn is the byte column (0-based) of the "-" that introduces list item n on its line,
