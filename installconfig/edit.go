@@ -444,7 +444,7 @@ func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
 	for i, q := range quoted {
 		lines[i] = prefix + q
 	}
-	e.t.InsertLines(last.Line, lines, yamlsplice.ItemRank(len(prefix)))
+	e.t.InsertLines(last.Line, lines, yamlsplice.ItemRank(e.t.DashColumn(last)))
 }
 
 // addKey adds key: value at the end of mapping m.

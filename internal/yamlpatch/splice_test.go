@@ -48,3 +48,22 @@ func TestIndentLikeNeighbours(t *testing.T) {
 			return s.Add(s.Roots()[0], "/spec/new", map[string]any{"m": map[string]any{"l": []string{"b"}}})
 		})
 }
+
+// TestDeeperFirst: an item appended to the last list of a mapping and a key added to that
+// mapping go in at the same place; the item comes first, whatever the order of the
+// operations (the key used to come first when added first, and the item then landed after
+// it, outside its list).
+func TestDeeperFirst(t *testing.T) {
+	spliced(t, "m:\n  l:\n  - a\nk: v\n", "m:\n  l:\n  - a\n  - b\n  new: x\nk: v\n", false, func(s *Stream) error {
+		if err := s.Add(s.Roots()[0], "/m/new", "x"); err != nil {
+			return err
+		}
+		return s.Add(s.Roots()[0], "/m/l/-", "b")
+	})
+	spliced(t, "l:\n- a: 1\n", "l:\n- a: 1\n  b: 2\n- c\n", false, func(s *Stream) error {
+		if err := s.Add(s.Roots()[0], "/l/-", "c"); err != nil {
+			return err
+		}
+		return s.Add(s.Roots()[0], "/l/0/b", 2)
+	})
+}

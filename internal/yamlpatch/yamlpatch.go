@@ -229,7 +229,8 @@ func (s *Stream) appendItem(seq, item *yaml.Node) {
 		s.reformat = true
 		return
 	}
-	s.spliceAfter(orig, s.text.DashColumn(orig[0]), item, "- ", "  ")
+	dash := s.text.DashColumn(orig[0])
+	s.spliceAfter(orig, dash, item, "- ", "  ", yamlsplice.ItemRank(dash))
 }
 
 func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
@@ -240,13 +241,15 @@ func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
 		s.reformat = true
 		return
 	}
-	s.spliceAfter(orig, s.column(orig[0]), &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}}, "", "")
+	col := s.column(orig[0])
+	s.spliceAfter(orig, col, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}}, "", "", yamlsplice.KeyRank(col))
 }
 
 // spliceAfter queues n, rendered as block lines at column col, after the last of the original
 // nodes of a collection; first and rest prefix its first and other lines ("- " and "  " for a
-// list item). When that cannot be told from the text, the stream is reformatted instead.
-func (s *Stream) spliceAfter(orig []*yaml.Node, col int, n *yaml.Node, first, rest string) {
+// list item). When that cannot be told from the text, the stream is reformatted instead. rank
+// orders it among other lines inserted at the same place: the end of a deeper structure first.
+func (s *Stream) spliceAfter(orig []*yaml.Node, col int, n *yaml.Node, first, rest string, rank int) {
 	lastLine, ok := yamlsplice.LastLine(orig[len(orig)-1])
 	lines, err := s.render(n)
 	if !ok || col < 0 || err != nil {
@@ -264,7 +267,7 @@ func (s *Stream) spliceAfter(orig []*yaml.Node, col int, n *yaml.Node, first, re
 			out[i] = pad + rest + l
 		}
 	}
-	s.text.InsertLines(lastLine, out, 0)
+	s.text.InsertLines(lastLine, out, rank)
 }
 
 // replaceValue splices a new value for key in place of an empty one written on the key's line
