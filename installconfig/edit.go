@@ -365,23 +365,11 @@ func (e *editor) itemPrefix(n *yaml.Node) (string, bool) {
 // emptyAfterKey writes " []" after the colon of key, written alone on its line, for a block
 // list left empty (a key without a value would be null); otherwise the text is given up.
 func (e *editor) emptyAfterKey(key *yaml.Node) bool {
-	if key == nil || key.Kind != yaml.ScalarNode || key.Style != 0 || key.Line < 1 {
+	colon, ok := e.t.AfterBareKey(key)
+	if !ok {
 		e.fail()
 		return false
 	}
-	o := e.t.Offset(key.Line, key.Column)
-	line := e.t.Line(key.Line)
-	col := o - e.t.LineStart(key.Line)
-	if o < 0 || !strings.HasPrefix(line[col:], key.Value) {
-		e.fail()
-		return false
-	}
-	rest := strings.TrimLeft(line[col+len(key.Value):], " \t")
-	if !strings.HasPrefix(rest, ":") || strings.TrimSpace(rest[1:]) != "" {
-		e.fail()
-		return false
-	}
-	colon := o + len(key.Value) + strings.Index(line[col+len(key.Value):], ":") + 1
 	e.add(colon, 0, " []")
 	return true
 }
@@ -487,43 +475,13 @@ func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
 		e.add(o+1+len(inner), 0, sep+key+": "+yamlsplice.Flow(value))
 		return
 	}
-	var lastKey *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Line > 0 {
-			lastKey = m.Content[i]
-		}
-	}
-	firstKey := m.Content[0]
-	if lastKey == nil || firstKey.Line == 0 {
+	end, ok := e.t.MappingEnd(m)
+	if !ok {
 		e.fail()
 		return
 	}
-	col := firstKey.Column
-	end := e.mappingEnd(lastKey.Line, col)
+	col := m.Content[0].Column
 	e.t.InsertLines(end, e.block(mapNode(key, value), col-1), yamlsplice.KeyRank(col-1))
-}
-
-// mappingEnd is the last line of a block mapping whose keys are at column col and whose last
-// key is on line from: the last content line before a line indented less than the keys.
-func (e *editor) mappingEnd(from, col int) int {
-	end := from
-	for l := from + 1; l <= e.t.Lines(); l++ {
-		text := e.t.Line(l)
-		trimmed := strings.TrimLeft(text, " ")
-		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' {
-			continue
-		}
-		ind := len(text) - len(trimmed)
-		if ind == 0 && (strings.HasPrefix(trimmed, "---") || strings.HasPrefix(trimmed, "...")) {
-			break
-		}
-		if ind+1 > col || (ind+1 == col && (trimmed == "-" || strings.HasPrefix(trimmed, "- "))) {
-			end = l
-			continue
-		}
-		break
-	}
-	return end
 }
 
 // replaceValue replaces a null value (written as nothing, ~ or null) with a new one.

@@ -67,3 +67,12 @@ func TestDeeperFirst(t *testing.T) {
 		return s.Add(s.Roots()[0], "/l/0/b", 2)
 	})
 }
+
+// TestMappingEnd: a key is added after the whole text of the mapping's last value: a quoted
+// scalar that goes on below (it used to go in after the scalar's first line, inside it), a
+// block scalar (it used to make the stream reformat).
+func TestMappingEnd(t *testing.T) {
+	add := func(s *Stream) error { return s.Add(s.Roots()[0], "/m/new", "x") }
+	spliced(t, "m:\n  k: \"a\n  b\"\nz: 1\n", "m:\n  k: \"a\n  b\"\n  new: x\nz: 1\n", false, add)
+	spliced(t, "m:\n  k: |\n    a\n\n    b\n  # about z\nz: 1\n", "m:\n  k: |\n    a\n\n    b\n  new: x\n  # about z\nz: 1\n", false, add)
+}

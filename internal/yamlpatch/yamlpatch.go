@@ -172,7 +172,7 @@ func (s *Stream) Remove(base *yaml.Node, pointer string) error {
 // cutLines queues the removal of the lines first to the last line of end, when parent is a
 // block collection that keeps another entry and first is known; else the stream reformats.
 func (s *Stream) cutLines(parent *yaml.Node, first int, end *yaml.Node, othersLeft bool) {
-	lastLine, ok := yamlsplice.LastLine(end)
+	lastLine, ok := s.text.EndLine(end)
 	if !ok || first == 0 || !othersLeft || parent.Style&yaml.FlowStyle != 0 || end.Style&yaml.FlowStyle != 0 && end.Line != first {
 		s.reformat = true
 		return
@@ -230,7 +230,8 @@ func (s *Stream) appendItem(seq, item *yaml.Node) {
 		return
 	}
 	dash := s.text.DashColumn(orig[0])
-	s.spliceAfter(orig, dash, item, "- ", "  ", yamlsplice.ItemRank(dash))
+	end, ok := s.text.EndLine(orig[len(orig)-1])
+	s.spliceAfter(end, ok, dash, item, "- ", "  ", yamlsplice.ItemRank(dash))
 }
 
 func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
@@ -242,15 +243,16 @@ func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
 		return
 	}
 	col := s.column(orig[0])
-	s.spliceAfter(orig, col, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}}, "", "", yamlsplice.KeyRank(col))
+	end, ok := s.text.MappingEnd(m)
+	s.spliceAfter(end, ok, col, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}}, "", "", yamlsplice.KeyRank(col))
 }
 
-// spliceAfter queues n, rendered as block lines at column col, after the last of the original
-// nodes of a collection; first and rest prefix its first and other lines ("- " and "  " for a
-// list item). When that cannot be told from the text, the stream is reformatted instead. rank
-// orders it among other lines inserted at the same place: the end of a deeper structure first.
-func (s *Stream) spliceAfter(orig []*yaml.Node, col int, n *yaml.Node, first, rest string, rank int) {
-	lastLine, ok := yamlsplice.LastLine(orig[len(orig)-1])
+// spliceAfter queues n, rendered as block lines at column col, after line lastLine, where a
+// collection ends; first and rest prefix its first and other lines ("- " and "  " for a list
+// item). When the end cannot be told from the text (not ok), the stream is reformatted
+// instead. rank orders it among other lines inserted at the same place: the end of a deeper
+// structure first.
+func (s *Stream) spliceAfter(lastLine int, ok bool, col int, n *yaml.Node, first, rest string, rank int) {
 	lines, err := s.render(n)
 	if !ok || col < 0 || err != nil {
 		s.reformat = true

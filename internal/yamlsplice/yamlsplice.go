@@ -222,11 +222,11 @@ func (t *Text) ScalarToken(n *yaml.Node) (start, end int, ok bool) {
 	}
 	switch {
 	case n.Style&yaml.DoubleQuotedStyle != 0:
-		if end, ok := quotedEnd(body, o, '"'); ok {
+		if end, ok := quotedEnd(body, o, '"', false); ok {
 			return o, end, true
 		}
 	case n.Style&yaml.SingleQuotedStyle != 0:
-		if end, ok := quotedEnd(body, o, '\''); ok {
+		if end, ok := quotedEnd(body, o, '\'', false); ok {
 			return o, end, true
 		}
 	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0:
@@ -239,9 +239,9 @@ func (t *Text) ScalarToken(n *yaml.Node) (start, end int, ok bool) {
 }
 
 // quotedEnd is the offset just after the scalar quoted with q that opens at o, when it
-// closes on its line: a double-quoted one escapes with a backslash, a single-quoted one by
+// closes (on its line unless multiline): a double-quoted one escapes with a backslash, a single-quoted one by
 // doubling the quote.
-func quotedEnd(body []byte, o int, q byte) (int, bool) {
+func quotedEnd(body []byte, o int, q byte, multiline bool) (int, bool) {
 	if body[o] != q {
 		return 0, false
 	}
@@ -258,7 +258,9 @@ func quotedEnd(body []byte, o int, q byte) (int, bool) {
 			}
 			return i + 1, true
 		case '\n', '\r':
-			return 0, false
+			if !multiline {
+				return 0, false
+			}
 		}
 	}
 	return 0, false
@@ -285,6 +287,53 @@ func (t *Text) DashColumn(item *yaml.Node) int {
 		}
 	}
 	return -1
+}
+
+// BlockEnd is the last line of a block mapping whose keys are at column col (1-based) and
+// whose last key is on line from: the last line with content before a line indented less than
+// the keys (a list at the keys' column, as kubectl writes one, is still the mapping's).
+// Comment lines after it are left out: they are about what follows.
+func (t *Text) BlockEnd(from, col int) int {
+	end := from
+	for l := from + 1; l <= t.Lines(); l++ {
+		text := t.Line(l)
+		trimmed := strings.TrimLeft(text, " ")
+		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' {
+			continue
+		}
+		ind := len(text) - len(trimmed)
+		if ind == 0 && (strings.HasPrefix(trimmed, "---") || strings.HasPrefix(trimmed, "...")) {
+			break
+		}
+		if ind+1 > col || (ind+1 == col && (trimmed == "-" || strings.HasPrefix(trimmed, "- "))) {
+			end = l
+			continue
+		}
+		break
+	}
+	return end
+}
+
+// AfterBareKey is the offset just after the colon of key, when key is a plain scalar
+// written with nothing after its colon but blanks: where a value can be written on its line.
+func (t *Text) AfterBareKey(key *yaml.Node) (int, bool) {
+	if key == nil || key.Kind != yaml.ScalarNode || key.Style != 0 || key.Line < 1 {
+		return 0, false
+	}
+	o := t.Offset(key.Line, key.Column)
+	if o < 0 {
+		return 0, false
+	}
+	after := t.Line(key.Line)[o-t.LineStart(key.Line):]
+	if !strings.HasPrefix(after, key.Value) {
+		return 0, false
+	}
+	after = after[len(key.Value):]
+	rest := strings.TrimLeft(after, " \t")
+	if !strings.HasPrefix(rest, ":") || strings.TrimSpace(rest[1:]) != "" {
+		return 0, false
+	}
+	return o + len(key.Value) + strings.Index(after, ":") + 1, true
 }
 
 // ScanFlow finds the bracket closing the flow collection that opens at offset o, and whether
@@ -351,21 +400,75 @@ func (t *Text) FlowOnOneLine(n *yaml.Node, open byte) (o, close int, inner []byt
 	return o, close, bytes.TrimRight(body[o+1:close], " \t"), true
 }
 
-// LastLine is the last line a node's text takes, when that can be told from the parse: not
-// for block or multi-line scalars, nor for aliases (their text is elsewhere).
-func LastLine(n *yaml.Node) (int, bool) {
-	last := n.Line
-	ok := true
-	var walk func(*yaml.Node)
-	walk = func(n *yaml.Node) {
-		if n.Kind == yaml.AliasNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n") {
-			ok = false
+// EndLine is the last line the text of n takes, when that can be told from the text: a quoted
+// scalar or a flow collection ends on the line of its closing quote or bracket (yaml.v3 lets
+// their lines go on indented less than the node). Not for a block scalar, a plain scalar that
+// goes on below, nor an alias (its text is elsewhere): their end is told by indentation
+// (BlockEnd). Nodes added since the parse (no line) are left out.
+func (t *Text) EndLine(n *yaml.Node) (int, bool) {
+	if n.Line == 0 {
+		return 0, true
+	}
+	switch {
+	case n.Kind == yaml.AliasNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		return 0, false
+	case n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		q := byte('"')
+		if n.Style&yaml.SingleQuotedStyle != 0 {
+			q = '\''
 		}
-		last = max(last, n.Line)
-		for _, c := range n.Content {
-			walk(c)
+		if o := t.TokenStart(n); o >= 0 && o < len(t.body) {
+			if end, ok := quotedEnd(t.body, o, q, true); ok {
+				return t.lineOf(end - 1), true
+			}
+		}
+		return 0, false
+	case n.Kind == yaml.ScalarNode:
+		if n.Value == "" || strings.Contains(n.Value, "\n") {
+			return n.Line, n.Value == ""
+		}
+		_, _, ok := t.ScalarToken(n)
+		return n.Line, ok
+	case n.Style&yaml.FlowStyle != 0:
+		if o := t.TokenStart(n); o >= 0 {
+			if close, _, ok := t.ScanFlow(o); ok {
+				return t.lineOf(close), true
+			}
+		}
+		return 0, false
+	}
+	last := n.Line
+	for _, c := range n.Content {
+		l, ok := t.EndLine(c)
+		if !ok {
+			return 0, false
+		}
+		last = max(last, l)
+	}
+	return last, true
+}
+
+// lineOf is the 1-based line the byte at offset o is on.
+func (t *Text) lineOf(o int) int {
+	return sort.Search(len(t.starts), func(i int) bool { return t.starts[i] > o })
+}
+
+// MappingEnd is the last line of block mapping m as parsed (entries added since have no
+// line): after its last key, the lines indented more than its keys (BlockEnd), and to the end
+// of its last value's text (EndLine); false when m has no key from the text.
+func (t *Text) MappingEnd(m *yaml.Node) (int, bool) {
+	var lastKey, lastValue *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Line > 0 {
+			lastKey, lastValue = m.Content[i], m.Content[i+1]
 		}
 	}
-	walk(n)
-	return last, ok
+	if lastKey == nil || m.Content[0].Line == 0 {
+		return 0, false
+	}
+	end := t.BlockEnd(lastKey.Line, m.Content[0].Column)
+	if l, ok := t.EndLine(lastValue); ok {
+		end = max(end, l)
+	}
+	return end, true
 }

@@ -145,3 +145,31 @@ func TestStyle(t *testing.T) {
 		t.Errorf("flow: %s", got)
 	}
 }
+
+func TestEnds(t *testing.T) {
+	src := "m:\n  q: 'a\n b'\n  f: {x: [1,\n  2]}\n  p: plain\n  c: |\n    text\n  e:\n  # about n\nn:\n- a\n"
+	text := New([]byte(src))
+	root := parse(t, src)
+	m := value(root, "m")
+	for key, want := range map[string]int{"q": 3, "f": 5, "p": 6, "e": 9, "c": -1} {
+		got, ok := text.EndLine(value(m, key))
+		if !ok {
+			got = -1
+		}
+		if got != want {
+			t.Errorf("end of %s: line %d, want %d", key, got, want)
+		}
+	}
+	if end, ok := text.MappingEnd(m); !ok || end != 9 {
+		t.Errorf("end of m: line %d (%v), want 9", end, ok)
+	}
+	if end, ok := text.MappingEnd(root); !ok || end != 12 {
+		t.Errorf("end of the root: line %d (%v), want 12 (its list, written at its column)", end, ok)
+	}
+	if o, ok := text.AfterBareKey(m.Content[8]); !ok || src[:o] != src[:strings.Index(src, "  e:")+4] {
+		t.Errorf("after e: offset %d (%v)", o, ok)
+	}
+	if _, ok := text.AfterBareKey(m.Content[4]); ok {
+		t.Error("p has a value on its line, yet AfterBareKey found room")
+	}
+}
