@@ -76,3 +76,12 @@ func TestMappingEnd(t *testing.T) {
 	spliced(t, "m:\n  k: \"a\n  b\"\nz: 1\n", "m:\n  k: \"a\n  b\"\n  new: x\nz: 1\n", false, add)
 	spliced(t, "m:\n  k: |\n    a\n\n    b\n  # about z\nz: 1\n", "m:\n  k: |\n    a\n\n    b\n  new: x\n  # about z\nz: 1\n", false, add)
 }
+
+// TestRemovePlainGoingOn: the end of a plain scalar that goes on below cannot be told from
+// the parse, so removing its key writes the stream out again (it used to cut the key's line
+// only and leave the scalar's second line behind, under the previous key).
+func TestRemovePlainGoingOn(t *testing.T) {
+	spliced(t, "m:\n  a: x\n    y\n  b: 2\n", "m:\n  b: 2\n", true, func(s *Stream) error {
+		return s.Remove(s.Roots()[0], "/m/a")
+	})
+}
