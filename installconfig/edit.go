@@ -348,7 +348,7 @@ func (e *editor) removeItems(list step, keep []string) {
 			e.fail()
 			return
 		}
-		e.t.CutLines(n.Line, n.Line)
+		e.t.CutLines(n.Line, n.Line, yamlsplice.ItemRank(e.t.DashColumn(n)))
 	}
 }
 

@@ -143,10 +143,11 @@ func (s *Stream) Remove(base *yaml.Node, pointer string) error {
 		}
 		item := parent.Content[i]
 		first := item.Line
-		if dash := s.text.DashColumn(item); dash < 0 || !s.text.BlankBefore(item.Line, dash) {
+		dash := s.text.DashColumn(item)
+		if dash < 0 || !s.text.BlankBefore(item.Line, dash) {
 			first = 0
 		}
-		s.cutLines(parent, first, item, len(parent.Content) > 1)
+		s.cutLines(parent, first, item, len(parent.Content) > 1, yamlsplice.ItemRank(dash))
 		parent.Content = slices.Delete(parent.Content, i, i+1)
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(parent.Content); i += 2 {
@@ -158,7 +159,7 @@ func (s *Stream) Remove(base *yaml.Node, pointer string) error {
 			if key.Line == 0 || !s.text.BlankBefore(key.Line, s.column(key)) {
 				first = 0
 			}
-			s.cutLines(parent, first, value, len(parent.Content) > 2)
+			s.cutLines(parent, first, value, len(parent.Content) > 2, yamlsplice.KeyRank(s.column(key)))
 			parent.Content = slices.Delete(parent.Content, i, i+2)
 			return nil
 		}
@@ -171,13 +172,14 @@ func (s *Stream) Remove(base *yaml.Node, pointer string) error {
 
 // cutLines queues the removal of the lines first to the last line of end, when parent is a
 // block collection that keeps another entry and first is known; else the stream reformats.
-func (s *Stream) cutLines(parent *yaml.Node, first int, end *yaml.Node, othersLeft bool) {
+// rank is the entry's (yamlsplice.CutLines).
+func (s *Stream) cutLines(parent *yaml.Node, first int, end *yaml.Node, othersLeft bool, rank int) {
 	lastLine, ok := s.text.EndLine(end)
 	if !ok || first == 0 || !othersLeft || parent.Style&yaml.FlowStyle != 0 || end.Style&yaml.FlowStyle != 0 && end.Line != first {
 		s.reformat = true
 		return
 	}
-	s.text.CutLines(first, lastLine)
+	s.text.CutLines(first, lastLine, rank)
 }
 
 // column is the byte column (0-based) where n starts on its line, -1 if unknown.
@@ -299,19 +301,21 @@ func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 		s.reformat = true
 		return
 	}
+	// The key keeps its own text; what follows it is written anew.
+	keyLines, err := s.render(key)
+	_, keyEnd, ok := s.text.ScalarToken(key)
 	col := s.column(key)
-	if col < 0 {
+	if err != nil || !ok || col < 0 || !strings.HasPrefix(lines[0], keyLines[0]) {
 		s.reformat = true
 		return
 	}
-	start := s.text.LineStart(key.Line)
-	end := start + len(s.text.Line(key.Line))
+	end := s.text.LineStart(key.Line) + len(s.text.Line(key.Line))
 	pad := strings.Repeat(" ", col)
-	text := lines[0]
+	text := strings.TrimPrefix(lines[0], keyLines[0])
 	for _, l := range lines[1:] {
 		text += s.text.NL + pad + l
 	}
-	s.text.Replace(start+col, end-start-col, text, 0)
+	s.text.Replace(keyEnd, end-keyEnd, text, 0)
 }
 
 // scalarSource is the byte range of a scalar's text, when it is written whole on its line

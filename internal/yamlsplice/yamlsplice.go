@@ -30,6 +30,8 @@ type Text struct {
 	// break end with one; without it the text keeps having no final line break.
 	FinalBreak bool
 	edits      []edit
+	// cutEnds maps the offset where cut lines end to the rank of the entry cut there.
+	cutEnds map[int]int
 }
 
 // edit puts text at off in place of the del bytes there.
@@ -142,10 +144,19 @@ func (t *Text) InsertLines(n int, lines []string, rank int) {
 	t.Replace(len(t.body), 0, text, rank)
 }
 
-// CutLines queues the removal of lines first to last, with their line breaks.
-func (t *Text) CutLines(first, last int) {
-	from := t.starts[first-1]
-	t.Replace(from, t.LineEnd(last)-from, "", 0)
+// CutLines queues the removal of lines first to last, with their line breaks: the text of a
+// list item or a mapping entry, whose rank (ItemRank or KeyRank of its column) is given.
+// Lines inserted after the last of them that rank lower belong to the entry (a key added to
+// the mapping it holds): Apply refuses them.
+func (t *Text) CutLines(first, last, rank int) {
+	from, to := t.starts[first-1], t.LineEnd(last)
+	t.Replace(from, to-from, "", 0)
+	if t.cutEnds == nil {
+		t.cutEnds = map[int]int{}
+	}
+	if r, ok := t.cutEnds[to]; !ok || rank > r {
+		t.cutEnds[to] = rank
+	}
 }
 
 // ItemRank and KeyRank order lines inserted at the same offset that start at column col
@@ -156,8 +167,9 @@ func ItemRank(col int) int { return -2 * col }
 // KeyRank: see ItemRank.
 func KeyRank(col int) int { return -2*col + 1 }
 
-// Apply is the text with the queued edits made, or false when two of them overlap (the
-// caller then writes its tree out as a whole).
+// Apply is the text with the queued edits made, or false when two of them overlap, or lines
+// would be inserted into an entry that is cut (the caller then writes its tree out as a
+// whole).
 func (t *Text) Apply() ([]byte, bool) {
 	edits := slices.Clone(t.edits)
 	sort.Slice(edits, func(i, j int) bool {
@@ -174,6 +186,9 @@ func (t *Text) Apply() ([]byte, bool) {
 	pos := 0
 	for _, e := range edits {
 		if e.off < pos || e.off+e.del > len(t.body) {
+			return nil, false
+		}
+		if r, cut := t.cutEnds[e.off]; cut && e.del == 0 && e.text != "" && e.rank < r {
 			return nil, false
 		}
 		b.Write(t.body[pos:e.off])
@@ -466,9 +481,20 @@ func (t *Text) MappingEnd(m *yaml.Node) (int, bool) {
 	if lastKey == nil || m.Content[0].Line == 0 {
 		return 0, false
 	}
-	end := t.BlockEnd(lastKey.Line, m.Content[0].Column)
+	// From the last line a node of the value starts on (a block scalar's "|" may sit at the
+	// keys' column), the lines indented more than the keys.
+	end := t.BlockEnd(max(lastKey.Line, lastStart(lastValue)), m.Content[0].Column)
 	if l, ok := t.EndLine(lastValue); ok {
 		end = max(end, l)
 	}
 	return end, true
+}
+
+// lastStart is the last line a node of n's tree starts on.
+func lastStart(n *yaml.Node) int {
+	last := n.Line
+	for _, c := range n.Content {
+		last = max(last, lastStart(c))
+	}
+	return last
 }

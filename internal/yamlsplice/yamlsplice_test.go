@@ -94,7 +94,7 @@ func TestApply(t *testing.T) {
 	text.InsertLines(1, []string{"  - key"}, KeyRank(2))
 	text.InsertLines(1, []string{"  - item"}, ItemRank(2))
 	text.Replace(3, 1, "9", 0)
-	text.CutLines(2, 2)
+	text.CutLines(2, 2, KeyRank(0))
 	out, ok := text.Apply()
 	if want := "a: 9\n  - item\n  - key\n"; !ok || string(out) != want {
 		t.Errorf("got %q (%v), want %q", out, ok, want)
@@ -102,6 +102,22 @@ func TestApply(t *testing.T) {
 	text.Replace(6, 2, "x", 0) // inside the cut line 2
 	if out, ok := text.Apply(); ok {
 		t.Errorf("overlapping edits applied: %q", out)
+	}
+}
+
+// TestCutEntry: lines inserted after a cut entry that rank deeper than it belong to it and
+// make Apply refuse; a sibling's are kept.
+func TestCutEntry(t *testing.T) {
+	for _, c := range []struct {
+		rank int
+		ok   bool
+	}{{KeyRank(2), true}, {KeyRank(0), true}, {ItemRank(2), false}, {KeyRank(4), false}} {
+		text := New([]byte("m:\n  a:\n    b: 1\n"))
+		text.CutLines(2, 3, KeyRank(2))
+		text.InsertLines(3, []string{"x"}, c.rank)
+		if out, ok := text.Apply(); ok != c.ok {
+			t.Errorf("rank %d after a key at column 2: applied %v (%q), want %v", c.rank, ok, out, c.ok)
+		}
 	}
 }
 
