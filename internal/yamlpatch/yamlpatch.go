@@ -296,6 +296,17 @@ func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 		s.reformat = true
 		return
 	}
+	if old.Kind != yaml.ScalarNode {
+		// [] or {} closed on the key's line: the rest of the line is replaced.
+		open := byte('[')
+		if old.Kind == yaml.MappingNode {
+			open = '{'
+		}
+		if _, _, _, ok := s.text.FlowOnOneLine(old, open); !ok {
+			s.reformat = true
+			return
+		}
+	}
 	lines, err := s.render(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key, value}})
 	if err != nil {
 		s.reformat = true

@@ -446,7 +446,9 @@ func (t *Text) EndLine(n *yaml.Node) (int, bool) {
 		return n.Line, ok
 	case n.Style&yaml.FlowStyle != 0:
 		if o := t.TokenStart(n); o >= 0 {
-			if close, _, ok := t.ScanFlow(o); ok {
+			// The closing bracket must come after every node of the collection: a quote
+			// inside a plain scalar (a"b) misleads the scan.
+			if close, _, ok := t.ScanFlow(o); ok && t.lastOffset(n) < close {
 				return t.lineOf(close), true
 			}
 		}
@@ -463,6 +465,15 @@ func (t *Text) EndLine(n *yaml.Node) (int, bool) {
 	return last, true
 }
 
+// lastOffset is the largest offset a node of n's tree starts at.
+func (t *Text) lastOffset(n *yaml.Node) int {
+	last := t.Offset(n.Line, n.Column)
+	for _, c := range n.Content {
+		last = max(last, t.lastOffset(c))
+	}
+	return last
+}
+
 // lineOf is the 1-based line the byte at offset o is on.
 func (t *Text) lineOf(o int) int {
 	return sort.Search(len(t.starts), func(i int) bool { return t.starts[i] > o })
@@ -470,7 +481,8 @@ func (t *Text) lineOf(o int) int {
 
 // MappingEnd is the last line of block mapping m as parsed (entries added since have no
 // line): after its last key, the lines indented more than its keys (BlockEnd), and to the end
-// of its last value's text (EndLine); false when m has no key from the text.
+// of its last value's text (EndLine); false when m has no key from the text, or a key that
+// does not start its line.
 func (t *Text) MappingEnd(m *yaml.Node) (int, bool) {
 	var lastKey, lastValue *yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -481,13 +493,39 @@ func (t *Text) MappingEnd(m *yaml.Node) (int, bool) {
 	if lastKey == nil || m.Content[0].Line == 0 {
 		return 0, false
 	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		// Every key starts its line, after blanks and the dashes of list items: not an
+		// explicit key ("? k"), whose node sits after the "?", nor a key on a flow line.
+		if k := m.Content[i]; k.Line > 0 {
+			o := t.Offset(k.Line, k.Column)
+			if o < 0 || strings.Trim(string(t.body[t.starts[k.Line-1]:o]), " -") != "" {
+				return 0, false
+			}
+		}
+	}
 	// From the last line a node of the value starts on (a block scalar's "|" may sit at the
 	// keys' column), the lines indented more than the keys.
 	end := t.BlockEnd(max(lastKey.Line, lastStart(lastValue)), m.Content[0].Column)
 	if l, ok := t.EndLine(lastValue); ok {
 		end = max(end, l)
+	} else if underIndented(lastValue) {
+		return 0, false // a flow collection or a quoted scalar whose end was not found
 	}
 	return end, true
+}
+
+// underIndented reports whether n's tree holds a flow collection or a quoted scalar: text
+// whose lines may go on indented less than the node.
+func underIndented(n *yaml.Node) bool {
+	if n.Style&(yaml.FlowStyle|yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		return true
+	}
+	for _, c := range n.Content {
+		if underIndented(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // lastStart is the last line a node of n's tree starts on.
