@@ -402,18 +402,8 @@ func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
 		return
 	}
 	if seq.Style&yaml.FlowStyle != 0 {
-		o, close, inner, ok := e.t.FlowOnOneLine(seq, '[')
-		if !ok {
+		if !e.t.AppendToFlow(seq, '[', quoted) {
 			e.fail()
-			return
-		}
-		switch {
-		case len(bytes.TrimSpace(inner)) == 0:
-			e.add(o+1, close-o-1, strings.Join(quoted, ", "))
-		case inner[len(inner)-1] == ',':
-			e.add(o+1+len(inner), 0, " "+strings.Join(quoted, ", "))
-		default:
-			e.add(o+1+len(inner), 0, ", "+strings.Join(quoted, ", "))
 		}
 		return
 	}
@@ -447,32 +437,14 @@ func (e *editor) addKey(m *yaml.Node, key string, value *yaml.Node) {
 }
 
 func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
-	body := e.f.body
-	if m.Line == 0 || len(m.Content) == 0 {
-		if m.Line != 0 && m.Style&yaml.FlowStyle != 0 {
-			// {} : fill it
-			o := e.t.TokenStart(m)
-			if o >= 0 && o < len(body) && body[o] == '{' {
-				if close, multiline, ok := e.t.ScanFlow(o); ok && !multiline {
-					e.add(o+1, close-o-1, key+": "+yamlsplice.Flow(value))
-					return
-				}
-			}
-		}
+	if m.Line == 0 || m.Style&yaml.FlowStyle == 0 && len(m.Content) == 0 {
 		e.fail()
 		return
 	}
 	if m.Style&yaml.FlowStyle != 0 {
-		o, _, inner, ok := e.t.FlowOnOneLine(m, '{')
-		if !ok || len(inner) == 0 {
+		if !e.t.AppendToFlow(m, '{', []string{key + ": " + yamlsplice.Flow(value)}) {
 			e.fail()
-			return
 		}
-		sep := ", "
-		if inner[len(inner)-1] == ',' {
-			sep = " "
-		}
-		e.add(o+1+len(inner), 0, sep+key+": "+yamlsplice.Flow(value))
 		return
 	}
 	end, ok := e.t.MappingEnd(m)

@@ -197,3 +197,23 @@ func (t *Text) FlowOnOneLine(n *yaml.Node, open byte) (o, close int, inner []byt
 	}
 	return o, close, bytes.TrimRight(body[o+1:close], " \t"), true
 }
+
+// AppendToFlow queues entries, written as they are, at the end of flow collection n written
+// on one line ("[a]" or "{k: v}", opening with open), after a ", " or in place of blanks;
+// false when n is not such a collection.
+func (t *Text) AppendToFlow(n *yaml.Node, open byte, entries []string) bool {
+	o, close, inner, ok := t.FlowOnOneLine(n, open)
+	if !ok {
+		return false
+	}
+	text := strings.Join(entries, ", ")
+	switch {
+	case len(bytes.TrimSpace(inner)) == 0:
+		t.Replace(o+1, close-o-1, text, 0)
+	case inner[len(inner)-1] == ',':
+		t.Replace(o+1+len(inner), 0, " "+text, 0)
+	default:
+		t.Replace(o+1+len(inner), 0, ", "+text, 0)
+	}
+	return true
+}

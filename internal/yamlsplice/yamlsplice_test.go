@@ -121,6 +121,25 @@ func TestCutEntry(t *testing.T) {
 	}
 }
 
+func TestAppendToFlow(t *testing.T) {
+	src := "a: [x,]\nb: { }\nc: {k: v}\nd: [x,\n  y]\n"
+	root := parse(t, src)
+	text := New([]byte(src))
+	for key, ok := range map[string]bool{"a": true, "b": true, "c": true, "d": false} {
+		open := byte('[')
+		if value(root, key).Kind == yaml.MappingNode {
+			open = '{'
+		}
+		if got := text.AppendToFlow(value(root, key), open, []string{"n: 1"}); got != ok {
+			t.Errorf("%s: %v, want %v", key, got, ok)
+		}
+	}
+	out, _ := text.Apply()
+	if want := "a: [x, n: 1]\nb: {n: 1}\nc: {k: v, n: 1}\nd: [x,\n  y]\n"; string(out) != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
 func TestInsertAtTheEnd(t *testing.T) {
 	for _, finalBreak := range []bool{false, true} {
 		text := New([]byte("l:\r\n- a"))
