@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
-	"sort"
 	"strings"
-	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/yamlsplice"
 )
 
 // editMode is how plan.apply turns the edited node tree into bytes.
@@ -49,11 +47,7 @@ func (p *plan) apply(orig *File, mode editMode) (out []byte, reformatted bool, e
 	c := &checker{f: f}
 	c.run()
 	m := &c.model
-	e := &editor{f: f, text: mode == editText, style: detectStyle(f.root)}
-	e.nl = "\n"
-	if f.crlf {
-		e.nl = "\r\n"
-	}
+	e := &editor{f: f, t: yamlsplice.New(f.body), text: mode == editText, style: yamlsplice.DetectStyle(f.root)}
 
 	for _, pl := range m.pools() {
 		for _, k := range listKinds {
@@ -95,60 +89,25 @@ func (p *plan) apply(orig *File, mode editMode) (out []byte, reformatted bool, e
 }
 
 // editor changes the node tree and, as long as it can, records the same change as text
-// splices on the original bytes.
+// splices on the original bytes (the file without its BOM).
 type editor struct {
-	f       *File
-	text    bool
-	splices []splice
-	style   style
-	nl      string
-}
-
-type splice struct {
-	off, del int
-	text     string
-	// rank orders insertions at the same offset: the end of a deeper structure comes first,
-	// and an item appended to a list before a key added after that list.
-	rank int
+	f     *File
+	t     *yamlsplice.Text
+	text  bool
+	style yamlsplice.Style // the file's indentation, for new lines
 }
 
 func (e *editor) fail() { e.text = false }
 
-func (e *editor) add(off, del int, text string) {
-	e.addRanked(off, del, text, 0)
-}
-
-func (e *editor) addRanked(off, del int, text string, rank int) {
-	e.splices = append(e.splices, splice{off: off, del: del, text: text, rank: rank})
-}
-
-// Ranks of line insertions: for lines starting at column col, items before keys.
-func itemRank(col int) int { return -2 * col }
-func keyRank(col int) int  { return -2*col + 1 }
+func (e *editor) add(off, del int, text string) { e.t.Replace(off, del, text, 0) }
 
 // spliced applies the recorded splices to the original bytes.
 func (e *editor) spliced() ([]byte, bool) {
-	sort.SliceStable(e.splices, func(i, j int) bool {
-		a, b := e.splices[i], e.splices[j]
-		if a.off != b.off {
-			return a.off < b.off
-		}
-		return a.rank < b.rank
-	})
-	body := e.f.body
-	var b bytes.Buffer
-	b.Write(e.f.bom)
-	pos := 0
-	for _, s := range e.splices {
-		if s.off < pos || s.off+s.del > len(body) {
-			return nil, false
-		}
-		b.Write(body[pos:s.off])
-		b.WriteString(s.text)
-		pos = s.off + s.del
+	out, ok := e.t.Apply()
+	if !ok {
+		return nil, false
 	}
-	b.Write(body[pos:])
-	return b.Bytes(), true
+	return append(append([]byte(nil), e.f.bom...), out...), true
 }
 
 // encode writes the node tree out as a whole, in the file's indentation, line breaks and BOM,
@@ -157,8 +116,8 @@ func (e *editor) encode() ([]byte, error) {
 	nullsInFlow(e.f.doc, false)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(max(e.style.indent, 2))
-	if e.style.seqIndent == 0 {
+	enc.SetIndent(max(e.style.Indent, 2))
+	if e.style.SeqIndent == 0 {
 		enc.CompactSeqIndent()
 	}
 	if err := enc.Encode(e.f.doc); err != nil {
@@ -168,10 +127,10 @@ func (e *editor) encode() ([]byte, error) {
 		return nil, err
 	}
 	out := buf.Bytes()
-	if e.f.crlf {
-		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
+	if e.t.NL != "\n" {
+		out = bytes.ReplaceAll(out, []byte("\n"), []byte(e.t.NL))
 	}
-	if rest := e.f.rest(); len(rest) > 0 {
+	if rest := e.rest(); len(rest) > 0 {
 		out = append(out, rest...)
 	}
 	return append(append([]byte(nil), e.f.bom...), out...), nil
@@ -187,56 +146,6 @@ func nullsInFlow(n *yaml.Node, inFlow bool) {
 	for _, c := range n.Content {
 		nullsInFlow(c, inFlow)
 	}
-}
-
-// style is the file's indentation, so that new lines look like their neighbours.
-type style struct {
-	indent    int // columns a nested block mapping is indented by
-	seqIndent int // columns a block sequence's "-" is indented by, relative to its key
-}
-
-func detectStyle(root *yaml.Node) style {
-	s := style{indent: -1, seqIndent: -1}
-	var walk func(n *yaml.Node, depth int)
-	walk = func(n *yaml.Node, depth int) {
-		if depth > 50 || (s.indent >= 0 && s.seqIndent >= 0) {
-			return
-		}
-		switch n.Kind {
-		case yaml.MappingNode:
-			if n.Style&yaml.FlowStyle != 0 {
-				return
-			}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if v.Line > k.Line && v.Style&yaml.FlowStyle == 0 {
-					switch v.Kind {
-					case yaml.MappingNode:
-						if s.indent < 0 && len(v.Content) > 0 && v.Content[0].Column > k.Column {
-							s.indent = v.Content[0].Column - k.Column
-						}
-					case yaml.SequenceNode:
-						if s.seqIndent < 0 && v.Column >= k.Column {
-							s.seqIndent = v.Column - k.Column
-						}
-					}
-				}
-				walk(v, depth+1)
-			}
-		case yaml.SequenceNode:
-			for _, c := range n.Content {
-				walk(c, depth+1)
-			}
-		}
-	}
-	walk(root, 0)
-	if s.indent < 0 {
-		s.indent = 2
-	}
-	if s.seqIndent < 0 {
-		s.seqIndent = 0 // as openshift-install writes install-config.yaml
-	}
-	return s
 }
 
 // ensureLists makes the pool's own lists equal final (for the kinds that change), creating
@@ -357,148 +266,16 @@ func listsNode(final [2][]string) *yaml.Node {
 	return n
 }
 
-// ---- text positions ----
-
-func (f *File) lines() []int {
-	if f.lineStarts == nil {
-		f.lineStarts = lineStartsOf(f.body)
-	}
-	return f.lineStarts
-}
-
-// offset is the byte offset of a node position (1-based line, 1-based column in characters);
-// -1 when it is not in the file.
-func (f *File) offset(line, col int) int {
-	ls := f.lines()
-	if line < 1 || line > len(ls) || col < 1 {
-		return -1
-	}
-	o := ls[line-1]
-	for i := 1; i < col; i++ {
-		if o >= len(f.body) || f.body[o] == '\n' || f.body[o] == '\r' {
-			return -1
-		}
-		_, size := utf8.DecodeRune(f.body[o:])
-		o += size
-	}
-	return o
-}
-
-// lineText is line l without its line break.
-func (f *File) lineText(l int) string {
-	ls := f.lines()
-	start := ls[l-1]
-	end := len(f.body)
-	if l < len(ls) {
-		end = ls[l]
-	}
-	return strings.TrimRight(string(f.body[start:end]), "\r\n")
-}
-
 // rest is what follows the first document when there is a second one, from its "---" line.
-func (f *File) rest() []byte {
-	docs, err := decodeDocuments(f.body, 2)
+func (e *editor) rest() []byte {
+	docs, err := decodeDocuments(e.f.body, 2)
 	if err != nil || len(docs) < 2 {
 		return nil
 	}
-	if o := f.offset(docs[1].Line, 1); o >= 0 {
-		return f.body[o:]
+	if o := e.t.Offset(docs[1].Line, 1); o >= 0 {
+		return e.f.body[o:]
 	}
 	return nil
-}
-
-// insertAfterLine inserts whole lines (each ending in a line break) after line l.
-func (e *editor) insertAfterLine(l int, lines []string, rank int) {
-	ls := e.f.lines()
-	body := e.f.body
-	text := strings.Join(lines, e.nl) + e.nl
-	if l < len(ls) {
-		e.addRanked(ls[l], 0, text, rank)
-		return
-	}
-	if len(body) > 0 && body[len(body)-1] != '\n' && body[len(body)-1] != '\r' {
-		e.addRanked(len(body), 0, e.nl+strings.TrimSuffix(text, e.nl), rank)
-		return
-	}
-	e.addRanked(len(body), 0, text, rank)
-}
-
-var itemPrefix = regexp.MustCompile(`^[ \t]*-[ \t]+$`)
-
-// tokenStart is the offset where node n itself starts, after an anchor and a tag in front of
-// it (node positions point at those); -1 when unknown.
-func (e *editor) tokenStart(n *yaml.Node) int {
-	body := e.f.body
-	o := e.f.offset(n.Line, n.Column)
-	if o < 0 {
-		return -1
-	}
-	for o < len(body) && (body[o] == '&' || body[o] == '!') {
-		for o < len(body) && body[o] != ' ' && body[o] != '\t' && body[o] != '\n' && body[o] != '\r' {
-			o++
-		}
-		for o < len(body) && (body[o] == ' ' || body[o] == '\t') {
-			o++
-		}
-	}
-	return o
-}
-
-// scalarToken returns the byte range of the scalar n as written, when it is on one line.
-func (e *editor) scalarToken(n *yaml.Node) (int, int, bool) {
-	body := e.f.body
-	o := e.tokenStart(n)
-	if o < 0 {
-		return 0, 0, false
-	}
-	if n.Kind == yaml.AliasNode {
-		end := o + 1 + len(n.Value)
-		if end <= len(body) && string(body[o:end]) == "*"+n.Value {
-			return o, end, true
-		}
-		return 0, 0, false
-	}
-	if n.Kind != yaml.ScalarNode || o >= len(body) {
-		return 0, 0, false
-	}
-	switch {
-	case n.Style&yaml.DoubleQuotedStyle != 0:
-		if body[o] != '"' {
-			return 0, 0, false
-		}
-		for i := o + 1; i < len(body); i++ {
-			switch body[i] {
-			case '\\':
-				i++
-			case '"':
-				return o, i + 1, true
-			case '\n', '\r':
-				return 0, 0, false
-			}
-		}
-	case n.Style&yaml.SingleQuotedStyle != 0:
-		if body[o] != '\'' {
-			return 0, 0, false
-		}
-		for i := o + 1; i < len(body); i++ {
-			switch body[i] {
-			case '\'':
-				if i+1 < len(body) && body[i+1] == '\'' {
-					i++
-					continue
-				}
-				return o, i + 1, true
-			case '\n', '\r':
-				return 0, 0, false
-			}
-		}
-	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0:
-		end := o + len(n.Value)
-		if n.Value != "" && end <= len(body) && string(body[o:end]) == n.Value && !strings.ContainsAny(n.Value, "\r\n") {
-			return o, end, true
-		}
-	}
-	return 0, 0, false
 }
 
 // quote writes v in the quoting style of a neighbour.
@@ -512,60 +289,12 @@ func quote(v string, st yaml.Style) string {
 	return v
 }
 
-// scanFlow finds the bracket closing the flow collection that opens at o, and whether the
-// collection spans lines.
-func scanFlow(body []byte, o int) (close int, multiline, ok bool) {
-	depth := 0
-	for i := o; i < len(body); i++ {
-		switch c := body[i]; c {
-		case '[', '{':
-			depth++
-		case ']', '}':
-			depth--
-			if depth == 0 {
-				return i, multiline, true
-			}
-		case '"':
-			for i++; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' {
-					i++
-				} else if body[i] == '\n' {
-					multiline = true
-				}
-			}
-		case '\'':
-			for i++; i < len(body); i++ {
-				if body[i] == '\'' {
-					if i+1 < len(body) && body[i+1] == '\'' {
-						i++
-						continue
-					}
-					break
-				}
-				if body[i] == '\n' {
-					multiline = true
-				}
-			}
-		case '#':
-			if i > o && (body[i-1] == ' ' || body[i-1] == '\t') {
-				for i < len(body) && body[i] != '\n' {
-					i++
-				}
-				multiline = true
-			}
-		case '\n', '\r':
-			multiline = true
-		}
-	}
-	return 0, false, false
-}
-
 // ---- edits ----
 
 // replaceScalar rewrites a scalar's value in its own quoting style.
 func (e *editor) replaceScalar(n *yaml.Node, v string) {
 	if e.text {
-		if s, end, ok := e.scalarToken(n); ok {
+		if s, end, ok := e.t.ScalarToken(n); ok {
 			e.add(s, end-s, quote(v, n.Style))
 		} else {
 			e.fail()
@@ -607,48 +336,40 @@ func (e *editor) removeItems(list step, keep []string) {
 	if len(out) == 0 && !e.emptyAfterKey(list.key) {
 		return
 	}
-	ls := e.f.lines()
 	for _, n := range gone {
-		start, end, ok := e.scalarToken(n)
-		if !ok || n.Kind != yaml.ScalarNode || n.Anchor != "" || n.Line < 1 || n.Line > len(ls) {
+		start, end, ok := e.t.ScalarToken(n)
+		if !ok || n.Kind != yaml.ScalarNode || n.Anchor != "" || n.Line < 1 || n.Line > e.t.Lines() {
 			e.fail()
 			return
 		}
-		lineStart := ls[n.Line-1]
-		lineEnd := len(e.f.body)
-		if n.Line < len(ls) {
-			lineEnd = ls[n.Line]
-		}
-		before := string(e.f.body[lineStart:start])
-		after := strings.TrimRight(string(e.f.body[end:lineEnd]), "\r\n")
-		if !itemPrefix.MatchString(before) || (strings.TrimSpace(after) != "" && !strings.HasPrefix(strings.TrimSpace(after), "#")) {
+		_, alone := e.itemPrefix(n)
+		after := strings.TrimRight(string(e.f.body[end:e.t.LineEnd(n.Line)]), "\r\n")
+		if !alone || start != e.t.Offset(n.Line, n.Column) || (strings.TrimSpace(after) != "" && !strings.HasPrefix(strings.TrimSpace(after), "#")) {
 			e.fail()
 			return
 		}
-		e.add(lineStart, lineEnd-lineStart, "")
+		e.t.CutLines(n.Line, n.Line, yamlsplice.ItemRank(e.t.DashColumn(n)))
 	}
+}
+
+// itemPrefix is the text before list item n on its line, when that is blanks, the item's
+// dash and blanks.
+func (e *editor) itemPrefix(n *yaml.Node) (string, bool) {
+	dash := e.t.DashColumn(n)
+	if dash < 0 || !e.t.BlankBefore(n.Line, dash) {
+		return "", false
+	}
+	return string(e.f.body[e.t.LineStart(n.Line):e.t.Offset(n.Line, n.Column)]), true
 }
 
 // emptyAfterKey writes " []" after the colon of key, written alone on its line, for a block
 // list left empty (a key without a value would be null); otherwise the text is given up.
 func (e *editor) emptyAfterKey(key *yaml.Node) bool {
-	if key == nil || key.Kind != yaml.ScalarNode || key.Style != 0 || key.Line < 1 {
+	colon, ok := e.t.AfterBareKey(key)
+	if !ok {
 		e.fail()
 		return false
 	}
-	o := e.f.offset(key.Line, key.Column)
-	line := e.f.lineText(key.Line)
-	col := o - e.f.lines()[key.Line-1]
-	if o < 0 || !strings.HasPrefix(line[col:], key.Value) {
-		e.fail()
-		return false
-	}
-	rest := strings.TrimLeft(line[col+len(key.Value):], " \t")
-	if !strings.HasPrefix(rest, ":") || strings.TrimSpace(rest[1:]) != "" {
-		e.fail()
-		return false
-	}
-	colon := o + len(key.Value) + strings.Index(line[col+len(key.Value):], ":") + 1
 	e.add(colon, 0, " []")
 	return true
 }
@@ -672,7 +393,6 @@ func (e *editor) appendItems(seq *yaml.Node, ids []string) {
 }
 
 func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
-	body := e.f.body
 	quoted := make([]string, len(ids))
 	for i, id := range ids {
 		quoted[i] = quote(id, st)
@@ -682,31 +402,19 @@ func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
 		return
 	}
 	if seq.Style&yaml.FlowStyle != 0 {
-		o, close, inner, ok := e.flowOnOneLine(seq, '[')
-		if !ok {
+		if !e.t.AppendToFlow(seq, '[', quoted) {
 			e.fail()
-			return
-		}
-		switch {
-		case len(bytes.TrimSpace(inner)) == 0:
-			e.add(o+1, close-o-1, strings.Join(quoted, ", "))
-		case inner[len(inner)-1] == ',':
-			e.add(o+1+len(inner), 0, " "+strings.Join(quoted, ", "))
-		default:
-			e.add(o+1+len(inner), 0, ", "+strings.Join(quoted, ", "))
 		}
 		return
 	}
 	last := seq.Content[len(seq.Content)-1]
-	start, _, ok := e.scalarToken(last)
+	start, _, ok := e.t.ScalarToken(last)
 	if !ok || last.Line == 0 {
 		e.fail()
 		return
 	}
-	lineStart := e.f.lines()[last.Line-1]
-	itemStart := e.f.offset(last.Line, last.Column)
-	prefix := string(body[lineStart:itemStart])
-	if !itemPrefix.MatchString(prefix) || start < itemStart {
+	prefix, alone := e.itemPrefix(last)
+	if !alone || start < e.t.Offset(last.Line, last.Column) {
 		e.fail()
 		return
 	}
@@ -714,23 +422,7 @@ func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
 	for i, q := range quoted {
 		lines[i] = prefix + q
 	}
-	e.insertAfterLine(last.Line, lines, itemRank(len(prefix)))
-}
-
-// flowOnOneLine finds flow collection n ("[...]" or "{...}", opening with open) written on one
-// line: the offsets of its brackets and what is between them, trailing blanks trimmed.
-// Multi-line flow collections are not edited as text.
-func (e *editor) flowOnOneLine(n *yaml.Node, open byte) (o, close int, inner []byte, ok bool) {
-	body := e.f.body
-	o = e.tokenStart(n)
-	if o < 0 || o >= len(body) || body[o] != open {
-		return 0, 0, nil, false
-	}
-	close, multiline, ok := scanFlow(body, o)
-	if !ok || multiline {
-		return 0, 0, nil, false
-	}
-	return o, close, bytes.TrimRight(body[o+1:close], " \t"), true
+	e.t.InsertLines(last.Line, lines, yamlsplice.ItemRank(e.t.DashColumn(last)))
 }
 
 // addKey adds key: value at the end of mapping m.
@@ -745,72 +437,23 @@ func (e *editor) addKey(m *yaml.Node, key string, value *yaml.Node) {
 }
 
 func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
-	body := e.f.body
-	if m.Line == 0 || len(m.Content) == 0 {
-		if m.Line != 0 && m.Style&yaml.FlowStyle != 0 {
-			// {} : fill it
-			o := e.tokenStart(m)
-			if o >= 0 && o < len(body) && body[o] == '{' {
-				if close, multiline, ok := scanFlow(body, o); ok && !multiline {
-					e.add(o+1, close-o-1, key+": "+flowText(value))
-					return
-				}
-			}
-		}
+	if m.Line == 0 || m.Style&yaml.FlowStyle == 0 && len(m.Content) == 0 {
 		e.fail()
 		return
 	}
 	if m.Style&yaml.FlowStyle != 0 {
-		o, _, inner, ok := e.flowOnOneLine(m, '{')
-		if !ok || len(inner) == 0 {
+		if !e.t.AppendToFlow(m, '{', []string{key + ": " + yamlsplice.Flow(value)}) {
 			e.fail()
-			return
 		}
-		sep := ", "
-		if inner[len(inner)-1] == ',' {
-			sep = " "
-		}
-		e.add(o+1+len(inner), 0, sep+key+": "+flowText(value))
 		return
 	}
-	var lastKey *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Line > 0 {
-			lastKey = m.Content[i]
-		}
-	}
-	firstKey := m.Content[0]
-	if lastKey == nil || firstKey.Line == 0 {
+	end, ok := e.t.MappingEnd(m)
+	if !ok {
 		e.fail()
 		return
 	}
-	col := firstKey.Column
-	end := e.mappingEnd(lastKey.Line, col)
-	e.insertAfterLine(end, e.blockLines(key, value, col-1), keyRank(col-1))
-}
-
-// mappingEnd is the last line of a block mapping whose keys are at column col and whose last
-// key is on line from: the last content line before a line indented less than the keys.
-func (e *editor) mappingEnd(from, col int) int {
-	end := from
-	n := len(e.f.lines())
-	for l := from + 1; l <= n; l++ {
-		text := e.f.lineText(l)
-		trimmed := strings.TrimLeft(text, " ")
-		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' {
-			continue
-		}
-		ind := len(text) - len(trimmed)
-		if ind == 0 && (strings.HasPrefix(trimmed, "---") || strings.HasPrefix(trimmed, "...")) {
-			break
-		}
-		if ind+1 > col || (ind+1 == col && (trimmed == "-" || strings.HasPrefix(trimmed, "- "))) {
-			end = l
-			continue
-		}
-		break
-	}
-	return end
+	col := m.Content[0].Column
+	e.t.InsertLines(end, e.block(mapNode(key, value), col-1), yamlsplice.KeyRank(col-1))
 }
 
 // replaceValue replaces a null value (written as nothing, ~ or null) with a new one.
@@ -845,14 +488,14 @@ func (e *editor) replaceValue(s step, value *yaml.Node) {
 
 func (e *editor) replaceValueText(s step, value *yaml.Node, flowParent bool) {
 	raw, body := s.raw, e.f.body
-	o := e.tokenStart(raw)
+	o := e.t.TokenStart(raw)
 	if o < 0 || raw.Line == 0 || o >= len(body) {
 		e.fail()
 		return
 	}
 	if raw.Kind != yaml.ScalarNode { // {} or []: drop it and write the value as a block below
-		close, multiline, ok := scanFlow(body, o)
-		rest := strings.TrimSpace(string(body[min(close+1, len(body)):e.lineEnd(raw.Line)]))
+		close, multiline, ok := e.t.ScanFlow(o)
+		rest := strings.TrimSpace(string(body[min(close+1, len(body)):e.t.LineEnd(raw.Line)]))
 		if !ok || multiline || raw.Line != s.key.Line || (rest != "" && rest[0] != '#') {
 			e.fail()
 			return
@@ -862,21 +505,21 @@ func (e *editor) replaceValueText(s step, value *yaml.Node, flowParent bool) {
 			start--
 		}
 		e.add(start, close+1-start, "")
-		e.insertAfterLine(raw.Line, e.valueLines(value, s.key.Column-1), keyRank(s.key.Column))
+		e.t.InsertLines(raw.Line, e.valueLines(value, s.key.Column-1), yamlsplice.KeyRank(s.key.Column))
 		return
 	}
 	switch raw.Value {
 	case "~", "null", "Null", "NULL":
 		if o+len(raw.Value) <= len(body) && string(body[o:o+len(raw.Value)]) == raw.Value {
-			e.add(o, len(raw.Value), flowText(value))
+			e.add(o, len(raw.Value), yamlsplice.Flow(value))
 			return
 		}
 	case "":
-		rest := strings.TrimSpace(string(body[o:e.lineEnd(raw.Line)]))
+		rest := strings.TrimSpace(string(body[o:e.t.LineEnd(raw.Line)]))
 		if flowParent || raw.Line != s.key.Line || (rest != "" && rest[0] != '#') {
 			break
 		}
-		e.insertAfterLine(raw.Line, e.valueLines(value, s.key.Column-1), keyRank(s.key.Column))
+		e.t.InsertLines(raw.Line, e.valueLines(value, s.key.Column-1), yamlsplice.KeyRank(s.key.Column))
 		return
 	}
 	e.fail()
@@ -885,72 +528,22 @@ func (e *editor) replaceValueText(s step, value *yaml.Node, flowParent bool) {
 // valueLines renders the block value of a key at column keyCol (0-based), without the key.
 func (e *editor) valueLines(value *yaml.Node, keyCol int) []string {
 	if value.Kind == yaml.SequenceNode {
-		lines := e.blockLines("x", value, keyCol)
-		return lines[1:]
+		if lines := e.block(mapNode("x", value), keyCol); len(lines) > 0 {
+			return lines[1:]
+		}
+		return nil
 	}
-	return e.mappingLines(value, keyCol+e.style.indent)
+	return e.block(value, keyCol+e.style.Indent)
 }
 
-func (e *editor) lineEnd(l int) int {
-	ls := e.f.lines()
-	end := len(e.f.body)
-	if l < len(ls) {
-		end = ls[l]
+// block renders n in block style from column col (0-based), in the file's indentation.
+func (e *editor) block(n *yaml.Node, col int) []string {
+	lines, err := e.style.Block(n)
+	if err != nil {
+		e.fail()
+		return nil
 	}
-	return end
-}
-
-func spaces(n int) string { return strings.Repeat(" ", n) }
-
-// blockLines renders key: value in block style with the key at column col (0-based).
-func (e *editor) blockLines(key string, value *yaml.Node, col int) []string {
-	switch value.Kind {
-	case yaml.SequenceNode:
-		if len(value.Content) == 0 {
-			return []string{spaces(col) + key + ": []"}
-		}
-		lines := []string{spaces(col) + key + ":"}
-		for _, c := range value.Content {
-			if c.Kind == yaml.MappingNode {
-				ml := e.mappingLines(c, col+e.style.seqIndent+2)
-				ml[0] = spaces(col+e.style.seqIndent) + "- " + strings.TrimLeft(ml[0], " ")
-				lines = append(lines, ml...)
-				continue
-			}
-			lines = append(lines, spaces(col+e.style.seqIndent)+"- "+c.Value)
-		}
-		return lines
-	case yaml.MappingNode:
-		return append([]string{spaces(col) + key + ":"}, e.mappingLines(value, col+e.style.indent)...)
-	}
-	return []string{spaces(col) + key + ": " + value.Value}
-}
-
-func (e *editor) mappingLines(m *yaml.Node, col int) []string {
-	var lines []string
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		lines = append(lines, e.blockLines(m.Content[i].Value, m.Content[i+1], col)...)
-	}
-	return lines
-}
-
-// flowText renders a new node in flow style.
-func flowText(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		parts := make([]string, len(n.Content))
-		for i, c := range n.Content {
-			parts[i] = flowText(c)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case yaml.MappingNode:
-		parts := make([]string, 0, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			parts = append(parts, n.Content[i].Value+": "+flowText(n.Content[i+1]))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	return n.Value
+	return yamlsplice.Indent(lines, col)
 }
 
 // setFlow marks a new subtree as flow style, as a value inside a flow collection must be.

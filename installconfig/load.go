@@ -11,6 +11,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manila-setup/manila-setup/internal/yamlsplice"
 )
 
 // File is a loaded install-config: the bytes as read and their YAML node tree, which keeps
@@ -24,12 +26,9 @@ type File struct {
 	bom   []byte // a UTF-8 byte order mark at the start of Data, kept on write
 	body  []byte // Data without the BOM: what node positions refer to
 	utf16 bool   // UTF-16 with a BOM: readable, but positions do not map to bytes
-	crlf  bool   // most line breaks are CRLF: new lines get CRLF too
 
 	doc  *yaml.Node // the first document node; nil when the file is empty
 	root *yaml.Node // doc's content (alias-free: a document cannot be an alias)
-
-	lineStarts []int // byte offsets in body where each line starts; built on demand
 
 	loadProblems Problems // what Parse found
 }
@@ -47,7 +46,6 @@ func Parse(name string, data []byte) (f *File, problems Problems) {
 	} else if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
 		f.utf16 = true
 	}
-	f.crlf = bytes.Count(f.body, []byte("\r\n"))*2 > bytes.Count(f.body, []byte("\n"))
 
 	input := f.body
 	if f.utf16 {
@@ -133,7 +131,7 @@ func (f *File) syntaxProblem(input []byte, err error) Problem {
 	}
 	detail := "malformed YAML: " + msg
 	if line > 0 && col > 0 && strings.Contains(msg, "cannot start any token") {
-		if text := lineText(input, line); col-1 < len(text) && strings.HasPrefix(strings.TrimLeft(text, " "), "\t") {
+		if text := yamlsplice.New(input).Line(line); col-1 < len(text) && strings.HasPrefix(strings.TrimLeft(text, " "), "\t") {
 			detail += " (a tab: YAML indents with spaces only)"
 		}
 	}
@@ -144,7 +142,7 @@ func (f *File) syntaxProblem(input []byte, err error) Problem {
 }
 
 func locateSyntaxError(data []byte, msg string) (line, col int) {
-	starts := lineStartsOf(data)
+	starts := yamlsplice.LineStarts(data)
 	n := len(starts)
 	cut := func(l int) int { // end of the first l lines
 		if l >= n {
@@ -210,40 +208,6 @@ func locateSyntaxError(data []byte, msg string) (line, col int) {
 
 func isSpaceOrBreak(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
 
-// lineStartsOf returns the byte offset at which each line starts. A line break is LF, CRLF or
-// a lone CR, as in YAML.
-func lineStartsOf(data []byte) []int {
-	starts := []int{0}
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case '\n':
-			starts = append(starts, i+1)
-		case '\r':
-			if i+1 < len(data) && data[i+1] == '\n' {
-				i++
-			}
-			starts = append(starts, i+1)
-		}
-	}
-	if starts[len(starts)-1] == len(data) && len(starts) > 1 {
-		starts = starts[:len(starts)-1]
-	}
-	return starts
-}
-
 func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
-}
-
-// lineText is line l (1-based) of data, without its line break.
-func lineText(data []byte, l int) string {
-	starts := lineStartsOf(data)
-	if l < 1 || l > len(starts) {
-		return ""
-	}
-	end := len(data)
-	if l < len(starts) {
-		end = starts[l]
-	}
-	return strings.TrimRight(string(data[starts[l-1]:end]), "\r\n")
 }

@@ -6,7 +6,8 @@
 //
 // It is what GitOps users need from a patch command: the file in Git changes by the added lines
 // only. Callers check the result means what they wanted (see machinesets.PatchFile), as a splice
-// works on text.
+// works on text. Finding the text of a node and splicing it is internal/yamlsplice's job; this
+// package decides what a patch operation changes.
 package yamlpatch
 
 import (
@@ -16,43 +17,27 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/manila-setup/manila-setup/internal/yamlsplice"
 )
 
 // Stream is a YAML stream being patched.
 type Stream struct {
-	text       []byte
-	lineStarts []int        // byte offset of each line, lineStarts[0] for line 1
-	docs       []*yaml.Node // document nodes
-	inserts    []insert
-	reformat   bool
-	nl         string
-	compact    *bool // compactSequences, once known
-}
-
-// insert puts text at offset, in place of the del bytes there.
-type insert struct {
-	offset int
-	del    int
-	seq    int // insertion order, for inserts at the same offset
-	text   string
+	text     *yamlsplice.Text
+	docs     []*yaml.Node // document nodes
+	reformat bool
+	style    *yamlsplice.Style // how the stream indents, once known
 }
 
 // Parse reads a YAML stream of one or more documents.
 func Parse(data []byte) (*Stream, error) {
-	s := &Stream{text: data, nl: "\n", lineStarts: []int{0}}
-	for i, c := range data {
-		if c == '\n' {
-			s.lineStarts = append(s.lineStarts, i+1)
-		}
-	}
-	if bytes.Contains(data, []byte("\r\n")) {
-		s.nl = "\r\n"
-	}
+	s := &Stream{text: yamlsplice.New(data)}
+	// Lines added after a last line without a line break end with one.
+	s.text.FinalBreak = true
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc yaml.Node
@@ -158,10 +143,11 @@ func (s *Stream) Remove(base *yaml.Node, pointer string) error {
 		}
 		item := parent.Content[i]
 		first := item.Line
-		if dash := s.dashColumn(item); dash < 0 || !s.blankBefore(item.Line, dash) {
+		dash := s.text.DashColumn(item)
+		if dash < 0 || !s.text.BlankBefore(item.Line, dash) {
 			first = 0
 		}
-		s.cutLines(parent, first, item, len(parent.Content) > 1)
+		s.cutLines(parent, first, item, len(parent.Content) > 1, yamlsplice.ItemRank(dash))
 		parent.Content = slices.Delete(parent.Content, i, i+1)
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(parent.Content); i += 2 {
@@ -170,10 +156,10 @@ func (s *Stream) Remove(base *yaml.Node, pointer string) error {
 			}
 			key, value := parent.Content[i], parent.Content[i+1]
 			first := key.Line
-			if key.Line == 0 || !s.blankBefore(key.Line, key.Column-1) {
+			if key.Line == 0 || !s.text.BlankBefore(key.Line, s.column(key)) {
 				first = 0
 			}
-			s.cutLines(parent, first, value, len(parent.Content) > 2)
+			s.cutLines(parent, first, value, len(parent.Content) > 2, yamlsplice.KeyRank(s.column(key)))
 			parent.Content = slices.Delete(parent.Content, i, i+2)
 			return nil
 		}
@@ -186,45 +172,34 @@ func (s *Stream) Remove(base *yaml.Node, pointer string) error {
 
 // cutLines queues the removal of the lines first to the last line of end, when parent is a
 // block collection that keeps another entry and first is known; else the stream reformats.
-func (s *Stream) cutLines(parent *yaml.Node, first int, end *yaml.Node, othersLeft bool) {
-	lastLine, ok := lastLineOf(end)
+// rank is the entry's (yamlsplice.CutLines).
+func (s *Stream) cutLines(parent *yaml.Node, first int, end *yaml.Node, othersLeft bool, rank int) {
+	lastLine, ok := s.text.EndLine(end)
 	if !ok || first == 0 || !othersLeft || parent.Style&yaml.FlowStyle != 0 || end.Style&yaml.FlowStyle != 0 && end.Line != first {
 		s.reformat = true
 		return
 	}
-	from := s.lineStarts[first-1]
-	to := len(s.text)
-	if lastLine < len(s.lineStarts) {
-		to = s.lineStarts[lastLine]
-	}
-	s.inserts = append(s.inserts, insert{offset: from, del: to - from, seq: len(s.inserts)})
+	s.text.CutLines(first, lastLine, rank)
 }
 
-// blankBefore reports whether the 1-based line n holds only spaces before column col (0-based).
-func (s *Stream) blankBefore(n, col int) bool {
-	line := s.line(n)
-	return col <= len(line) && len(bytes.TrimLeft(line[:col], " ")) == 0
+// column is the byte column (0-based) where n starts on its line, -1 if unknown.
+func (s *Stream) column(n *yaml.Node) int {
+	o := s.text.Offset(n.Line, n.Column)
+	if o < 0 {
+		return -1
+	}
+	return o - s.text.LineStart(n.Line)
 }
 
 // Bytes is the patched stream, and whether it had to be written out again as a whole rather
 // than spliced.
 func (s *Stream) Bytes() ([]byte, bool, error) {
 	if !s.reformat {
-		sort.SliceStable(s.inserts, func(i, j int) bool {
-			if s.inserts[i].offset != s.inserts[j].offset {
-				return s.inserts[i].offset < s.inserts[j].offset
-			}
-			return s.inserts[i].seq < s.inserts[j].seq
-		})
-		var b bytes.Buffer
-		at := 0
-		for _, in := range s.inserts {
-			b.Write(s.text[at:in.offset])
-			b.WriteString(in.text)
-			at = in.offset + in.del
+		// Edits that collide (a value replaced inside a key that is cut) make the stream be
+		// written out as a whole instead.
+		if out, ok := s.text.Apply(); ok {
+			return out, false, nil
 		}
-		b.Write(s.text[at:])
-		return b.Bytes(), false, nil
 	}
 	var b bytes.Buffer
 	for i, d := range s.docs {
@@ -240,8 +215,8 @@ func (s *Stream) Bytes() ([]byte, bool, error) {
 			return nil, true, err
 		}
 	}
-	if s.nl != "\n" { // the encoder writes LF: keep the file's CRLF
-		return bytes.ReplaceAll(b.Bytes(), []byte("\n"), []byte(s.nl)), true, nil
+	if nl := s.text.NL; nl != "\n" { // the encoder writes LF: keep the file's CRLF
+		return bytes.ReplaceAll(b.Bytes(), []byte("\n"), []byte(nl)), true, nil
 	}
 	return b.Bytes(), true, nil
 }
@@ -256,7 +231,9 @@ func (s *Stream) appendItem(seq, item *yaml.Node) {
 		s.reformat = true
 		return
 	}
-	s.spliceAfter(orig, s.dashColumn(orig[0]), item, "- ", "  ")
+	dash := s.text.DashColumn(orig[0])
+	end, ok := s.text.EndLine(orig[len(orig)-1])
+	s.spliceAfter(end, ok, dash, item, "- ", "  ", yamlsplice.ItemRank(dash))
 }
 
 func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
@@ -267,32 +244,34 @@ func (s *Stream) addKey(m *yaml.Node, key string, value *yaml.Node) {
 		s.reformat = true
 		return
 	}
-	s.spliceAfter(orig, orig[0].Column-1, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}}, "", "")
+	col := s.column(orig[0])
+	end, ok := s.text.MappingEnd(m)
+	s.spliceAfter(end, ok, col, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, value}}, "", "", yamlsplice.KeyRank(col))
 }
 
-// spliceAfter queues n, rendered as block lines at column col, after the last of the original
-// nodes of a collection; first and rest prefix its first and other lines ("- " and "  " for a
-// list item). When that cannot be told from the text, the stream is reformatted instead.
-func (s *Stream) spliceAfter(orig []*yaml.Node, col int, n *yaml.Node, first, rest string) {
-	lastLine, ok := lastLineOf(orig[len(orig)-1])
+// spliceAfter queues n, rendered as block lines at column col, after line lastLine, where a
+// collection ends; first and rest prefix its first and other lines ("- " and "  " for a list
+// item). When the end cannot be told from the text (not ok), the stream is reformatted
+// instead. rank orders it among other lines inserted at the same place: the end of a deeper
+// structure first.
+func (s *Stream) spliceAfter(lastLine int, ok bool, col int, n *yaml.Node, first, rest string, rank int) {
 	lines, err := s.render(n)
 	if !ok || col < 0 || err != nil {
 		s.reformat = true
 		return
 	}
 	pad := strings.Repeat(" ", col)
-	var b strings.Builder
+	out := make([]string, len(lines))
 	for i, l := range lines {
 		switch {
 		case i == 0:
-			b.WriteString(pad + first + l)
+			out[i] = pad + first + l
 		case l == "":
 		default:
-			b.WriteString(pad + rest + l)
+			out[i] = pad + rest + l
 		}
-		b.WriteString(s.nl)
 	}
-	s.insertAfterLine(lastLine, b.String())
+	s.text.InsertLines(lastLine, out, rank)
 }
 
 // replaceValue splices a new value for key in place of an empty one written on the key's line
@@ -302,15 +281,14 @@ func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 	empty := (old.Kind == yaml.ScalarNode && old.Tag == "!!null") ||
 		((old.Kind == yaml.SequenceNode || old.Kind == yaml.MappingNode) && len(old.Content) == 0)
 	if !empty && value.Kind == yaml.ScalarNode {
-		if n, ok := s.scalarSource(old); ok && old.HeadComment == "" {
+		if from, to, ok := s.scalarSource(old); ok && old.HeadComment == "" {
 			// Only the value's characters change: a comment after it stays.
 			lines, err := s.render(value)
 			if err != nil || len(lines) != 1 {
 				s.reformat = true
 				return
 			}
-			from := s.lineStarts[old.Line-1] + old.Column - 1
-			s.inserts = append(s.inserts, insert{offset: from, del: n, seq: len(s.inserts), text: lines[0]})
+			s.text.Replace(from, to-from, lines[0], 0)
 			return
 		}
 	}
@@ -318,121 +296,71 @@ func (s *Stream) replaceValue(key, old, value *yaml.Node) {
 		s.reformat = true
 		return
 	}
+	if old.Kind != yaml.ScalarNode {
+		// [] or {} closed on the key's line: the rest of the line is replaced.
+		open := byte('[')
+		if old.Kind == yaml.MappingNode {
+			open = '{'
+		}
+		if _, _, _, ok := s.text.FlowOnOneLine(old, open); !ok {
+			s.reformat = true
+			return
+		}
+	}
 	lines, err := s.render(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key, value}})
 	if err != nil {
 		s.reformat = true
 		return
 	}
-	start := s.lineStarts[key.Line-1]
-	end := start + len(s.line(key.Line))
-	from := start + key.Column - 1
-	pad := strings.Repeat(" ", key.Column-1)
-	text := lines[0]
-	for _, l := range lines[1:] {
-		text += s.nl + pad + l
+	// The key keeps its own text; what follows it is written anew.
+	keyLines, err := s.render(key)
+	_, keyEnd, ok := s.text.ScalarToken(key)
+	col := s.column(key)
+	if err != nil || !ok || col < 0 || !strings.HasPrefix(lines[0], keyLines[0]) {
+		s.reformat = true
+		return
 	}
-	s.inserts = append(s.inserts, insert{offset: from, del: end - from, seq: len(s.inserts), text: text})
+	end := s.text.LineStart(key.Line) + len(s.text.Line(key.Line))
+	pad := strings.Repeat(" ", col)
+	text := strings.TrimPrefix(lines[0], keyLines[0])
+	for _, l := range lines[1:] {
+		text += s.text.NL + pad + l
+	}
+	s.text.Replace(keyEnd, end-keyEnd, text, 0)
 }
 
-// scalarSource is the length of a scalar's text on its line, when it is written whole there
-// (plain or quoted, not a block scalar, nor a plain one continued below).
-func (s *Stream) scalarSource(n *yaml.Node) (int, bool) {
+// scalarSource is the byte range of a scalar's text, when it is written whole on its line
+// (plain or quoted, not a block scalar, nor a plain one continued below; no anchor or tag in
+// front) with nothing but a comment after it.
+func (s *Stream) scalarSource(n *yaml.Node) (from, to int, ok bool) {
 	if n.Kind != yaml.ScalarNode || n.Line == 0 || n.Anchor != "" || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	line := string(s.line(n.Line))
-	if n.Column < 1 || n.Column-1 > len(line) {
-		return 0, false
+	from, to, ok = s.text.ScalarToken(n)
+	col := s.column(n)
+	if !ok || col < 0 || from != s.text.LineStart(n.Line)+col {
+		return 0, 0, false
 	}
-	rest := line[n.Column-1:]
-	var length int
-	switch {
-	case n.Style&yaml.DoubleQuotedStyle != 0:
-		length = -1
-		for i := 1; i < len(rest); i++ {
-			if rest[i] == '\\' {
-				i++
-			} else if rest[i] == '"' {
-				length = i + 1
-				break
-			}
-		}
-	case n.Style&yaml.SingleQuotedStyle != 0:
-		length = -1
-		for i := 1; i < len(rest); i++ {
-			if rest[i] == '\'' {
-				if i+1 < len(rest) && rest[i+1] == '\'' {
-					i++
-					continue
-				}
-				length = i + 1
-				break
-			}
-		}
-	default:
-		if !strings.HasPrefix(rest, n.Value) {
-			return 0, false
-		}
-		length = len(n.Value)
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 && n.Line < s.text.Lines() {
 		// A plain scalar may go on, indented, on the next line.
-		if next := string(s.line(n.Line + 1)); n.Line < len(s.lineStarts) {
-			if t := strings.TrimLeft(next, " "); t != "" && !strings.HasPrefix(t, "#") && len(next)-len(t) >= n.Column {
-				return 0, false
-			}
+		next := s.text.Line(n.Line + 1)
+		if t := strings.TrimLeft(next, " "); t != "" && !strings.HasPrefix(t, "#") && len(next)-len(t) > col {
+			return 0, 0, false
 		}
-	}
-	if length <= 0 {
-		return 0, false
 	}
 	// What follows must be nothing or a comment, and the text must read back as the value.
-	if after := strings.TrimLeft(rest[length:], " \t"); after != "" && !strings.HasPrefix(after, "#") {
-		return 0, false
+	body := s.text.Body()
+	rest := strings.TrimRight(string(body[to:s.text.LineEnd(n.Line)]), "\r\n")
+	if after := strings.TrimLeft(rest, " \t"); after != "" && !strings.HasPrefix(after, "#") {
+		return 0, 0, false
 	}
 	var v string
-	if err := yaml.Unmarshal([]byte("v: "+rest[:length]), &struct {
+	if err := yaml.Unmarshal([]byte("v: "+string(body[from:to])), &struct {
 		V *string `yaml:"v"`
 	}{&v}); err != nil || v != n.Value {
-		return 0, false
+		return 0, 0, false
 	}
-	return length, true
-}
-
-// insertAfterLine queues text to go in after the 1-based line n.
-func (s *Stream) insertAfterLine(n int, text string) {
-	off := len(s.text)
-	if n < len(s.lineStarts) {
-		off = s.lineStarts[n]
-	} else if len(s.text) > 0 && s.text[len(s.text)-1] != '\n' {
-		text = s.nl + text // the last line has no newline: give it one first
-	}
-	s.inserts = append(s.inserts, insert{offset: off, seq: len(s.inserts), text: text})
-}
-
-// dashColumn is the 0-based column of the "- " that introduces item, -1 if not found.
-func (s *Stream) dashColumn(item *yaml.Node) int {
-	line := s.line(item.Line)
-	for c := min(item.Column-2, len(line)-1); c >= 0; c-- {
-		switch line[c] {
-		case '-':
-			return c
-		case ' ':
-		default:
-			return -1
-		}
-	}
-	return -1
-}
-
-// line is the text of the 1-based line n, without its line end.
-func (s *Stream) line(n int) []byte {
-	if n < 1 || n > len(s.lineStarts) {
-		return nil
-	}
-	end := len(s.text)
-	if n < len(s.lineStarts) {
-		end = s.lineStarts[n]
-	}
-	return bytes.TrimRight(s.text[s.lineStarts[n-1]:end], "\r\n")
+	return from, to, true
 }
 
 // originalChildren are the nodes that come from the text (added ones have no line).
@@ -446,117 +374,14 @@ func originalChildren(nodes []*yaml.Node) []*yaml.Node {
 	return out
 }
 
-// lastLineOf is the last line a node's text takes, when that can be told from the parse: not
-// for block or multi-line scalars, nor for aliases (their text is elsewhere).
-func lastLineOf(n *yaml.Node) (int, bool) {
-	last := n.Line
-	ok := true
-	var walk func(*yaml.Node)
-	walk = func(n *yaml.Node) {
-		if n.Kind == yaml.AliasNode || n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n") {
-			ok = false
-		}
-		last = max(last, n.Line)
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(n)
-	return last, ok
-}
-
-// render is a node as block YAML lines at column 0, in the stream's own style: a sequence
-// under a key is indented (yaml.v3's way) or not (kubectl's) as the stream's sequences are.
-// Scalars are written by yaml.v3, which quotes what needs quoting.
+// render is a node as block YAML lines at column 0, indented as the stream's own block
+// collections are (yamlsplice.DetectStyle).
 func (s *Stream) render(n *yaml.Node) ([]string, error) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		b, err := yaml.Marshal(n)
-		if err != nil {
-			return nil, err
-		}
-		return []string{strings.TrimRight(string(b), "\n")}, nil
-	case yaml.SequenceNode:
-		if len(n.Content) == 0 {
-			return []string{"[]"}, nil
-		}
-		var out []string
-		for _, it := range n.Content {
-			lines, err := s.render(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, "- "+lines[0])
-			for _, l := range lines[1:] {
-				out = append(out, "  "+l)
-			}
-		}
-		return out, nil
-	case yaml.MappingNode:
-		if len(n.Content) == 0 {
-			return []string{"{}"}, nil
-		}
-		var out []string
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key, err := s.render(n.Content[i])
-			if err != nil {
-				return nil, err
-			}
-			v := n.Content[i+1]
-			lines, err := s.render(v)
-			if err != nil {
-				return nil, err
-			}
-			if v.Kind == yaml.ScalarNode || len(v.Content) == 0 {
-				out = append(out, key[0]+": "+lines[0])
-				continue
-			}
-			out = append(out, key[0]+":")
-			indent := "  "
-			if v.Kind == yaml.SequenceNode && s.compactSequences() {
-				indent = ""
-			}
-			for _, l := range lines {
-				out = append(out, indent+l)
-			}
-		}
-		return out, nil
+	if s.style == nil {
+		st := yamlsplice.DetectStyle(s.docs...)
+		s.style = &st
 	}
-	return nil, fmt.Errorf("cannot render a YAML node of kind %v", n.Kind)
-}
-
-// compactSequences reports whether the stream writes a block sequence under a key at the key's
-// column ("key:\n- a", as kubectl does) rather than indented; kubectl's way when it has none.
-func (s *Stream) compactSequences() bool {
-	if s.compact != nil {
-		return *s.compact
-	}
-	compact, found := true, false
-	defer func() { s.compact = &compact }()
-	var walk func(*yaml.Node)
-	walk = func(n *yaml.Node) {
-		if found {
-			return
-		}
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Content[0].Line > k.Line {
-					if dash := s.dashColumn(v.Content[0]); dash >= 0 {
-						compact, found = dash == k.Column-1, true
-						return
-					}
-				}
-			}
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	for _, d := range s.docs {
-		walk(d)
-	}
-	return compact
+	return s.style.Block(n)
 }
 
 // child is the node at tok under n, with its key when n is a mapping.

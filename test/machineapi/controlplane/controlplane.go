@@ -173,7 +173,9 @@ func (r *Reconciler) masters(ctx context.Context, cpms *machinev1.ControlPlaneMa
 			delete(r.created, idx)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index || out[i].index == out[j].index && out[i].m.Name < out[j].m.Name })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].index < out[j].index || out[i].index == out[j].index && out[i].m.Name < out[j].m.Name
+	})
 	return out, nil
 }
 
