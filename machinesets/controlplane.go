@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/manila-setup/manila-setup/attach"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
 )
 
@@ -207,16 +206,7 @@ func (t ControlPlaneTarget) Plan(_ context.Context, cpms *machinev1.ControlPlane
 	if skip != nil {
 		return attach.Plan{Result: *skip}, nil
 	}
-	for _, id := range a.Networks {
-		if !spec.HasNetwork(id) && !attach.ContainsID(res.AddedNetworks, id) {
-			res.AddedNetworks = append(res.AddedNetworks, neutronid.Key(id))
-		}
-	}
-	for _, id := range a.SecurityGroups {
-		if !spec.HasSecurityGroup(id) && !attach.ContainsID(res.AddedSecurityGroups, id) {
-			res.AddedSecurityGroups = append(res.AddedSecurityGroups, neutronid.Key(id))
-		}
-	}
+	res.AddedNetworks, res.AddedSecurityGroups = spec.lacks(a)
 	warnings := portSecurityWarnings(spec, controlPlaneSpecField, a, res.AddedNetworks)
 	if len(res.AddedNetworks) == 0 && len(res.AddedSecurityGroups) == 0 {
 		res.Action, res.Reason, res.Warning = attach.ActionUnchanged, "already attached", strings.Join(warnings, "; ")

@@ -60,11 +60,7 @@ func ControlPlaneList(ctx context.Context, client machineclient.Interface, want 
 	if len(want.Networks) == 0 && len(want.SecurityGroups) == 0 && st.Recorded != nil {
 		want = st.Recorded.Attachment
 	}
-	st.StorageNetwork = attach.AttachState(want.Networks, spec.HasNetwork)
-	st.SecurityGroups = attach.AttachState(want.SecurityGroups, spec.HasSecurityGroup)
-	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
-		st.SecurityGroups = attach.StateAttached // nothing asked for, nothing missing
-	}
+	st.StorageNetwork, st.SecurityGroups = spec.attachStates(want)
 	selector, err := metav1.LabelSelectorAsSelector(&cpms.Spec.Selector)
 	if err != nil {
 		return st, nil //nolint:nilerr // a selector the API accepted; no masters counted otherwise

@@ -128,11 +128,7 @@ func statusOf(ms *machinev1beta1.MachineSet, machines []machinev1beta1.Machine, 
 	if len(want.Networks) == 0 && len(want.SecurityGroups) == 0 && st.Recorded != nil {
 		want = st.Recorded.Attachment
 	}
-	st.StorageNetwork = attach.AttachState(want.Networks, spec.HasNetwork)
-	st.SecurityGroups = attach.AttachState(want.SecurityGroups, spec.HasSecurityGroup)
-	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
-		st.SecurityGroups = attach.StateAttached // nothing asked for, nothing missing
-	}
+	st.StorageNetwork, st.SecurityGroups = spec.attachStates(want)
 	st.Wanted = int(st.Replicas)
 	if v, err := strconv.Atoi(ms.Annotations[rollout.OriginalReplicasAnnotation]); err == nil {
 		st.Wanted = v

@@ -145,16 +145,7 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 		p.Skip = err.Error()
 		return p
 	}
-	for _, id := range want.Networks {
-		if !spec.HasNetwork(id) && !attach.ContainsID(p.AddNetworks, id) {
-			p.AddNetworks = append(p.AddNetworks, neutronid.Key(id))
-		}
-	}
-	for _, id := range want.SecurityGroups {
-		if !spec.HasSecurityGroup(id) && !attach.ContainsID(p.AddSecurityGroups, id) {
-			p.AddSecurityGroups = append(p.AddSecurityGroups, neutronid.Key(id))
-		}
-	}
+	p.AddNetworks, p.AddSecurityGroups = spec.lacks(want)
 	warnings := portSecurityWarnings(spec, providerSpecField, want, p.AddNetworks)
 	if len(p.AddNetworks) == 0 && len(p.AddSecurityGroups) == 0 {
 		p.Warning = strings.Join(warnings, "; ")
@@ -166,6 +157,32 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 	p.Warning = strings.Join(slices.DeleteFunc(warnings, func(w string) bool { return w == "" }), "; ")
 	p.Patch = attachPatch(spec, providerSpecPointer, ms.ObjectMeta, want, p.AddNetworks, p.AddSecurityGroups, now, by)
 	return p
+}
+
+// lacks returns the networks and security groups of want that the providerSpec does not give its
+// machines, each once, in want's order.
+func (p *ProviderSpec) lacks(want attach.Attachment) (networks, groups []string) {
+	for _, id := range want.Networks {
+		if !p.HasNetwork(id) && !attach.ContainsID(networks, id) {
+			networks = append(networks, neutronid.Key(id))
+		}
+	}
+	for _, id := range want.SecurityGroups {
+		if !p.HasSecurityGroup(id) && !attach.ContainsID(groups, id) {
+			groups = append(groups, neutronid.Key(id))
+		}
+	}
+	return networks, groups
+}
+
+// attachStates are the list's states of want's networks and security groups in the providerSpec.
+func (p *ProviderSpec) attachStates(want attach.Attachment) (network, groups string) {
+	network = attach.AttachState(want.Networks, p.HasNetwork)
+	groups = attach.AttachState(want.SecurityGroups, p.HasSecurityGroup)
+	if len(want.Networks) > 0 && len(want.SecurityGroups) == 0 {
+		groups = attach.StateAttached // nothing asked for, nothing missing
+	}
+	return network, groups
 }
 
 // portSecurityWarnings are the warnings of the entries (in the providerSpec at field) that give

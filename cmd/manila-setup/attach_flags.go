@@ -73,6 +73,35 @@ func (a *attachFlags) resultsJSON(results []attach.Result) []resultJSON {
 	return out
 }
 
+// printResults prints what a patch did: with -o json|yaml the results and their findings;
+// else a line per object, the diffs, the warnings on standard error, and then the dry run's
+// line, or next's words of what happens to the patched objects' machines.
+func (a *attachFlags) printResults(g *GlobalOptions, streams IOStreams, results []attach.Result, next func(patched int) string) error {
+	if g.Output != outputText {
+		return printStructured(streams.Out, g.Output, a.resultsJSON(results))
+	}
+	out := streams.Out
+	patched, err := writePatchTable(out, results)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Diff != "" {
+			fmt.Fprintf(out, "\n%s", r.Diff)
+		}
+	}
+	writePatchWarnings(streams.ErrOut, results)
+	switch {
+	case a.DryRun:
+		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
+		return err
+	case patched > 0:
+		_, err := fmt.Fprint(out, "\n"+next(patched))
+		return err
+	}
+	return nil
+}
+
 // attachHelp are the words that differ between the commands.
 type attachHelp struct {
 	objects       string // "MachineSets", "NodePools", "Cluster API objects"

@@ -193,27 +193,7 @@ func (o *controlPlanePatchOptions) Run(ctx context.Context) error {
 }
 
 func (o *controlPlanePatchOptions) print(results []attach.Result) error {
-	if o.g.Output != outputText {
-		return printStructured(o.streams.Out, o.g.Output, o.resultsJSON(results))
-	}
-	out := o.streams.Out
-	patched, err := writePatchTable(out, results)
-	if err != nil {
-		return err
-	}
-	for _, r := range results {
-		if r.Diff != "" {
-			fmt.Fprintf(out, "\n%s", r.Diff)
-		}
-	}
-	writePatchWarnings(o.streams.ErrOut, results)
-	switch {
-	case o.DryRun:
-		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
-		return err
-	case patched > 0:
-		_, err := fmt.Fprintf(out, "\n%s %s patched. Follow the masters' replacement with:\n  manila-setup controlplane list\n", machinesets.ControlPlaneKind, machinesets.ControlPlaneName)
-		return err
-	}
-	return nil
+	return o.printResults(o.g, o.streams, results, func(int) string {
+		return fmt.Sprintf("%s %s patched. Follow the masters' replacement with:\n  manila-setup controlplane list\n", machinesets.ControlPlaneKind, machinesets.ControlPlaneName)
+	})
 }

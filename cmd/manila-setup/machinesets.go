@@ -420,29 +420,9 @@ func (o *machineSetsPatchOptions) invalidResults(results []attach.Result) error 
 }
 
 func (o *machineSetsPatchOptions) print(results []attach.Result) error {
-	if o.g.Output != outputText {
-		return printStructured(o.streams.Out, o.g.Output, o.resultsJSON(results))
-	}
-	out := o.streams.Out
-	patched, err := writePatchTable(out, results)
-	if err != nil {
-		return err
-	}
-	for _, r := range results {
-		if r.Diff != "" {
-			fmt.Fprintf(out, "\n%s", r.Diff)
-		}
-	}
-	writePatchWarnings(o.streams.ErrOut, results)
-	switch {
-	case o.DryRun:
-		_, err := fmt.Fprintln(out, "\nDry run: nothing was written.")
-		return err
-	case patched > 0:
-		_, err := fmt.Fprintf(out, "\n%d MachineSet(s) patched. Running machines keep their old ports until they are replaced:\n  manila-setup machinesets rollout\n", patched)
-		return err
-	}
-	return nil
+	return o.printResults(o.g, o.streams, results, func(n int) string {
+		return fmt.Sprintf("%d MachineSet(s) patched. Running machines keep their old ports until they are replaced:\n  manila-setup machinesets rollout\n", n)
+	})
 }
 
 // writePatchTable writes a line per MachineSet: name, action, what was added or why not. It

@@ -207,26 +207,7 @@ func (o *nodePoolsPatchOptions) checkMounts(ctx context.Context, dyn dynamic.Int
 }
 
 func (o *nodePoolsPatchOptions) print(results []attach.Result) error {
-	if o.g.Output != outputText {
-		return printStructured(o.streams.Out, o.g.Output, o.resultsJSON(results))
-	}
-	patched, err := writePatchTable(o.streams.Out, results)
-	if err != nil {
-		return err
-	}
-	for _, r := range results {
-		if r.Diff != "" {
-			fmt.Fprintf(o.streams.Out, "\n%s", r.Diff)
-		}
-	}
-	writePatchWarnings(o.streams.ErrOut, results)
-	switch {
-	case o.DryRun:
-		_, err := fmt.Fprintln(o.streams.Out, "\nDry run: nothing was written.")
-		return err
-	case patched > 0:
-		_, err := fmt.Fprintf(o.streams.Out, "\n%d NodePool(s) patched. The NodePool controller replaces their machines: watch `oc get nodepools -A` (condition UpdatingPlatformMachineTemplate).\n", patched)
-		return err
-	}
-	return nil
+	return o.printResults(o.g, o.streams, results, func(n int) string {
+		return fmt.Sprintf("%d NodePool(s) patched. The NodePool controller replaces their machines: watch `oc get nodepools -A` (condition UpdatingPlatformMachineTemplate).\n", n)
+	})
 }
