@@ -80,12 +80,29 @@ func (c *Controller) Enqueue() { c.queue.Add(queueKey) }
 // RequeueAfter asks for another sync after d (something the sync waits for is not cached yet).
 func (c *Controller) RequeueAfter(d time.Duration) { c.queue.AddAfter(queueKey, d) }
 
-// EventHandler enqueues a sync on every event of an informer.
+// CoalesceWindow is how long a sync waits after an event of a Node, Machine or MachineSet, so
+// that the events of a scale-up or a rollout (hundreds of Machines, each changed several times
+// as its server and Node come up) make one evaluation per window instead of one each: the
+// queue holds one key, and an event in a window already scheduled adds nothing.
+const CoalesceWindow = 2 * time.Second
+
+// EventHandler enqueues a sync on every event of an informer that changed something the cache
+// keeps; the events of Nodes and the Machine API are coalesced (CoalesceWindow).
 func (c *Controller) EventHandler() cache.ResourceEventHandler {
-	enqueue := func(any) { c.Enqueue() }
+	enqueue := func(obj any) {
+		if burstProne(obj) {
+			c.queue.AddAfter(queueKey, CoalesceWindow)
+			return
+		}
+		c.Enqueue()
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			if !unchanged(old, obj) {
+				enqueue(obj)
+			}
+		},
 		DeleteFunc: enqueue,
 	}
 }
