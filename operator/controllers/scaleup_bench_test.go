@@ -114,7 +114,7 @@ func benchCaches(t testing.TB, transform func(any) (any, error)) (machines, sets
 	for i := 0; i < benchNodes; i++ {
 		nodes = append(nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ostest-8x2kq-worker-0-%05d", i), Labels: map[string]string{"node-role.kubernetes.io/worker": ""}},
-			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.196.%d.%d", i/250, i%250+2)}}},
+			Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.196.%d.%d", i/250, i%250+2)}}},
 		})
 	}
 	return machines, sets, nodes
