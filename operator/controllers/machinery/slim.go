@@ -1,6 +1,7 @@
 package machinery
 
 import (
+	"net/netip"
 	"reflect"
 
 	"github.com/manila-setup/manila-setup/attach/record"
@@ -23,7 +24,6 @@ import (
 // kept apart (SlimMachineAPI).
 var machineAPIPaths = [][]string{
 	{"status", "nodeRef"},
-	{"status", "addresses"},
 	{"status", "phase"},
 	{"status", "errorReason"},
 	{"status", "errorMessage"},
@@ -42,7 +42,8 @@ var providerSpecKeys = []string{"networks", "ports", "securityGroups"}
 
 // SlimMachineAPI, the transform of the MachineSet and Machine informers, keeps of a MachineSet or Machine its identity (name, namespace, uid,
 // resourceVersion, owners, deletion), manila-setup's attachment record (the only annotation
-// read), the providerSpec's networks, ports and security groups, and machineAPIPaths.
+// read), the providerSpec's networks, ports and security groups, the addresses that are IPs,
+// and machineAPIPaths.
 // Anything but an *unstructured.Unstructured (a tombstone) passes unchanged.
 func SlimMachineAPI(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
@@ -79,12 +80,33 @@ func SlimMachineAPI(obj any) (any, error) {
 		}
 		_ = unstructured.SetNestedField(slim.Object, kept, path...)
 	}
+	if addrs := ipAddresses(u.Object); addrs != nil {
+		_ = unstructured.SetNestedField(slim.Object, addrs, "status", "addresses")
+	}
 	for _, path := range machineAPIPaths {
 		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...); found {
 			_ = unstructured.SetNestedField(slim.Object, v, path...)
 		}
 	}
 	return slim, nil
+}
+
+// ipAddresses are the entries of a Machine's status.addresses that hold an IP address: the
+// rules look for the addresses in a subnet, and skip the Hostname and InternalDNS entries the
+// provider adds beside them.
+func ipAddresses(obj map[string]any) []any {
+	all, _, _ := unstructured.NestedFieldNoCopy(obj, "status", "addresses")
+	list, _ := all.([]any)
+	var out []any
+	for _, a := range list {
+		m, _ := a.(map[string]any)
+		if s, _ := m["address"].(string); s != "" {
+			if _, err := netip.ParseAddr(s); err == nil {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // unchanged tells an update event that changed nothing the cache keeps but the resourceVersion:

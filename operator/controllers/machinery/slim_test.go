@@ -25,7 +25,7 @@ func machine(rv string, extra map[string]any) *unstructured.Unstructured {
 			"networks": []any{map[string]any{"uuid": "n1"}}, "ports": []any{map[string]any{"networkID": "n2"}},
 			"securityGroups": []any{map[string]any{"name": "worker"}}}}},
 		"status": map[string]any{"phase": "Running", "nodeRef": map[string]any{"name": "w-0"},
-			"addresses":      []any{map[string]any{"type": "InternalIP", "address": "10.0.0.5"}},
+			"addresses":      []any{map[string]any{"type": "InternalIP", "address": "10.0.0.5"}, map[string]any{"type": "Hostname", "address": "w-0"}},
 			"providerStatus": map[string]any{"instanceState": "ACTIVE"}, "conditions": []any{map[string]any{"type": "InstanceExists"}}},
 	}}
 	for k, v := range extra {
