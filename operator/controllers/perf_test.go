@@ -91,7 +91,14 @@ func procStat(pid int) (rssKiB int64, cpuSeconds float64) {
 	}
 	s, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	str := string(s)
-	f := strings.Fields(str[strings.LastIndexByte(str, ')')+2:])
+	i := strings.LastIndexByte(str, ')')
+	if i < 0 || i+2 > len(str) {
+		return rssKiB, 0 // the process is gone
+	}
+	f := strings.Fields(str[i+2:])
+	if len(f) < 13 {
+		return rssKiB, 0
+	}
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return rssKiB, (ut + st) / 100
