@@ -11,17 +11,16 @@ package controllers
 //
 //   KUBEBUILDER_ASSETS=... go test -tags 'integration perf' -run TestPerformanceMachines -timeout 40m -v ./operator/controllers/
 //
-// PERF_BINARY runs that operator binary instead of building this tree's; PERF_PROFILES names a
-// folder for the heap profiles (start, steady, burst, after). It reports; it asserts no time.
+// PERF_BINARY runs that operator binary instead of building this tree's, PERF_ENV adds to its
+// environment (startPerfOperator); PERF_PROFILES names a folder for the heap profiles (start,
+// steady, burst, after). It reports; it asserts no time.
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,46 +68,8 @@ func TestPerformanceMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dir := t.TempDir()
-	bin := os.Getenv("PERF_BINARY")
-	if bin == "" {
-		bin = filepath.Join(dir, "manila-setup-operator")
-		if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/manila-setup-operator").CombinedOutput(); err != nil {
-			t.Fatalf("building: %v\n%s", err, out)
-		}
-	}
-	kubeconfig, err := sim.KubeconfigFor(dir, "system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The user's name (system:serviceaccount:...) has colons, which a kubeconfig path list splits at.
-	plain := filepath.Join(dir, "operator.kubeconfig")
-	if err := os.Rename(kubeconfig, plain); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig = plain
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "start", "--kubeconfig", kubeconfig, "--health-address", addr, "--namespace", testNS, "--profiling")
-	cmd.Env = append(os.Environ(), "POD_NAME=perf")
-	for k, p := range testImages.ImageEnv() {
-		cmd.Env = append(cmd.Env, k+"="+*p)
-	}
-	logPath := filepath.Join(dir, "operator.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	pid := cmd.Process.Pid
+	op := startPerfOperator(t, ctx, sim)
+	addr, logPath, pid := op.addr, op.logPath, op.cmd.Process.Pid
 
 	poll := func(what string, timeout time.Duration, f func() bool) {
 		t.Helper()
@@ -117,10 +78,6 @@ func TestPerformanceMachines(t *testing.T) {
 			t.Fatalf("%s: not within %s\n%s", what, timeout, tail(string(b), 30))
 		}
 	}
-	poll("the operator's controllers", 2*time.Minute, func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), " controllers (namespace")
-	})
 	profiles := os.Getenv("PERF_PROFILES")
 	heap := func(name string) {
 		if profiles == "" {

@@ -128,13 +128,17 @@ func benchStorage() *storageNetworks {
 	}}}}
 }
 
+// benchForms are the two forms of the Machine cache: as the list and watch give the Machines,
+// and through the informers' transform.
+var benchForms = []struct {
+	name      string
+	transform func(any) (any, error)
+}{{"as-listed", nil}, {"slimmed", machinery.SlimMachineAPI}}
+
 // BenchmarkScaleUpCache: the heap the Machine cache holds after the scale-up (MiB-held), and
 // what building it allocates, as listed and through the informers' transform.
 func BenchmarkScaleUpCache(b *testing.B) {
-	for _, c := range []struct {
-		name      string
-		transform func(any) (any, error)
-	}{{"as-listed", nil}, {"slimmed", machinery.SlimMachineAPI}} {
+	for _, c := range benchForms {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var held float64
@@ -156,10 +160,7 @@ func BenchmarkScaleUpCache(b *testing.B) {
 
 // BenchmarkScaleUpEvaluation: one evaluation of the rules over the caches of the scale-up.
 func BenchmarkScaleUpEvaluation(b *testing.B) {
-	for _, c := range []struct {
-		name      string
-		transform func(any) (any, error)
-	}{{"as-listed", nil}, {"slimmed", machinery.SlimMachineAPI}} {
+	for _, c := range benchForms {
 		b.Run(c.name, func(b *testing.B) {
 			machines, sets, nodes := benchCaches(b, c.transform)
 			storage := benchStorage()
