@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/attach/inuse"
 )
 
 // hostedTimeout bounds each request to a hosted cluster's API: an endpoint this machine cannot
@@ -33,7 +34,7 @@ type Unseen struct {
 }
 
 // HostedMounts finds, in the hosted cluster of each pool, the pods on the pool's nodes (label
-// hypershift.openshift.io/nodePool=NAME) that use a Manila volume (attach.ManilaMounts). The
+// hypershift.openshift.io/nodePool=NAME) that use a Manila volume (inuse.ManilaMounts). The
 // hosted cluster is read with the admin kubeconfig HyperShift keeps on the management cluster:
 // the Secret that the HostedCluster's status.kubeconfig names, in its namespace, key
 // "kubeconfig". A pool whose hosted cluster cannot be read is returned as unseen, with the
@@ -65,7 +66,7 @@ func HostedMounts(ctx context.Context, dyn dynamic.Interface, pools []Pool) (mou
 		for i, n := range nodes.Items {
 			names[i] = n.Name
 		}
-		found, err := attach.ManilaMounts(ctx, kube, names)
+		found, err := inuse.ManilaMounts(ctx, kube, names)
 		if err != nil {
 			unseen = append(unseen, Unseen{Pool: p, Reason: fmt.Sprintf("in HostedCluster %s: %v", key, err)})
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/attach/inuse"
 	"github.com/manila-setup/manila-setup/clusterapi"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
@@ -137,7 +138,7 @@ func (c Cluster) RemovalRisk(ctx context.Context, r Removal) (RemovalRisk, error
 	if len(nodes) > 0 {
 		slices.Sort(nodes)
 		nodes = slices.Compact(nodes)
-		mounts, err := attach.ManilaMounts(ctx, c.Kube, nodes)
+		mounts, err := inuse.ManilaMounts(ctx, c.Kube, nodes)
 		if err != nil {
 			return risk, err
 		}

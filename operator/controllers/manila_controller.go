@@ -300,6 +300,19 @@ func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]opera
 	if err := src.Detect(ctx); err != nil {
 		return nil, err
 	}
+	// Discovery (networks, subnets, shares, share networks: Neutron's and Manila's answers)
+	// runs beside the share type list rather than after it: the StorageClasses' nfs-shareClient
+	// waits for both, and the first class is written as soon as both answered.
+	discovered := func() {}
+	if c.storage.due(src, discoveryEvery*c.resync) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.discover(src)
+		}()
+		discovered = func() { <-done }
+	}
+	defer discovered()
 	types, err := src.ShareTypes(ctx)
 	if err != nil {
 		return nil, err
@@ -319,20 +332,22 @@ func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]opera
 	c.mu.Lock()
 	c.lastNets, c.lastNetErr = nets, netErr
 	c.mu.Unlock()
-	if c.storage.due(src, discoveryEvery*c.resync) {
-		dctx, cancel := context.WithTimeout(context.Background(), 3*c.openStackTimeout)
-		found, err := src.Discover(dctx)
-		cancel()
-		c.storage.discovered(src, found, err)
-		if err != nil {
-			klog.Infof("discovering the storage network: %v", err)
-		} else {
-			for _, cand := range found.Candidates {
-				klog.V(2).Infof("storage network candidate %s: score %d, %s confidence", cand.Network.Label(), cand.Score, cand.Confidence)
-			}
-		}
-	}
 	return types, nil
+}
+
+// discover runs discovery of the storage network and records what it found.
+func (c *manilaController) discover(src ManilaSource) {
+	dctx, cancel := context.WithTimeout(context.Background(), 3*c.openStackTimeout)
+	found, err := src.Discover(dctx)
+	cancel()
+	c.storage.discovered(src, found, err)
+	if err != nil {
+		klog.Infof("discovering the storage network: %v", err)
+		return
+	}
+	for _, cand := range found.Candidates {
+		klog.V(2).Infof("storage network candidate %s: score %d, %s confidence", cand.Network.Label(), cand.Score, cand.Confidence)
+	}
 }
 
 // noteTransition logs and records an event when the Manila state changes (not every resync).

@@ -91,10 +91,78 @@ func procStat(pid int) (rssKiB int64, cpuSeconds float64) {
 	}
 	s, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	str := string(s)
-	f := strings.Fields(str[strings.LastIndexByte(str, ')')+2:])
+	i := strings.LastIndexByte(str, ')')
+	if i < 0 || i+2 > len(str) {
+		return rssKiB, 0 // the process is gone
+	}
+	f := strings.Fields(str[i+2:])
+	if len(f) < 13 {
+		return rssKiB, 0
+	}
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return rssKiB, (ut + st) / 100
+}
+
+// perfOperator is the operator binary a performance test runs.
+type perfOperator struct {
+	dir, bin, addr, logPath string
+	cmd                     *exec.Cmd
+}
+
+// startPerfOperator runs the operator binary (PERF_BINARY, else this tree's, built) as its
+// ServiceAccount on sim, with metrics and profiling on a loopback port and PERF_ENV added to its
+// environment (e.g. "GOMEMLIMIT=off GOGC=50"), and returns once its controllers started,
+// before the ClusterCSIDriver exists. It is stopped when the test ends.
+func startPerfOperator(t *testing.T, ctx context.Context, sim *testenv.SimCluster) *perfOperator {
+	t.Helper()
+	op := &perfOperator{dir: t.TempDir(), bin: os.Getenv("PERF_BINARY")}
+	if op.bin == "" {
+		op.bin = filepath.Join(op.dir, "manila-setup-operator")
+		if out, err := exec.Command("go", "build", "-o", op.bin, "../../cmd/manila-setup-operator").CombinedOutput(); err != nil {
+			t.Fatalf("building: %v\n%s", err, out)
+		}
+	}
+	kubeconfig, err := sim.KubeconfigFor(op.dir, "system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user's name (system:serviceaccount:...) has colons, which a kubeconfig path list splits at.
+	plain := filepath.Join(op.dir, "operator.kubeconfig")
+	if err := os.Rename(kubeconfig, plain); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.addr = ln.Addr().String()
+	ln.Close()
+	op.cmd = exec.Command(op.bin, "start", "--kubeconfig", plain, "--health-address", op.addr, "--namespace", testNS, "--profiling")
+	op.cmd.Env = append(os.Environ(), "POD_NAME=perf")
+	op.cmd.Env = append(op.cmd.Env, strings.Fields(os.Getenv("PERF_ENV"))...)
+	for k, p := range testImages.ImageEnv() {
+		op.cmd.Env = append(op.cmd.Env, k+"="+*p)
+	}
+	op.logPath = filepath.Join(op.dir, "operator.log")
+	logf, err := os.Create(op.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.cmd.Stdout, op.cmd.Stderr = logf, logf
+	if err := op.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.cmd.Process.Signal(os.Interrupt); _ = op.cmd.Wait() })
+	// Leader election done and the controllers started.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		b, _ := os.ReadFile(op.logPath)
+		return strings.Contains(string(b), " controllers (namespace"), nil
+	}); err != nil {
+		b, _ := os.ReadFile(op.logPath)
+		t.Fatalf("the operator did not start its controllers:\n%s", tail(string(b), 30))
+	}
+	return op
 }
 
 func TestPerformance(t *testing.T) {
@@ -142,40 +210,8 @@ func TestPerformance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "manila-setup-operator")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/manila-setup-operator").CombinedOutput(); err != nil {
-		t.Fatalf("building: %v\n%s", err, out)
-	}
-	kubeconfig, err := sim.KubeconfigFor(dir, "system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "start", "--kubeconfig", kubeconfig, "--health-address", addr, "--namespace", testNS, "--profiling")
-	cmd.Env = append(os.Environ(), "POD_NAME=perf")
-	// PERF_ENV adds variables to the operator's environment, e.g. "GOMEMLIMIT=off GOGC=50".
-	cmd.Env = append(cmd.Env, strings.Fields(os.Getenv("PERF_ENV"))...)
-	im := testImages
-	for k, p := range im.ImageEnv() {
-		cmd.Env = append(cmd.Env, k+"="+*p)
-	}
-	logf, _ := os.Create(filepath.Join(dir, "operator.log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	// Leader election done and the controllers started, before the CR exists.
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		b, _ := os.ReadFile(logf.Name())
-		return strings.Contains(string(b), " controllers (namespace"), nil
-	}); err != nil {
-		b, _ := os.ReadFile(logf.Name())
-		t.Fatalf("the operator did not start its controllers:\n%s", b)
-	}
+	op := startPerfOperator(t, ctx, sim)
+	dir, bin, addr, cmd := op.dir, op.bin, op.addr, op.cmd
 
 	// The measure starts when the ClusterCSIDriver is created, as in the reference.
 	crStart := time.Now()

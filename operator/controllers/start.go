@@ -232,7 +232,7 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		common = []cache.SharedIndexInformer{inf.Self, inf.ClusterCSIDriver, inf.CSIDrivers}
 	}
 	guard := &platformGuard{}
-	loop := machinery.Loop{Resync: cfg.Resync, Gate: guard.allows(cfg.Mode), Common: common}
+	loop := machinery.Loop{Resync: cfg.Resync, Gate: guard.allows(cfg.Mode), Common: common, Events: machinery.NewEvents()}
 	writer := machinery.NewWriter(kube, inf, machinery.WriterOptions{Namespace: cfg.Namespace, FieldManager: p.fieldManager, Recorder: recorder, Kinds: p.writes})
 	status := machinery.NewStatusWriter(self, target)
 	ops := operands{

@@ -23,7 +23,7 @@ import (
 )
 
 // manilaPod puts on node a pod that uses a claim bound to a Manila PersistentVolume, as
-// attach.ManilaMounts finds them (the claim itself is not read).
+// inuse.ManilaMounts finds them (the claim itself is not read).
 func manilaPod(t *testing.T, ctx context.Context, c *testenv.SimCluster, node string) {
 	t.Helper()
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "manila-pv"}, Spec: corev1.PersistentVolumeSpec{

@@ -157,6 +157,7 @@ func NewInformers(k *Clients, namespace string, self *CustomResource) *Informers
 	}
 	s.Nodes = s.slimNodes(k.Core)
 	s.CRDs = s.metadataOnly(CRDGVR)
+	s.startWithCRD(machineAPICRDs)
 
 	l := &s.listers
 	l.ServiceAccounts = corelisters.NewServiceAccountLister(s.ServiceAccounts.GetIndexer())
@@ -267,7 +268,11 @@ func (s *Informers) newDynamic(gvr schema.GroupVersionResource, namespace string
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, namespaceIndexers)
-	_ = inf.SetTransform(stripManagedFields)
+	if gvr == MachineSetGVR || gvr == MachineGVR {
+		_ = inf.SetTransform(SlimMachineAPI)
+	} else {
+		_ = inf.SetTransform(stripManagedFields)
+	}
 	return inf
 }
 
@@ -297,6 +302,26 @@ func stripManagedFields(obj any) (any, error) {
 	}
 	m.SetManagedFields(managers)
 	return obj, nil
+}
+
+// machineAPICRDs are the CRDs whose resources the StorageClasses' nfs-shareClient is read from.
+var machineAPICRDs = map[string]schema.GroupVersionResource{
+	"machinesets.machine.openshift.io": MachineSetGVR,
+	"machines.machine.openshift.io":    MachineGVR,
+}
+
+// startWithCRD creates (and, once Run was called, starts) the informer of each resource as soon
+// as its CRD is seen, instead of at its first use: the first StorageClass waits for the
+// MachineSets and Machines to be cached, and their lists then run beside the first question to
+// Manila instead of after it.
+func (s *Informers) startWithCRD(gvrs map[string]schema.GroupVersionResource) {
+	_, _ = s.CRDs.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if m, ok := obj.(metav1.Object); ok {
+			if gvr, ok := gvrs[m.GetName()]; ok {
+				s.Dynamic(gvr)
+			}
+		}
+	}})
 }
 
 // Dynamic returns the informer of a resource whose CRD may appear at run time, creating and

@@ -1,4 +1,4 @@
-package attach
+package inuse
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/manila-setup/manila-setup/attach"
 )
 
 func pv(name, driver, ns, claim string) *corev1.PersistentVolume {
@@ -31,8 +33,8 @@ func claimVolume(claim string) corev1.Volume {
 // PersistentVolume (directly or as a generic ephemeral volume), count.
 func TestManilaMounts(t *testing.T) {
 	kube := fake.NewClientset(
-		pv("pv-manila", ManilaDriver, "apps", "data"),
-		pv("pv-eph", ManilaDriver, "apps", "eph-v"),
+		pv("pv-manila", attach.ManilaDriver, "apps", "data"),
+		pv("pv-eph", attach.ManilaDriver, "apps", "eph-v"),
 		pv("pv-cinder", "cinder.csi.openstack.org", "apps", "block"),
 		podOn("app", "n1", corev1.PodRunning, claimVolume("data")),
 		podOn("eph", "n1", corev1.PodRunning, corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}),
@@ -69,8 +71,8 @@ func TestManilaMounts(t *testing.T) {
 	if strings.Join(got, "|") != want {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "|"), want)
 	}
-	err = &MountedError{Mounts: mounts}
-	var mounted *MountedError
+	err = &attach.MountedError{Mounts: mounts}
+	var mounted *attach.MountedError
 	if !errors.As(err, &mounted) || !strings.Contains(err.Error(), "1 node(s)") || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Errorf("refusal: %v", err)
 	}
