@@ -155,6 +155,15 @@ func TestUserGuideSamples(t *testing.T) {
 	// After the attach: the list, then the claim of the guide, as its YAML says, provisioned by the
 	// real driver.
 	got["machinesets-list"] = g.cli(0, "manila-setup machinesets list")
+	// The operator follows the Machines a moment after the wizard ends (it coalesces their events):
+	// the guide's claim is of the settled class, which admits the storage subnet only.
+	storageSubnet := cloud.Seed.Subnets["storage-subnet"].CIDR
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		sc, err := kc.StorageV1().StorageClasses().Get(ctx, "csi-manila-default", metav1.GetOptions{})
+		return err == nil && sc.Parameters["nfs-shareClient"] == storageSubnet, nil
+	}); err != nil {
+		t.Fatalf("StorageClass csi-manila-default never admitted the storage subnet %s only after the rollout: %v", storageSubnet, err)
+	}
 	claim, share := g.claimFromGuide(ctx, kc, lines)
 	got["claim"] = claim
 	got["share"] = share
