@@ -30,14 +30,14 @@ import (
 // servers are gone. After `clusterapi patch --remove --force` and `clusterapi rollout`, every Machine is
 // new again and no port is left on the storage network, the old servers' included.
 func TestClusterAPIOnRealServers(t *testing.T) {
-	cloud := testenv.NewCloud(t)
+	cloud := testenv.NewCloudParallel(t)
 	storage, nfs := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
 	if storage == "" || nfs == "" {
 		t.Fatalf("the loopback cloud's seed has no storage network or nfs group: %v %v", cloud.Seed.Networks, cloud.Seed.SecurityGroups)
 	}
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{})
 	env := capireal.Start(t, sim, cloud)
-	t.Setenv("KUBECONFIG", sim.Kubeconfig)
+	at := cliAt{kubeconfig: sim.Kubeconfig, cloudsFile: cloud.CloudsFile, cloud: testenv.CloudDemo}
 	md, ms := env.Name("md"), env.Name("ms")
 	mdSel, msSel := capireal.DeploymentLabel+"="+md, capireal.SetLabel+"="+ms
 
@@ -55,12 +55,12 @@ func TestClusterAPIOnRealServers(t *testing.T) {
 
 	// Attach: the command's own code path, with the cloud to decide port security.
 	start = time.Now()
-	cli(t, exitOK, "clusterapi", "patch", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
+	at.must(t, exitOK, "clusterapi", "patch", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
 	mdTemplate, msTemplate := templateOf(t, env, capireal.MachineDeploymentGVR, md), templateOf(t, env, capireal.MachineSetGVR, ms)
 	if !strings.HasPrefix(mdTemplate, md+"-manila-") || !strings.HasPrefix(msTemplate, ms+"-manila-") {
 		t.Fatalf("after clusterapi patch the deployment makes its Machines from %s and the set from %s", mdTemplate, msTemplate)
 	}
-	out := cli(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "4m")
+	out := at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "4m")
 	if !regexpMatch(ms+`\s+1/1 replaced\s+done`, out) {
 		t.Errorf("clusterapi rollout does not say it replaced the Machine of %s:\n%s", ms, out)
 	}
@@ -92,9 +92,9 @@ func TestClusterAPIOnRealServers(t *testing.T) {
 	// Detach.
 	start = time.Now()
 	// --force: the command does not read a workload cluster's pods (it refuses without it).
-	cli(t, exitOK, "clusterapi", "patch", "--remove", "--force", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
+	at.must(t, exitOK, "clusterapi", "patch", "--remove", "--force", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
 	mdTemplate, msTemplate = templateOf(t, env, capireal.MachineDeploymentGVR, md), templateOf(t, env, capireal.MachineSetGVR, ms)
-	cli(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "4m")
+	at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "4m")
 	third := append(env.WaitMachines(t, mdSel, 2, is(mdTemplate), capireal.WaitTimeout()), env.WaitMachines(t, msSel, 1, is(msTemplate), capireal.WaitTimeout())...)
 	t.Logf("remove + rollout: 3 new Machines Running without the storage port %s after the removal", time.Since(start).Round(100*time.Millisecond))
 	for _, m := range third {
@@ -119,16 +119,6 @@ func TestClusterAPIOnRealServers(t *testing.T) {
 			t.Errorf("port %s (%q) of server %s is still on the storage network after the removal", p.ID, p.Description, p.DeviceID)
 		}
 	}
-}
-
-// cli runs the command and fails the test unless it exits with want; it returns its output.
-func cli(t *testing.T, want int, args ...string) string {
-	t.Helper()
-	code, out, errOut := runCLI(t, args...)
-	if code != want {
-		t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
-	}
-	return out + errOut
 }
 
 func is(template string) func(string) bool { return func(s string) bool { return s == template } }

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
@@ -33,27 +32,9 @@ import (
 func TestControlPlanePatchRollsRealMasters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cloud := testenv.NewCloud(t)
-	p := ostest.NewProject(t, cloud, "compact")
-	t.Setenv("OS_CLIENT_CONFIG_FILE", p.CloudsFile)
-	t.Setenv("OS_CLOUD", ostest.CloudName)
-	sim := testenv.NewSimCluster(t, testenv.SimOptions{})
-	t.Setenv("KUBECONFIG", sim.Kubeconfig)
 	start := time.Now()
-	cl, err := machineapi.InstallerShaped(ctx, sim, machineapi.ClusterOptions{CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, Compact: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cl.Stop(); err != nil {
-			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
-		}
-	})
+	p, sim, cl, mc, cli := realMachinesCluster(t, ctx, "compact", machineapi.ClusterOptions{Compact: true})
 	t.Logf("compact cluster: 3 masters Ready in %s", time.Since(start).Round(time.Second))
-	mc, err := machineclient.NewForConfig(sim.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := masterNames(t, ctx, mc)
 	storage := p.CreateNetworkWith("cp-storage", nil, map[string]any{"cidr": "10.77.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})
 	nfs := p.CreateSecurityGroup("cp-nfs", true)
@@ -78,7 +59,7 @@ func TestControlPlanePatchRollsRealMasters(t *testing.T) {
 		}
 	}()
 	// The storage network has no Manila export here: --force.
-	code, out, errOut := runCLI(t, "controlplane", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
+	code, out, errOut := cli.run(t, "controlplane", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
 	if code != exitOK || !strings.Contains(out, "controlplanemachineset/cluster  patched") {
 		t.Fatalf("controlplane patch: exit %d\n%s%s", code, out, errOut)
 	}
@@ -94,7 +75,7 @@ func TestControlPlanePatchRollsRealMasters(t *testing.T) {
 	if seen[0] < 2 || seen[1] > 1 {
 		t.Errorf("during the rollout: %d Ready masters at the fewest (want 2 or more), %d replacements at once (want 1 at most)", seen[0], seen[1])
 	}
-	code, out, errOut = runCLI(t, "controlplane", "list")
+	code, out, errOut = cli.run(t, "controlplane", "list")
 	if code != exitOK || !strings.Contains(out, "attached") || !strings.Contains(out, "3/3") {
 		t.Errorf("controlplane list after the rollout: exit %d\n%s%s", code, out, errOut)
 	}

@@ -27,18 +27,42 @@ import (
 	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
 )
 
-// realMachinesCluster is an installer-shaped cluster whose workers are real servers of a project
-// of its own, made by the real Machine API (test/testenv/machineapi); the commands find the
-// cluster (KUBECONFIG) and the project (OS_CLIENT_CONFIG_FILE, OS_CLOUD).
-func realMachinesCluster(t *testing.T, ctx context.Context, prefix string, workers int32) (*ostest.Project, *testenv.SimCluster, *machineapi.Cluster, machineclient.Interface) {
+// cliAt runs the command tree against one cluster and one cloud named by flags rather than by
+// the environment: the tests on real servers each have their own and run side by side
+// (t.Parallel), where t.Setenv is refused.
+type cliAt struct{ kubeconfig, cloudsFile, cloud string }
+
+func (c cliAt) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cloud := testenv.NewCloud(t)
+	flags := []string{"--kubeconfig=" + c.kubeconfig, "--os-client-config-file=" + c.cloudsFile, "--os-cloud=" + c.cloud}
+	return runCLI(t, append(flags, args...)...)
+}
+
+// must runs the command and fails the test unless it exits with want; it returns its output.
+func (c cliAt) must(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	code, out, errOut := c.run(t, args...)
+	if code != want {
+		t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
+	}
+	return out + errOut
+}
+
+// realMachinesCluster is an installer-shaped cluster whose workers are real servers of a project
+// of its own, made by the real Machine API (test/testenv/machineapi), beside the other such
+// tests; the commands find the cluster and the project through the returned cliAt.
+func realMachinesCluster(t *testing.T, ctx context.Context, prefix string, opts machineapi.ClusterOptions) (*ostest.Project, *testenv.SimCluster, *machineapi.Cluster, machineclient.Interface, cliAt) {
+	t.Helper()
+	cloud := testenv.NewCloudParallel(t)
 	p := ostest.NewProject(t, cloud, prefix)
-	t.Setenv("OS_CLIENT_CONFIG_FILE", p.CloudsFile)
-	t.Setenv("OS_CLOUD", ostest.CloudName)
-	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 1})
-	t.Setenv("KUBECONFIG", sim.Kubeconfig)
-	cl, err := machineapi.InstallerShaped(ctx, sim, machineapi.ClusterOptions{CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, Workers: workers})
+	// A compact cluster's masters are its Machines; otherwise one control-plane Node stands apart.
+	simOpts := testenv.SimOptions{ControlPlaneNodes: 1}
+	if opts.Compact {
+		simOpts.ControlPlaneNodes = 0
+	}
+	sim := testenv.NewSimCluster(t, simOpts)
+	opts.CloudsFile, opts.Cloud = p.CloudsFile, ostest.CloudName
+	cl, err := machineapi.InstallerShaped(ctx, sim, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +76,7 @@ func realMachinesCluster(t *testing.T, ctx context.Context, prefix string, worke
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, sim, cl, mc
+	return p, sim, cl, mc, cliAt{kubeconfig: sim.Kubeconfig, cloudsFile: p.CloudsFile, cloud: ostest.CloudName}
 }
 
 // serverPorts are the Neutron ports of the server of a Machine, by its providerID.
@@ -90,7 +114,7 @@ func serverPorts(t *testing.T, ctx context.Context, cl *machineapi.Cluster, m ma
 func TestRealMachinesTakeTheStorageNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()
-	p, sim, cl, mc := realMachinesCluster(t, ctx, "realmachines", 2)
+	p, sim, cl, mc, cli := realMachinesCluster(t, ctx, "realmachines", machineapi.ClusterOptions{Workers: 2})
 	storage := p.CreateNetworkWith("rm-storage", nil, map[string]any{"cidr": "10.78.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})
 	nfs := p.CreateSecurityGroup("rm-nfs", true)
 	set := cl.MachineSet
@@ -98,12 +122,12 @@ func TestRealMachinesTakeTheStorageNetwork(t *testing.T) {
 	rollFlags := []string{"--poll-interval", "1s", "--timeout", "8m"}
 
 	// The storage network has no Manila export here: --force.
-	code, out, errOut := runCLI(t, "machinesets", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
+	code, out, errOut := cli.run(t, "machinesets", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
 	if code != 0 || !strings.Contains(out, "added network "+storage.ID) {
 		t.Fatalf("patch: exit %d\n%s%s", code, out, errOut)
 	}
 	start := time.Now()
-	code, out, errOut = runCLI(t, append([]string{"machinesets", "rollout"}, rollFlags...)...)
+	code, out, errOut = cli.run(t, append([]string{"machinesets", "rollout"}, rollFlags...)...)
 	if code != 0 || !strings.Contains(out, set+"  2/2 replaced  done") {
 		t.Fatalf("rollout: exit %d\n%s%s\nmachine-api-openstack log:\n%s", code, out, errOut, cl.Log(30))
 	}
@@ -176,11 +200,11 @@ func TestRealMachinesTakeTheStorageNetwork(t *testing.T) {
 	}
 
 	// --remove, then a rollout: no port of the cluster is left on the storage network.
-	code, out, errOut = runCLI(t, "machinesets", "patch", "--remove")
+	code, out, errOut = cli.run(t, "machinesets", "patch", "--remove")
 	if code != 0 || !strings.Contains(out, "removed network "+storage.ID) {
 		t.Fatalf("patch --remove: exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, errOut = runCLI(t, append([]string{"machinesets", "rollout"}, rollFlags...)...)
+	code, out, errOut = cli.run(t, append([]string{"machinesets", "rollout"}, rollFlags...)...)
 	if code != 0 || !strings.Contains(out, set+"  2/2 replaced  done") {
 		t.Fatalf("rollout after --remove: exit %d\n%s%s\nmachine-api-openstack log:\n%s", code, out, errOut, cl.Log(30))
 	}
@@ -257,7 +281,7 @@ func firstNodeIP(n *corev1.Node) string {
 func TestRealMachinesNeutronRefusalStopsTheRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	p, sim, cl, mc := realMachinesCluster(t, ctx, "rmrefusal", 1)
+	p, sim, cl, mc, cli := realMachinesCluster(t, ctx, "rmrefusal", machineapi.ClusterOptions{Workers: 1})
 	storage := p.CreateNetworkWith("rm-refused", nil, map[string]any{"cidr": "10.79.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})
 	nfs := p.CreateSecurityGroup("rm-refused-nfs", true)
 	set := cl.MachineSet
@@ -267,7 +291,7 @@ func TestRealMachinesNeutronRefusalStopsTheRollout(t *testing.T) {
 	}
 	oldServer, _ := serverPorts(t, ctx, cl, old[0])
 
-	code, out, errOut := runCLI(t, "machinesets", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
+	code, out, errOut := cli.run(t, "machinesets", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
 	if code != 0 {
 		t.Fatalf("patch: exit %d\n%s%s", code, out, errOut)
 	}
@@ -279,7 +303,7 @@ func TestRealMachinesNeutronRefusalStopsTheRollout(t *testing.T) {
 	}
 	// The timeout is far: the rollout stops on the repeated refusal, with Neutron's words.
 	start := time.Now()
-	code, out, errOut = runCLI(t, "machinesets", "rollout", "--poll-interval", "1s", "--timeout", "8m")
+	code, out, errOut = cli.run(t, "machinesets", "rollout", "--poll-interval", "1s", "--timeout", "8m")
 	if code == 0 || !strings.Contains(out+errOut, "was refused each time (phase Provisioning)") || !strings.Contains(out+errOut, "Port security must be enabled") {
 		t.Fatalf("rollout: exit %d, want it stopped on the new Machine with Neutron's refusal\n%s%s\nmachine-api-openstack log:\n%s", code, out, errOut, cl.Log(30))
 	}

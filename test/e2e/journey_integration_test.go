@@ -72,9 +72,10 @@ func TestWholeJourney(t *testing.T) { wholeJourney(t, platform.ModeDriver) }
 func TestWholeJourneyBesideThePlatform(t *testing.T) { wholeJourney(t, platform.ModeCompanion) }
 
 func wholeJourney(t *testing.T, mode platform.Mode) {
+	// The two journeys run side by side: each has a project, a cluster and servers of its own.
+	cloud := testenv.NewCloudParallel(t)
 	t0 := time.Now()
 	companion := mode == platform.ModeCompanion
-	cloud := testenv.NewCloud(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// The cluster's tenant: a project of its own, so its installer-made network and servers stay

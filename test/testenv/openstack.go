@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -90,6 +91,28 @@ func NewCloud(t testing.TB) *Cloud {
 	t.Setenv("OS_CLOUD", CloudDemo)
 	return c
 }
+
+// NewCloudParallel is NewCloud for a test that runs beside others: it calls t.Parallel, where
+// t.Setenv is refused, and points OS_CLIENT_CONFIG_FILE and OS_CLOUD at the cloud for the rest of
+// the test binary instead. Every test of a run shares this one cloud, so the values are the same
+// whoever sets them; a parallel test starts only once the package's other tests have ended, so
+// none of them sees the change. What differs between parallel tests (their project's clouds.yaml,
+// their cluster) they pass as options and flags, never through the environment.
+func NewCloudParallel(t *testing.T) *Cloud {
+	t.Helper()
+	t.Parallel()
+	c, err := LoadCloud()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloudEnvOnce.Do(func() {
+		_ = os.Setenv("OS_CLIENT_CONFIG_FILE", c.CloudsFile)
+		_ = os.Setenv("OS_CLOUD", CloudDemo)
+	})
+	return c
+}
+
+var cloudEnvOnce sync.Once
 
 // Connect authenticates as the named cloud of the clouds.yaml that OS_CLIENT_CONFIG_FILE points
 // at (NewCloud sets it), exactly as a user of the CLI would, and returns the provider client and

@@ -6,7 +6,8 @@
 // provisioned cluster on a pre-made network (the loopback cloud's tenant network; managed
 // security groups, bastion and API load balancer off), the Secrets they read (clouds.yaml,
 // the workload cluster's kubeconfig, bootstrap data), an image in Glance, and a kubelet's part:
-// a kwok Node for each ACTIVE server, with its providerID and addresses.
+// a kwok Node for each ACTIVE server, with its providerID, node IP and addresses
+// (test/testenv/nodeboot, as for the Machine API's servers).
 //
 // What is not real: the Cluster's status (written here as a provisioned cluster has it: Cluster
 // API would wait for a control plane provider), the OpenStackCluster's status (as CAPO reports a
@@ -23,7 +24,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +38,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/nodeboot"
 )
 
 // The resources the tests create and read.
@@ -69,10 +70,9 @@ type Env struct {
 	Dyn             dynamic.Interface
 	Kube            kubernetes.Interface
 
-	cloud   *cloudClients
-	proc    *testenv.Process
-	mu      sync.Mutex
-	nodeErr error
+	cloud  *cloudClients
+	proc   *testenv.Process
+	booter *nodeboot.Booter
 }
 
 // Dir is the folder test/env/clusterapi/build.sh fills (the controllers and their CRDs): from
@@ -143,7 +143,7 @@ func Start(t *testing.T, sim *testenv.SimCluster, cloud *testenv.Cloud) *Env {
 	if err := e.startControllers(t, dir, sim.Kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	e.registerNodesUntilDone(t)
+	e.bootNodesUntilDone(t, sim)
 	t.Cleanup(func() { e.deleteMachines(t) })
 	return e
 }
@@ -318,44 +318,38 @@ func (e *Env) Alive() error {
 	if e.exited() {
 		return fmt.Errorf("capi-controllers exited:\n%s", e.LogTail(40))
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.nodeErr
+	if err := e.booter.Stuck(); err != nil {
+		return fmt.Errorf("registering the Nodes of the servers: %w", err)
+	}
+	return nil
 }
 
-// registerNodesUntilDone registers the Nodes of ACTIVE servers every 500 ms until the test ends.
-func (e *Env) registerNodesUntilDone(t *testing.T) {
-	network, err := e.cloud.networkStatus(context.Background(), e.MachineNetwork)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name, _ := network["name"].(string)
+// bootNodesUntilDone registers the Node of each ACTIVE server of the Env every 500 ms until the
+// test ends, as its kubelet would (test/testenv/nodeboot, as for the Machine API's servers).
+func (e *Env) bootNodesUntilDone(t *testing.T, sim *testenv.SimCluster) {
+	e.booter = &nodeboot.Booter{Servers: e.servers, Compute: e.cloud.compute, Network: e.cloud.network,
+		Nodes: sim, Kube: e.Kube, MachineNetwork: e.MachineNetwork}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		failures := 0
-		for {
-			_, err := registerNodes(ctx, e.Kube, e.cloud, e.Prefix, name)
-			if ctx.Err() != nil {
-				return
-			}
-			// A passing error (a busy Nova) is retried; five in a row are reported.
-			if failures = map[bool]int{true: failures + 1, false: 0}[err != nil]; failures >= 5 {
-				e.mu.Lock()
-				e.nodeErr = fmt.Errorf("registering the Nodes of the servers: %w", err)
-				e.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
+		e.booter.Run(ctx, 500*time.Millisecond)
 	}()
 	t.Cleanup(func() { cancel(); <-stopped })
+}
+
+// servers are the Env's servers, by their names: a Cluster API Machine learns its server's ID
+// only after the server is ACTIVE.
+func (e *Env) servers(ctx context.Context) ([]nodeboot.Server, error) {
+	all, err := e.cloud.serversNamed(ctx, e.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]nodeboot.Server, 0, len(all))
+	for _, s := range all {
+		out = append(out, nodeboot.Server{ID: s.ID})
+	}
+	return out, nil
 }
 
 // deleteMachines deletes every MachineDeployment and MachineSet of the namespace and waits until

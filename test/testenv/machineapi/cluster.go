@@ -2,8 +2,8 @@
 // (test/testenv) and the loopback OpenStack with Nova: the MachineSet, machine, drain and
 // nodelink controllers of github.com/openshift/machine-api-operator with an OpenStack actuator
 // (test/machineapi, built by test/env/machineapi/build.sh) create real servers and ports. One
-// stand-in is left, the NodeBooter: what a booted RHCOS server does (register its Node with the
-// node IP it chose), which the fake virt driver does not.
+// stand-in is left, the node booter (test/testenv/nodeboot): what a booted RHCOS server does
+// (register its Node with the node IP it chose), which the fake virt driver does not.
 package machineapi
 
 import (
@@ -30,6 +30,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
+	"github.com/manila-setup/manila-setup/test/testenv/nodeboot"
 )
 
 // Names the installer and the Machine API use.
@@ -120,8 +121,9 @@ type Cluster struct {
 	Cloud *InstallerCloud
 	// Clients see the cloud as the cluster's user (project demo) does.
 	Clients *Clients
-	Booter  *NodeBooter
+	Booter  *nodeboot.Booter
 
+	mc          machineclient.Interface
 	controllers *testenv.Process
 	dir         string
 	cancel      context.CancelFunc
@@ -133,7 +135,7 @@ type Cluster struct {
 // seeded as the installer leaves it (SeedInstallerCloud), Infrastructure "cluster" with the
 // cluster's VIPs, kube-system/cluster-config-v1, the Secrets openstack-cloud-credentials (the
 // cloud's clouds.yaml, cloud "openstack") and worker-user-data, one worker MachineSet as
-// openshift-install writes it, the controllers running as a process and the NodeBooter beside
+// openshift-install writes it, the controllers running as a process and the node booter (test/testenv/nodeboot) beside
 // them. It returns once the workers are Ready Nodes linked to Running Machines.
 func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterOptions) (_ *Cluster, err error) {
 	if opts.CloudsFile == "" {
@@ -216,9 +218,9 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 		"--kubeconfig="+sim.Kubeconfig, "--namespace="+Namespace, "--v=2"); err != nil {
 		return nil, err
 	}
-	mn := netip.MustParsePrefix(MachineNetwork)
-	cl.Booter = &NodeBooter{mc: mc, kc: kc, cloud: clients, nodes: sim, namespace: Namespace, rule: opts.NodeIP, machineNetwork: mn, booted: map[string]string{},
-		mastersSchedulable: opts.Compact}
+	cl.mc = mc
+	cl.Booter = &nodeboot.Booter{Servers: machineServers(mc, Namespace), Compute: clients.Compute, Network: clients.Network,
+		Nodes: sim, Kube: kc, Rule: opts.NodeIP, MachineNetwork: cl.Cloud.NetworkID, MastersSchedulable: opts.Compact}
 	runCtx, cancel := context.WithCancel(context.Background())
 	cl.cancel = cancel
 	go func() {
@@ -395,7 +397,7 @@ func (c *Cluster) WaitReady(ctx context.Context, set string, want int32, timeout
 }
 
 func (c *Cluster) machineClient() (machineclient.Interface, error) {
-	return c.Booter.mc, nil
+	return c.mc, nil
 }
 
 // Log returns the last lines of the controllers' log.
