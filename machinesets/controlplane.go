@@ -58,6 +58,22 @@ func (e *ControlPlaneRefusedError) Error() string {
 // *ControlPlaneRefusedError when not. force overrules the checks of a set that is busy or
 // degraded, never those of a set whose change would be undone or never rolled.
 func ControlPlaneSafety(cpms *machinev1.ControlPlaneMachineSet, force bool) error {
+	if err := controlPlaneSpecSafety(cpms); err != nil {
+		return err
+	}
+	if busy := controlPlaneBusy(cpms); busy != "" {
+		if force {
+			return nil
+		}
+		return &ControlPlaneRefusedError{Reason: busy, Forceable: true}
+	}
+	return nil
+}
+
+// controlPlaneSpecSafety is what ControlPlaneSafety reads of the set's spec alone (all a file
+// has): a change to an Inactive set is undone, one to a set of another machine type or of the
+// Recreate strategy is never rolled out. None of it is forceable.
+func controlPlaneSpecSafety(cpms *machinev1.ControlPlaneMachineSet) error {
 	if cpms.Spec.State != machinev1.ControlPlaneMachineSetStateActive {
 		return &ControlPlaneRefusedError{Reason: fmt.Sprintf("its state is %s: the control-plane-machine-set operator rebuilds the template of an inactive set from the newest master, which would undo the change. "+
 			"Activating it (spec.state: Active) is a decision of its own: the operator then replaces every master whose providerSpec differs from the template", orInactive(cpms.Spec.State))}
@@ -71,12 +87,6 @@ func ControlPlaneSafety(cpms *machinev1.ControlPlaneMachineSet, force bool) erro
 		return &ControlPlaneRefusedError{Reason: "spec.strategy.type is Recreate, which the control-plane-machine-set operator declares but does not implement (it reports Degraded and replaces nothing); set RollingUpdate or OnDelete first"}
 	default:
 		return &ControlPlaneRefusedError{Reason: fmt.Sprintf("spec.strategy.type: Unsupported value: %q: supported values: RollingUpdate, OnDelete", s)}
-	}
-	if busy := controlPlaneBusy(cpms); busy != "" {
-		if force {
-			return nil
-		}
-		return &ControlPlaneRefusedError{Reason: busy, Forceable: true}
 	}
 	return nil
 }
@@ -201,6 +211,11 @@ func controlPlaneSpec(cpms *machinev1.ControlPlaneMachineSet, res attach.Result)
 // additionalSecurityGroupIDs would have written them (after the machine network's entry and
 // the master group), and the record.
 func (t ControlPlaneTarget) Plan(_ context.Context, cpms *machinev1.ControlPlaneMachineSet, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
+	return planControlPlane(cpms, a, now, by, func() error { return ControlPlaneSafety(cpms, t.Force) })
+}
+
+// planControlPlane is Plan, with safety deciding whether a change may be made.
+func planControlPlane(cpms *machinev1.ControlPlaneMachineSet, a attach.Attachment, now time.Time, by string, safety func() error) (attach.Plan, error) {
 	res := controlPlaneResult(cpms)
 	spec, skip := controlPlaneSpec(cpms, res)
 	if skip != nil {
@@ -212,7 +227,7 @@ func (t ControlPlaneTarget) Plan(_ context.Context, cpms *machinev1.ControlPlane
 		res.Action, res.Reason, res.Warning = attach.ActionUnchanged, "already attached", strings.Join(warnings, "; ")
 		return attach.Plan{Result: res}, nil
 	}
-	if err := ControlPlaneSafety(cpms, t.Force); err != nil {
+	if err := safety(); err != nil {
 		return attach.Plan{}, err
 	}
 	res.Action = attach.ActionPatched
@@ -224,12 +239,17 @@ func (t ControlPlaneTarget) Plan(_ context.Context, cpms *machinev1.ControlPlane
 // PlanRemove is what `controlplane patch --remove` does: as for a MachineSet (PlanRemoveFile),
 // the entries manila-setup wrote on what its record says it added, and nothing else.
 func (t ControlPlaneTarget) PlanRemove(_ context.Context, cpms *machinev1.ControlPlaneMachineSet, r attach.Removal, now time.Time, by string) (attach.Plan, error) {
+	return planControlPlaneRemove(cpms, r, now, by, func() error { return ControlPlaneSafety(cpms, t.Force) })
+}
+
+// planControlPlaneRemove is PlanRemove, with safety deciding whether a change may be made.
+func planControlPlaneRemove(cpms *machinev1.ControlPlaneMachineSet, r attach.Removal, now time.Time, by string, safety func() error) (attach.Plan, error) {
 	res := controlPlaneResult(cpms)
 	spec, skip := controlPlaneSpec(cpms, res)
 	if skip != nil {
 		return attach.Plan{Result: *skip}, nil
 	}
-	d, err := r.Decide(t.Ref(cpms), attach.RecordIn(cpms.Annotations), spec.hasNetworkByUUID, spec.hasGroupByUUID, now, by)
+	d, err := r.Decide(ControlPlaneTarget{}.Ref(cpms), attach.RecordIn(cpms.Annotations), spec.hasNetworkByUUID, spec.hasGroupByUUID, now, by)
 	if err != nil {
 		return attach.Plan{}, err
 	}
@@ -237,7 +257,7 @@ func (t ControlPlaneTarget) PlanRemove(_ context.Context, cpms *machinev1.Contro
 	if !d.Changed() {
 		return attach.Plan{Result: res}, nil
 	}
-	if err := ControlPlaneSafety(cpms, t.Force); err != nil {
+	if err := safety(); err != nil {
 		return attach.Plan{}, err
 	}
 	patch, err := removePatchAt(controlPlaneSpecPointer, cpms.ObjectMeta, spec, d)

@@ -134,11 +134,11 @@ func Check(ctx context.Context, in Inputs) (*Report, error) {
 		report.Skipped = append(report.Skipped, "whether nfs-shareClient admits the workers: unknown machine network (give --machine-network)")
 	} else {
 		report.Facts["machineNetwork"] = shareclient.Join(mountFacts.MachineNetworks)
-		sets, machines, err := machineAPIObjects(ctx, cfg)
+		in, err := machineAPIObjects(ctx, cfg, kube)
 		if err != nil {
-			report.Skipped = append(report.Skipped, "the MachineSets and Machines: "+err.Error())
+			report.Skipped = append(report.Skipped, "the MachineSets, Machines and Nodes: "+err.Error())
 		}
-		mountFacts.Sets, mountFacts.Machines = shareclient.FromMachineAPI(sets, machines, storageID)
+		mountFacts.Sets, mountFacts.Machines = shareclient.FromMachineAPI(in, storageID)
 		answer, err := shareclient.Decide(mountFacts)
 		if err != nil {
 			return nil, err

@@ -15,17 +15,20 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
-// machineAPIObjects lists the MachineSets and Machines of openshift-machine-api; none on a
-// cluster without the Machine API.
-func machineAPIObjects(ctx context.Context, cfg *rest.Config) (sets, machines []*unstructured.Unstructured, err error) {
+// machineAPIObjects lists what the rule of where the workers mount from reads of
+// openshift-machine-api (MachineSets, Machines, the ControlPlaneMachineSet cluster) and which
+// Nodes run workloads; a resource the cluster does not serve is empty.
+func machineAPIObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) (shareclient.MachineAPI, error) {
+	var in shareclient.MachineAPI
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return in, err
 	}
-	list := func(resource string) ([]*unstructured.Unstructured, error) {
-		l, err := dyn.Resource(schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: resource}).
+	list := func(version, resource string) ([]*unstructured.Unstructured, error) {
+		l, err := dyn.Resource(schema.GroupVersionResource{Group: "machine.openshift.io", Version: version, Resource: resource}).
 			Namespace("openshift-machine-api").List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil, nil
@@ -39,11 +42,31 @@ func machineAPIObjects(ctx context.Context, cfg *rest.Config) (sets, machines []
 		}
 		return out, nil
 	}
-	if sets, err = list("machinesets"); err != nil {
-		return nil, nil, err
+	if in.MachineSets, err = list("v1beta1", "machinesets"); err != nil {
+		return in, err
 	}
-	machines, err = list("machines")
-	return sets, machines, err
+	if in.Machines, err = list("v1beta1", "machines"); err != nil {
+		return in, err
+	}
+	sets, err := list("v1", "controlplanemachinesets")
+	if err != nil {
+		return in, err
+	}
+	for _, u := range sets {
+		if u.GetName() == "cluster" {
+			in.ControlPlane = u
+		}
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return in, fmt.Errorf("listing Nodes: %v", err)
+	}
+	runs := map[string]bool{}
+	for i := range nodes.Items {
+		runs[nodes.Items[i].Name] = shareclient.RunsWorkloads(&nodes.Items[i])
+	}
+	in.RunsWorkloads = func(name string) bool { return runs[name] }
+	return in, nil
 }
 
 // installConfigNetworks reads the machine networks from kube-system/cluster-config-v1 (what the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/machinesets"
 )
 
@@ -135,10 +136,17 @@ With --os-cloud (or $OS_CLOUD) the IDs and the network are checked in Neutron as
 addresses for the masters is refused unless --force); --discover attaches the network Manila
 exports on.
 
+With -f FILE (or - for standard input) the ControlPlaneMachineSet of a file is patched instead,
+for clusters managed from Git: the patched file goes to standard output (--in-place writes it
+back, keeping FILE.bak; --dry-run prints the diff), every other object of the file, worker
+MachineSets included, kept byte for byte. A file has no status: its set's spec is checked
+(Inactive and Recreate are refused), its masters are not.
+
 ` + removeHelp,
 		Example: `  manila-setup controlplane patch --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --security-group 77c0a1d2-... --dry-run
   manila-setup controlplane patch --discover --security-group 77c0a1d2-...
-  manila-setup controlplane patch --remove --dry-run`,
+  manila-setup controlplane patch --remove --dry-run
+  manila-setup controlplane patch -f clusters/prod/controlplane.yaml --network 5f0c3b7e-... --security-group 77c0a1d2-... --in-place`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
@@ -149,6 +157,8 @@ exports on.
 	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
 	f.BoolVar(&o.Force, "force", false, "change the set while its masters are not at rest; attach a network even where no Manila export location lies, or the machines' own, or its subnets lack free addresses")
 	f.BoolVar(&o.Remove, "remove", false, "remove what manila-setup attached (the "+attach.Annotation+" record), and nothing else; with --network/--security-group only those")
+	f.StringVarP(&o.File, "filename", "f", "", "patch the ControlPlaneMachineSet of this file (- for standard input) instead of the cluster's")
+	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
 	return cmd
 }
 
@@ -159,6 +169,18 @@ func (o *controlPlanePatchOptions) Validate() error { return o.attachFlags.valid
 func (o *controlPlanePatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *controlPlanePatchOptions) Run(ctx context.Context) error {
+	if o.File != "" {
+		// A file has no cluster: its set's spec is checked, not its masters.
+		opts, err := o.attachFlags.options(ctx, o.g, o.streams, attach.NetworkPolicy{}, true)
+		if err != nil {
+			return err
+		}
+		res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.ControlPlane, opts, machinesets.PatchControlPlaneFile, nil)
+		if err != nil {
+			return err
+		}
+		return o.invalidResults(res.Results)
+	}
 	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
@@ -184,6 +206,11 @@ func (o *controlPlanePatchOptions) Run(ctx context.Context) error {
 	if err := patchErrorExit(err); err != nil {
 		return err
 	}
+	return o.invalidResults(results)
+}
+
+// invalidResults is exit 1 when the set's providerSpec is broken.
+func (o *controlPlanePatchOptions) invalidResults(results []attach.Result) error {
 	for _, r := range results {
 		if r.Action == attach.ActionInvalid {
 			return invalidInput(fmt.Errorf("%s %s/%s cannot be patched: %s", machinesets.ControlPlaneKind, machinesets.Namespace, r.Name, r.Reason))

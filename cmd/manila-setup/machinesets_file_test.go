@@ -125,3 +125,39 @@ func onlyLinesAdded(before, after string) bool {
 	}
 	return i == len(b) && len(a) > len(b)
 }
+
+// TestControlPlanePatchFile: `controlplane patch -f` changes the ControlPlaneMachineSet of a
+// GitOps file, beside a worker MachineSet, with no cluster and no cloud; --remove -f gives the
+// file back; an Inactive set in a file is refused with exit 1, whatever --force says.
+func TestControlPlanePatchFile(t *testing.T) {
+	t.Setenv("OS_CLOUD", "")
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none")) // no cluster is contacted
+	original, err := os.ReadFile("../../machinesets/testdata/controlplane/gitops.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "machines.yaml")
+	if err := os.WriteFile(path, original, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "controlplane", "patch", "-f", path, "--network", fileNet, "--security-group", fileSG, "--in-place")
+	if code != exitOK || !strings.Contains(out, "cluster  patched  added network "+fileNet) || !strings.Contains(out, "written; the previous version is in "+path+".bak") {
+		t.Fatalf("in place: exit %d\n%s\n%s", code, out, errOut)
+	}
+	patched, _ := os.ReadFile(path)
+	if !onlyLinesAdded(string(original), string(patched)) || strings.Count(string(patched), "- uuid: "+fileNet) != 1 {
+		t.Errorf("the file is not the original with the set's lines added:\n%s", patched)
+	}
+	code, out, _ = runCLI(t, "controlplane", "patch", "-f", path, "--remove")
+	if code != exitOK || out != string(original) {
+		t.Errorf("--remove -f: exit %d, the output is not the original file:\n%s", code, out)
+	}
+	inactive := filepath.Join(t.TempDir(), "inactive.yaml")
+	if err := os.WriteFile(inactive, []byte(strings.Replace(string(original), "state: Active", "state: Inactive", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "controlplane", "patch", "-f", inactive, "--network", fileNet, "--force")
+	if code != exitInvalid || !strings.Contains(errOut, "its state is Inactive") || out != "" {
+		t.Errorf("an Inactive set: exit %d, want %d\n%s\n%s", code, exitInvalid, out, errOut)
+	}
+}

@@ -34,6 +34,7 @@ var (
 	MachineSets   = Kind{"a MachineSet list", 2 << 20}
 	ClusterAPI    = Kind{"a Cluster API manifest list", 2 << 20}
 	NodePools     = Kind{"a NodePool list", 2 << 20}
+	ControlPlane  = Kind{"a ControlPlaneMachineSet manifest", 2 << 20}
 	Kubeconfig    = Kind{"a kubeconfig", 4 << 20}
 	CloudsYAML    = Kind{"a clouds.yaml", 1 << 20}
 	SecureYAML    = Kind{"a secure.yaml", 1 << 20}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -37,6 +38,8 @@ type shareClientSource struct {
 	// crdExists and machineAPI read the CRDs and the Machine API resources from the caches.
 	crdExists  func(name string) bool
 	machineAPI func(schema.GroupVersionResource) (cache.GenericLister, bool)
+	// nodes are the cached Nodes: which masters run workloads (shareclient.RunsWorkloads).
+	nodes func() []*corev1.Node
 }
 
 // answer applies the one rule of where the workers mount from (operator/shareclient) to what
@@ -59,28 +62,52 @@ func (s *shareClientSource) answer() (shareclient.Answer, error) {
 		facts.ExportSubnets = s.storage.exportSubnets()
 		storageID, _, _ = s.storage.network()
 	}
-	var sets, machines []*unstructured.Unstructured
+	var in shareclient.MachineAPI
 	if s.crdExists("machinesets.machine.openshift.io") {
-		if sets, err = s.cached(machinery.MachineSetGVR); err != nil {
+		if in.MachineSets, err = s.cached(machinery.MachineSetGVR); err != nil {
 			return shareclient.Answer{}, err
 		}
 	}
 	if s.crdExists("machines.machine.openshift.io") {
-		if machines, err = s.cached(machinery.MachineGVR); err != nil {
+		if in.Machines, err = s.cached(machinery.MachineGVR); err != nil {
 			return shareclient.Answer{}, err
 		}
 	}
-	facts.Sets, facts.Machines = shareclient.FromMachineAPI(sets, machines, storageID)
+	if s.crdExists("controlplanemachinesets.machine.openshift.io") {
+		sets, err := s.cached(machinery.ControlPlaneMachineSetGVR)
+		if err != nil {
+			return shareclient.Answer{}, err
+		}
+		for _, u := range sets {
+			if u.GetName() == machinery.ControlPlaneMachineSetName {
+				in.ControlPlane = u
+			}
+		}
+	}
+	if s.nodes != nil {
+		in.RunsWorkloads = workloadNodes(s.nodes())
+	}
+	facts.Sets, facts.Machines = shareclient.FromMachineAPI(in, storageID)
 	return shareclient.Decide(facts)
+}
+
+// workloadNodes tells by name the Nodes that run workload pods (shareclient.RunsWorkloads).
+func workloadNodes(nodes []*corev1.Node) func(string) bool {
+	runs := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		runs[n.Name] = shareclient.RunsWorkloads(n)
+	}
+	return func(name string) bool { return runs[name] }
 }
 
 // dynamicEvents registers an event handler on the informer of a resource whose CRD may appear
 // at run time (machinery.Informers.OnDynamic).
 type dynamicEvents func(schema.GroupVersionResource, cache.ResourceEventHandler)
 
-// onMachineAPI syncs ctrl when a MachineSet or a Machine of openshift-machine-api changes.
+// onMachineAPI syncs ctrl when a MachineSet, a Machine or the ControlPlaneMachineSet of
+// openshift-machine-api changes.
 func onMachineAPI(on dynamicEvents, ctrl *machinery.Controller) {
-	for _, gvr := range []schema.GroupVersionResource{machinery.MachineSetGVR, machinery.MachineGVR} {
+	for _, gvr := range []schema.GroupVersionResource{machinery.MachineSetGVR, machinery.MachineGVR, machinery.ControlPlaneMachineSetGVR} {
 		on(gvr, ctrl.EventHandler())
 	}
 }

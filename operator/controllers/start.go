@@ -256,7 +256,7 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 	w := wiring{cfg: cfg, profile: p, loop: loop, inf: inf, l: l, kube: kube, ops: ops, writer: writer, recorder: recorder,
 		guard: guard, platformDriver: platformDriver, credentials: o.credentials, storage: storage,
 		mounts: &shareClientSource{given: cfg.MachineNetworks, clusterConfig: l.ClusterConfig, storage: storage,
-			crdExists: inf.CRDExists, machineAPI: inf.DynamicLister},
+			crdExists: inf.CRDExists, machineAPI: inf.DynamicLister, nodes: cachedNodes(l.Nodes)},
 		infrastructure: infrastructure,
 		vars:           assetVars{namespace: cfg.Namespace, images: cfg.Images, infrastructure: infrastructure, storage: storage}.of,
 		findings:       &machinery.Published[manilaFindings]{}, secretNamespace: secretNamespace,

@@ -15,6 +15,7 @@ import (
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
 // What the storage network does to the nodes, as StorageNetworkReachable says it: the network
@@ -39,7 +40,7 @@ type storageReport struct {
 	findings []attach.Finding
 	// subnets are the storage network's subnets with a valid CIDR.
 	subnets []openstack.Subnet
-	// workers counts the worker nodes; nodeIPOn are those whose node IP lies in a storage
+	// workers counts the nodes that run workloads (workers, and schedulable masters); nodeIPOn are those whose node IP lies in a storage
 	// subnet, without those with no address in any.
 	workers  int
 	nodeIPOn []nodeOnSubnet
@@ -79,14 +80,15 @@ func judgeStorageNetwork(n openstack.Network, sets []*unstructured.Unstructured,
 	return r
 }
 
-// addNodes sorts the worker nodes by what their addresses show: the node IP (the first
+// addNodes sorts the nodes that run workloads by what their addresses show: the node IP (the first
 // InternalIP: the node's own choice comes first, see docs/day2.md) in a storage subnet, or no
 // address in any storage subnet.
 func (r *storageReport) addNodes(nodes []*corev1.Node) {
 	sorted := slices.Clone(nodes)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, n := range sorted {
-		if controlPlane(n) {
+		// Masters count where workloads run on them (a compact cluster): their pods mount too.
+		if !shareclient.RunsWorkloads(n) {
 			continue
 		}
 		r.workers++
@@ -113,13 +115,6 @@ func (r *storageReport) subnetOf(ip netip.Addr) (openstack.Subnet, bool) {
 		}
 	}
 	return openstack.Subnet{}, false
-}
-
-// controlPlane tells control-plane nodes (by either of OpenShift's role labels) from workers.
-func controlPlane(n *corev1.Node) bool {
-	_, master := n.Labels["node-role.kubernetes.io/master"]
-	_, cp := n.Labels["node-role.kubernetes.io/control-plane"]
-	return master || cp
 }
 
 // nodeIP is the node's first InternalIP.

@@ -44,8 +44,15 @@ func worker(name string, ips ...string) *corev1.Node {
 	return node(name, map[string]string{"node-role.kubernetes.io/worker": ""}, ips...)
 }
 
+// master is a master Node as OpenShift taints it; schedulableMaster one of a compact cluster.
 func master(name string, ips ...string) *corev1.Node {
-	return node(name, map[string]string{"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": ""}, ips...)
+	n := schedulableMaster(name, ips...)
+	n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/master", Effect: corev1.TaintEffectNoSchedule}}
+	return n
+}
+
+func schedulableMaster(name string, ips ...string) *corev1.Node {
+	return node(name, map[string]string{"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": "", "node-role.kubernetes.io/worker": ""}, ips...)
 }
 
 // The message parts and the status the report adds to the MachineSets' verdict.
@@ -81,6 +88,10 @@ func TestStorageReportApply(t *testing.T) {
 			nodes:  []*corev1.Node{worker("w2", "10.196.0.7", "10.0.0.7"), worker("w1", "10.196.0.5", "10.0.0.5"), master("m0", "10.196.0.2")},
 			status: operatorv1.ConditionTrue, reason: "AsExpected",
 			want: base + ". all 2 workers have an address in the storage subnets 10.0.0.0/24"},
+		{name: "a compact cluster: its schedulable masters count as workers", network: network(fit),
+			nodes:  []*corev1.Node{schedulableMaster("m0", "10.196.0.2", "10.0.0.2"), schedulableMaster("m1", "10.196.0.3"), schedulableMaster("m2", "10.196.0.4", "10.0.0.4")},
+			status: operatorv1.ConditionTrue, reason: "AsExpected",
+			want: base + ". 1 of 3 workers have no address in the storage subnets 10.0.0.0/24 yet (not attached, or their Machines predate the attachment): m1"},
 		{name: "eight workers not reached: five named", network: network(fit), nodes: many, status: operatorv1.ConditionTrue, reason: "AsExpected",
 			want: base + ". 8 of 8 workers have no address in the storage subnets 10.0.0.0/24 yet (not attached, or their Machines predate the attachment): w0, w1, w2, w3, w4 and 3 more"},
 		{name: "a gateway: a warning, the status kept", network: network(withGateway), status: operatorv1.ConditionTrue, reason: "AsExpected",

@@ -36,16 +36,21 @@ var (
 	ServiceMonitorGVR   = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
 	SnapshotClassGVR    = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
 	MachineSetGVR       = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
-	MachineGVR          = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}
-	CRDGVR              = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	CompanionGVR        = schema.GroupVersionResource{Group: operator.CompanionGroup, Version: operator.CompanionVersion, Resource: operator.CompanionResource}
-	ClusterVersionGVR   = configv1.GroupVersion.WithResource("clusterversions")
-	ClusterOperatorGVR  = configv1.GroupVersion.WithResource("clusteroperators")
-	NodeGVR             = corev1.SchemeGroupVersion.WithResource("nodes")
+	// ControlPlaneMachineSetGVR: the masters' set (one, named ControlPlaneMachineSetName).
+	ControlPlaneMachineSetGVR = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1", Resource: "controlplanemachinesets"}
+	MachineGVR                = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machines"}
+	CRDGVR                    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	CompanionGVR              = schema.GroupVersionResource{Group: operator.CompanionGroup, Version: operator.CompanionVersion, Resource: operator.CompanionResource}
+	ClusterVersionGVR         = configv1.GroupVersion.WithResource("clusterversions")
+	ClusterOperatorGVR        = configv1.GroupVersion.WithResource("clusteroperators")
+	NodeGVR                   = corev1.SchemeGroupVersion.WithResource("nodes")
 )
 
-// MachineAPINamespace holds the MachineSets and Machines.
+// MachineAPINamespace holds the MachineSets, the Machines and the ControlPlaneMachineSet.
 const MachineAPINamespace = "openshift-machine-api"
+
+// ControlPlaneMachineSetName is the name of the one ControlPlaneMachineSet the platform reads.
+const ControlPlaneMachineSetName = "cluster"
 
 // The cluster's install-config, where the machine networks are read from.
 const (
@@ -218,8 +223,9 @@ func (s *Informers) optional(c rest.Interface, resource string, obj, list runtim
 	return s.track(cache.NewSharedIndexInformer(lw, obj, 0, namespaceIndexers))
 }
 
-// slimNodes caches the nodes with their name, labels and addresses only (slimNode): what the
-// controllers read of them (the control-plane label, where a node's addresses lie), without
+// slimNodes caches the nodes with their name, labels, taints and addresses only (slimNode): what
+// the controllers read of them (the control-plane label, whether a master runs workloads, where
+// a node's addresses lie), without
 // the images, conditions and capacity that make most of a Node's weight.
 func (s *Informers) slimNodes(core rest.Interface) cache.SharedIndexInformer {
 	inf := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(core, "nodes", "", func(*metav1.ListOptions) {}), &corev1.Node{}, 0, namespaceIndexers)
@@ -236,6 +242,7 @@ func slimNode(obj any) (any, error) {
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels},
+		Spec:       corev1.NodeSpec{Taints: n.Spec.Taints},
 		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
 	}, nil
 }
@@ -268,7 +275,7 @@ func (s *Informers) newDynamic(gvr schema.GroupVersionResource, namespace string
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, namespaceIndexers)
-	if gvr == MachineSetGVR || gvr == MachineGVR {
+	if gvr == MachineSetGVR || gvr == MachineGVR || gvr == ControlPlaneMachineSetGVR {
 		_ = inf.SetTransform(SlimMachineAPI)
 	} else {
 		_ = inf.SetTransform(stripManagedFields)
@@ -306,8 +313,9 @@ func stripManagedFields(obj any) (any, error) {
 
 // machineAPICRDs are the CRDs whose resources the StorageClasses' nfs-shareClient is read from.
 var machineAPICRDs = map[string]schema.GroupVersionResource{
-	"machinesets.machine.openshift.io": MachineSetGVR,
-	"machines.machine.openshift.io":    MachineGVR,
+	"machinesets.machine.openshift.io":             MachineSetGVR,
+	"machines.machine.openshift.io":                MachineGVR,
+	"controlplanemachinesets.machine.openshift.io": ControlPlaneMachineSetGVR,
 }
 
 // startWithCRD creates (and, once Run was called, starts) the informer of each resource as soon
@@ -336,7 +344,7 @@ func (s *Informers) Dynamic(gvr schema.GroupVersionResource) cache.SharedIndexIn
 		case ServiceMonitorGVR:
 			// The operator may read ServiceMonitors in its namespace only (Role, not ClusterRole).
 			ns = s.ns
-		case MachineSetGVR, MachineGVR:
+		case MachineSetGVR, MachineGVR, ControlPlaneMachineSetGVR:
 			ns, tweak = MachineAPINamespace, nil
 		case ClusterVersionGVR:
 			tweak = ByName("version")

@@ -23,6 +23,7 @@ import (
 // the phase and error of a Machine without an address on the storage network). Metadata is
 // kept apart (SlimMachineAPI).
 var machineAPIPaths = [][]string{
+	{"spec", "state"}, // a ControlPlaneMachineSet's: only an Active one makes masters
 	{"status", "nodeRef"},
 	{"status", "phase"},
 	{"status", "errorReason"},
@@ -33,17 +34,22 @@ var machineAPIPaths = [][]string{
 var providerSpecPaths = [][]string{
 	{"spec", "providerSpec", "value"},
 	{"spec", "template", "spec", "providerSpec", "value"},
+	{"spec", "template", "machines_v1beta1_machine_openshift_io", "spec", "providerSpec", "value"},
 }
+
+// roleLabel is the Machine API's role of a Machine (master, worker, infra).
+const roleLabel = "machine.openshift.io/cluster-api-machine-role"
 
 // providerSpecKeys are the parts of a providerSpec the rules read: the networks and ports (is
 // the machine on the storage network: machinesets/attachment) and the security groups (does
 // its port there get groups: StorageNetworkReachable).
 var providerSpecKeys = []string{"networks", "ports", "securityGroups"}
 
-// SlimMachineAPI, the transform of the MachineSet and Machine informers, keeps of a MachineSet or Machine its identity (name, namespace, uid,
-// resourceVersion, owners, deletion), manila-setup's attachment record (the only annotation
-// read), the providerSpec's networks, ports and security groups, the addresses that are IPs,
-// and machineAPIPaths.
+// SlimMachineAPI, the transform of the MachineSet, Machine and ControlPlaneMachineSet informers,
+// keeps of such an object its identity (name, namespace, uid, resourceVersion, owners,
+// deletion), its Machine role label, manila-setup's attachment record (the only annotation read),
+// the providerSpec's networks, ports and security groups, the addresses that are IPs, and
+// machineAPIPaths.
 // Anything but an *unstructured.Unstructured (a tombstone) passes unchanged.
 func SlimMachineAPI(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
@@ -58,6 +64,12 @@ func SlimMachineAPI(obj any) (any, error) {
 	for _, k := range []string{"name", "namespace", "uid", "resourceVersion", "ownerReferences", "deletionTimestamp"} {
 		if v, ok := meta[k]; ok {
 			keptMeta[k] = v
+		}
+	}
+	// The role tells a master Machine, whose owner may be none (an Inactive ControlPlaneMachineSet).
+	if labels, _ := meta["labels"].(map[string]any); labels != nil {
+		if v, ok := labels[roleLabel]; ok {
+			keptMeta["labels"] = map[string]any{roleLabel: v}
 		}
 	}
 	if annotations, _ := meta["annotations"].(map[string]any); annotations != nil {
@@ -118,7 +130,8 @@ func unchanged(oldObj, newObj any) bool {
 	case *corev1.Node:
 		o, ok := oldObj.(*corev1.Node)
 		return ok && o.Name == n.Name && o.UID == n.UID && o.DeletionTimestamp.Equal(n.DeletionTimestamp) &&
-			reflect.DeepEqual(o.Labels, n.Labels) && reflect.DeepEqual(o.Status.Addresses, n.Status.Addresses)
+			reflect.DeepEqual(o.Labels, n.Labels) && reflect.DeepEqual(o.Spec.Taints, n.Spec.Taints) &&
+			reflect.DeepEqual(o.Status.Addresses, n.Status.Addresses)
 	case *unstructured.Unstructured:
 		o, ok := oldObj.(*unstructured.Unstructured)
 		if !ok || !isMachineAPI(n) {

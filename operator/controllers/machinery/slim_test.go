@@ -65,6 +65,26 @@ func TestSlimMachineAPI(t *testing.T) {
 	if !reflect.DeepEqual(value, map[string]any{"networks": []any{map[string]any{"uuid": "n1"}}}) {
 		t.Errorf("MachineSet providerSpec kept %v", value)
 	}
+	// The ControlPlaneMachineSet keeps its state and its template's providerSpec; a master
+	// Machine its role, by which the rules tell it without an owner.
+	cpms := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "machine.openshift.io/v1", "kind": "ControlPlaneMachineSet",
+		"metadata": map[string]any{"name": "cluster"},
+		"spec": map[string]any{"replicas": int64(3), "state": "Active", "strategy": map[string]any{"type": "RollingUpdate"},
+			"template": map[string]any{"machineType": "machines_v1beta1_machine_openshift_io", "machines_v1beta1_machine_openshift_io": map[string]any{
+				"spec": map[string]any{"providerSpec": map[string]any{"value": map[string]any{"flavor": "m1.xlarge", "networks": []any{map[string]any{"uuid": "n1"}}}}}}}}}}
+	got, _ = SlimMachineAPI(cpms)
+	wantCPMS := map[string]any{"apiVersion": "machine.openshift.io/v1", "kind": "ControlPlaneMachineSet", "metadata": map[string]any{"name": "cluster"},
+		"spec": map[string]any{"state": "Active", "template": map[string]any{"machines_v1beta1_machine_openshift_io": map[string]any{
+			"spec": map[string]any{"providerSpec": map[string]any{"value": map[string]any{"networks": []any{map[string]any{"uuid": "n1"}}}}}}}}}
+	if !reflect.DeepEqual(got.(*unstructured.Unstructured).Object, wantCPMS) {
+		t.Errorf("ControlPlaneMachineSet kept\n%v\nwant\n%v", got.(*unstructured.Unstructured).Object, wantCPMS)
+	}
+	m := machine("8", nil)
+	m.SetLabels(map[string]string{"machine.openshift.io/cluster-api-machine-role": "master", "machine.openshift.io/cluster-api-machine-type": "master"})
+	got, _ = SlimMachineAPI(m)
+	if labels := got.(*unstructured.Unstructured).GetLabels(); !reflect.DeepEqual(labels, map[string]string{"machine.openshift.io/cluster-api-machine-role": "master"}) {
+		t.Errorf("master Machine labels kept %v", labels)
+	}
 	gone := cache.DeletedFinalStateUnknown{Key: "x", Obj: set}
 	if got, _ := SlimMachineAPI(gone); !reflect.DeepEqual(got, gone) {
 		t.Errorf("tombstone changed: %+v", got)
