@@ -102,9 +102,9 @@ type Row struct {
 	// whether or not the patch changed it (HyperShift may still be rolling an earlier change);
 	// else it is read only when the patch changed it.
 	AlwaysFollowed bool
-	// status is the object as listed (a pointer to its kind's status), for what Progress says
-	// of it.
-	status any
+	// Status is the object as listed, a pointer to its kind's status (*machinesets.SetStatus,
+	// *clusterapi.Status or *nodepools.Status): what the wizard's progress lines read of it.
+	Status any
 }
 
 // Label is the row's name as listed.
@@ -186,6 +186,17 @@ const (
 	SectionNodePools   = "nodepools"
 )
 
+// SectionOf is the ID of the section whose row res is the result of.
+func SectionOf(res attach.Result) string {
+	switch {
+	case res.Kind == "NodePool":
+		return SectionNodePools
+	case res.Namespace == machinesets.Namespace:
+		return SectionMachineSets
+	}
+	return SectionClusterAPI
+}
+
 // machineSetSection lists the Machine API MachineSets: workers preselected, control plane never
 // touched; alone: they are all the cluster offers.
 func machineSetSection(sets []machinesets.SetStatus, alone bool) Section {
@@ -199,7 +210,7 @@ func machineSetSection(sets []machinesets.SetStatus, alone bool) Section {
 		r := Row{Section: s.ID, Kind: "MachineSet", Namespace: machinesets.Namespace, Name: st.Name, Key: st.Name,
 			What: "MachineSet " + st.Name, Short: 1, Rolls: ByRollout,
 			Selectable: !machinesets.IsControlPlane(st.Role) && st.StorageNetwork != attach.StateNA,
-			status:     &st,
+			Status:     &st,
 			Cells: []Cell{{Text: fmt.Sprintf("%-8s", cutEnd(st.Role, 8))}, {Text: fmt.Sprintf("%-8s", fmt.Sprintf("%d/%d", st.UpToDate, st.Wanted))},
 				stateCell(st.StorageNetwork), {Text: st.SecurityGroups}}}
 		r.Preselected = r.Selectable && st.Role == "worker"
@@ -241,7 +252,7 @@ func clusterAPISection(objects []clusterapi.Status) Section {
 			Cells: []Cell{{Text: fmt.Sprintf("%-10s", kind)}, {Text: fmt.Sprintf("%-8d", c.Replicas)},
 				{Text: fmt.Sprintf("%-*s", clusterAPITemplateWidth, cutMiddle(c.Template, clusterAPITemplateWidth))}, stateCell(c.StorageNetwork),
 				{Text: fmt.Sprintf("%d/%d", c.OnTemplate, c.Machines)}},
-			Short: 2, Selectable: ok, WhyNot: c.Note, Preselected: ok, Rolls: rolls, status: &c})
+			Short: 2, Selectable: ok, WhyNot: c.Note, Preselected: ok, Rolls: rolls, Status: &c})
 	}
 	return s
 }
@@ -263,7 +274,7 @@ func nodePoolSection(pools []nodepools.Status) Section {
 			What:  "NodePool " + key,
 			Cells: []Cell{{Text: fmt.Sprintf("%-14s", cutEnd(p.HostedCluster, 14))}, {Text: fmt.Sprintf("%-8d", p.Replicas)}, stateCell(p.StorageNetwork)},
 			Short: 2, Selectable: ok, WhyNot: "not OpenStack (" + platform + ")", Preselected: ok, Rolls: ByItself, Joins: p.HostedCluster,
-			AlwaysFollowed: true, status: &p})
+			AlwaysFollowed: true, Status: &p})
 	}
 	return s
 }

@@ -2,8 +2,10 @@
 // the workers of this cluster and roll them, whatever makes their machines — the Machine API's
 // MachineSets (and, for those Cluster API is authoritative for, their Cluster API copies),
 // Cluster API's own sets, HyperShift's NodePools. The CLI commands and the wizard call it, so
-// that both do and say the same; each kind is an adapter package of its own (machinesets,
-// clusterapi, nodepools) over the model in package attach.
+// that both do the same; each kind is an adapter package of its own (machinesets, clusterapi,
+// nodepools) over the model in package attach. What the wizard offers and follows is decided
+// here (Offer, Select, Follows); the sentences it makes of them are its own
+// (cmd/manila-setup/wizard, words*.go).
 package workers
 
 import (

@@ -488,7 +488,7 @@ func TestCommandsCarryTheWizardsFlags(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
-	if got := workers.ShellQuote("it's"); got != `'it'\''s'` {
+	if got := shellQuote("it's"); got != `'it'\''s'` {
 		t.Errorf("shellQuote: %s", got)
 	}
 }

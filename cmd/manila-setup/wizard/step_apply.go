@@ -256,7 +256,7 @@ func (a applyModel) update(s *session, msg tea.Msg, active bool) (screen, tea.Cm
 
 // resumeCommand is the command that resumes the rollout of the chosen sets.
 func (a applyModel) resumeCommand() string {
-	return strings.Join(workers.Rollouts("manila-setup", workers.Select(a.rolled())), "` and `")
+	return strings.Join(rolloutCommands("manila-setup", workers.Select(a.rolled())), "` and `")
 }
 
 // stoppedSummary says how far the stopped rollout got and how to resume it.
@@ -284,7 +284,7 @@ func (a applyModel) outcome() Outcome {
 	case applyPatching, applyRolling, applyDry, "":
 		return Outcome{}
 	case applyDone:
-		o.Summary = workers.Summary(a.want.Networks, a.chosen)
+		o.Summary = summaryOf(a.want.Networks, a.chosen)
 		if a.detach {
 			o.Summary = a.detachSummary()
 		}
@@ -306,21 +306,21 @@ func (a applyModel) outcome() Outcome {
 func (a applyModel) itselfLines(w int, compact bool) []string {
 	var lines []string
 	for _, sec := range workers.Sections(a.itself) {
-		f := workers.Follow{Section: sec, Results: a.results, Dry: a.phase == applyDry, Compact: compact, Err: a.followErr[sec]}
+		f := followedSection{Section: sec, Results: a.results, Dry: a.phase == applyDry, Compact: compact, Err: a.followErr[sec]}
 		for _, r := range a.itself {
 			if r.Section == sec {
 				f.Rows = append(f.Rows, r)
 			}
 		}
-		for _, l := range workers.Progress(f) {
+		for _, l := range progressLines(f) {
 			lines = append(lines, drawn(l, w)...)
 		}
 	}
 	return lines
 }
 
-// drawn is a line of the use case in width w, in its tone; a Cut line is cut here.
-func drawn(l workers.Line, w int) []string {
+// drawn is a line of a screen in width w, in its tone; a Cut line is cut here.
+func drawn(l screenLine, w int) []string {
 	if l.Cut {
 		l.Text = cut(l.Text, w)
 	}
@@ -422,7 +422,7 @@ func (a applyModel) view(s *session) []string {
 			lines = append(lines, spin+" replacing machines, one at a time, without losing capacity")
 		}
 	case applyDone:
-		lines = append(lines, toned(workers.Done(a.chosen), w)...)
+		lines = append(lines, toned(doneLine(a.chosen), w)...)
 	case applyDry:
 		lines = append(lines, styleWarn.Render("Dry run: nothing was patched and no machine was replaced."))
 	case applyStopped:
@@ -549,21 +549,21 @@ func (a applyModel) patchedLines(w int) []string {
 	case 0:
 		return nil
 	case 1:
-		return wrapStyled(styleDim, "patched "+names[0]+": "+workers.DescribeAdded(first), w)
+		return wrapStyled(styleDim, "patched "+names[0]+": "+describeAdded(first), w)
 	}
 	same := true
 	for _, r := range patched {
-		if r.Action == attach.ActionPatched && workers.DescribeAdded(r) != workers.DescribeAdded(first) {
+		if r.Action == attach.ActionPatched && describeAdded(r) != describeAdded(first) {
 			same = false
 		}
 	}
 	if same {
-		return wrapStyled(styleDim, fmt.Sprintf("patched %d MachineSets (%s): %s", len(names), strings.Join(names, ", "), workers.DescribeAdded(first)), w)
+		return wrapStyled(styleDim, fmt.Sprintf("patched %d MachineSets (%s): %s", len(names), strings.Join(names, ", "), describeAdded(first)), w)
 	}
 	var lines []string
 	for _, r := range patched {
 		if r.Action == attach.ActionPatched {
-			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+workers.DescribeAdded(r), w)...)
+			lines = append(lines, wrapStyled(styleDim, "patched "+r.Name+": "+describeAdded(r), w)...)
 		}
 	}
 	return lines

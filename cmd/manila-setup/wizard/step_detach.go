@@ -144,15 +144,15 @@ func detachCommandLines(conn *Connection, rows []workers.Row, force bool) []stri
 	cmd := "manila-setup"
 	if conn != nil {
 		for _, f := range conn.Flags {
-			cmd += " " + workers.ShellQuote(f)
+			cmd += " " + shellQuote(f)
 		}
 		if conn.Cloud != "" {
-			cmd += " --os-cloud " + workers.ShellQuote(conn.Cloud)
+			cmd += " --os-cloud " + shellQuote(conn.Cloud)
 		}
 	}
 	cmd += " machinesets patch --remove"
 	for _, r := range rows {
-		cmd += " --name " + workers.ShellQuote(r.Name)
+		cmd += " --name " + shellQuote(r.Name)
 	}
 	cmd += " --rollout"
 	if force {

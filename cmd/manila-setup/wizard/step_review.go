@@ -14,7 +14,7 @@ import (
 	"github.com/manila-setup/manila-setup/workers"
 )
 
-// reviewModel is screen 5: what the patch does to each object chosen (workers.Review), its
+// reviewModel is screen 5: what the patch does to each object chosen (reviewLines), its
 // diffs, and the equivalent commands.
 type reviewModel struct {
 	loading  bool
@@ -204,7 +204,7 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	if r.detach {
 		lines = append(lines, r.detachLines(w)...)
 	} else {
-		for _, l := range workers.Review(r.results) {
+		for _, l := range reviewLines(r.results) {
 			lines = append(lines, toned(l, w)...)
 		}
 	}
@@ -238,9 +238,9 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	return lines
 }
 
-// toned draws a line of the use case in width w, in its tone.
-func toned(l workers.Line, w int) []string {
-	st := map[workers.Tone]lipgloss.Style{workers.Dim: styleDim, workers.Bad: styleErr, workers.Warn: styleWarn, workers.Good: styleOK}
+// toned draws a line of a screen in width w, in its tone.
+func toned(l screenLine, w int) []string {
+	st := map[tone]lipgloss.Style{toneDim: styleDim, toneBad: styleErr, toneWarn: styleWarn, toneGood: styleOK}
 	style, styled := st[l.Tone]
 	switch {
 	case l.Cut && styled:
@@ -299,19 +299,19 @@ func orKind(kinds string) string {
 }
 
 // commandLines are the flag-driven commands that do what the wizard is about to do
-// (workers.Commands), and on which cluster they act.
+// (equivalentCommands), and on which cluster they act.
 func commandLines(conn *Connection, a attach.Attachment, sel workers.Selection, force bool) []string {
 	prefix, cloud := "manila-setup", ""
 	if conn != nil {
 		for _, f := range conn.Flags {
-			prefix += " " + workers.ShellQuote(f)
+			prefix += " " + shellQuote(f)
 		}
 		if conn.Cloud != "" {
-			cloud = workers.ShellQuote(conn.Cloud)
+			cloud = shellQuote(conn.Cloud)
 		}
 	}
 	var lines []string
-	for _, c := range workers.Commands(prefix, cloud, sel, a, force) {
+	for _, c := range equivalentCommands(prefix, cloud, sel, a, force) {
 		lines = append(lines, "  "+c)
 	}
 	if conn != nil && conn.Context != "" {

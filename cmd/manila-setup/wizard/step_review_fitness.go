@@ -11,7 +11,6 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/workers"
 )
 
 // fitnessModel is the review's account of what the chosen storage network does to the nodes:
@@ -29,7 +28,7 @@ type fitnessModel struct {
 	asking bool
 	fixing bool
 	// done says what the last change did, subnet by subnet, and what the network says since.
-	done []workers.Line
+	done []screenLine
 }
 
 // newFitnessModel judges nw for the review; the acknowledgement of prev carries over when it
@@ -191,16 +190,16 @@ func (f fitnessModel) withFixed(msg fixedMsg) fitnessModel {
 	for _, r := range msg.results {
 		switch {
 		case r.err == nil:
-			f.done = append(f.done, workers.Line{Text: "✓ subnet " + r.fix.subnet.Ref() + " changed: " + changeText(r.fix.update), Tone: workers.Good})
+			f.done = append(f.done, screenLine{Text: "✓ subnet " + r.fix.subnet.Ref() + " changed: " + changeText(r.fix.update), Tone: toneGood})
 		case openstack.KindOf(r.err) == openstack.KindForbidden:
 			refused = true
-			f.done = append(f.done, workers.Line{Text: "✗ Your role does not allow this change: " + strings.TrimSuffix(r.err.Error(), ".") + ".", Tone: workers.Bad},
-				workers.Line{Text: "The cloud's administrator can make the change:"})
+			f.done = append(f.done, screenLine{Text: "✗ Your role does not allow this change: " + strings.TrimSuffix(r.err.Error(), ".") + ".", Tone: toneBad},
+				screenLine{Text: "The cloud's administrator can make the change:"})
 			for _, w := range r.fix.findings {
-				f.done = append(f.done, workers.Line{Text: "  " + adminCommand(w.Fix, r.fix.subnet)})
+				f.done = append(f.done, screenLine{Text: "  " + adminCommand(w.Fix, r.fix.subnet)})
 			}
 		default:
-			f.done = append(f.done, workers.Line{Text: "✗ subnet " + r.fix.subnet.Ref() + " was not changed: " + r.err.Error(), Tone: workers.Bad})
+			f.done = append(f.done, screenLine{Text: "✗ subnet " + r.fix.subnet.Ref() + " was not changed: " + r.err.Error(), Tone: toneBad})
 		}
 	}
 	switch {
@@ -210,13 +209,13 @@ func (f fitnessModel) withFixed(msg fixedMsg) fitnessModel {
 		f.acked = f.acked && covers(was, f.warnings)
 		if len(f.warnings) == 0 {
 			f.acked, f.nagged = false, false
-			f.done = append(f.done, workers.Line{Text: "✓ network " + f.network.Ref() + ", read again from Neutron, hands the nodes no default route and no DNS server: nothing left to acknowledge.", Tone: workers.Good})
+			f.done = append(f.done, screenLine{Text: "✓ network " + f.network.Ref() + ", read again from Neutron, hands the nodes no default route and no DNS server: nothing left to acknowledge.", Tone: toneGood})
 		}
 	case msg.readErr != nil:
-		f.done = append(f.done, workers.Line{Text: "✗ reading network " + f.network.Ref() + " again: " + msg.readErr.Error() + "; the warnings below are those read before the change.", Tone: workers.Bad})
+		f.done = append(f.done, screenLine{Text: "✗ reading network " + f.network.Ref() + " again: " + msg.readErr.Error() + "; the warnings below are those read before the change.", Tone: toneBad})
 	}
 	if refused && len(f.warnings) > 0 {
-		f.done = append(f.done, workers.Line{Text: "You can still acknowledge the warnings (a) and go on; the nodes then get them as they are.", Tone: workers.Dim})
+		f.done = append(f.done, screenLine{Text: "You can still acknowledge the warnings (a) and go on; the nodes then get them as they are.", Tone: toneDim})
 	}
 	return f
 }

@@ -217,8 +217,8 @@ func (v verifyModel) hostedLines(w int) []string {
 	for _, hc := range v.hosted {
 		file := hc.name + ".kubeconfig"
 		lines = append(lines,
-			cut(fmt.Sprintf("  hcp create kubeconfig --namespace %s --name %s > %s", workers.ShellQuote(hc.namespace), workers.ShellQuote(hc.name), workers.ShellQuote(file)), w),
-			cut("  manila-setup --kubeconfig "+workers.ShellQuote(file)+" operator status", w))
+			cut(fmt.Sprintf("  hcp create kubeconfig --namespace %s --name %s > %s", shellQuote(hc.namespace), shellQuote(hc.name), shellQuote(file)), w),
+			cut("  manila-setup --kubeconfig "+shellQuote(file)+" operator status", w))
 	}
 	return lines
 }

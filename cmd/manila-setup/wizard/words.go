@@ -11,9 +11,10 @@ import (
 )
 
 // The wizard's own words: the screens' titles and help, and the legends under its lists. The
-// commands print none of them. The sentences made from each kind's results (the review's lines,
-// the progress of what rolls by itself, the closing words) stay beside that kind's rows in
-// package workers, where a new kind adds its own (docs/architecture.md).
+// commands print none of them. The sentences made from each kind's results are the wizard's too,
+// one function per kind beside the other kinds', where a new kind adds its own
+// (docs/architecture.md): the review's lines and the equivalent commands in words_review.go, the
+// progress of what rolls by itself and the closing words in words_progress.go.
 
 // stepTitles name the screens, in order.
 var stepTitles = [stepCount]string{"Connect", "Storage network", "Security groups", "MachineSets", "Review", "Apply and roll", "Verify"}
