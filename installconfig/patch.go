@@ -112,12 +112,21 @@ func Patch(f *File, opts PatchOptions) (result *PatchResult, err error) {
 		return nil, &InvalidError{Problems: all}
 	}
 
+	// A compact install's masters run the workloads: they get the IDs too (compact.go).
+	var compactWarned Problems
+	compact := compactPools(&c.model)
+	tookControlPlane := len(compact) > 0 && !opts.ControlPlane && len(opts.Pools) == 0
+	if tookControlPlane {
+		opts.ControlPlane = true
+	} else if len(compact) > 0 && !opts.ControlPlane {
+		compactWarned = compactWarnings(compact, opts.Pools)
+	}
 	plan, err := makePlan(&c.model, ids, opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(plan.ops) == 0 && len(plan.normalize) == 0 {
-		warnings := append(Problems(nil), c.problems...)
+		warnings := append(append(Problems(nil), c.problems...), compactWarned...)
 		warnings.sortByPosition()
 		return &PatchResult{Output: f.Data, Warnings: warnings}, nil
 	}
@@ -141,10 +150,20 @@ func Patch(f *File, opts PatchOptions) (result *PatchResult, err error) {
 			lastErr = err
 			continue
 		}
+		changes := plan.changes()
+		if tookControlPlane {
+			for i := range changes {
+				if strings.HasPrefix(changes[i].Field, "controlPlane.") && changes[i].Note == "" {
+					changes[i].Note = compactNote(compact)
+				}
+			}
+		}
+		problems = append(problems, compactWarned...)
+		problems.sortByPosition()
 		return &PatchResult{
 			Output:      out,
 			Changed:     !bytes.Equal(out, f.Data),
-			Changes:     plan.changes(),
+			Changes:     changes,
 			Reformatted: reformatted,
 			Warnings:    problems,
 		}, nil

@@ -38,6 +38,7 @@ const (
 	RuleKeySpelling      = "key-spelling"       // warning: a key the installer matches only case-insensitively
 	RuleOverridesDefault = "overrides-default"  // warning: a pool list replaces the defaultMachinePlatform list
 	RuleExtraDocument    = "extra-document"     // warning: a second YAML document, ignored by the installer
+	RuleCompact          = "compact"            // warning (patch): the pools named make no machine in a compact install
 	RuleInternal         = "internal"           // a bug in this package, reported instead of a crash
 )
 
