@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
@@ -136,8 +137,26 @@ func controlPlaneBusy(cpms *machinev1.ControlPlaneMachineSet) string {
 // that already has what is asked is reported unchanged, whatever its state).
 type ControlPlaneTarget struct {
 	Client machineclient.Interface
+	// Operators reads the ClusterOperators the masters' change leans on
+	// (ControlPlaneOperators); nil: not checked.
+	Operators dynamic.Interface
 	// Force overrules what ControlPlaneSafety lets it overrule.
 	Force bool
+}
+
+// safety is ControlPlaneSafety and then, unless forced, the health of ControlPlaneOperators.
+func (t ControlPlaneTarget) safety(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet) error {
+	if err := ControlPlaneSafety(cpms, t.Force); err != nil || t.Force {
+		return err
+	}
+	busy, err := controlPlaneOperatorsBusy(ctx, t.Operators)
+	if err != nil {
+		return err
+	}
+	if busy != "" {
+		return &ControlPlaneRefusedError{Reason: busy, Forceable: true}
+	}
+	return nil
 }
 
 // GetControlPlane reads the ControlPlaneMachineSet; a cluster without one gets an
@@ -210,8 +229,8 @@ func controlPlaneSpec(cpms *machinev1.ControlPlaneMachineSet, res attach.Result)
 // the installer's controlPlane.platform.openstack.additionalNetworkIDs and
 // additionalSecurityGroupIDs would have written them (after the machine network's entry and
 // the master group), and the record.
-func (t ControlPlaneTarget) Plan(_ context.Context, cpms *machinev1.ControlPlaneMachineSet, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
-	return planControlPlane(cpms, a, now, by, func() error { return ControlPlaneSafety(cpms, t.Force) })
+func (t ControlPlaneTarget) Plan(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
+	return planControlPlane(cpms, a, now, by, func() error { return t.safety(ctx, cpms) })
 }
 
 // planControlPlane is Plan, with safety deciding whether a change may be made.
@@ -238,8 +257,8 @@ func planControlPlane(cpms *machinev1.ControlPlaneMachineSet, a attach.Attachmen
 
 // PlanRemove is what `controlplane patch --remove` does: as for a MachineSet (PlanRemoveFile),
 // the entries manila-setup wrote on what its record says it added, and nothing else.
-func (t ControlPlaneTarget) PlanRemove(_ context.Context, cpms *machinev1.ControlPlaneMachineSet, r attach.Removal, now time.Time, by string) (attach.Plan, error) {
-	return planControlPlaneRemove(cpms, r, now, by, func() error { return ControlPlaneSafety(cpms, t.Force) })
+func (t ControlPlaneTarget) PlanRemove(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, r attach.Removal, now time.Time, by string) (attach.Plan, error) {
+	return planControlPlaneRemove(cpms, r, now, by, func() error { return t.safety(ctx, cpms) })
 }
 
 // planControlPlaneRemove is PlanRemove, with safety deciding whether a change may be made.

@@ -14,6 +14,8 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -132,9 +134,91 @@ func TestControlPlaneMachineSetMissing(t *testing.T) {
 	if !errors.As(err, &selection) || !strings.Contains(err.Error(), "no ControlPlaneMachineSet cluster in namespace openshift-machine-api") {
 		t.Fatalf("got %v, want a selection error naming the missing set", err)
 	}
-	st, err := ControlPlaneList(ctx, mc, attach.Attachment{})
+	st, err := ControlPlaneList(ctx, mc, nil, attach.Attachment{})
 	if err != nil || st != nil {
 		t.Errorf("ControlPlaneList without a set: %+v, %v; want nil, nil", st, err)
+	}
+}
+
+// TestControlPlaneOperatorsCheck: the masters are not changed while etcd, kube-apiserver,
+// machine-api or control-plane-machine-set is unavailable, progressing or degraded, or one of
+// them is not reported (forceable, named with its condition's message, `controlplane list`
+// saying the same); with all four Available the set is patched; a cluster reporting none of
+// them (no cluster version operator) is not judged.
+func TestControlPlaneOperatorsCheck(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	api := testenv.NewAPIServer(t)
+	createNamespace(t, ctx, api.Config)
+	mc := machineclient.NewForConfigOrDie(api.Config)
+	dyn := dynamic.NewForConfigOrDie(api.Config)
+	createControlPlane(t, ctx, mc, machinectl.ControlPlaneMachineSet("ostest-co1"))
+	want := attach.Attachment{Networks: []string{storageNet}}
+	target := ControlPlaneTarget{Client: mc, Operators: dyn}
+	dry := attach.Options{Attachment: want, DryRun: true, By: "test"}
+
+	// No ClusterOperator at all: not judged.
+	if res, err := attach.Patch(ctx, target, dry); err != nil || res[0].Action != attach.ActionWouldPatch {
+		t.Fatalf("no ClusterOperators: %v %+v", err, res)
+	}
+	setOperator := func(name string, conds ...map[string]any) {
+		t.Helper()
+		co := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator", "metadata": map[string]any{"name": name}, "spec": map[string]any{}}}
+		r := dyn.Resource(clusterOperatorGVR)
+		got, err := r.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if got, err = r.Create(ctx, co, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list := make([]any, 0, len(conds))
+		for _, c := range conds {
+			c["lastTransitionTime"] = "2026-11-27T10:00:00Z"
+			list = append(list, c)
+		}
+		got.Object["status"] = map[string]any{"conditions": list}
+		if _, err := r.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healthy := func(name string) {
+		setOperator(name, map[string]any{"type": "Available", "status": "True"}, map[string]any{"type": "Progressing", "status": "False"},
+			map[string]any{"type": "Degraded", "status": "False"})
+	}
+	healthy("etcd")
+	healthy("kube-apiserver")
+	refusedWith := func(what string, parts ...string) {
+		t.Helper()
+		_, err := attach.Patch(ctx, target, dry)
+		var refused *ControlPlaneRefusedError
+		if !errors.As(err, &refused) || !refused.Forceable {
+			t.Fatalf("%s: got %v, want a forceable refusal", what, err)
+		}
+		for _, p := range parts {
+			if !strings.Contains(err.Error(), p) {
+				t.Errorf("%s: %q does not say %q", what, err, p)
+			}
+		}
+		st, err := ControlPlaneList(ctx, mc, dyn, want)
+		if err != nil || !strings.Contains(st.Note, parts[0]) {
+			t.Errorf("%s: controlplane list note %q (%v), want it to say %q", what, st.Note, err, parts[0])
+		}
+	}
+	refusedWith("two of four reported", "ClusterOperators machine-api, control-plane-machine-set are not reported")
+	healthy("machine-api")
+	setOperator("control-plane-machine-set", map[string]any{"type": "Available", "status": "True"},
+		map[string]any{"type": "Degraded", "status": "True", "reason": "UnmanagedNodes", "message": "found unmanaged control plane nodes"})
+	refusedWith("degraded", "ClusterOperator control-plane-machine-set is Degraded (found unmanaged control plane nodes)")
+	healthy("control-plane-machine-set")
+	setOperator("etcd", map[string]any{"type": "Available", "status": "False", "message": "2 of 3 members are available"},
+		map[string]any{"type": "Progressing", "status": "True", "reason": "NodeInstaller"})
+	refusedWith("etcd short of a member", "ClusterOperator etcd is not Available (2 of 3 members are available) and is Progressing (NodeInstaller)")
+	if res, err := attach.Patch(ctx, ControlPlaneTarget{Client: mc, Operators: dyn, Force: true}, dry); err != nil || res[0].Action != attach.ActionWouldPatch {
+		t.Errorf("--force: %v %+v", err, res)
+	}
+	healthy("etcd")
+	if res, err := attach.Patch(ctx, target, attach.Options{Attachment: want, By: "test"}); err != nil || res[0].Action != attach.ActionPatched {
+		t.Errorf("all four Available: %v %+v", err, res)
 	}
 }
 

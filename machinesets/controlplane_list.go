@@ -7,6 +7,7 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
 )
@@ -34,7 +35,7 @@ type ControlPlaneStatus struct {
 
 // ControlPlaneList reports the ControlPlaneMachineSet (nil when the cluster has none) and its
 // masters against want, else against what its record says was attached.
-func ControlPlaneList(ctx context.Context, client machineclient.Interface, want attach.Attachment) (*ControlPlaneStatus, error) {
+func ControlPlaneList(ctx context.Context, client machineclient.Interface, operators dynamic.Interface, want attach.Attachment) (*ControlPlaneStatus, error) {
 	cpms, err := GetControlPlane(ctx, client)
 	var none *attach.SelectionError
 	if errors.As(err, &none) {
@@ -46,11 +47,12 @@ func ControlPlaneList(ctx context.Context, client machineclient.Interface, want 
 	st := &ControlPlaneStatus{Name: cpms.Name, State: orInactive(cpms.Spec.State), Strategy: string(ControlPlaneStrategy(cpms)),
 		Replicas: int32(ControlPlaneTarget{}.Replicas(cpms)), UpdatedReplicas: cpms.Status.UpdatedReplicas, ReadyReplicas: cpms.Status.ReadyReplicas,
 		Recorded: attach.RecordIn(cpms.Annotations)}
-	if err := ControlPlaneSafety(cpms, false); err != nil {
+	if err := (ControlPlaneTarget{Operators: operators}).safety(ctx, cpms); err != nil {
 		var refused *ControlPlaneRefusedError
-		if errors.As(err, &refused) {
-			st.Note = refused.Reason
+		if !errors.As(err, &refused) {
+			return nil, err
 		}
+		st.Note = refused.Reason
 	}
 	spec, skip := controlPlaneSpec(cpms, attach.Result{})
 	if skip != nil {

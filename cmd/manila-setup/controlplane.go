@@ -69,7 +69,7 @@ func (o *controlPlaneListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := machinesets.ControlPlaneList(ctx, clients.machines, attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
+	st, err := machinesets.ControlPlaneList(ctx, clients.machines, clients.dynamic, attach.Attachment{Networks: o.Networks, SecurityGroups: o.SecurityGroups})
 	if err != nil {
 		return environmentError(err)
 	}
@@ -128,7 +128,9 @@ rolled out or would be undone:
     master); activating it is a decision of its own, which --force does not take;
   - its strategy is Recreate (declared, not implemented: the operator only reports Degraded);
   - its masters are not at rest: the operator has not seen its current spec, a master is not
-    updated or not ready, or it is Degraded or Progressing (--force overrules this).
+    updated or not ready, or it is Degraded or Progressing; or a ClusterOperator the change
+    leans on (etcd, kube-apiserver, machine-api, control-plane-machine-set) is not Available,
+    is Progressing or Degraded (--force overrules these).
 A set that already has what is asked is reported unchanged, whatever its state.
 
 With --os-cloud (or $OS_CLOUD) the IDs and the network are checked in Neutron as for
@@ -195,7 +197,7 @@ func (o *controlPlanePatchOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	results, err := attach.Patch(ctx, machinesets.ControlPlaneTarget{Client: clients.machines, Force: o.Force}, opts)
+	results, err := attach.Patch(ctx, machinesets.ControlPlaneTarget{Client: clients.machines, Operators: clients.dynamic, Force: o.Force}, opts)
 	var refused *machinesets.ControlPlaneRefusedError
 	if errors.As(err, &refused) {
 		return invalidInput(err)
