@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -118,14 +119,20 @@ func TestStorageClassesCountSchedulableMasters(t *testing.T) {
 		})
 	}
 	classesAdmit("the schedulable masters mount from the storage subnet", storageSubnet)
-	if msg := h.condition(operator.ConditionStorageNetworkReachable).Message; !strings.Contains(msg, "all 3 workers have an address in the storage subnets "+storageSubnet) {
-		t.Errorf("StorageNetworkReachable does not count the three schedulable masters: %s", msg)
+	h.eventually("StorageNetworkReachable=True", settle, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionTrue, "AsExpected"))
+	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
+	for _, want := range []string{"the ControlPlaneMachineSet cluster attaches the masters, which run workloads, to the storage network " + storageNet,
+		"all 3 workers have an address in the storage subnets " + storageSubnet} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("StorageNetworkReachable does not say %q: %s", want, msg)
+		}
 	}
 
 	for _, name := range masters {
 		setTaints(t, ctx, sim, name, []corev1.Taint{{Key: "node-role.kubernetes.io/master", Effect: corev1.TaintEffectNoSchedule}})
 	}
 	classesAdmit("tainted masters run no workload; no worker is left", machineNetwork)
+	h.eventually("StorageNetworkReachable=Unknown NoMachineSets", settle, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionUnknown, "NoMachineSets"))
 }
 
 // setTaints sets the Node's taints (nil: none), as the scheduler's mastersSchedulable or an

@@ -60,6 +60,8 @@ type storageNetworkController struct {
 	candidate       func() *openstack.Candidate
 	nodes           func() []*corev1.Node
 	clusterNetworks func() []netip.Prefix
+	// controlPlane is the cached ControlPlaneMachineSet cluster, nil when there is none.
+	controlPlane func() *unstructured.Unstructured
 	// machines lists the cached Machines of openshift-machine-api; freeAddresses counts the
 	// free addresses of a network's subnets (asked only while Machines lack an address).
 	machines      func() []*unstructured.Unstructured
@@ -107,6 +109,18 @@ func newStorageNetworkController(w wiring) *machinery.Controller {
 				}
 			}
 			return out
+		},
+		controlPlane: func() *unstructured.Unstructured {
+			lister, synced := machineSets(machinery.ControlPlaneMachineSetGVR)
+			if !synced || !crdExists("controlplanemachinesets.machine.openshift.io") {
+				return nil
+			}
+			obj, err := lister.ByNamespace(machinery.MachineAPINamespace).Get(machinery.ControlPlaneMachineSetName)
+			if err != nil {
+				return nil
+			}
+			u, _ := obj.(*unstructured.Unstructured)
+			return u
 		},
 		shareClients: w.mounts.answer,
 		classes: func() []*storagev1.StorageClass {
@@ -184,7 +198,16 @@ func (c *storageNetworkController) verdict() ([]*unstructured.Unstructured, oper
 		c.requeueAfter(time.Second)
 		return nil, operatorv1.ConditionUnknown, "Checking", "reading MachineSets"
 	}
+	id, how, why := c.network()
+	var cp *unstructured.Unstructured
+	if c.controlPlane != nil && mastersRunWorkloads(c.nodes()) {
+		cp = c.controlPlane()
+	}
 	if len(objs) == 0 {
+		if cp != nil && id != "" {
+			status, reason, msg := controlPlaneVerdict(cp, id, how)
+			return nil, status, reason, msg
+		}
 		return nil, operatorv1.ConditionUnknown, "NoMachineSets", "no MachineSets in " + machinery.MachineAPINamespace
 	}
 	sets := make([]*unstructured.Unstructured, 0, len(objs))
@@ -194,10 +217,50 @@ func (c *storageNetworkController) verdict() ([]*unstructured.Unstructured, oper
 		}
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].GetName() < sets[j].GetName() })
-	id, how, why := c.network()
 	status, reason, msg := storageNetworkVerdict(sets, id, how, why)
+	if cp != nil && id != "" {
+		cpStatus, cpReason, cpMsg := controlPlaneVerdict(cp, id, how)
+		if cpStatus == operatorv1.ConditionFalse {
+			if status == operatorv1.ConditionFalse {
+				return sets, status, reason, cpMsg + ". " + msg
+			}
+			return sets, cpStatus, cpReason, cpMsg + ". " + msg
+		}
+		msg += "; " + cpMsg
+	}
 	return sets, status, reason, msg
 }
+
+// mastersRunWorkloads tells a cluster whose masters run workload pods (a compact cluster's, or
+// untainted ones): their pods mount shares too.
+func mastersRunWorkloads(nodes []*corev1.Node) bool {
+	for _, n := range nodes {
+		if shareclient.ControlPlaneNode(n) && shareclient.RunsWorkloads(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// controlPlaneVerdict judges the ControlPlaneMachineSet of masters that run workloads: its
+// template must give new masters a port on the storage network, as a MachineSet's must. Only an
+// Active set makes masters; an inactive one is said, not judged.
+func controlPlaneVerdict(cp *unstructured.Unstructured, id, how string) (operatorv1.ConditionStatus, string, string) {
+	const name = "the ControlPlaneMachineSet " + machinery.ControlPlaneMachineSetName
+	if state, _, _ := unstructured.NestedString(cp.Object, "spec", "state"); state != "Active" {
+		return operatorv1.ConditionTrue, "AsExpected", fmt.Sprintf("the masters run workloads; %s is not Active, so it does not replace them (attach them with manila-setup controlplane patch once it is)", name)
+	}
+	value, _, _ := unstructured.NestedFieldNoCopy(cp.Object, "spec", "template", "machines_v1beta1_machine_openshift_io", "spec", "providerSpec", "value")
+	m, _ := value.(map[string]any)
+	if !attachment.SpecOf(m).HasNetwork(id) {
+		return operatorv1.ConditionFalse, reasonControlPlaneNotAttached,
+			fmt.Sprintf("the masters run workloads, but %s does not attach them to the storage network %s (%s), so pods on the masters cannot mount Manila shares: run manila-setup controlplane patch", name, id, how)
+	}
+	return operatorv1.ConditionTrue, "AsExpected", fmt.Sprintf("%s attaches the masters, which run workloads, to the storage network %s (%s)", name, id, how)
+}
+
+// reasonControlPlaneNotAttached: masters run workloads without the storage network.
+const reasonControlPlaneNotAttached = "ControlPlaneNotAttached"
 
 // warnOnce records the storage network's warnings as a Warning Event when they differ from
 // those last recorded: the condition keeps saying them, the Event says when they appeared.

@@ -35,6 +35,17 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 		_ = unstructured.SetNestedSlice(u.Object, entries, "spec", "template", "spec", "providerSpec", "value", "networks")
 		return u
 	}
+	cpms := func(state string, nets ...string) *unstructured.Unstructured {
+		var entries []any
+		for _, n := range nets {
+			entries = append(entries, map[string]any{"uuid": n})
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetName("cluster")
+		_ = unstructured.SetNestedField(u.Object, state, "spec", "state")
+		_ = unstructured.SetNestedSlice(u.Object, entries, "spec", "template", "machines_v1beta1_machine_openshift_io", "spec", "providerSpec", "value", "networks")
+		return u
+	}
 	tie := &openstack.Ranking{Candidates: []openstack.Candidate{
 		{Network: openstack.Network{ID: storage, Name: "a"}, Score: 10, Confidence: openstack.ConfidenceHigh},
 		{Network: openstack.Network{ID: other, Name: "b"}, Score: 10, Confidence: openstack.ConfidenceHigh},
@@ -73,6 +84,8 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 		nodes     []*corev1.Node
 		msgHasNot string
 		events    string
+		// controlPlane is the ControlPlaneMachineSet, nil for none.
+		controlPlane *unstructured.Unstructured
 	}{
 		{name: "no ClusterCSIDriver", want: ""},
 		{name: "Unmanaged", spec: &operatorv1.OperatorSpec{ManagementState: operatorv1.Unmanaged}, want: ""},
@@ -107,6 +120,22 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 			storage: discovered(gateway), nodes: []*corev1.Node{worker("w1", "10.0.0.9", "10.196.0.5")},
 			want: "False NodeIPOnStorageNetwork", msgHas: "workers w1 (10.0.0.9 in subnet s (" + subnetID + ") 10.0.0.0/24) have their node IP (first InternalIP) on the storage network storage (" + storage + ")",
 			events: "Warning StorageNetworkWarnings warnings on the storage network storage (" + storage + "): (1) default-route"},
+		// A compact cluster: no MachineSet, masters that run workloads, their set judged.
+		{name: "compact, the set attached", spec: managed, machineAPI: true, synced: true, controlPlane: cpms("Active", storage),
+			storage: &storageNetworks{given: storage}, nodes: []*corev1.Node{schedulableMaster("m0", "10.196.0.2", "10.0.0.2")},
+			want: "True AsExpected", msgHas: "the ControlPlaneMachineSet cluster attaches the masters, which run workloads, to the storage network " + storage},
+		{name: "compact, the set not attached", spec: managed, machineAPI: true, synced: true, controlPlane: cpms("Active", other),
+			storage: &storageNetworks{given: storage}, nodes: []*corev1.Node{schedulableMaster("m0", "10.196.0.2")},
+			want: "False ControlPlaneNotAttached", msgHas: "the masters run workloads, but the ControlPlaneMachineSet cluster does not attach them to the storage network " + storage + " (given by --storage-network), so pods on the masters cannot mount Manila shares: run manila-setup controlplane patch"},
+		{name: "compact, the set Inactive", spec: managed, machineAPI: true, synced: true, controlPlane: cpms("Inactive", other),
+			storage: &storageNetworks{given: storage}, nodes: []*corev1.Node{schedulableMaster("m0", "10.196.0.2")},
+			want: "True AsExpected", msgHas: "is not Active, so it does not replace them"},
+		{name: "workers attached, schedulable masters not", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)}, controlPlane: cpms("Active", other),
+			storage: &storageNetworks{given: storage}, nodes: []*corev1.Node{schedulableMaster("m0", "10.196.0.2"), worker("w1", "10.196.0.5", "10.0.0.5")},
+			want: "False ControlPlaneNotAttached", msgHas: "so pods on the masters cannot mount Manila shares: run manila-setup controlplane patch. every MachineSet (1) attaches"},
+		{name: "tainted masters: the set is not judged", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)}, controlPlane: cpms("Active", other),
+			storage: &storageNetworks{given: storage}, nodes: []*corev1.Node{master("m0", "10.196.0.2"), worker("w1", "10.196.0.5", "10.0.0.5")},
+			want: "True AsExpected", msgHasNot: "ControlPlaneMachineSet"},
 		{name: "discovery failed", spec: managed, machineAPI: true, synced: true, sets: []runtime.Object{ms("a", storage)},
 			storage: &storageNetworks{at: time.Now(), err: errors.New("Keystone timed out")}, want: "Unknown StorageNetworkUnknown", msgHas: "discovery failed: Keystone timed out"},
 	}
@@ -131,6 +160,7 @@ func TestStorageNetworkControllerSync(t *testing.T) {
 				},
 				machineAPI:   func() bool { return tt.machineAPI },
 				machineSets:  func() ([]runtime.Object, bool, error) { return tt.sets, tt.synced, nil },
+				controlPlane: func() *unstructured.Unstructured { return tt.controlPlane },
 				network:      tt.storage.network,
 				requeueAfter: func(time.Duration) { requeued = true },
 				candidate:    tt.storage.candidate,
