@@ -22,8 +22,9 @@ ControlPlaneMachineSet "cluster" in openshift-machine-api, which the control-pla
 operator then rolls out to the masters as its strategy says.
 
   manila-setup controlplane list
-  manila-setup controlplane patch --network <storage network ID> --security-group <ID> --dry-run`)
-	cmd.AddCommand(newControlPlaneListCommand(g, streams), newControlPlanePatchCommand(g, streams))
+  manila-setup controlplane patch --network <storage network ID> --security-group <ID> --dry-run
+  manila-setup controlplane rollout`)
+	cmd.AddCommand(newControlPlaneListCommand(g, streams), newControlPlanePatchCommand(g, streams), newControlPlaneRolloutCommand(g, streams))
 	return cmd
 }
 
@@ -106,6 +107,9 @@ type controlPlanePatchOptions struct {
 	streams IOStreams
 
 	attachFlags
+	// Rollout replaces the masters after the patch (controlplane rollout).
+	Rollout bool
+	roll    controlPlaneRolloutFlags
 }
 
 func newControlPlanePatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -160,12 +164,25 @@ MachineSets included, kept byte for byte. A file has no status: its set's spec i
 	f.BoolVar(&o.Force, "force", false, "change the set while its masters are not at rest; attach a network even where no Manila export location lies, or the machines' own, or its subnets lack free addresses")
 	f.BoolVar(&o.Remove, "remove", false, "remove what manila-setup attached (the "+attach.Annotation+" record), and nothing else; with --network/--security-group only those")
 	f.StringVarP(&o.File, "filename", "f", "", "patch the ControlPlaneMachineSet of this file (- for standard input) instead of the cluster's")
+	f.BoolVar(&o.Rollout, "rollout", false, "then replace the masters and wait until all are on the template and ready (as 'controlplane rollout')")
+	o.roll.add(cmd)
 	f.BoolVar(&o.InPlace, "in-place", false, "with -f: write the patched file back, keeping FILE.bak")
 	return cmd
 }
 
 // Validate checks the flags before anything is contacted.
-func (o *controlPlanePatchOptions) Validate() error { return o.attachFlags.validate(o.g) }
+func (o *controlPlanePatchOptions) Validate() error {
+	if o.Rollout && (o.File != "" || o.DryRun) {
+		return usageError("--rollout replaces the cluster's masters: it cannot be used with -f or --dry-run")
+	}
+	if o.Rollout && o.g.Output != outputText {
+		return usageError("--rollout follows the masters as text lines: use -o with 'controlplane rollout' alone")
+	}
+	if err := o.roll.validate(); err != nil {
+		return err
+	}
+	return o.attachFlags.validate(o.g)
+}
 
 // Complete has nothing to fill in: the cluster and the cloud are contacted in Run.
 func (o *controlPlanePatchOptions) Complete(*cobra.Command, []string) error { return nil }
@@ -208,7 +225,10 @@ func (o *controlPlanePatchOptions) Run(ctx context.Context) error {
 	if err := patchErrorExit(err); err != nil {
 		return err
 	}
-	return o.invalidResults(results)
+	if err := o.invalidResults(results); err != nil || !o.Rollout {
+		return err
+	}
+	return o.roll.run(ctx, o.g, o.streams)
 }
 
 // invalidResults is exit 1 when the set's providerSpec is broken.

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -22,14 +24,22 @@ import (
 )
 
 // TestControlPlanePatchRollsRealMasters: on a compact cluster whose three masters are real
-// servers under the installer's ControlPlaneMachineSet (RollingUpdate), `controlplane patch`
-// adds the storage network and a group to its template; the control-plane-machine-set rules
-// (test/machineapi/controlplane) replace the masters one index at a time, a new master first,
-// etcd's hook holding each old one until the new is ready: never fewer than two Ready masters,
-// never two replacements at once. Every new master's server has a port on the storage network
-// without allowed address pairs and with the groups asked for, its node IP on the machine
-// network; the old servers are gone.
-func TestControlPlanePatchRollsRealMasters(t *testing.T) {
+// servers under the installer's ControlPlaneMachineSet (RollingUpdate), `controlplane patch
+// --rollout` adds the storage network and a group to its template; the control-plane-machine-set
+// rules (test/machineapi/controlplane) replace the masters one index at a time, a new master
+// first, etcd's hook holding each old one until the new is ready, and the command follows them,
+// checking the first new master: never fewer than two Ready masters, never two replacements at
+// once. Every new master's server has a port on the storage network without allowed address
+// pairs and with the groups asked for, its node IP on the machine network; the old servers are
+// gone.
+func TestControlPlanePatchRollsRealMasters(t *testing.T) { rollRealMasters(t, machinev1.RollingUpdate) }
+
+// TestControlPlaneRolloutOnDelete is the same with strategy OnDelete, where nothing moves until
+// a master is deleted: `controlplane patch --rollout` deletes one outdated master at a time, each
+// once the previous replacement is ready and the set counts every master ready again.
+func TestControlPlaneRolloutOnDelete(t *testing.T) { rollRealMasters(t, machinev1.OnDelete) }
+
+func rollRealMasters(t *testing.T, strategy machinev1.ControlPlaneMachineSetStrategyType) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -38,6 +48,12 @@ func TestControlPlanePatchRollsRealMasters(t *testing.T) {
 	old := masterNames(t, ctx, mc)
 	storage := p.CreateNetworkWith("cp-storage", nil, map[string]any{"cidr": "10.77.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})
 	nfs := p.CreateSecurityGroup("cp-nfs", true)
+	if strategy != machinev1.RollingUpdate {
+		patch := []byte(`{"spec":{"strategy":{"type":"` + string(strategy) + `"}}}`)
+		if _, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Patch(ctx, machinesets.ControlPlaneName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Watch the masters while they roll: Ready Nodes of masters, and replacements at once.
 	stop := make(chan struct{})
@@ -58,14 +74,22 @@ func TestControlPlanePatchRollsRealMasters(t *testing.T) {
 			}
 		}
 	}()
-	// The storage network has no Manila export here: --force.
-	code, out, errOut := cli.run(t, "controlplane", "patch", "--network", storage.ID, "--security-group", nfs, "--force")
-	if code != exitOK || !strings.Contains(out, "controlplanemachineset/cluster  patched") {
-		t.Fatalf("controlplane patch: exit %d\n%s%s", code, out, errOut)
-	}
+	// The storage network has no Manila export here: --force. The command returns once every
+	// master is on the template and ready.
 	t0 := time.Now()
-	// The set reports every master updated once all three were replaced.
-	if err := cl.WaitMasters(ctx, 3, 15*time.Minute); err != nil {
+	code, out, errOut := cli.run(t, "controlplane", "patch", "--network", storage.ID, "--security-group", nfs, "--force", "--rollout",
+		"--poll-interval", "2s", "--timeout", "15m")
+	if code != exitOK || !strings.Contains(out, "controlplanemachineset/cluster  patched") ||
+		!strings.Contains(out, "3/3 masters on the template  every master (3) is on the template and ready") || !strings.Contains(out, ": check passed (") {
+		close(stop)
+		t.Fatalf("controlplane patch --rollout (%s): exit %d\n%s%s\nmachine-api-openstack log:\n%s", strategy, code, out, errOut, cl.Log(40))
+	}
+	t.Logf("$ manila-setup controlplane patch --rollout (%s)\n%s", strategy, out)
+	if strategy == machinev1.OnDelete && strings.Count(out, "deleted master ") != 3 {
+		t.Errorf("OnDelete: the command deleted %d masters, want 3 (one at a time)", strings.Count(out, "deleted master "))
+	}
+	// The set reports every master updated, as the command saw.
+	if err := cl.WaitMasters(ctx, 3, time.Minute); err != nil {
 		close(stop)
 		t.Fatalf("the masters were not replaced: %v", err)
 	}
