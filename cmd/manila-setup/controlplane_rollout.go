@@ -109,7 +109,7 @@ check, a refused set, or --timeout), naming why, with the masters as they are.`,
 }
 
 func (o *controlPlaneRolloutOptions) Complete(*cobra.Command, []string) error { return nil }
-func (o *controlPlaneRolloutOptions) Validate() error                        { return o.validate() }
+func (o *controlPlaneRolloutOptions) Validate() error                         { return o.validate() }
 func (o *controlPlaneRolloutOptions) Run(ctx context.Context) error {
 	return o.run(ctx, o.g, o.streams)
 }
