@@ -33,14 +33,16 @@ type Served struct {
 	Note string
 }
 
-// Kinds are the kinds of machines the cluster serves: those its inventory is read for.
+// Kinds are the kinds of machines the cluster serves: those its inventory is read for. The
+// ControlPlaneMachineSet is read where the Machine API is served (one object, or none).
 func (s Served) Kinds() Kinds {
-	return Kinds{MachineSets: s.MachineAPI, ClusterAPI: s.ClusterAPI, NodePools: s.HyperShift}
+	return Kinds{MachineSets: s.MachineAPI, ClusterAPI: s.ClusterAPI, NodePools: s.HyperShift, ControlPlane: s.MachineAPI}
 }
 
 // Offered are the kinds the cluster has to choose from, as the screens name them: its
 // MachineSets (also where it serves nothing else), its Cluster API objects, the NodePools of a
-// management cluster that has some.
+// management cluster that has some. Whether it has a ControlPlaneMachineSet is known once the
+// inventory is read (Offer).
 func (s Served) Offered() Kinds {
 	return Kinds{MachineSets: s.MachineAPI || !s.HyperShift, ClusterAPI: s.ClusterAPI, NodePools: s.HyperShift && s.NodePools > 0}
 }

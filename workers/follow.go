@@ -49,6 +49,8 @@ func Reads(id string) Kinds {
 		return Kinds{ClusterAPI: true}
 	case SectionNodePools:
 		return Kinds{NodePools: true}
+	case SectionControlPlane:
+		return Kinds{ControlPlane: true}
 	}
 	return Kinds{}
 }

@@ -14,6 +14,9 @@ import (
 // Kinds says which kinds of machines a cluster serves, so which to read.
 type Kinds struct {
 	MachineSets, ClusterAPI, NodePools bool
+	// ControlPlane: the ControlPlaneMachineSet, which changes the masters (read where the
+	// Machine API is served; a cluster without one offers no control plane).
+	ControlPlane bool
 }
 
 // Inventory is what makes the cluster's workers, as the wizard offers it: one row per object
@@ -26,6 +29,9 @@ type Inventory struct {
 	// own: MachineDeployments and the MachineSets that are no Machine API MachineSet's copy.
 	ClusterAPI []clusterapi.Status
 	NodePools  []nodepools.Status
+	// ControlPlane is the ControlPlaneMachineSet; nil when the cluster has none (or it was not
+	// read).
+	ControlPlane *machinesets.ControlPlaneStatus
 	// Notes say which kinds could not be read (the others are offered).
 	Notes []string
 }
@@ -38,6 +44,9 @@ type Listed struct {
 	ClusterAPIErr  error
 	NodePools      []nodepools.Status
 	NodePoolsErr   error
+	// ControlPlane is nil when the cluster has no ControlPlaneMachineSet.
+	ControlPlane    *machinesets.ControlPlaneStatus
+	ControlPlaneErr error
 }
 
 // Inventory reads the kinds of kinds, how far each object has want (else what was recorded on
@@ -53,11 +62,16 @@ func (c Cluster) Inventory(ctx context.Context, want attach.Attachment, kinds Ki
 	if kinds.NodePools {
 		l.NodePools, l.NodePoolsErr = nodepools.List(ctx, c.Dynamic, "", "", want)
 	}
+	if kinds.ControlPlane {
+		// The ClusterOperators the masters' replacement leans on are read too: the set is
+		// offered only when they are at rest (its Note says which is not).
+		l.ControlPlane, l.ControlPlaneErr = machinesets.ControlPlaneList(ctx, c.Machines, c.Dynamic, want)
+	}
 	return Assemble(kinds, l)
 }
 
 // Assemble turns the reads into the inventory. The MachineSets must be read when the cluster
-// serves them; the Cluster API objects and NodePools are offered beside them, so when they
+// serves them; the Cluster API objects, NodePools and the ControlPlaneMachineSet are offered beside them, so when they
 // cannot be read the rest still is, with a note saying what is missing and why (when nothing else
 // was read there is nothing to offer: an error).
 func Assemble(kinds Kinds, l Listed) (*Inventory, error) {
@@ -79,9 +93,17 @@ func Assemble(kinds Kinds, l Listed) (*Inventory, error) {
 		l.NodePools = nil
 		inv.Notes = append(inv.Notes, fmt.Sprintf("the NodePools could not be read, so they are not offered: %v", l.NodePoolsErr))
 	}
+	if kinds.ControlPlane && l.ControlPlaneErr != nil {
+		if !kinds.MachineSets && !kinds.ClusterAPI && !kinds.NodePools {
+			return nil, l.ControlPlaneErr // nothing else to offer
+		}
+		l.ControlPlane = nil
+		inv.Notes = append(inv.Notes, fmt.Sprintf("the %s could not be read, so the control plane is not offered: %v", machinesets.ControlPlaneKind, l.ControlPlaneErr))
+	}
 	inv.MachineSets = viaCopies(l.MachineSets, l.ClusterAPI)
 	inv.ClusterAPI = withoutCopies(l.ClusterAPI, l.MachineSets)
 	inv.NodePools = l.NodePools
+	inv.ControlPlane = l.ControlPlane
 	return inv, nil
 }
 

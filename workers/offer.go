@@ -1,8 +1,11 @@
 package workers
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
+
+	machinev1 "github.com/openshift/api/machine/v1"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
@@ -135,6 +138,8 @@ func Select(rows []Row) Selection {
 			sel.ClusterAPI = append(sel.ClusterAPI, r.Key)
 		case SectionNodePools:
 			sel.NodePools = append(sel.NodePools, r.Key)
+		case SectionControlPlane:
+			sel.ControlPlane = true
 		}
 	}
 	return sel
@@ -145,8 +150,9 @@ func Select(rows []Row) Selection {
 func (inv *Inventory) Offer(served Kinds) Offer {
 	o := Offer{Notes: inv.Notes}
 	// A kind's section is listed when the cluster serves it and has some of it; the
-	// MachineSets always where served, the NodePools (empty) where nothing else can be.
-	alone := len(inv.ClusterAPI) == 0 && len(inv.NodePools) == 0
+	// MachineSets always where served, the NodePools (empty) where nothing else can be, the
+	// control plane last, where the cluster has a ControlPlaneMachineSet.
+	alone := len(inv.ClusterAPI) == 0 && len(inv.NodePools) == 0 && inv.ControlPlane == nil
 	if served.MachineSets {
 		o.Sections = append(o.Sections, machineSetSection(inv.MachineSets, alone))
 	}
@@ -155,6 +161,9 @@ func (inv *Inventory) Offer(served Kinds) Offer {
 	}
 	if len(inv.NodePools) > 0 || !served.MachineSets {
 		o.Sections = append(o.Sections, nodePoolSection(inv.NodePools))
+	}
+	if inv.ControlPlane != nil {
+		o.Sections = append(o.Sections, controlPlaneSection(inv.ControlPlane))
 	}
 	var choose []string
 	if served.MachineSets || len(inv.NodePools) == 0 {
@@ -166,6 +175,9 @@ func (inv *Inventory) Offer(served Kinds) Offer {
 	if len(inv.NodePools) > 0 {
 		choose = append(choose, "NodePool")
 	}
+	if inv.ControlPlane != nil {
+		choose = append(choose, machinesets.ControlPlaneKind)
+	}
 	o.Choose = strings.Join(choose, " or ")
 	return o
 }
@@ -176,7 +188,11 @@ func (inv *Inventory) Rows() []Row {
 	var rows []Row
 	rows = append(rows, machineSetSection(inv.MachineSets, false).Rows...)
 	rows = append(rows, clusterAPISection(inv.ClusterAPI).Rows...)
-	return append(rows, nodePoolSection(inv.NodePools).Rows...)
+	rows = append(rows, nodePoolSection(inv.NodePools).Rows...)
+	if inv.ControlPlane != nil {
+		rows = append(rows, controlPlaneSection(inv.ControlPlane).Rows...)
+	}
+	return rows
 }
 
 // The IDs of the sections, one per kind.
@@ -184,6 +200,8 @@ const (
 	SectionMachineSets = "machinesets"
 	SectionClusterAPI  = "clusterapi"
 	SectionNodePools   = "nodepools"
+	// SectionControlPlane is the ControlPlaneMachineSet's: the masters.
+	SectionControlPlane = "controlplane"
 )
 
 // SectionOf is the ID of the section whose row res is the result of.
@@ -191,6 +209,8 @@ func SectionOf(res attach.Result) string {
 	switch {
 	case res.Kind == "NodePool":
 		return SectionNodePools
+	case res.Kind == machinesets.ControlPlaneKind:
+		return SectionControlPlane
 	case res.Namespace == machinesets.Namespace:
 		return SectionMachineSets
 	}
@@ -276,6 +296,37 @@ func nodePoolSection(pools []nodepools.Status) Section {
 			Short: 2, Selectable: ok, WhyNot: "not OpenStack (" + platform + ")", Preselected: ok, Rolls: ByItself, Joins: p.HostedCluster,
 			AlwaysFollowed: true, Status: &p})
 	}
+	return s
+}
+
+// controlPlaneSection lists the ControlPlaneMachineSet: one row, never preselected (every
+// master is replaced), its cost said in its cells. It can be chosen only where its operator
+// rolls the change out by itself, at once and safely: Active, RollingUpdate, the masters and
+// the ClusterOperators they lean on at rest (ControlPlaneList's Note says which is not).
+func controlPlaneSection(cp *machinesets.ControlPlaneStatus) Section {
+	st := *cp
+	s := Section{ID: SectionControlPlane, Title: "Control plane", Subtitle: "the masters, through the " + machinesets.ControlPlaneKind + " of " + machinesets.Namespace,
+		Noun: machinesets.ControlPlaneKind, NameHeading: "NAME", Headings: fmt.Sprintf("%-12s %s", "STORAGE NET", "IF CHOSEN")}
+	cost := fmt.Sprintf("replaces the %d masters, one at a time", st.Replicas)
+	if st.StorageNetwork == attach.StateAttached && st.SecurityGroups == attach.StateAttached {
+		cost = fmt.Sprintf("nothing to change: %d of %d masters on the template", st.OnNetworks, st.Masters)
+	}
+	r := Row{Section: s.ID, Kind: machinesets.ControlPlaneKind, Namespace: machinesets.Namespace, Name: st.Name,
+		Key: strings.ToLower(machinesets.ControlPlaneKind) + "/" + st.Name, What: machinesets.ControlPlaneKind + " " + st.Name,
+		Cells: []Cell{stateCell(st.StorageNetwork), {Text: cost}}, Short: 1, Rolls: ByItself, Status: &st}
+	switch {
+	case st.StorageNetwork == attach.StateNA || st.State != string(machinev1.ControlPlaneMachineSetStateActive) ||
+		st.Strategy != string(machinev1.RollingUpdate) && st.Strategy != string(machinev1.OnDelete):
+		// Not an OpenStack template, Inactive, Recreate: the Note has ControlPlaneSafety's words.
+		r.WhyNot = cmp.Or(st.Note, "its state is "+st.State+", its strategy "+st.Strategy)
+	case st.Strategy == string(machinev1.OnDelete):
+		r.WhyNot = "strategy OnDelete: the masters are replaced only when their Machines are deleted; run `manila-setup controlplane patch --rollout` to patch it and replace them one at a time"
+	case st.Note != "":
+		r.WhyNot = st.Note
+	default:
+		r.Selectable = true
+	}
+	s.Rows = append(s.Rows, r)
 	return s
 }
 

@@ -1,7 +1,8 @@
 // Package workers is the one use case above the kinds of machines: attach the storage network to
 // the workers of this cluster and roll them, whatever makes their machines — the Machine API's
 // MachineSets (and, for those Cluster API is authoritative for, their Cluster API copies),
-// Cluster API's own sets, HyperShift's NodePools. The CLI commands and the wizard call it, so
+// Cluster API's own sets, HyperShift's NodePools, and the masters through the
+// ControlPlaneMachineSet where they run workloads. The CLI commands and the wizard call it, so
 // that both do the same; each kind is an adapter package of its own (machinesets, clusterapi,
 // nodepools) over the model in package attach. What the wizard offers and follows is decided
 // here (Offer, Select, Follows); the sentences it makes of them are its own
@@ -43,10 +44,13 @@ type Selection struct {
 	ClusterAPI []string
 	// NodePools names NodePools as NAMESPACE/NAME.
 	NodePools []string
+	// ControlPlane selects the ControlPlaneMachineSet: every master is replaced by its
+	// operator once its template changes.
+	ControlPlane bool
 }
 
 // Report is what Patch did: one row per object, in the order MachineSets, Cluster API objects,
-// NodePools, and the Cluster API templates replaced earlier that were looked at.
+// NodePools, the ControlPlaneMachineSet, and the Cluster API templates replaced earlier that were looked at.
 type Report struct {
 	Results   []attach.Result             `json:"results"`
 	Templates []clusterapi.TemplateResult `json:"templates,omitempty"`
@@ -58,7 +62,7 @@ type Report struct {
 func (c Cluster) Patch(ctx context.Context, sel Selection, opts attach.Options) (*Report, error) {
 	// The NodePools take no security groups: they are checked when another kind takes them.
 	networksOnly := opts.NetworksOnly
-	opts.NetworksOnly = sel.MachineSets == nil && len(sel.ClusterAPI) == 0
+	opts.NetworksOnly = sel.MachineSets == nil && len(sel.ClusterAPI) == 0 && !sel.ControlPlane
 	opts, err := opts.Check(ctx)
 	if err != nil {
 		return nil, err
@@ -104,6 +108,17 @@ func (c Cluster) patch(ctx context.Context, sel Selection, opts attach.Options) 
 	}
 	if len(sel.NodePools) > 0 {
 		results, err := nodepools.Patch(ctx, c.Dynamic, nodepools.Scope{Names: sel.NodePools}, opts)
+		report.Results = append(report.Results, results...)
+		if err != nil {
+			return report, err
+		}
+	}
+	if sel.ControlPlane {
+		// Last: the workers are done before the masters start being replaced. Not forced: the
+		// set is offered only at rest, and is checked again here (a cluster that got busy
+		// since is refused with the reason, as `controlplane patch` without --force is).
+		target := machinesets.ControlPlaneTarget{Client: c.Machines, Operators: c.Dynamic}
+		results, err := attach.Patch(ctx, target, opts)
 		report.Results = append(report.Results, results...)
 		if err != nil {
 			return report, err
@@ -157,7 +172,7 @@ func (c Cluster) patchCopies(ctx context.Context, report *Report, opts attach.Op
 // Roll replaces the machines of what sel selects that lack what their template now says: the
 // Machine API MachineSets (those Cluster API is authoritative for through their Cluster API
 // copy, after the others), then the standalone Cluster API MachineSets. NodePools roll by
-// themselves (HyperShift). opts.Progress gets every change, one line per set.
+// themselves (HyperShift), the masters too (the control-plane-machine-set operator). opts.Progress gets every change, one line per set.
 func (c Cluster) Roll(ctx context.Context, sel Selection, opts rollout.Options) ([]rollout.SetProgress, error) {
 	var all []rollout.SetProgress
 	if sel.MachineSets != nil {
