@@ -8,6 +8,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 // screen is one step of the wizard. The model holds one per step and speaks to the current one
@@ -68,6 +69,10 @@ func (s *session) sgs() groupsModel      { return s.screens[stepGroups].(groupsM
 func (s *session) sets() setsModel       { return s.screens[stepSets].(setsModel) }
 func (s *session) review() reviewModel   { return s.screens[stepReview].(reviewModel) }
 func (s *session) apply() applyModel     { return s.screens[stepApply].(applyModel) }
+
+// offered are the kinds the cluster has to choose from, as the sets screen read them (the
+// control plane among them where it has a ControlPlaneMachineSet).
+func (s *session) offered() workers.Kinds { return s.sets().offered(s.conn) }
 
 // attachment is what the screens so far chose.
 func (s *session) attachment() attach.Attachment {

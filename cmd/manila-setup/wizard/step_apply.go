@@ -377,7 +377,7 @@ func (applyModel) help(s *session) string {
 	if s.conn == nil {
 		return helpText[stepApply]
 	}
-	return helpText[stepApply] + kindsHelp(s.conn.Offered(), stepApply)
+	return helpText[stepApply] + kindsHelp(s.offered(), stepApply)
 }
 
 // grabs: while machines are replaced, q and ctrl+c ask whether to stop, and the question takes

@@ -20,6 +20,7 @@ type reviewModel struct {
 	loading  bool
 	forKey   string
 	kinds    string // what was chosen from: "MachineSet", "NodePool", "MachineSet or NodePool"
+	chosen   []workers.Row
 	err      string
 	results  []attach.Result
 	commands []string
@@ -151,7 +152,7 @@ func (r reviewModel) help(s *session) string {
 		text += " " + reviewWarningsHelp
 	}
 	if s.conn != nil {
-		text += kindsHelp(s.conn.Offered(), stepReview)
+		text += kindsHelp(s.offered(), stepReview)
 	}
 	return text
 }
@@ -184,7 +185,7 @@ func (r reviewModel) enter(s *session) (screen, tea.Cmd) {
 	}
 	sel := workers.Select(chosen)
 	network := s.network()
-	r = reviewModel{loading: true, forKey: forKey, kinds: sets.offer.Choose, commands: commandLines(s.conn, want, sel, network.needsForce(want.Networks)),
+	r = reviewModel{loading: true, forKey: forKey, kinds: sets.offer.Choose, chosen: chosen, commands: commandLines(s.conn, want, sel, network.needsForce(want.Networks)),
 		fit: newFitnessModel(network.chosen(), r.fit)}
 	return r, planCmd(s.ctx, s.backend(), forKey, want, sel)
 }
@@ -204,7 +205,7 @@ func (r reviewModel) content(w int, dryRun bool) []string {
 	if r.detach {
 		lines = append(lines, r.detachLines(w)...)
 	} else {
-		for _, l := range reviewLines(r.results) {
+		for _, l := range reviewLines(r.results, r.chosen) {
 			lines = append(lines, toned(l, w)...)
 		}
 	}

@@ -3,6 +3,7 @@ package wizard
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -139,19 +140,27 @@ func (s setsModel) keys(*session) []key.Binding {
 }
 
 // title names the screen after what the cluster has to choose from.
-func (setsModel) title(ss *session) string {
+func (s setsModel) title(ss *session) string {
 	if ss.conn == nil {
 		return stepTitles[stepSets]
 	}
-	return coalesceName(offeredTitle(ss.conn.Offered()), stepTitles[stepSets])
+	return coalesceName(offeredTitle(s.offered(ss.conn)), stepTitles[stepSets])
 }
 
 // help adds what each kind the cluster offers changes here.
-func (setsModel) help(ss *session) string {
+func (s setsModel) help(ss *session) string {
 	if ss.conn == nil {
 		return helpText[stepSets]
 	}
-	return helpText[stepSets] + kindsHelp(ss.conn.Offered(), stepSets)
+	return helpText[stepSets] + kindsHelp(s.offered(ss.conn), stepSets)
+}
+
+// offered are the kinds the cluster of conn has to choose from: those it serves, and the
+// control plane once the list read has a ControlPlaneMachineSet.
+func (s setsModel) offered(conn *Connection) workers.Kinds {
+	k := conn.Offered()
+	k.ControlPlane = slices.ContainsFunc(s.offer.Sections, func(sec workers.Section) bool { return sec.ID == workers.SectionControlPlane })
+	return k
 }
 
 func (setsModel) grabs(*session) grab { return grabNone }

@@ -34,13 +34,13 @@ var helpText = [stepCount]string{
 const reviewWarningsHelp = "The storage network's warnings come first: what its subnets hand the nodes by DHCP (a second default route, a DNS server) and the command that fixes each. Nothing is applied before they are acknowledged (a). c shows the change of the subnets and makes it in Neutron on y, when your role allows it; otherwise it gives the command for the cloud's administrator."
 
 // offeredTitle names what the sets screen lists for kinds, kind by kind: "MachineSets, Cluster
-// API, NodePools"; empty when kinds has none.
+// API, NodePools, control plane"; empty when kinds has none.
 func offeredTitle(kinds workers.Kinds) string {
 	var names []string
 	for _, k := range []struct {
 		offered bool
 		name    string
-	}{{kinds.MachineSets, "MachineSets"}, {kinds.ClusterAPI, "Cluster API"}, {kinds.NodePools, "NodePools"}} {
+	}{{kinds.MachineSets, "MachineSets"}, {kinds.ClusterAPI, "Cluster API"}, {kinds.NodePools, "NodePools"}, {kinds.ControlPlane, "control plane"}} {
 		if k.offered {
 			names = append(names, k.name)
 		}
@@ -57,6 +57,9 @@ func kindsHelp(kinds workers.Kinds, step stepID) string {
 	}
 	if kinds.NodePools {
 		text += nodePoolHelp(step)
+	}
+	if kinds.ControlPlane {
+		text += controlPlaneHelp(step)
 	}
 	return text
 }
@@ -81,6 +84,19 @@ func nodePoolHelp(step stepID) string {
 		return " A NodePool's additional port takes no security groups of its own: NFS must be allowed by the groups its HostedCluster gives the nodes."
 	case stepApply:
 		return " NodePools are patched only: HyperShift rolls the change out itself, as each NodePool's spec.management.upgradeType says."
+	}
+	return ""
+}
+
+// controlPlaneHelp: what the ControlPlaneMachineSet changes on screen step.
+func controlPlaneHelp(step stepID) string {
+	switch step {
+	case stepSets:
+		return " The control plane (the ControlPlaneMachineSet, for masters that run workloads) is never preselected: its template gets the storage network, and its operator then replaces every master, one at a time. It can be chosen only when it is Active with strategy RollingUpdate and its masters and the ClusterOperators they lean on are at rest."
+	case stepReview:
+		return " The ControlPlaneMachineSet's line says what its change costs: every master replaced."
+	case stepApply:
+		return " The ControlPlaneMachineSet is patched only: the control-plane-machine-set operator replaces the masters itself, one at a time (`manila-setup controlplane rollout` follows it)."
 	}
 	return ""
 }
@@ -112,6 +128,8 @@ func legend(sec workers.Section) []string {
 		if len(sec.Rows) > 0 {
 			lines = append(lines, "NodePools get a port on the storage network; HyperShift rolls the change out itself (step 6 says how)")
 		}
+	case workers.SectionControlPlane:
+		lines = append(lines, "Control plane: never preselected; once its template has the network, its operator replaces every master, one at a time, a new one first (step 6 follows it)")
 	}
 	return lines
 }

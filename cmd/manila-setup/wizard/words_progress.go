@@ -7,6 +7,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -37,6 +38,8 @@ func progressLines(f followedSection) []screenLine {
 		return machineDeploymentProgress(f)
 	case workers.SectionNodePools:
 		return nodePoolProgress(f)
+	case workers.SectionControlPlane:
+		return controlPlaneProgress(f)
 	}
 	return nil
 }
@@ -72,6 +75,45 @@ func machineDeploymentProgress(f followedSection) []screenLine {
 			if c.Template == res.Template {
 				// Read since the patch: how far the rolling update is.
 				lines = append(lines, screenLine{Text: fmt.Sprintf("  now: %d of %d Machines made from %s", c.OnTemplate, c.Replicas, res.Template)})
+			}
+		default:
+			lines = append(lines, screenLine{Text: name + ": " + res.Action + ", " + res.Reason})
+		}
+	}
+	return lines
+}
+
+// controlPlaneWatch is the command that follows the masters' replacement, and oc's.
+const controlPlaneWatch = "manila-setup controlplane list (or oc get controlplanemachineset -n " + machinesets.Namespace + " " + machinesets.ControlPlaneName + ")"
+
+// controlPlaneProgress: what the patch did to the ControlPlaneMachineSet, who replaces the
+// masters, and how many are on the template once read since the patch (its template has the
+// network); compact: one line.
+func controlPlaneProgress(f followedSection) []screenLine {
+	var lines []screenLine
+	if f.Err != "" {
+		lines = append(lines, screenLine{Text: "the control plane's progress could not be read: " + f.Err, Tone: toneWarn})
+	}
+	for _, r := range f.Rows {
+		cp := listedStatus(r, machinesets.ControlPlaneStatus{Name: r.Name})
+		name := machinesets.ControlPlaneKind + " " + r.Name
+		now := ""
+		if cp.StorageNetwork == attach.StateAttached {
+			now = fmt.Sprintf("now: %d of %d masters on the template", cp.OnNetworks, cp.Masters)
+		}
+		res, ok := workers.ResultOf(r, f.Results)
+		switch {
+		case f.Dry:
+			lines = append(lines, screenLine{Text: name + ": dry run, its template would get the network (if it lacks it), and its operator would replace the masters one at a time"})
+		case !ok:
+			lines = append(lines, screenLine{Text: name + ": waiting for the patch", Cut: true})
+		case f.Compact:
+			lines = append(lines, screenLine{Text: name + ": " + res.Action + " · " + cmp.Or(now, "its operator replaces the masters one at a time"), Cut: true})
+		case res.Action == attach.ActionPatched:
+			lines = append(lines, screenLine{Text: name + ": patched, " + describeAdded(res)},
+				screenLine{Text: fmt.Sprintf("  the control-plane-machine-set operator replaces the masters one at a time (%s); watch: %s", cmp.Or(cp.Strategy, "RollingUpdate"), controlPlaneWatch), Tone: toneDim})
+			if now != "" {
+				lines = append(lines, screenLine{Text: "  " + now})
 			}
 		default:
 			lines = append(lines, screenLine{Text: name + ": " + res.Action + ", " + res.Reason})
@@ -170,9 +212,38 @@ func nodePoolNow(p nodepools.Status) string {
 	return text + " · HyperShift has not reported its state yet"
 }
 
+// controlPlaneReplaced is what the closing words say of the ControlPlaneMachineSet's masters.
+const controlPlaneReplaced = "the ControlPlaneMachineSet's masters are replaced by its operator, one at a time"
+
 // doneLine is what the apply screen says once every chosen row is patched and the rows it rolls
-// are rolled.
+// are rolled; the control plane, when chosen, after the other kinds.
 func doneLine(rows []workers.Row) screenLine {
+	others, cp := apartFromControlPlane(rows)
+	switch {
+	case len(cp) == 0:
+		return workersDoneLine(rows)
+	case len(others) == 0:
+		return screenLine{Text: "✓ the ControlPlaneMachineSet was patched; " + controlPlaneReplaced + " (below)", Tone: toneGood}
+	}
+	l := workersDoneLine(others)
+	l.Text, l.Cut = l.Text+"; "+controlPlaneReplaced+" (below)", false
+	return l
+}
+
+// apartFromControlPlane splits rows into the control plane's and the others.
+func apartFromControlPlane(rows []workers.Row) (others, cp []workers.Row) {
+	for _, r := range rows {
+		if r.Section == workers.SectionControlPlane {
+			cp = append(cp, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, cp
+}
+
+// workersDoneLine is doneLine for rows without the control plane.
+func workersDoneLine(rows []workers.Row) screenLine {
 	g := rowsByKindOf(rows)
 	switch {
 	case len(g.capiSets)+len(g.deployments) > 0:
@@ -186,8 +257,22 @@ func doneLine(rows []workers.Row) screenLine {
 }
 
 // summaryOf is the closing sentence once the rows are patched and rolled: what networks were
-// attached to which kind, and who replaced or replaces its machines.
+// attached to which kind, and who replaced or replaces its machines; the control plane, when
+// chosen, last.
 func summaryOf(networks []string, rows []workers.Row) string {
+	others, cp := apartFromControlPlane(rows)
+	if len(cp) == 0 {
+		return workersSummary(networks, rows)
+	}
+	set := machinesets.ControlPlaneKind + " " + cp[0].Name
+	if len(others) == 0 {
+		return fmt.Sprintf("Attached network %s to %s; %s: watch `manila-setup controlplane list`.", strings.Join(networks, ", "), set, controlPlaneReplaced)
+	}
+	return fmt.Sprintf("%s The network was also attached to %s: %s (watch `manila-setup controlplane list`).", workersSummary(networks, others), set, controlPlaneReplaced)
+}
+
+// workersSummary is summaryOf for rows without the control plane.
+func workersSummary(networks []string, rows []workers.Row) string {
 	g := rowsByKindOf(rows)
 	nets := strings.Join(networks, ", ")
 	switch {

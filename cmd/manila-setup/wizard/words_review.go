@@ -6,6 +6,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/workers"
 )
 
@@ -33,8 +34,9 @@ type screenLine struct {
 
 // reviewLines say what the results of a dry run of Patch would do, kind by kind, in the order
 // of the sections: what each object gets, what keeps one from being patched (toneBad), what to
-// check.
-func reviewLines(results []attach.Result) []screenLine {
+// check. chosen are the rows the results are of, as listed (what the control plane's cost is
+// counted from).
+func reviewLines(results []attach.Result, chosen []workers.Row) []screenLine {
 	by := map[string][]attach.Result{}
 	for _, r := range results {
 		by[workers.SectionOf(r)] = append(by[workers.SectionOf(r)], r)
@@ -42,7 +44,8 @@ func reviewLines(results []attach.Result) []screenLine {
 	var lines []screenLine
 	lines = append(lines, machineSetReview(by[workers.SectionMachineSets])...)
 	lines = append(lines, clusterAPIReview(by[workers.SectionClusterAPI])...)
-	return append(lines, nodePoolReview(by[workers.SectionNodePools])...)
+	lines = append(lines, nodePoolReview(by[workers.SectionNodePools])...)
+	return append(lines, controlPlaneReview(by[workers.SectionControlPlane], chosen)...)
 }
 
 // describeAdded says what a patch adds: "adds network ID, security group ID".
@@ -123,6 +126,42 @@ func nodePoolReview(results []attach.Result) []screenLine {
 	return lines
 }
 
+// controlPlaneReview: what the ControlPlaneMachineSet's template gets and, always, what that
+// costs: every master replaced. Its warnings follow, but for the strategy's next step, which
+// the cost already says.
+func controlPlaneReview(results []attach.Result, chosen []workers.Row) []screenLine {
+	var lines []screenLine
+	for _, res := range results {
+		name := machinesets.ControlPlaneKind + " " + res.Name
+		cost := controlPlaneCost(res, chosen)
+		switch res.Action {
+		case attach.ActionWouldPatch:
+			lines = append(lines, screenLine{Text: name + ": " + describeAdded(res) + "; " + cost})
+		case attach.ActionInvalid:
+			lines = append(lines, screenLine{Text: fmt.Sprintf("✗ %s cannot be patched: %s. Fix its template, or go back (esc) and leave it out.", name, res.Reason), Tone: toneBad})
+		default:
+			lines = append(lines, screenLine{Text: name + ": " + res.Action + ", " + res.Reason + "; no master is replaced", Tone: toneDim})
+		}
+		for _, w := range strings.Split(res.Warning, "; ") {
+			if w != "" && !strings.HasPrefix(w, "strategy ") {
+				lines = append(lines, screenLine{Text: "! " + w, Tone: toneWarn})
+			}
+		}
+	}
+	return lines
+}
+
+// controlPlaneCost is what patching the set of res costs, from its row as listed: "replaces
+// the 3 masters one at a time (its operator, RollingUpdate)".
+func controlPlaneCost(res attach.Result, chosen []workers.Row) string {
+	for _, r := range chosen {
+		if st, ok := r.Status.(*machinesets.ControlPlaneStatus); ok && st != nil && r.Is(res) {
+			return fmt.Sprintf("replaces the %d masters one at a time (its operator, %s)", st.Replicas, st.Strategy)
+		}
+	}
+	return "replaces every master one at a time (its operator)"
+}
+
 // equivalentCommands are the commands of the CLI that do what sel selects, kind by kind: its
 // patch and, where manila-setup replaces the machines, its rollout. prefix is the program with
 // its global flags; cloud is the --os-cloud the patches take (already quoted), or empty.
@@ -168,6 +207,11 @@ func equivalentCommands(prefix, cloud string, sel workers.Selection, a attach.At
 			line += " --name " + shellQuote(p)
 		}
 		lines = append(lines, line)
+	}
+	if sel.ControlPlane {
+		// controlplane rollout follows the operator's replacement of the masters until every
+		// one is on the template.
+		lines = append(lines, patch+" controlplane patch"+networks+groups+forced, prefix+" controlplane rollout")
 	}
 	return lines
 }

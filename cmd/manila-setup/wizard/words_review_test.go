@@ -57,7 +57,7 @@ func TestReviewLines(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := reviewLines(c.results)
+			got := reviewLines(c.results, nil)
 			if !slices.Equal(got, c.want) {
 				t.Errorf("got\n%v\nwant\n%v", got, c.want)
 			}
