@@ -82,6 +82,11 @@ type fakeBackend struct {
 	removed     []string
 	mounts      []attach.Mount
 	mountChecks int
+
+	// controlPlane is the cluster's ControlPlaneMachineSet (nil: none), cpPatched what Patch did
+	// to it ("dry" for dry runs).
+	controlPlane *machinesets.ControlPlaneStatus
+	cpPatched    []string
 }
 
 // chosenKeys are the keys of the rows of section chosen on the sets screen.
@@ -196,6 +201,10 @@ func (f *fakeBackend) Inventory(_ context.Context, _ attach.Attachment, kinds wo
 	if kinds.NodePools {
 		l.NodePools = append([]nodepools.Status(nil), f.pools...)
 	}
+	if kinds.ControlPlane && f.controlPlane != nil {
+		cp := *f.controlPlane
+		l.ControlPlane = &cp
+	}
 	return workers.Assemble(kinds, l)
 }
 
@@ -221,7 +230,49 @@ func (f *fakeBackend) Patch(ctx context.Context, a attach.Attachment, sel worker
 			return out, err
 		}
 	}
+	if sel.ControlPlane {
+		out = append(out, f.patchControlPlane(a, dryRun))
+	}
 	return out, nil
+}
+
+// patchControlPlane answers as attach.Patch over machinesets.ControlPlaneTarget does; a real
+// patch makes the set read as its operator then has it: the template attached, the first new
+// master made.
+func (f *fakeBackend) patchControlPlane(a attach.Attachment, dryRun bool) attach.Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cp := f.controlPlane
+	r := attach.Result{Kind: machinesets.ControlPlaneKind, Namespace: machinesets.Namespace, Name: cp.Name, Role: "master"}
+	if cp.StorageNetwork == attach.StateAttached && cp.SecurityGroups == attach.StateAttached {
+		r.Action, r.Reason = attach.ActionUnchanged, "already attached"
+		f.cpPatched = append(f.cpPatched, "unchanged")
+		return r
+	}
+	r.Action, r.AddedNetworks, r.AddedSecurityGroups = attach.ActionPatched, a.Networks, a.SecurityGroups
+	r.Warning = fmt.Sprintf("strategy RollingUpdate: the control-plane-machine-set operator now replaces the %d masters one at a time (a new master first, then the old one goes)", cp.Replicas)
+	if dryRun {
+		r.Action = attach.ActionWouldPatch
+		r.Diff = fmt.Sprintf("--- ControlPlaneMachineSet cluster spec.template.machines_v1beta1_machine_openshift_io.spec.providerSpec.value\n+++ ControlPlaneMachineSet cluster spec.template.machines_v1beta1_machine_openshift_io.spec.providerSpec.value (patched)\n@@ -8,6 +8,9 @@\n networks:\n - filter: {}\n   subnets:\n   - filter:\n       tags: openshiftClusterID=ostest-x7k2p\n+- noAllowedAddressPairs: true\n+  uuid: %s\n securityGroups:\n - filter: {}\n   name: ostest-x7k2p-master\n", a.Networks[0])
+		f.cpPatched = append(f.cpPatched, "dry")
+		return r
+	}
+	f.cpPatched = append(f.cpPatched, "patched")
+	next := *cp
+	next.StorageNetwork, next.SecurityGroups, next.OnNetworks, next.UpdatedReplicas = attach.StateAttached, attach.StateAttached, 1, 1
+	next.Note = "its masters are not at rest (replicas 4 of 3, updated 1, ready 3, unavailable 0): an update is under way or a master is missing"
+	f.controlPlane = &next
+	return r
+}
+
+// newControlPlaneBackend is a cluster whose masters run workloads beside its workers: its
+// worker and infra MachineSets and its ControlPlaneMachineSet, Active, RollingUpdate, at rest.
+func newControlPlaneBackend() *fakeBackend {
+	f := newFakeBackend()
+	f.sets = slices.DeleteFunc(f.sets, func(st machinesets.SetStatus) bool { return st.Role == "master" })
+	f.controlPlane = &machinesets.ControlPlaneStatus{Name: "cluster", State: "Active", Strategy: "RollingUpdate", Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3,
+		StorageNetwork: attach.StateMissing, SecurityGroups: attach.StateMissing, Masters: 3, OnNetworks: 3}
+	return f
 }
 
 // Roll answers as workers.Cluster.Roll does: the MachineSets, then the Cluster API MachineSets.

@@ -157,11 +157,39 @@ var screens = []struct {
 		d.settle(200 * time.Millisecond)
 		return d
 	}},
+	// Masters that run workloads: the ControlPlaneMachineSet as a row of its own, never
+	// preselected, chosen here alone (the cursor's row: worker-0, worker-1 unchosen).
+	{"4-sets-controlplane", func(t *testing.T, w, h int) *driver { return toSets(t, newControlPlaneBackend(), false, w, h) }},
+	{"4-sets-controlplane-ondelete", func(t *testing.T, w, h int) *driver {
+		b := newControlPlaneBackend()
+		b.controlPlane.Strategy = "OnDelete"
+		d := toSets(t, b, false, w, h)
+		d.press("down", "down", "down", "space")
+		return d
+	}},
+	{"5-review-controlplane", func(t *testing.T, w, h int) *driver { return toControlPlaneReview(t, w, h) }},
+	{"6-apply-controlplane-done", func(t *testing.T, w, h int) *driver {
+		d := toControlPlaneReview(t, w, h)
+		d.press("enter")
+		d.settle(200 * time.Millisecond)
+		return d
+	}},
 	{"help-network", func(t *testing.T, w, h int) *driver {
 		d := toNetwork(t, newFakeBackend(), false, w, h)
 		d.press("?")
 		return d
 	}},
+}
+
+// toControlPlaneReview is the review of worker-0 and the ControlPlaneMachineSet: worker-1
+// (attached already) left out, the set chosen.
+func toControlPlaneReview(t *testing.T, w, h int) *driver {
+	d := toSets(t, newControlPlaneBackend(), false, w, h)
+	d.press("down", "down", "space", "down", "space", "enter")
+	if d.m.step != stepReview {
+		t.Fatalf("not on the review screen: %d", d.m.step)
+	}
+	return d
 }
 
 // rolling is the apply screen with a rollout that does not finish (the fake's gate stays shut).
