@@ -31,6 +31,8 @@ func TestSetsOfferTheControlPlaneUnchosen(t *testing.T) {
 	if sel := workers.Select(d.m.sets().chosen()); !sel.ControlPlane || sel.MachineSets == nil {
 		t.Errorf("selection %+v: want the MachineSets and the control plane", sel)
 	}
+	d.press("d")
+	mustContain(t, strings.Join(strings.Fields(view(d)), " "), "ControlPlaneMachineSet cluster cannot be detached here: the wizard detaches MachineSets; use `manila-setup controlplane patch --remove`")
 	d.press("?")
 	mustContain(t, strings.Join(strings.Fields(view(d)), " "), "The control plane (the ControlPlaneMachineSet, for masters that run workloads) is never preselected")
 
@@ -110,7 +112,7 @@ func TestControlPlaneWords(t *testing.T) {
 		t.Errorf("review lines\n%v\nwant\n%v", got, want)
 	}
 	if got := reviewLines([]attach.Result{unchanged}, nil); !slices.Equal(got, []screenLine{
-		{Text: "ControlPlaneMachineSet cluster: unchanged, already attached; no master is replaced", Tone: toneDim},
+		{Text: "ControlPlaneMachineSet cluster: unchanged, already attached; this patch replaces no master", Tone: toneDim},
 	}) {
 		t.Errorf("review of an attached set: %v", got)
 	}
@@ -123,67 +125,6 @@ func TestControlPlaneWords(t *testing.T) {
 	}
 	if got := rolloutCommands("ms", workers.Selection{ControlPlane: true}); got != nil {
 		t.Errorf("manila-setup's own rollout resumes the control plane: %v", got)
-	}
-
-	patched := res
-	patched.Action, patched.Warning = attach.ActionPatched, ""
-	read := cp // as read again since the patch
-	read.Status = &machinesets.ControlPlaneStatus{Name: "cluster", Strategy: "RollingUpdate", Replicas: 3, StorageNetwork: attach.StateAttached, Masters: 3, OnNetworks: 1}
-	follow := "  the control-plane-machine-set operator replaces the masters one at a time (RollingUpdate); watch: manila-setup controlplane list (or oc get controlplanemachineset -n openshift-machine-api cluster)"
-	for _, c := range []struct {
-		name string
-		f    followedSection
-		want []screenLine
-	}{
-		{"patched, read since", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{read}, Results: []attach.Result{patched}}, []screenLine{
-			{Text: "ControlPlaneMachineSet cluster: patched, adds network net-1, security group sg-1"},
-			{Text: follow, Tone: toneDim},
-			{Text: "  now: 1 of 3 masters on the template"},
-		}},
-		{"patched, not read since", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cp}, Results: []attach.Result{patched}, Err: "forbidden"}, []screenLine{
-			{Text: "the control plane's progress could not be read: forbidden", Tone: toneWarn},
-			{Text: "ControlPlaneMachineSet cluster: patched, adds network net-1, security group sg-1"},
-			{Text: follow, Tone: toneDim},
-		}},
-		{"compact", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{read}, Results: []attach.Result{patched}, Compact: true}, []screenLine{
-			{Text: "ControlPlaneMachineSet cluster: patched · now: 1 of 3 masters on the template", Cut: true},
-		}},
-		{"waiting", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cp}}, []screenLine{
-			{Text: "ControlPlaneMachineSet cluster: waiting for the patch", Cut: true},
-		}},
-		{"dry run", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cp}, Dry: true}, []screenLine{
-			{Text: "ControlPlaneMachineSet cluster: dry run, its template would get the network (if it lacks it), and its operator would replace the masters one at a time"},
-		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := progressLines(c.f); !slices.Equal(got, c.want) {
-				t.Errorf("got\n%v\nwant\n%v", got, c.want)
-			}
-		})
-	}
-
-	nets := []string{"net-1"}
-	for _, c := range []struct {
-		name    string
-		rows    []workers.Row
-		done    screenLine
-		summary string
-	}{
-		{"alone", []workers.Row{cp},
-			screenLine{Text: "✓ the ControlPlaneMachineSet was patched; the ControlPlaneMachineSet's masters are replaced by its operator, one at a time (below)", Tone: toneGood},
-			"Attached network net-1 to ControlPlaneMachineSet cluster; the ControlPlaneMachineSet's masters are replaced by its operator, one at a time: watch `manila-setup controlplane list`."},
-		{"beside a MachineSet", []workers.Row{w0, cp},
-			screenLine{Text: "✓ every chosen MachineSet was patched and its machines replaced; the ControlPlaneMachineSet's masters are replaced by its operator, one at a time (below)", Tone: toneGood},
-			"Attached network net-1 to MachineSets w-0; their machines were replaced. The network was also attached to ControlPlaneMachineSet cluster: the ControlPlaneMachineSet's masters are replaced by its operator, one at a time (watch `manila-setup controlplane list`)."},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := doneLine(c.rows); got != c.done {
-				t.Errorf("doneLine %+v, want %+v", got, c.done)
-			}
-			if got := summaryOf(nets, c.rows); got != c.summary {
-				t.Errorf("summaryOf\n%s\nwant\n%s", got, c.summary)
-			}
-		})
 	}
 
 	if got := offeredTitle(workers.Kinds{MachineSets: true, ControlPlane: true}); got != "MachineSets, control plane" {

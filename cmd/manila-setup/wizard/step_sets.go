@@ -210,6 +210,8 @@ func (s setsModel) recorded(r workers.Row) *attach.Record {
 func (s setsModel) whyNotDetach(r workers.Row) string {
 	rec := s.recorded(r)
 	switch {
+	case r.Section == workers.SectionControlPlane:
+		return "the wizard detaches MachineSets; use `manila-setup controlplane patch --remove`"
 	case r.Section != workers.SectionMachineSets:
 		return "the wizard detaches MachineSets; use `manila-setup clusterapi patch --remove` or `manila-setup nodepools patch --remove`"
 	case !r.Selectable:

@@ -14,9 +14,10 @@ import (
 // TestDoneLineAndSummary: the closing words for each mix of kinds.
 func TestDoneLineAndSummary(t *testing.T) {
 	inv := &workers.Inventory{
-		MachineSets: []machinesets.SetStatus{{Name: "w-0", Role: "worker"}, {Name: "infra-0", Role: "infra"}},
-		ClusterAPI:  []clusterapi.Status{{Kind: clusterapi.KindMachineSet, Name: "gpu"}, {Kind: clusterapi.KindMachineDeployment, Name: "md"}},
-		NodePools:   []nodepools.Status{{Namespace: "clusters", Name: "hc1-workers"}, {Namespace: "clusters", Name: "kv"}, {Namespace: "other", Name: "c"}},
+		MachineSets:  []machinesets.SetStatus{{Name: "w-0", Role: "worker"}, {Name: "infra-0", Role: "infra"}},
+		ClusterAPI:   []clusterapi.Status{{Kind: clusterapi.KindMachineSet, Name: "gpu"}, {Kind: clusterapi.KindMachineDeployment, Name: "md"}},
+		NodePools:    []nodepools.Status{{Namespace: "clusters", Name: "hc1-workers"}, {Namespace: "clusters", Name: "kv"}, {Namespace: "other", Name: "c"}},
+		ControlPlane: &machinesets.ControlPlaneStatus{Name: "cluster", State: "Active", Strategy: "RollingUpdate", Replicas: 3},
 	}
 	rows := keyedRows(inv.Rows())
 	pick := func(keys ...string) []workers.Row { return rows.pick(t, keys...) }
@@ -40,6 +41,12 @@ func TestDoneLineAndSummary(t *testing.T) {
 		{"a Cluster API MachineSet alone", pick("machineset/gpu"),
 			screenLine{Text: "✓ every chosen set was patched and the MachineSets' machines replaced; a MachineDeployment's are replaced by Cluster API itself (below)", Tone: toneGood},
 			"Attached network net-1 to Cluster API MachineSets gpu (their Machines were replaced)."},
+		{"the control plane alone", pick("controlplanemachineset/cluster"),
+			screenLine{Text: "✓ the ControlPlaneMachineSet was patched; the ControlPlaneMachineSet's masters are replaced by its operator, one at a time (below)", Tone: toneGood},
+			"Attached network net-1 to ControlPlaneMachineSet cluster; the ControlPlaneMachineSet's masters are replaced by its operator, one at a time: watch `manila-setup controlplane list`."},
+		{"the control plane beside a MachineSet", pick("w-0", "controlplanemachineset/cluster"),
+			screenLine{Text: "✓ every chosen MachineSet was patched and its machines replaced; the ControlPlaneMachineSet's masters are replaced by its operator, one at a time (below)", Tone: toneGood},
+			"Attached network net-1 to MachineSets w-0; their machines were replaced. The network was also attached to ControlPlaneMachineSet cluster: the ControlPlaneMachineSet's masters are replaced by its operator, one at a time (watch `manila-setup controlplane list`)."},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := doneLine(c.rows); got != c.done {

@@ -44,6 +44,19 @@ func progressLines(f followedSection) []screenLine {
 	return nil
 }
 
+// pending is the line of a row of f named name whose patch has no result to tell: in a dry
+// run, what it would get (would); before the patch answers (ok false), that it waits. nil once
+// its result is there.
+func pending(f followedSection, name, would string, ok bool) *screenLine {
+	switch {
+	case f.Dry:
+		return &screenLine{Text: name + ": dry run, " + would}
+	case !ok:
+		return &screenLine{Text: name + ": waiting for the patch", Cut: true}
+	}
+	return nil
+}
+
 // listedStatus is the status row r was listed with, of its kind's type T; blank where the row
 // has none (a row chosen before its kind was read).
 func listedStatus[T any](r workers.Row, blank T) *T {
@@ -64,11 +77,11 @@ func machineDeploymentProgress(f followedSection) []screenLine {
 		c := listedStatus(r, clusterapi.Status{Kind: r.Kind, Name: r.Name})
 		name := "MachineDeployment " + r.Name
 		res, ok := workers.ResultOf(r, f.Results)
+		if l := pending(f, name, "would get a new template with the port (if it lacks one)", ok); l != nil {
+			lines = append(lines, *l)
+			continue
+		}
 		switch {
-		case f.Dry:
-			lines = append(lines, screenLine{Text: name + ": dry run, would get a new template with the port (if it lacks one)"})
-		case !ok:
-			lines = append(lines, screenLine{Text: name + ": waiting for the patch", Cut: true})
 		case res.Action == attach.ActionPatched:
 			lines = append(lines, screenLine{Text: fmt.Sprintf("%s: patched, makes its Machines from OpenStackMachineTemplate %s (was %s)", name, res.Template, res.OldTemplate)},
 				screenLine{Text: "  Cluster API replaces its Machines itself (its rolling update); watch: oc get machinedeployment -n " + clusterapi.OpenShiftNamespace + " " + r.Name, Tone: toneDim})
@@ -102,11 +115,11 @@ func controlPlaneProgress(f followedSection) []screenLine {
 			now = fmt.Sprintf("now: %d of %d masters on the template", cp.OnNetworks, cp.Masters)
 		}
 		res, ok := workers.ResultOf(r, f.Results)
+		if l := pending(f, name, "its template would get the network (if it lacks it), and its operator would replace the masters one at a time", ok); l != nil {
+			lines = append(lines, *l)
+			continue
+		}
 		switch {
-		case f.Dry:
-			lines = append(lines, screenLine{Text: name + ": dry run, its template would get the network (if it lacks it), and its operator would replace the masters one at a time"})
-		case !ok:
-			lines = append(lines, screenLine{Text: name + ": waiting for the patch", Cut: true})
 		case f.Compact:
 			lines = append(lines, screenLine{Text: name + ": " + res.Action + " · " + cmp.Or(now, "its operator replaces the masters one at a time"), Cut: true})
 		case res.Action == attach.ActionPatched:
@@ -133,14 +146,11 @@ func nodePoolProgress(f followedSection) []screenLine {
 		name := "NodePool " + r.Key
 		res, ok := workers.ResultOf(r, f.Results)
 		patched = patched || ok
-		switch {
-		case f.Dry:
-			lines = append(lines, screenLine{Text: name + ": dry run, would get its port (if it lacks one)"})
+		if l := pending(f, name, "would get its port (if it lacks one)", ok); l != nil {
+			lines = append(lines, *l)
 			continue
-		case !ok:
-			lines = append(lines, screenLine{Text: name + ": waiting for the patch", Cut: true})
-			continue
-		case f.Compact:
+		}
+		if f.Compact {
 			lines = append(lines, screenLine{Text: name + ": " + res.Action + " · " + nodePoolNow(*p), Cut: true})
 			continue
 		}

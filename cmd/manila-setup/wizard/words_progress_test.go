@@ -6,6 +6,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 	"github.com/manila-setup/manila-setup/workers"
 )
@@ -44,9 +45,17 @@ func TestProgressLines(t *testing.T) {
 				Conditions: []nodepools.Condition{{Type: "UpdatingPlatformMachineTemplate", Status: "True", Message: "in progress"}, {Type: "Ready", Status: "False", Reason: "Waiting"}}},
 			{Namespace: "clusters", Name: "b", Replicas: 1, CurrentNodes: 1, StorageNetwork: attach.StateAttached, Conditions: []nodepools.Condition{{Type: "Ready", Status: "True"}}},
 		},
+		// As read again since its patch: the template has the network, one master made from it.
+		ControlPlane: &machinesets.ControlPlaneStatus{Name: "cluster", Strategy: "RollingUpdate", Replicas: 3, StorageNetwork: attach.StateAttached, Masters: 3, OnNetworks: 1},
 	}
-	picked := keyedRows(inv.Rows()).pick(t, "machinedeployment/md", "clusters/a", "clusters/b")
-	md, a, b := picked[0], picked[1], picked[2]
+	picked := keyedRows(inv.Rows()).pick(t, "machinedeployment/md", "clusters/a", "clusters/b", "controlplanemachineset/cluster")
+	md, a, b, cp := picked[0], picked[1], picked[2], picked[3]
+	// As listed before the patch: nothing to count yet.
+	cpBefore := cp
+	cpBefore.Status = &machinesets.ControlPlaneStatus{Name: "cluster", Strategy: "RollingUpdate", Replicas: 3, StorageNetwork: attach.StateMissing, Masters: 3, OnNetworks: 3}
+	cpPatched := attach.Result{Kind: machinesets.ControlPlaneKind, Namespace: machinesets.Namespace, Name: "cluster", Action: attach.ActionPatched,
+		AddedNetworks: []string{"net-1"}, AddedSecurityGroups: []string{"sg-1"}}
+	follow := "  the control-plane-machine-set operator replaces the masters one at a time (RollingUpdate); watch: manila-setup controlplane list (or oc get controlplanemachineset -n openshift-machine-api cluster)"
 	mdPatched := attach.Result{Kind: md.Kind, Namespace: md.Namespace, Name: "md", Action: attach.ActionPatched, Template: "md-tmpl-2", OldTemplate: "md-tmpl"}
 	aPatched := attach.Result{Kind: "NodePool", Namespace: "clusters", Name: "a", Action: attach.ActionPatched, AddedNetworks: []string{"net-1"}}
 	bUnchanged := attach.Result{Kind: "NodePool", Namespace: "clusters", Name: "b", Action: attach.ActionUnchanged, Reason: "already attached"}
@@ -86,6 +95,25 @@ func TestProgressLines(t *testing.T) {
 		{"NodePools, compact, before the patch", followedSection{Section: workers.SectionNodePools, Rows: pools, Compact: true}, []screenLine{
 			{Text: "NodePool clusters/a: waiting for the patch", Cut: true},
 			{Text: "NodePool clusters/b: waiting for the patch", Cut: true},
+		}},
+		{"the control plane patched, read since", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cp}, Results: []attach.Result{cpPatched}}, []screenLine{
+			{Text: "ControlPlaneMachineSet cluster: patched, adds network net-1, security group sg-1"},
+			{Text: follow, Tone: toneDim},
+			{Text: "  now: 1 of 3 masters on the template"},
+		}},
+		{"the control plane patched, not read since", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cpBefore}, Results: []attach.Result{cpPatched}, Err: "forbidden"}, []screenLine{
+			{Text: "the control plane's progress could not be read: forbidden", Tone: toneWarn},
+			{Text: "ControlPlaneMachineSet cluster: patched, adds network net-1, security group sg-1"},
+			{Text: follow, Tone: toneDim},
+		}},
+		{"the control plane, compact", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cp}, Results: []attach.Result{cpPatched}, Compact: true}, []screenLine{
+			{Text: "ControlPlaneMachineSet cluster: patched · now: 1 of 3 masters on the template", Cut: true},
+		}},
+		{"the control plane, waiting", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cpBefore}}, []screenLine{
+			{Text: "ControlPlaneMachineSet cluster: waiting for the patch", Cut: true},
+		}},
+		{"the control plane, dry run", followedSection{Section: workers.SectionControlPlane, Rows: []workers.Row{cpBefore}, Dry: true}, []screenLine{
+			{Text: "ControlPlaneMachineSet cluster: dry run, its template would get the network (if it lacks it), and its operator would replace the masters one at a time"},
 		}},
 		{"a kind that rolls through manila-setup says nothing here", followedSection{Section: workers.SectionMachineSets}, nil},
 	} {

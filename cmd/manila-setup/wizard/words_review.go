@@ -140,7 +140,7 @@ func controlPlaneReview(results []attach.Result, chosen []workers.Row) []screenL
 		case attach.ActionInvalid:
 			lines = append(lines, screenLine{Text: fmt.Sprintf("✗ %s cannot be patched: %s. Fix its template, or go back (esc) and leave it out.", name, res.Reason), Tone: toneBad})
 		default:
-			lines = append(lines, screenLine{Text: name + ": " + res.Action + ", " + res.Reason + "; no master is replaced", Tone: toneDim})
+			lines = append(lines, screenLine{Text: name + ": " + res.Action + ", " + res.Reason + "; this patch replaces no master", Tone: toneDim})
 		}
 		for _, w := range strings.Split(res.Warning, "; ") {
 			if w != "" && !strings.HasPrefix(w, "strategy ") {
