@@ -62,16 +62,7 @@ func realMachinesCluster(t *testing.T, ctx context.Context, prefix string, opts 
 	}
 	sim := testenv.NewSimCluster(t, simOpts)
 	opts.CloudsFile, opts.Cloud = p.CloudsFile, ostest.CloudName
-	cl, err := machineapi.InstallerShaped(ctx, sim, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Registered after the project's cleanup, so it runs before it: servers and ports go first.
-	t.Cleanup(func() {
-		if err := cl.Stop(); err != nil {
-			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
-		}
-	})
+	cl := machineapi.NewCluster(t, ctx, sim, opts)
 	mc, err := machineclient.NewForConfig(sim.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -12,13 +12,7 @@ import (
 
 func TestFromMachineAPI(t *testing.T) {
 	const storage = "6a1e0b2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
-	spec := func(networks ...string) map[string]any {
-		var list []any
-		for _, n := range networks {
-			list = append(list, map[string]any{"uuid": n})
-		}
-		return map[string]any{"networks": list}
-	}
+	spec := providerSpecWith
 	set := func(name string, value map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"metadata": map[string]any{"name": name},
@@ -86,13 +80,7 @@ func TestFromMachineAPI(t *testing.T) {
 // ControlPlaneMachineSet like a set.
 func TestFromMachineAPIMasters(t *testing.T) {
 	const storage = "6a1e0b2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
-	providerSpec := func(networks ...string) map[string]any {
-		var list []any
-		for _, n := range networks {
-			list = append(list, map[string]any{"uuid": n})
-		}
-		return map[string]any{"networks": list}
-	}
+	providerSpec := providerSpecWith
 	master := func(name, node string, byLabel bool, networks []string, addrs ...string) *unstructured.Unstructured {
 		meta := map[string]any{"name": name}
 		if byLabel {
@@ -185,6 +173,15 @@ func TestRunsWorkloads(t *testing.T) {
 			t.Errorf("%s: RunsWorkloads = %t, want %t", tt.name, got, tt.want)
 		}
 	}
+}
+
+// providerSpecWith is a providerSpec whose networks are these, by uuid.
+func providerSpecWith(networks ...string) map[string]any {
+	var list []any
+	for _, n := range networks {
+		list = append(list, map[string]any{"uuid": n})
+	}
+	return map[string]any{"networks": list}
 }
 
 func addrs(s ...string) []netip.Addr {

@@ -44,22 +44,11 @@ func TestCompactJourney(t *testing.T) {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	project := ostest.NewProject(t, cloud, "compact")
-	storageNet, nfsSG := cloud.Seed.Networks["storage"], project.CreateSecurityGroup("nfs", true)
-	project.AllowIngress(nfsSG, "tcp:2049", "tcp:111", "udp:111")
-	project.CreateShares("data", 1)
+	project, storageNet, nfsSG := tenantProject(t, cloud, "compact")
 	cloudsFile, cloudName := project.CloudsFile, ostest.CloudName
 
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{})
-	cl, err := machineapi.InstallerShaped(ctx, sim, machineapi.ClusterOptions{CloudsFile: cloudsFile, Cloud: cloudName, Compact: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cl.Stop(); err != nil {
-			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
-		}
-	})
+	cl := machineapi.NewCluster(t, ctx, sim, machineapi.ClusterOptions{CloudsFile: cloudsFile, Cloud: cloudName, Compact: true})
 	t.Logf("compact cluster, 3 masters Ready, at %s", time.Since(t0).Round(time.Second))
 
 	// 1. The masters get the storage network.

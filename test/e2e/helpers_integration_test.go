@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -232,4 +233,17 @@ func checkVolume(t *testing.T, pv *corev1.PersistentVolume, class, secretNamespa
 		sort.Strings(problems)
 		t.Errorf("volume %s: %s", pv.Name, strings.Join(problems, "; "))
 	}
+}
+
+// tenantProject is a cluster's tenant: a project of its own, so that its installer-made network
+// and servers stay apart from the other tests'. The storage network is the cloud's shared
+// provider network, where Manila exports; the project's NFS group (returned) is as an
+// administrator makes one; its one share is how discovery finds where Manila exports.
+func tenantProject(t *testing.T, cloud *testenv.Cloud, prefix string) (project *ostest.Project, storageNet, nfsSG string) {
+	t.Helper()
+	project = ostest.NewProject(t, cloud, prefix)
+	storageNet, nfsSG = cloud.Seed.Networks["storage"], project.CreateSecurityGroup("nfs", true)
+	project.AllowIngress(nfsSG, "tcp:2049", "tcp:111", "udp:111")
+	project.CreateShares("data", 1)
+	return project, storageNet, nfsSG
 }

@@ -78,14 +78,7 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	companion := mode == platform.ModeCompanion
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	// The cluster's tenant: a project of its own, so its installer-made network and servers stay
-	// apart from the other tests'. The storage network is the cloud's shared provider network,
-	// where Manila exports; the project's NFS group is as an administrator makes one; its one
-	// share is how discovery finds where Manila exports.
-	project := ostest.NewProject(t, cloud, "e2e")
-	storageNet, nfsSG := cloud.Seed.Networks["storage"], project.CreateSecurityGroup("nfs", true)
-	project.AllowIngress(nfsSG, "tcp:2049", "tcp:111", "udp:111")
-	project.CreateShares("data", 1)
+	project, storageNet, nfsSG := tenantProject(t, cloud, "e2e")
 	cloudsFile, cloudName := project.CloudsFile, ostest.CloudName
 	machineNetwork := machineapi.MachineNetwork
 
@@ -140,16 +133,7 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 
 	// 2. Day 2: a cluster installed from that install-config, without the storage network.
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 3})
-	cl, err := machineapi.InstallerShaped(ctx, sim, machineapi.ClusterOptions{CloudsFile: cloudsFile, Cloud: cloudName, Workers: 3, InstallConfig: original})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Registered after the project's cleanup, so it runs before it: servers and ports go first.
-	t.Cleanup(func() {
-		if err := cl.Stop(); err != nil {
-			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
-		}
-	})
+	cl := machineapi.NewCluster(t, ctx, sim, machineapi.ClusterOptions{CloudsFile: cloudsFile, Cloud: cloudName, Workers: 3, InstallConfig: original})
 	t.Logf("installer-shaped cluster with 3 workers up at %s", time.Since(t0).Round(time.Millisecond))
 	// Where the driver's Secret lives and who writes it: our operator in driver mode; in
 	// companion mode the platform's operator, played here.

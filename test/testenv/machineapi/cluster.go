@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -237,6 +238,24 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 		return nil, err
 	}
 	return cl, nil
+}
+
+// NewCluster is InstallerShaped for a test: it fails the test when the cluster does not come up,
+// and at the test's end stops the controllers and deletes the cluster's servers and ports,
+// failing the test for what it could not delete. Called after the project's (or cloud's) own
+// cleanup was registered, so it runs before it: servers and ports go first.
+func NewCluster(t testing.TB, ctx context.Context, sim *testenv.SimCluster, opts ClusterOptions) *Cluster {
+	t.Helper()
+	cl, err := InstallerShaped(ctx, sim, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
+		}
+	})
+	return cl
 }
 
 // createMasters creates the three masters as the installer does, Machines <infraID>-master-<i>

@@ -36,15 +36,7 @@ func TestWorkerMachineSetMakesRealServers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cl, err := machineapi.InstallerShaped(ctx, sim, machineapi.ClusterOptions{CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cl.Stop(); err != nil {
-			t.Errorf("the cluster's servers and ports not all deleted: %v", err)
-		}
-	})
+	cl := machineapi.NewCluster(t, ctx, sim, machineapi.ClusterOptions{CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, Workers: 2})
 	t.Logf("2 workers Ready in %s", time.Since(start).Round(time.Second))
 
 	mc, err := machineclient.NewForConfig(sim.Config)
