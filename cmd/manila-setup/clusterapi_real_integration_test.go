@@ -60,7 +60,7 @@ func TestClusterAPIOnRealServers(t *testing.T) {
 	if !strings.HasPrefix(mdTemplate, md+"-manila-") || !strings.HasPrefix(msTemplate, ms+"-manila-") {
 		t.Fatalf("after clusterapi patch the deployment makes its Machines from %s and the set from %s", mdTemplate, msTemplate)
 	}
-	out := at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "4m")
+	out := at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "8m")
 	if !regexpMatch(ms+`\s+1/1 replaced\s+done`, out) {
 		t.Errorf("clusterapi rollout does not say it replaced the Machine of %s:\n%s", ms, out)
 	}
@@ -94,7 +94,7 @@ func TestClusterAPIOnRealServers(t *testing.T) {
 	// --force: the command does not read a workload cluster's pods (it refuses without it).
 	at.must(t, exitOK, "clusterapi", "patch", "--remove", "--force", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
 	mdTemplate, msTemplate = templateOf(t, env, capireal.MachineDeploymentGVR, md), templateOf(t, env, capireal.MachineSetGVR, ms)
-	at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "4m")
+	at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "8m")
 	third := append(env.WaitMachines(t, mdSel, 2, is(mdTemplate), capireal.WaitTimeout()), env.WaitMachines(t, msSel, 1, is(msTemplate), capireal.WaitTimeout())...)
 	t.Logf("remove + rollout: 3 new Machines Running without the storage port %s after the removal", time.Since(start).Round(100*time.Millisecond))
 	for _, m := range third {

@@ -40,7 +40,7 @@ func TestControlPlanePatchRollsRealMasters(t *testing.T) { rollRealMasters(t, ma
 func TestControlPlaneRolloutOnDelete(t *testing.T) { rollRealMasters(t, machinev1.OnDelete) }
 
 func rollRealMasters(t *testing.T, strategy machinev1.ControlPlaneMachineSetStrategyType) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
 	start := time.Now()
 	p, sim, cl, mc, cli := realMachinesCluster(t, ctx, "compact", machineapi.ClusterOptions{Compact: true})

@@ -103,7 +103,7 @@ func serverPorts(t *testing.T, ctx context.Context, cl *machineapi.Cluster, m ma
 // with their ports; the Nodes' node IP stays on the machine network. Then `patch --remove` and a
 // rollout leave no port of the cluster on the storage network.
 func TestRealMachinesTakeTheStorageNetwork(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	p, sim, cl, mc, cli := realMachinesCluster(t, ctx, "realmachines", machineapi.ClusterOptions{Workers: 2})
 	storage := p.CreateNetworkWith("rm-storage", nil, map[string]any{"cidr": "10.78.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})
@@ -270,7 +270,7 @@ func firstNodeIP(n *corev1.Node) string {
 // rollout stops on the third such refusal, long before its --timeout, saying Neutron's words,
 // with the old Machine serving.
 func TestRealMachinesNeutronRefusalStopsTheRollout(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	p, sim, cl, mc, cli := realMachinesCluster(t, ctx, "rmrefusal", machineapi.ClusterOptions{Workers: 1})
 	storage := p.CreateNetworkWith("rm-refused", nil, map[string]any{"cidr": "10.79.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"}})

@@ -42,7 +42,7 @@ import (
 func TestCompactJourney(t *testing.T) {
 	cloud := testenv.NewCloudParallel(t)
 	t0 := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	project, storageNet, nfsSG := tenantProject(t, cloud, "compact")
 	cloudsFile, cloudName := project.CloudsFile, ostest.CloudName

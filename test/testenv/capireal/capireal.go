@@ -333,7 +333,7 @@ func (e *Env) bootNodesUntilDone(t *testing.T, sim *testenv.SimCluster) {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		e.booter.Run(ctx, 500*time.Millisecond)
+		e.booter.Run(ctx, nodeboot.Interval)
 	}()
 	t.Cleanup(func() { cancel(); <-stopped })
 }

@@ -121,7 +121,7 @@ func (e *Env) Servers(ctx context.Context) ([]servers.Server, error) {
 // about 4 s, 5 at once in 15 s, on two busy cores; but once in four full runs of make test a new
 // Machine whose server and Node were there waited more than 4 minutes for Cluster API to set its
 // nodeRef, so the bound leaves room for that.
-const waitTimeout = 8 * time.Minute
+const waitTimeout = 15 * time.Minute
 
 // WaitTimeout is how long the tests wait for Machines to run.
 func WaitTimeout() time.Duration { return waitTimeout }

@@ -226,15 +226,15 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 	cl.cancel = cancel
 	go func() {
 		defer close(cl.done)
-		cl.Booter.Run(runCtx, 500*time.Millisecond)
+		cl.Booter.Run(runCtx, nodeboot.Interval)
 	}()
 	if opts.Compact {
-		if err := cl.WaitMasters(ctx, 3, 6*time.Minute); err != nil {
+		if err := cl.WaitMasters(ctx, 3, 12*time.Minute); err != nil {
 			return nil, err
 		}
 		return cl, nil
 	}
-	if err := cl.WaitReady(ctx, cl.MachineSet, opts.Workers, 5*time.Minute); err != nil {
+	if err := cl.WaitReady(ctx, cl.MachineSet, opts.Workers, 10*time.Minute); err != nil {
 		return nil, err
 	}
 	return cl, nil

@@ -30,6 +30,10 @@ import (
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
 
+// Interval is how often a booter looks at the servers: a kubelet registers within seconds of
+// its server's boot, and a test run has up to eight clusters asking the same Nova at once.
+const Interval = 2 * time.Second
+
 // ProviderIDPrefix starts an OpenStack Node's and Machine's providerID; the server ID follows.
 const ProviderIDPrefix = "openstack:///"
 
