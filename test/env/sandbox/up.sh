@@ -117,9 +117,11 @@ step "starting the sandbox (log $sandbox/sandbox.log)"
 rm -f "$sandbox/ready"
 # setsid: the sandbox and every server it starts share one new process group, which
 # demo-down stops as a whole.
+# The log exists before the sandbox starts, so that tail below always finds it.
+: >"$sandbox/sandbox.log"
 MANILA_SETUP_T0=$_env_t0 setsid "$top/bin/manila-setup-sandbox" --dir "$sandbox" --cli "$cli" --cloud "$cloud" --real-node "$real_node" \
   --pod-loopback-ports "${DEMO_POD_LOOPBACK_PORTS:-}" \
-  >"$sandbox/sandbox.log" 2>&1 </dev/null &
+  >>"$sandbox/sandbox.log" 2>&1 </dev/null &
 pid=$!
 echo "$pid" >"$sandbox/sandbox.pid"
 tail -n +1 -f "$sandbox/sandbox.log" &
@@ -128,6 +130,8 @@ while [[ ! -f $sandbox/ready ]]; do
   if ! kill -0 "$pid" 2>/dev/null; then
     sleep 0.5
     kill "$tail_pid" 2>/dev/null || true
+    echo "== the end of $sandbox/sandbox.log:" >&2
+    tail -n 40 "$sandbox/sandbox.log" >&2
     die "the sandbox stopped before it was ready (log $sandbox/sandbox.log); make demo-down cleans up"
   fi
   sleep 0.5
