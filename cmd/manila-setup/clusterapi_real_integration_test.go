@@ -30,7 +30,7 @@ import (
 // servers are gone. After `clusterapi patch --remove --force` and `clusterapi rollout`, every Machine is
 // new again and no port is left on the storage network, the old servers' included.
 func TestClusterAPIOnRealServers(t *testing.T) {
-	cloud := testenv.NewCloudParallel(t)
+	cloud := testenv.NewCloud(t)
 	storage, nfs := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
 	if storage == "" || nfs == "" {
 		t.Fatalf("the loopback cloud's seed has no storage network or nfs group: %v %v", cloud.Seed.Networks, cloud.Seed.SecurityGroups)

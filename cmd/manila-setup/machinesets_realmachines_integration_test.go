@@ -28,8 +28,10 @@ import (
 )
 
 // cliAt runs the command tree against one cluster and one cloud named by flags rather than by
-// the environment: the tests on real servers each have their own and run side by side
-// (t.Parallel), where t.Setenv is refused.
+// the environment, as a user with several clusters does: each test on real servers has its own.
+// They run one after the other: side by side (t.Parallel), beside the other packages' journeys,
+// they kept the one Nova API process of the loopback cloud so busy that clusters took 16 minutes
+// to come up and the tests timed out.
 type cliAt struct{ kubeconfig, cloudsFile, cloud string }
 
 func (c cliAt) run(t *testing.T, args ...string) (int, string, string) {
@@ -49,11 +51,11 @@ func (c cliAt) must(t *testing.T, want int, args ...string) string {
 }
 
 // realMachinesCluster is an installer-shaped cluster whose workers are real servers of a project
-// of its own, made by the real Machine API (test/testenv/machineapi), beside the other such
-// tests; the commands find the cluster and the project through the returned cliAt.
+// of its own, made by the real Machine API (test/testenv/machineapi); the commands find the
+// cluster and the project through the returned cliAt.
 func realMachinesCluster(t *testing.T, ctx context.Context, prefix string, opts machineapi.ClusterOptions) (*ostest.Project, *testenv.SimCluster, *machineapi.Cluster, machineclient.Interface, cliAt) {
 	t.Helper()
-	cloud := testenv.NewCloudParallel(t)
+	cloud := testenv.NewCloud(t)
 	p := ostest.NewProject(t, cloud, prefix)
 	// A compact cluster's masters are its Machines; otherwise one control-plane Node stands apart.
 	simOpts := testenv.SimOptions{ControlPlaneNodes: 1}

@@ -136,10 +136,11 @@ step "go test -tags integration ./... (all unit and integration tests)"
 # their servers.
 longest=(./test/e2e ./operator/controllers ./cmd/manila-setup ./test/userguide ./machinesets
   ./cmd/manila-setup/wizard ./operator/probe/probepod ./clusterapi)
-# -parallel 3: the tests on real servers (t.Parallel; each has its project, cluster and
-# controllers) mostly wait on Nova and their controllers, so three of them share the two cores;
-# with four, beside the other packages' journeys, the one Nova API process was the bottleneck
-# and a cluster took 16 minutes to come up.
+# -parallel 3: the e2e journeys on real servers (t.Parallel; each has its project, cluster and
+# controllers) mostly wait on Nova and their controllers, so they share the two cores. The tests
+# on real servers of cmd/manila-setup run one after the other: with them side by side too, eight
+# clusters at once kept the loopback cloud's one Nova API process so busy that clusters took 16
+# minutes to come up and tests timed out.
 # setsid puts the test binaries and every server they start in one new process group, so the
 # cleanup above can stop all of them, and nothing else, whatever happens to the tests.
 setsid go test -tags integration -count=1 -timeout 60m -p 3 -parallel 3 "${longest[@]}" ./... &
