@@ -119,14 +119,20 @@ func TestStorageClassesCountSchedulableMasters(t *testing.T) {
 		})
 	}
 	classesAdmit("the schedulable masters mount from the storage subnet", storageSubnet)
-	h.eventually("StorageNetworkReachable=True", settle, h.condIs(operator.ConditionStorageNetworkReachable, operatorv1.ConditionTrue, "AsExpected"))
-	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
-	for _, want := range []string{"the ControlPlaneMachineSet cluster attaches the masters, which run workloads, to the storage network " + storageNet,
-		"all 3 workers have an address in the storage subnets " + storageSubnet} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("StorageNetworkReachable does not say %q: %s", want, msg)
+	// The message may follow the status by up to machinery.MessageRefresh (the count of workers).
+	h.eventually("StorageNetworkReachable=True, saying the masters are attached", settle, func() (bool, string) {
+		c := h.condition(operator.ConditionStorageNetworkReachable)
+		if c == nil || c.Status != operatorv1.ConditionTrue || c.Reason != "AsExpected" {
+			return false, fmt.Sprint(c)
 		}
-	}
+		for _, want := range []string{"the ControlPlaneMachineSet cluster attaches the masters, which run workloads, to the storage network " + storageNet,
+			"all 3 workers have an address in the storage subnets " + storageSubnet} {
+			if !strings.Contains(c.Message, want) {
+				return false, fmt.Sprintf("does not say %q: %s", want, c.Message)
+			}
+		}
+		return true, ""
+	})
 
 	for _, name := range masters {
 		setTaints(t, ctx, sim, name, []corev1.Taint{{Key: "node-role.kubernetes.io/master", Effect: corev1.TaintEffectNoSchedule}})

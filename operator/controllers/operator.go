@@ -235,10 +235,18 @@ func proxyFunc(proxy func() *configv1.ProxyStatus) func(*http.Request) (*url.URL
 }
 
 func firstErr(errs ...error) error {
+	var deferred error
 	for _, e := range errs {
-		if e != nil {
+		switch {
+		case e == nil:
+		case machinery.IsDeferred(e):
+			// A status write held back is no failure: any other error comes first.
+			if deferred == nil {
+				deferred = e
+			}
+		default:
 			return e
 		}
 	}
-	return nil
+	return deferred
 }

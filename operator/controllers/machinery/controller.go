@@ -106,7 +106,13 @@ func (c *Controller) EventHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, obj any) {
-			if !unchanged(old, obj) {
+			switch {
+			case unchanged(old, obj):
+			case statusOnly(old, obj):
+				// Most of these are the controllers' own status writes, which every
+				// controller would otherwise answer with a sync: one per window.
+				c.queue.AddAfter(queueKey, CoalesceWindow)
+			default:
 				enqueue(obj)
 			}
 		},
@@ -157,6 +163,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	c.syncs.Add(1)
 	if errors.Is(err, ErrSteppedAside) {
 		err = nil // the gate closed during the sync: nothing more to do until it opens
+	}
+	var deferred *Deferred
+	if errors.As(err, &deferred) {
+		// Only messages changed, shortly after the last write: write them when due, without
+		// the backoff of a failure.
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, deferred.After)
+		return true
 	}
 	if err != nil {
 		if ctx.Err() == nil {

@@ -4,11 +4,12 @@ import (
 	"net/netip"
 	"reflect"
 
-	"github.com/manila-setup/manila-setup/attach/record"
-
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/manila-setup/manila-setup/attach/record"
 )
 
 // What the caches keep of the objects that come in hundreds (Machines, MachineSets, Nodes): the
@@ -138,6 +139,21 @@ func unchanged(oldObj, newObj any) bool {
 			return false
 		}
 		return reflect.DeepEqual(withoutResourceVersion(o.Object), withoutResourceVersion(n.Object))
+	}
+	return false
+}
+
+// statusOnly tells an update of the operator's own kind of object (the ClusterCSIDriver, the
+// ManilaCompanion) that left its spec alone: its generation is the same.
+func statusOnly(oldObj, newObj any) bool {
+	switch n := newObj.(type) {
+	case *operatorv1.ClusterCSIDriver:
+		o, ok := oldObj.(*operatorv1.ClusterCSIDriver)
+		return ok && o.UID == n.UID && o.Generation == n.Generation
+	case *unstructured.Unstructured:
+		o, ok := oldObj.(*unstructured.Unstructured)
+		return ok && n.GroupVersionKind().Group == CompanionGVR.Group && o.GetUID() == n.GetUID() &&
+			o.GetGeneration() == n.GetGeneration() && n.GetGeneration() != 0
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -116,5 +117,35 @@ func TestUnchanged(t *testing.T) {
 	}
 	if !burstProne(node("1", "x")) || !burstProne(machine("1", nil)) || !burstProne(cache.DeletedFinalStateUnknown{Obj: node("1", "x")}) || burstProne(cm) {
 		t.Error("burstProne: Nodes and Machine API objects, and only they")
+	}
+}
+
+// An update of the operator's own object that left its spec alone (its generation) is a
+// status write, coalesced; a new generation, or another kind, is not.
+func TestStatusOnly(t *testing.T) {
+	driver := func(gen int64, reason string) *operatorv1.ClusterCSIDriver {
+		d := &operatorv1.ClusterCSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "manila.csi.openstack.org", UID: "u1", Generation: gen}}
+		d.Status.Conditions = []operatorv1.OperatorCondition{{Type: "A", Status: operatorv1.ConditionTrue, Reason: reason}}
+		return d
+	}
+	if !statusOnly(driver(2, "AsExpected"), driver(2, "Deploying")) {
+		t.Error("a ClusterCSIDriver whose status alone changed is not status-only")
+	}
+	if statusOnly(driver(2, "AsExpected"), driver(3, "AsExpected")) {
+		t.Error("a ClusterCSIDriver with a new generation (its spec changed) counts as status-only")
+	}
+	companion := func(gen int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(CompanionGVR.GroupVersion().WithKind("ManilaCompanion"))
+		u.SetUID("u2")
+		u.SetGeneration(gen)
+		return u
+	}
+	if !statusOnly(companion(1), companion(1)) || statusOnly(companion(1), companion(2)) {
+		t.Error("the companion's object: same generation is status-only, a new one is not")
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	if statusOnly(cm, cm) || statusOnly(machine("1", nil), machine("2", nil)) {
+		t.Error("a ConfigMap or a Machine counts as the operator's own object")
 	}
 }

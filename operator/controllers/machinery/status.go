@@ -3,6 +3,7 @@ package machinery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -89,32 +90,61 @@ func CustomResourceStatus(k *Clients, r CustomResource) StatusTarget {
 		}}
 }
 
+// MessageRefresh is how often a controller's part of the status is written again when only the
+// messages of its conditions changed. While a scale-up of hundreds of nodes runs, the counts the
+// messages give ("120 of 147 pods available", "all 98 workers have an address ...") change at
+// every evaluation; each write costs the operator, the apiserver and every watcher of the
+// object. A change of a condition's status or reason, or of anything else, is written at once.
+const MessageRefresh = 15 * time.Second
+
+// Deferred is what StatusWriter.Apply returns when it held back a change of messages only:
+// the controller syncs again After it (Controller does), and writes the messages then.
+type Deferred struct{ After time.Duration }
+
+func (d *Deferred) Error() string {
+	return fmt.Sprintf("only condition messages changed since the last write: written within %s", d.After.Round(time.Second))
+}
+
+// IsDeferred reports whether err is (or wraps) a Deferred.
+func IsDeferred(err error) bool {
+	var d *Deferred
+	return errors.As(err, &d)
+}
+
 // StatusWriter writes the controllers' parts of the status of one object.
 type StatusWriter struct {
 	// object reads the target from the cache, nil when it does not exist.
 	object func() *operatorv1.ClusterCSIDriver
 	target StatusTarget
+	now    func() time.Time
 
-	// What each controller (field manager) last wrote.
-	mu   sync.Mutex
-	last map[string]string
+	// What each controller (field manager) last wrote, the same without the messages, and when.
+	mu      sync.Mutex
+	last    map[string]string
+	shape   map[string]string
+	written map[string]time.Time
 }
 
 // NewStatusWriter writes the status of target; object reads it (in the ClusterCSIDriver type)
 // from the cache.
 func NewStatusWriter(object func() *operatorv1.ClusterCSIDriver, target StatusTarget) *StatusWriter {
-	return &StatusWriter{object: object, target: target, last: map[string]string{}}
+	return &StatusWriter{object: object, target: target, now: time.Now,
+		last: map[string]string{}, shape: map[string]string{}, written: map[string]time.Time{}}
 }
 
 // Apply writes this controller's part of the status, unless the cached status already says it
 // and it is what this controller last wrote: no write in steady state. A condition keeps its
 // lastTransitionTime while its status stays the same.
+//
+// A change of messages only, within MessageRefresh of this controller's last write, is held
+// back: Apply returns a Deferred saying when to sync again.
 func (w *StatusWriter) Apply(ctx context.Context, manager string, st *Status) error {
 	d := w.object()
 	if d == nil {
 		return nil
 	}
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	clock := w.now()
+	now := metav1.NewTime(clock.Truncate(time.Second))
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
 		if ex := FindCondition(d.Status.Conditions, c.Type); ex != nil && ex.Status == c.Status && !ex.LastTransitionTime.IsZero() {
@@ -129,11 +159,19 @@ func (w *StatusWriter) Apply(ctx context.Context, manager string, st *Status) er
 	if err != nil {
 		return err
 	}
+	shape, err := json.Marshal(withoutMessages(st))
+	if err != nil {
+		return err
+	}
 	w.mu.Lock()
-	last := w.last[manager]
+	last, lastShape, written := w.last[manager], w.shape[manager], w.written[manager]
 	w.mu.Unlock()
 	if last == string(body) && StatusHas(&d.Status.OperatorStatus, st) {
 		return nil
+	}
+	if since := clock.Sub(written); lastShape == string(shape) && since >= 0 && since < MessageRefresh &&
+		StatusHas(&d.Status.OperatorStatus, withoutMessagesOf(st, d.Status.Conditions)) {
+		return &Deferred{After: MessageRefresh - since}
 	}
 	if err := WriteAllowed(ctx); err != nil {
 		return err
@@ -141,10 +179,30 @@ func (w *StatusWriter) Apply(ctx context.Context, manager string, st *Status) er
 	err = w.target.patch(ctx, manager, body)
 	if err == nil {
 		w.mu.Lock()
-		w.last[manager] = string(body)
+		w.last[manager], w.shape[manager], w.written[manager] = string(body), string(shape), clock
 		w.mu.Unlock()
 	}
 	return err
+}
+
+// withoutMessages is st with its conditions' messages emptied: what a write changes besides them.
+func withoutMessages(st *Status) *Status {
+	return withoutMessagesOf(st, nil)
+}
+
+// withoutMessagesOf is st with each condition's message taken from have (the status as it
+// is), empty where have has no such condition.
+func withoutMessagesOf(st *Status, have []operatorv1.OperatorCondition) *Status {
+	out := *st
+	out.Conditions = make([]operatorv1.OperatorCondition, len(st.Conditions))
+	for i, c := range st.Conditions {
+		c.Message = ""
+		if ex := FindCondition(have, c.Type); ex != nil {
+			c.Message = ex.Message
+		}
+		out.Conditions[i] = c
+	}
+	return &out
 }
 
 // StatusHas reports whether the status already says everything st says.
