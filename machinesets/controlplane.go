@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
 )
 
@@ -140,8 +141,36 @@ type ControlPlaneTarget struct {
 	// Operators reads the ClusterOperators the masters' change leans on
 	// (ControlPlaneOperators); nil: not checked.
 	Operators dynamic.Interface
-	// Force overrules what ControlPlaneSafety lets it overrule.
+	// Force overrules what ControlPlaneSafety lets it overrule, and the quotas.
 	Force bool
+	// Room checks that the project has room for one more server of the flavor with that many
+	// ports (openstack.Client.RoomForServer); nil: not checked (no cloud given).
+	Room func(ctx context.Context, n openstack.ServerNeeds) ([]openstack.QuotaUse, error)
+}
+
+// roomForOneMore refuses an attachment when the project's quotas cannot hold the one more
+// master a replacement makes: RollingUpdate creates the new master before it deletes the old,
+// and under OnDelete the etcd operator's hook keeps the deleted one until its replacement has
+// joined etcd. The new master has a port per networks and ports entry of the template, the
+// storage network's among them. A root volume's Cinder quota is not read.
+func (t ControlPlaneTarget) roomForOneMore(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, added int) error {
+	if t.Room == nil || t.Force {
+		return nil
+	}
+	spec, skip := controlPlaneSpec(cpms, controlPlaneResult(cpms))
+	if skip != nil {
+		return nil
+	}
+	_, err := t.Room(ctx, openstack.ServerNeeds{Flavor: spec.Spec.Flavor, Ports: len(spec.Spec.Networks) + len(spec.Spec.Ports) + added})
+	var short *openstack.QuotaShortfall
+	switch {
+	case errors.As(err, &short):
+		return &ControlPlaneRefusedError{Forceable: true, Reason: fmt.Sprintf("replacing a master makes one more first (flavor %s, %d ports), and %s: raise them (openstack quota set), or free room",
+			spec.Spec.Flavor, len(spec.Spec.Networks)+len(spec.Spec.Ports)+added, short.Error())}
+	case err != nil:
+		return fmt.Errorf("reading the quotas for one more master (--force skips it): %w", err)
+	}
+	return nil
 }
 
 // safety is ControlPlaneSafety and then, unless forced, the health of ControlPlaneOperators.
@@ -230,7 +259,14 @@ func controlPlaneSpec(cpms *machinev1.ControlPlaneMachineSet, res attach.Result)
 // additionalSecurityGroupIDs would have written them (after the machine network's entry and
 // the master group), and the record.
 func (t ControlPlaneTarget) Plan(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, a attach.Attachment, now time.Time, by string) (attach.Plan, error) {
-	return planControlPlane(cpms, a, now, by, func() error { return t.safety(ctx, cpms) })
+	plan, err := planControlPlane(cpms, a, now, by, func() error { return t.safety(ctx, cpms) })
+	if err != nil || plan.Result.Action != attach.ActionPatched {
+		return plan, err
+	}
+	if err := t.roomForOneMore(ctx, cpms, len(plan.Result.AddedNetworks)); err != nil {
+		return attach.Plan{}, err
+	}
+	return plan, nil
 }
 
 // planControlPlane is Plan, with safety deciding whether a change may be made.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/test/ostest"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
@@ -258,4 +261,59 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		t.Fatal(err)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// TestControlPlaneQuotaForOneMoreMaster: with a cloud, a patch of the masters is refused while
+// the project's quotas (real Nova and Neutron) cannot hold the one more master a replacement
+// makes, each short quota named; --force overrules; with room, it is patched.
+func TestControlPlaneQuotaForOneMoreMaster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := ostest.NewProject(t, testenv.NewCloud(t), "cpquota")
+	cloud, err := openstack.Connect(ctx, openstack.Config{Cloud: ostest.CloudName, CloudsFile: p.CloudsFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := testenv.NewAPIServer(t)
+	createNamespace(t, ctx, api.Config)
+	mc := machineclient.NewForConfigOrDie(api.Config)
+	createControlPlane(t, ctx, mc, machinectl.ControlPlaneMachineSet("ostest-cq1"))
+	dry := attach.Options{Attachment: attach.Attachment{Networks: []string{storageNet}}, DryRun: true, By: "test"}
+	target := ControlPlaneTarget{Client: mc, Room: cloud.RoomForServer}
+
+	// The installer's template: flavor m1.xlarge (8 cores, 16 GiB), one network; with the
+	// storage network, two ports.
+	uses, err := cloud.RoomForServer(ctx, openstack.ServerNeeds{Flavor: "m1.xlarge", Ports: 2})
+	if err != nil || len(uses) != 4 || uses[1].Needs != 8 || uses[2].Needs != 16384 || uses[3].Needs != 2 {
+		t.Fatalf("a new project's room for one master: %v %+v", err, uses)
+	}
+	if res, err := attach.Patch(ctx, target, dry); err != nil || res[0].Action != attach.ActionWouldPatch {
+		t.Fatalf("with room: %v %+v", err, res)
+	}
+
+	p.SetNovaQuota(0, 4, 51200)
+	p.SetNeutronQuota(10, 10, 1)
+	_, err = attach.Patch(ctx, target, dry)
+	var refused *ControlPlaneRefusedError
+	if !errors.As(err, &refused) || !refused.Forceable {
+		t.Fatalf("no room: got %v, want a forceable refusal", err)
+	}
+	for _, want := range []string{"replacing a master makes one more first (flavor m1.xlarge, 2 ports)", fmt.Sprintf("project %q", p.Name),
+		"Nova instances: 0 of 0 in use (0 reserved), one more server needs 1", "Nova cores: 0 of 4 in use (0 reserved), one more server needs 8",
+		"Neutron ports: 0 of 1 in use (0 reserved), one more server needs 2", "openstack quota set"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "ram") {
+		t.Errorf("the refusal names the RAM, which has room: %v", err)
+	}
+	forced := ControlPlaneTarget{Client: mc, Room: cloud.RoomForServer, Force: true}
+	if res, err := attach.Patch(ctx, forced, dry); err != nil || res[0].Action != attach.ActionWouldPatch {
+		t.Errorf("--force: %v %+v", err, res)
+	}
+	if _, err := cloud.RoomForServer(ctx, openstack.ServerNeeds{Flavor: "no-such-flavor", Ports: 1}); openstack.KindOf(err) != openstack.KindNotFound ||
+		!strings.Contains(err.Error(), `flavor "no-such-flavor"`) {
+		t.Errorf("an unknown flavor: %v", err)
+	}
 }

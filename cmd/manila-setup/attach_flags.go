@@ -41,6 +41,8 @@ type attachFlags struct {
 	// findings are what the networks attached would do to the machines (attach.Fitness), found
 	// by options: said on standard error there, and in each object's row of -o json|yaml.
 	findings []networkFinding
+	// cloud is the cloud options connected to (--os-cloud), for the checks after the patch's.
+	cloud *openstack.Client
 }
 
 // networkFinding is a finding of one network the patch attaches.
@@ -186,6 +188,7 @@ func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOS
 		if err != nil {
 			return opts, environmentError(fmt.Errorf("--os-cloud %s: %w", g.OSCloud, err))
 		}
+		a.cloud = cloud
 		opts.Checker = attach.NeutronChecker{Client: cloud}
 		policy := cluster // what the cluster says: its nodes' addresses, its networks and VIPs
 		policy.Discover, policy.Force, policy.SecurityGroups = a.Discover, a.Force, groupsOnPorts && len(a.SecurityGroups) > 0

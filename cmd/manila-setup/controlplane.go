@@ -140,7 +140,10 @@ A set that already has what is asked is reported unchanged, whatever its state.
 With --os-cloud (or $OS_CLOUD) the IDs and the network are checked in Neutron as for
 "machinesets patch" (a network without Manila exports, the machines' own, or without free
 addresses for the masters is refused unless --force); --discover attaches the network Manila
-exports on.
+exports on. The project's quotas must also hold the one more master a replacement makes (Nova
+instances, cores and RAM of the template's flavor, a Neutron port per networks and ports entry):
+otherwise nothing is written, with exit 1 naming each quota (--force overrules). A root volume's
+Cinder quota is not read.
 
 With -f FILE (or - for standard input) the ControlPlaneMachineSet of a file is patched instead,
 for clusters managed from Git: the patched file goes to standard output (--in-place writes it
@@ -214,7 +217,11 @@ func (o *controlPlanePatchOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	results, err := attach.Patch(ctx, machinesets.ControlPlaneTarget{Client: clients.machines, Operators: clients.dynamic, Force: o.Force}, opts)
+	target := machinesets.ControlPlaneTarget{Client: clients.machines, Operators: clients.dynamic, Force: o.Force}
+	if o.cloud != nil {
+		target.Room = o.cloud.RoomForServer
+	}
+	results, err := attach.Patch(ctx, target, opts)
 	var refused *machinesets.ControlPlaneRefusedError
 	if errors.As(err, &refused) {
 		return invalidInput(err)

@@ -86,6 +86,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	neutron *gophercloud.ServiceClient
+	nova    *gophercloud.ServiceClient
 	manila  *manilaConn
 }
 

@@ -48,7 +48,7 @@ func (k Kind) String() string { return kindNames[k] }
 // the body of an HTTP answer.
 type Error struct {
 	Kind    Kind
-	Service string // "Keystone", "Neutron" or "Manila"; empty for configuration errors
+	Service string // "Keystone", "Neutron", "Nova" or "Manila"; empty for configuration errors
 	Message string
 	err     error // the cause, for errors.Is/As; its text is not part of Message
 }
@@ -315,7 +315,7 @@ func (c *Client) proxyHint(endpoint string) string {
 }
 
 func (c *Client) noEndpointMessage(service string) string {
-	typ := map[string]string{"Manila": `"sharev2"`, "Neutron": `"network"`, "Keystone": `"identity"`}[service]
+	typ := map[string]string{"Manila": `"sharev2"`, "Neutron": `"network"`, "Keystone": `"identity"`, "Nova": `"compute"`}[service]
 	region := c.region
 	if region == "" {
 		region = "(any)"

@@ -52,6 +52,8 @@ type Project struct {
 
 type conn struct {
 	identity, network, manila *gophercloud.ServiceClient
+	// compute is nil when the cloud has no Nova.
+	compute *gophercloud.ServiceClient
 }
 
 // NewProject creates a project and a member user named after prefix, and removes both (and
@@ -131,6 +133,9 @@ func dial(t testing.TB, ctx context.Context, opts ...clouds.ParseOption) *conn {
 		t.Fatal(err)
 	}
 	c.manila.Microversion = manilaVersion
+	if compute, err := gcopenstack.NewComputeV2(pc, eo); err == nil {
+		c.compute = compute
+	}
 	return c
 }
 
@@ -333,6 +338,19 @@ func (p *Project) SetNeutronQuota(networks, subnets, ports int) {
 	defer cancel()
 	_, err := p.admin.network.Put(ctx, p.admin.network.ServiceURL("quotas", p.ID), map[string]any{"quota": map[string]any{
 		"network": networks, "subnet": subnets, "port": ports}}, nil, &gophercloud.RequestOpts{OkCodes: []int{200}})
+	p.must(err)
+}
+
+// SetNovaQuota sets the project's Nova instances, cores and RAM (MiB) quotas (as admin).
+func (p *Project) SetNovaQuota(instances, cores, ramMiB int) {
+	p.t.Helper()
+	if p.admin.compute == nil {
+		p.t.Fatal("ostest: the cloud has no Nova")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := p.admin.compute.Put(ctx, p.admin.compute.ServiceURL("os-quota-sets", p.ID), map[string]any{"quota_set": map[string]any{
+		"instances": instances, "cores": cores, "ram": ramMiB}}, nil, &gophercloud.RequestOpts{OkCodes: []int{200}})
 	p.must(err)
 }
 

@@ -430,8 +430,13 @@ connection = sqlite:///$state/nova/nova_cell1.sqlite
 discover_hosts_in_cells_interval = 2
 
 [quota]
-# A cluster's worth of 16 GiB servers would pass the default 50 GiB RAM quota of the project.
-driver = nova.quota.NoopQuotaDriver
+# Quotas are counted and enforced as in a real cloud (the CLI's check of room for one more
+# master reads them), with defaults no test's clusters reach: the stock ones (10 instances,
+# 20 cores, 50 GiB of RAM) would stop a cluster's worth of 16 GiB servers.
+driver = nova.quota.DbQuotaDriver
+instances = 1000
+cores = 100000
+ram = 102400000
 
 [glance]
 endpoint_override = $glance_url
