@@ -22,6 +22,7 @@ import (
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/clusterapi"
+	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/nodepools"
 )
@@ -31,6 +32,9 @@ type Cluster struct {
 	Machines machineclient.Interface
 	Kube     kubernetes.Interface
 	Dynamic  dynamic.Interface
+	// Room checks the project's quotas for the one more master a replacement of the masters
+	// makes (machinesets.ControlPlaneTarget.Room); nil: not checked.
+	Room func(ctx context.Context, n openstack.ServerNeeds) ([]openstack.QuotaUse, error)
 }
 
 // Selection says what to patch or roll, per kind; a nil or empty field selects nothing of that
@@ -117,7 +121,7 @@ func (c Cluster) patch(ctx context.Context, sel Selection, opts attach.Options) 
 		// Last: the workers are done before the masters start being replaced. Not forced: the
 		// set is offered only at rest, and is checked again here (a cluster that got busy
 		// since is refused with the reason, as `controlplane patch` without --force is).
-		target := machinesets.ControlPlaneTarget{Client: c.Machines, Operators: c.Dynamic}
+		target := machinesets.ControlPlaneTarget{Client: c.Machines, Operators: c.Dynamic, Room: c.Room}
 		results, err := attach.Patch(ctx, target, opts)
 		report.Results = append(report.Results, results...)
 		if err != nil {

@@ -249,7 +249,11 @@ func (l *LiveBackend) Inventory(ctx context.Context, want attach.Attachment, kin
 func (l *LiveBackend) cluster() workers.Cluster {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return workers.Cluster{Machines: l.mc, Kube: l.kc, Dynamic: l.dyn}
+	c := workers.Cluster{Machines: l.mc, Kube: l.kc, Dynamic: l.dyn}
+	if l.cloud != nil {
+		c.Room = l.cloud.RoomForServer
+	}
+	return c
 }
 
 // Patch is what `machinesets patch`, `clusterapi patch` and `nodepools patch` do, at once, with
