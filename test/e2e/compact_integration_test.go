@@ -56,8 +56,14 @@ func TestCompactJourney(t *testing.T) {
 	kubeconfig := sim.Kubeconfig
 	flags := []string{"--kubeconfig", kubeconfig, "--os-cloud", cloudName, "--os-client-config-file", cloudsFile}
 	t1 := time.Now()
+	fewestReady := watchReadyMasters(ctx, sim)
 	out, err := exec.CommandContext(ctx, cli, append([]string{"controlplane", "patch", "--discover", "--security-group", nfsSG, "--rollout",
 		"--poll-interval", "2s", "--timeout", "15m"}, flags...)...).CombinedOutput()
+	if fewest := fewestReady(); fewest < 2 {
+		t.Errorf("during the masters' replacement only %d master Nodes were Ready at one point, want never fewer than 2", fewest)
+	} else {
+		t.Logf("during the masters' replacement, at least %d master Nodes were Ready at every look (every 500 ms)", fewest)
+	}
 	if err != nil || !strings.Contains(string(out), "3/3 masters on the template  every master (3) is on the template and ready") ||
 		!strings.Contains(string(out), ": check passed (") {
 		t.Fatalf("controlplane patch --rollout: %v\n%s\nmachine-api-openstack log:\n%s", err, out, cl.Log(40))
@@ -176,4 +182,35 @@ func driverCondition(ctx context.Context, sim *testenv.SimCluster, typ string) (
 		}
 	}
 	return "", "no condition " + typ
+}
+
+// watchReadyMasters counts the Ready master Nodes every 500 ms until the returned function is
+// called, which returns the fewest seen (-1 if no look succeeded).
+func watchReadyMasters(ctx context.Context, sim *testenv.SimCluster) func() int {
+	ctx, stop := context.WithCancel(ctx)
+	fewest := make(chan int, 1)
+	go func() {
+		low := -1
+		_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			nodes, err := sim.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/master"})
+			if err != nil {
+				return false, nil
+			}
+			ready := 0
+			for i := range nodes.Items {
+				if testenv.NodeReady(&nodes.Items[i]) {
+					ready++
+				}
+			}
+			if low < 0 || ready < low {
+				low = ready
+			}
+			return false, nil
+		})
+		fewest <- low
+	}()
+	return func() int {
+		stop()
+		return <-fewest
+	}
 }
