@@ -57,6 +57,12 @@ type StartOptions struct {
 // DefaultMemoryLimit is the Go soft memory limit of `operator start` unless GOMEMLIMIT is set.
 const DefaultMemoryLimit = 32 << 20
 
+// DefaultGCPercent is the Go GC target of `operator start` unless GOGC is set: the heap may grow
+// half its live size between collections instead of Go's default of its whole size. The live
+// heap is a few MiB, so collections stay cheap; measured (docs/performance.md), it takes 3 to
+// 5 MiB off the RSS for no measurable CPU, in steady state or in a 500-Machine scale-up.
+const DefaultGCPercent = 50
+
 // The lease timings are OpenShift's: they tolerate a 60 s apiserver outage and renew at a low
 // write rate.
 const (
@@ -73,9 +79,13 @@ const DefaultHealthAddress = "127.0.0.1:8443"
 // the lease so a successor takes over at once.
 func Start(ctx context.Context, opts StartOptions) error {
 	opts.Config.defaults()
-	// A soft memory limit keeps the heap small (the caches are a few MiB); GOMEMLIMIT overrides.
+	// A soft memory limit and a lower GC target keep the heap small (the caches are a few MiB);
+	// GOMEMLIMIT and GOGC override them.
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(DefaultGCPercent)
 	}
 	if opts.LeaseDuration == 0 {
 		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = DefaultLeaseDuration, DefaultRenewDeadline, DefaultRetryPeriod
