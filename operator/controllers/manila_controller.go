@@ -14,6 +14,7 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"golang.org/x/sync/errgroup"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -422,24 +423,16 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 	}
 	clients := answer.Value(c.listShareClients)
 	shareNetwork, snErr := c.shareNetworkFor(ctx, types)
-	var errs []error
 	var skipped []string
+	var reqs []*storagev1.StorageClass
 	for _, t := range types {
 		if t.DHSS && shareNetwork == "" {
 			skipped = append(skipped, t.Name)
 			continue
 		}
-		req := operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: c.classes.secretNamespace, ShareClients: clients, ShareNetworkID: shareNetwork})
-		if _, err := c.apply(ctx, req); err != nil {
-			errs = append(errs, fmt.Errorf("StorageClass %s: %w", req.Name, err))
-			continue
-		}
-		if ex := byName[req.Name]; ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
-			if err := c.patchAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		reqs = append(reqs, operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: c.classes.secretNamespace, ShareClients: clients, ShareNetworkID: shareNetwork}))
 	}
+	errs := c.applyClasses(ctx, reqs, byName)
 	// Classes whose share type went away stay (claims may use them); mark them.
 	for name, t := range existing {
 		if _, ok := byType[t]; ok {
@@ -465,6 +458,42 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 		msg += fmt.Sprintf("; no StorageClass for share types %s that need a share network: %s", strings.Join(skipped, ", "), why)
 	}
 	return msg, errors.Join(errs...)
+}
+
+// classWriters is how many StorageClasses are written at once: one at a time, the first sync of
+// 200 share types took 8 to 10 s of round trips; the client's rate limit still applies.
+const classWriters = 8
+
+// applyClasses applies the classes (an apply writes only what differs from the cache), and takes
+// the share-type-gone mark off those that had it, classWriters at a time; the errors come
+// sorted, so that a condition message made of them does not change with the order of the writes.
+func (c *manilaController) applyClasses(ctx context.Context, reqs []*storagev1.StorageClass, byName map[string]*storagev1.StorageClass) []error {
+	var mu sync.Mutex
+	var errs []error
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	var g errgroup.Group
+	g.SetLimit(classWriters)
+	for _, req := range reqs {
+		g.Go(func() error {
+			if _, err := c.apply(ctx, req); err != nil {
+				fail(fmt.Errorf("StorageClass %s: %w", req.Name, err))
+				return nil
+			}
+			if ex := byName[req.Name]; ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
+				if err := c.patchAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
+					fail(err)
+				}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every error is in errs
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errs
 }
 
 // ours tells whether the operator keeps this StorageClass: its label, its driver, and a name of
