@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sync"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
