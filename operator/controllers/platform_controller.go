@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,9 +97,9 @@ func newPlatformController(w wiring) *machinery.Controller {
 	ctrl := w.loop.Ungated().Controller(platformName, func(ctx context.Context, ctrl *machinery.Controller) error {
 		d, err := platform.Detect(ctx, c.cluster)
 		if errors.Is(err, machinery.ErrNotCached) {
-			// Not an error: a cache that has just been created has not listed yet.
-			ctrl.RequeueAfter(time.Second)
-			return nil
+			// Not an error: a cache that has just been created has not listed yet; the
+			// controller looks again within milliseconds.
+			return err
 		}
 		if err != nil {
 			return err

@@ -164,6 +164,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if errors.Is(err, ErrSteppedAside) {
 		err = nil // the gate closed during the sync: nothing more to do until it opens
 	}
+	if errors.Is(err, ErrNotCached) {
+		// A cache made a moment ago has not listed yet: look again soon (5 ms, then twice as
+		// long each time), without calling it a failure. The first look of a cache on a quiet
+		// cluster takes tens of milliseconds, and every controller waits for this one's verdict.
+		c.queue.AddRateLimited(key)
+		return true
+	}
 	var deferred *Deferred
 	if errors.As(err, &deferred) {
 		// Only messages changed, shortly after the last write: write them when due, without

@@ -37,3 +37,36 @@ func TestDeferredSyncsAgainWhenDue(t *testing.T) {
 		t.Errorf("second sync %s after the Deferred one, want at least %s", gap, after)
 	}
 }
+
+// TestNotCachedLooksAgainSoon: a sync that waits for a cache made a moment ago runs again within
+// milliseconds, not at the next resync, and is no failure.
+func TestNotCachedLooksAgainSoon(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	calls := 0
+	c := NewController("not-cached", time.Hour, nil, func(context.Context, *Controller) error {
+		calls++
+		if calls < 3 {
+			return ErrNotCached
+		}
+		return nil
+	})
+	defer c.queue.ShutDown()
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	start := time.Now()
+	c.Enqueue()
+	for calls < 3 && c.processNext(ctx) {
+	}
+	if calls != 3 {
+		t.Fatalf("%d syncs, want 3", calls)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("three syncs took %s while the cache was not listed, want them long before the resync", took)
+	}
+	if n := c.queue.NumRequeues(queueKey); n != 0 {
+		t.Errorf("%d requeues remembered after the sync that found the cache, want 0", n)
+	}
+}
