@@ -208,21 +208,28 @@ func fieldsQuery(fields []string) url.Values {
 }
 
 func (c *Client) neutronClient() (*gophercloud.ServiceClient, error) {
+	return c.serviceClient(&c.neutron, "network", "Neutron", func(endpoint string) string {
+		if strings.HasSuffix(strings.TrimSuffix(endpoint, "/"), "/v2.0") {
+			return endpoint
+		}
+		return endpoint + "v2.0/"
+	})
+}
+
+// serviceClient returns *slot, made on first use from the catalog's endpoint of service type
+// typ (service names it in errors); base gives the resources' base URL from the endpoint.
+func (c *Client) serviceClient(slot **gophercloud.ServiceClient, typ, service string, base func(endpoint string) string) (*gophercloud.ServiceClient, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.neutron != nil {
-		return c.neutron, nil
+	if *slot != nil {
+		return *slot, nil
 	}
-	endpoint, err := c.endpoint("network")
+	endpoint, err := c.endpoint(typ)
 	if err != nil {
-		return nil, &Error{Kind: KindNoEndpoint, Service: "Neutron", Message: c.noEndpointMessage("Neutron"), err: err}
+		return nil, &Error{Kind: KindNoEndpoint, Service: service, Message: c.noEndpointMessage(service), err: err}
 	}
-	base := endpoint
-	if !strings.HasSuffix(strings.TrimSuffix(endpoint, "/"), "/v2.0") {
-		base = endpoint + "v2.0/"
-	}
-	c.neutron = &gophercloud.ServiceClient{ProviderClient: c.provider, Endpoint: endpoint, ResourceBase: base, Type: "network"}
-	return c.neutron, nil
+	*slot = &gophercloud.ServiceClient{ProviderClient: c.provider, Endpoint: endpoint, ResourceBase: base(endpoint), Type: typ}
+	return *slot, nil
 }
 
 // Networks returns the networks the project can see (its own, shared and external ones) with

@@ -118,15 +118,5 @@ func (c *Client) flavor(ctx context.Context, nova *gophercloud.ServiceClient, re
 }
 
 func (c *Client) computeClient() (*gophercloud.ServiceClient, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.nova != nil {
-		return c.nova, nil
-	}
-	endpoint, err := c.endpoint("compute")
-	if err != nil {
-		return nil, &Error{Kind: KindNoEndpoint, Service: "Nova", Message: c.noEndpointMessage("Nova"), err: err}
-	}
-	c.nova = &gophercloud.ServiceClient{ProviderClient: c.provider, Endpoint: endpoint, ResourceBase: endpoint, Type: "compute"}
-	return c.nova, nil
+	return c.serviceClient(&c.nova, "compute", "Nova", func(endpoint string) string { return endpoint })
 }
