@@ -649,9 +649,12 @@ func TestOperatorOnSimCluster(t *testing.T) {
 
 	t.Run("steady state: no writes, no direct GETs", func(t *testing.T) {
 		h.t = t
-		// Let every controller settle (two syncs each), then watch until each has synced three
-		// more times (at least two whole resyncs).
+		// Let every controller settle (two syncs each) and write the messages it held back
+		// (machinery.MessageRefresh), then watch until each has synced three more times (at
+		// least two whole resyncs).
 		h.waitSyncs(2)
+		time.Sleep(machinery.MessageRefresh)
+		h.waitSyncs(1)
 		from := time.Now()
 		h.waitSyncs(3)
 		over := time.Since(from).Round(100 * time.Millisecond)

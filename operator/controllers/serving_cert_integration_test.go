@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -84,8 +85,11 @@ func TestServingCertOnPlainKubernetes(t *testing.T) {
 	}
 
 	// Steady state: two more syncs of every controller (at least one whole resync) after it
-	// has settled, and the Secret is not written again.
+	// has settled and written the messages it held back (machinery.MessageRefresh), and the
+	// Secret is not written again.
 	h.waitSyncs(2)
+	time.Sleep(machinery.MessageRefresh)
+	h.waitSyncs(1)
 	from := time.Now()
 	h.waitSyncs(3)
 	if w := servingCertWrites(t, api, from); len(w) != 0 {

@@ -230,10 +230,11 @@ func TestStorageClassesStayPutWhenMachinesComeAndGo(t *testing.T) {
 		if n := recreated() - baseline; n != 0 {
 			t.Errorf("%d StorageClassRecreated events", n)
 		}
-		c := h.condition(operator.ConditionStorageNetworkReachable)
-		if c.Status != operatorv1.ConditionTrue || !strings.Contains(c.Message, "every worker has a port on the storage network") {
-			t.Errorf("%s after %s: %s %s", operator.ConditionStorageNetworkReachable, what, c.Status, c.Message)
-		}
+		// The message may follow the cluster by up to machinery.MessageRefresh.
+		h.eventually(operator.ConditionStorageNetworkReachable+" after "+what, settle, func() (bool, string) {
+			c := h.condition(operator.ConditionStorageNetworkReachable)
+			return c.Status == operatorv1.ConditionTrue && strings.Contains(c.Message, "every worker has a port on the storage network"), fmt.Sprintf("%s %s", c.Status, c.Message)
+		})
 	}
 
 	t.Run("a scale-up of the attached set leaves the classes untouched", func(t *testing.T) {
