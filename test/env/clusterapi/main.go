@@ -40,6 +40,7 @@ import (
 	capocontrollers "sigs.k8s.io/cluster-api-provider-openstack/controllers"
 	"sigs.k8s.io/cluster-api-provider-openstack/pkg/scope"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	"sigs.k8s.io/cluster-api/api/v1beta1/index"
 	capicontrollers "sigs.k8s.io/cluster-api/controllers"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controllers/remote"
@@ -96,6 +97,16 @@ func run(ctx context.Context, kubeconfig, namespace string, concurrency int) err
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	opts := controller.Options{MaxConcurrentReconciles: concurrency}
+
+	// The Machine field indexes of Cluster API's own main.go (setupIndexes; its MachinePool and
+	// ClusterClass ones are of objects a test cluster has not): the Machine controller maps a
+	// Node event to its Machine through them (by node name, then by providerID). Without them
+	// that lookup fails, and a Machine whose last reconcile came before its Node waits forever.
+	for _, add := range []func(context.Context, ctrl.Manager) error{index.ByMachineNode, index.ByMachineProviderID} {
+		if err := add(ctx, mgr); err != nil {
+			return fmt.Errorf("adding Cluster API's Machine field indexes: %w", err)
+		}
+	}
 
 	// The workload cluster is this same apiserver, reached through the Cluster's kubeconfig
 	// Secret as Cluster API reaches any workload cluster; Nodes are found by providerID.

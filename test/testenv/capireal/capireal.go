@@ -434,10 +434,27 @@ func (e *Env) WaitMachines(t *testing.T, selector string, n int, fromTemplate fu
 		select {
 		case <-ctx.Done():
 			b, _ := json.Marshal(last)
-			t.Fatalf("after %s, not %d Machines Running with Nodes for %s: %s (%v)\n%s", timeout, n, selector, b, lastErr, e.LogTail(60))
+			t.Fatalf("after %s, not %d Machines Running with Nodes for %s: %s (%v)\nNodes: %s (last registration round: %v)\n%s",
+				timeout, n, selector, b, lastErr, e.nodesByProviderID(), e.booter.Err(), e.LogTail(60))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// nodesByProviderID lists the cluster's Nodes as name=providerID, for a failure message: whether
+// a Machine stuck in Provisioned has a Node its controller did not link, or none at all.
+func (e *Env) nodesByProviderID() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nodes, err := e.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		out = append(out, n.Name+"="+n.Spec.ProviderID)
+	}
+	return strings.Join(out, " ")
 }
 
 func allReady(ms []Machine, fromTemplate func(string) bool) bool {
