@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -229,21 +230,30 @@ func (g *guideRun) cli(wantExit int, line string) string {
 }
 
 // waitStatus runs `operator status` until its output matches every pattern (the operator
-// resyncs on its own time), and returns it; prepare, when set, runs before each try.
+// resyncs on its own time) and stays the same for longer than machinery.MessageRefresh, and
+// returns it; prepare, when set, runs before each try. The wait for a steady output is what
+// makes the guide's samples of it repeatable: a condition's message may follow its status by up
+// to MessageRefresh (a count of pods, say), and a sample must show the settled words.
 func (g *guideRun) waitStatus(ctx context.Context, prepare func(), patterns ...string) string {
 	g.t.Helper()
-	var out string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+	var out, matched string
+	var matchedAt time.Time
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
 		if prepare != nil {
 			prepare()
 		}
 		out = g.cli(0, "manila-setup operator status")
 		for _, p := range patterns {
 			if !regexp.MustCompile(p).MatchString(out) {
+				matched = ""
 				return false, nil
 			}
 		}
-		return true, nil
+		if out != matched {
+			matched, matchedAt = out, time.Now()
+			return false, nil
+		}
+		return time.Since(matchedAt) > machinery.MessageRefresh+2*time.Second, nil
 	})
 	if err != nil {
 		g.t.Fatalf("operator status never matched %q: %v\n%s", patterns, err, out)
