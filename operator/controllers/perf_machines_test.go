@@ -13,7 +13,8 @@ package controllers
 //
 // PERF_BINARY runs that operator binary instead of building this tree's, PERF_ENV adds to its
 // environment (startPerfOperator); PERF_PROFILES names a folder for the heap profiles (start,
-// steady, burst, after). It reports; it asserts no time.
+// steady, burst, after) and a CPU profile of the steady window (steady-cpu). It reports; it
+// asserts no time.
 
 import (
 	"context"
@@ -144,7 +145,9 @@ func TestPerformanceMachines(t *testing.T) {
 	time.Sleep(time.Until(crStart.Add(2 * time.Minute)))
 	m0, t0 := scrape(t, addr), time.Now()
 	_, cpu0 := procStat(pid)
+	steadyProfile := cpuProfile(t, addr, profiles, "steady-cpu", 3*time.Minute-5*time.Second)
 	time.Sleep(3 * time.Minute)
+	<-steadyProfile
 	m1 := scrape(t, addr)
 	_, cpu1 := procStat(pid)
 	win := time.Since(t0).Minutes()
@@ -247,4 +250,29 @@ func TestPerformanceMachines(t *testing.T) {
 		sizes = append(sizes, fmt.Sprintf("%s %.1f MiB as YAML", l.what, float64(len(b))/(1<<20)))
 	}
 	t.Logf("PERF what the cluster holds: %s", strings.Join(sizes, ", "))
+}
+
+// cpuProfile takes a CPU profile of the operator for d into folder/name.pprof when folder is set
+// (PERF_PROFILES), and closes the returned channel when done. The profiler's own cost is in the
+// window's figure: a run without PERF_PROFILES measures without it.
+func cpuProfile(t *testing.T, addr, folder, name string, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	if folder == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+		if err != nil {
+			t.Logf("CPU profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if err := os.WriteFile(filepath.Join(folder, name+".pprof"), b, 0o644); err != nil {
+			t.Logf("CPU profile %s: %v", name, err)
+		}
+	}()
+	return done
 }
