@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
+	"sync"
 
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +51,22 @@ type Writer struct {
 	recorder     Recorder
 	// kinds, when not nil, are the only kinds the writer may write.
 	kinds map[schema.GroupVersionKind]bool
+	// upToDate remembers, per object, the last required object found up to date and the
+	// resourceVersion the cache had then (see stillUpToDate).
+	upToDate sync.Map // objectKey -> upToDateAt
+}
+
+// objectKey names one object of one kind.
+type objectKey struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+// upToDateAt is a required object (as its caller built it, before Stamp) that the cached
+// object at resourceVersion was up to date with.
+type upToDateAt struct {
+	required        runtime.Object
+	resourceVersion string
 }
 
 // WriterOptions configure a Writer.
@@ -97,6 +115,18 @@ func (w *Writer) Apply(ctx context.Context, required runtime.Object) (runtime.Ob
 	if err != nil {
 		return nil, err
 	}
+	key := objectKey{gvk: k.GVK, namespace: required.(metav1.Object).GetNamespace(), name: required.(metav1.Object).GetName()}
+	if k.Namespaced && key.namespace == "" {
+		key.namespace = w.namespace
+	}
+	cached, err := w.cached(k, key.namespace, key.name)
+	if err != nil {
+		return nil, err
+	}
+	if cached != nil && w.stillUpToDate(key, cached, required) {
+		return cached, nil
+	}
+	given := required
 	required = required.DeepCopyObject()
 	meta := required.(metav1.Object)
 	if k.Namespaced && meta.GetNamespace() == "" {
@@ -107,13 +137,11 @@ func (w *Writer) Apply(ctx context.Context, required runtime.Object) (runtime.Ob
 			return nil, err
 		}
 	}
-	cached, err := w.cached(k, meta.GetNamespace(), meta.GetName())
-	if err != nil {
-		return nil, err
-	}
 	if cached != nil && k.UpToDate(cached, required) {
+		w.upToDate.Store(key, upToDateAt{required: given.DeepCopyObject(), resourceVersion: cached.(metav1.Object).GetResourceVersion()})
 		return cached, nil
 	}
+	w.upToDate.Delete(key)
 	what := k.GVK.Kind + " " + qualifiedName(meta)
 	body, err := applyBody(required, k)
 	if err != nil {
@@ -149,6 +177,21 @@ func (w *Writer) recordWrite(k *Kind, required runtime.Object, reason, msg strin
 		msg += " (" + k.Detail(required) + ")"
 	}
 	w.recorder.Eventf(k.GVK.Kind+reason, "%s", msg)
+}
+
+// stillUpToDate tells that an object found up to date before still is, without copying,
+// stamping (a JSON hash of a workload's spec) or comparing with the cache: the cache shows the
+// resourceVersion it had then, and required is equal to what was required then. Every resync
+// applies each operand again, 200 StorageClasses among them; BenchmarkApplyUpToDate: 0.5 ms and
+// 21 KB allocated for 200 classes instead of 1.1 ms and 469 KB. A required object that is equal
+// but not reflect.DeepEqual (a Quantity written another way) only takes the longer way.
+func (w *Writer) stillUpToDate(key objectKey, cached, required runtime.Object) bool {
+	v, ok := w.upToDate.Load(key)
+	if !ok {
+		return false
+	}
+	last := v.(upToDateAt)
+	return last.resourceVersion == cached.(metav1.Object).GetResourceVersion() && reflect.DeepEqual(last.required, required)
 }
 
 // recreate deletes the cached object and creates the required one, with the labels and
@@ -231,6 +274,7 @@ func (w *Writer) DeleteIfPresent(ctx context.Context, obj runtime.Object) error 
 	if k.Namespaced && ns == "" {
 		ns = w.namespace
 	}
+	w.upToDate.Delete(objectKey{gvk: k.GVK, namespace: ns, name: m.GetName()})
 	if err := w.remove(ctx, k, ns, m.GetName(), nil); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

@@ -2,6 +2,8 @@ package machinery
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -138,5 +141,106 @@ func TestWriterKinds(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("%d requests, want none", n)
+	}
+}
+
+type discardEvents struct{}
+
+func (discardEvents) Eventf(string, string, ...any)                            {}
+func (discardEvents) Warningf(string, string, ...any)                          {}
+func (discardEvents) WarningOn(corev1.ObjectReference, string, string, ...any) {}
+
+// classWriter is a Writer whose StorageClass cache holds cached, against a server that answers
+// every request with the object it was sent and counts them.
+func classWriter(t testing.TB, cached ...*storagev1.StorageClass) (*Writer, *Informers, *atomic.Int64) {
+	t.Helper()
+	requests := &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		body, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	kube, err := NewClients(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := &Informers{StorageClasses: cache.NewSharedIndexInformer(&cache.ListWatch{}, &storagev1.StorageClass{}, 0, cache.Indexers{})}
+	for _, sc := range cached {
+		if err := inf.StorageClasses.GetIndexer().Add(sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return NewWriter(kube, inf, WriterOptions{FieldManager: "test", Recorder: discardEvents{}}), inf, requests
+}
+
+func class(name, rv, param string) *storagev1.StorageClass {
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv, Labels: map[string]string{"app": "x"}},
+		Provisioner: "manila.csi.openstack.org", Parameters: map[string]string{"type": param}}
+}
+
+// An object found up to date is not copied or compared again while neither the cache nor what
+// is required changed; a change of either is written, however it came.
+func TestApplyRemembersWhatIsUpToDate(t *testing.T) {
+	w, inf, requests := classWriter(t, class("c", "1", "default"))
+	required := class("c", "", "default")
+	for i := range 2 {
+		if _, err := w.Apply(context.Background(), required); err != nil {
+			t.Fatal(err)
+		}
+		if n := requests.Load(); n != 0 {
+			t.Fatalf("apply %d of what the cache shows: %d requests, want none", i+1, n)
+		}
+	}
+	if _, ok := w.upToDate.Load(objectKey{gvk: storagev1.SchemeGroupVersion.WithKind("StorageClass"), name: "c"}); !ok {
+		t.Fatal("the writer did not remember the class it found up to date")
+	}
+	// Someone else changed the class: the cache has another resourceVersion.
+	if err := inf.StorageClasses.GetIndexer().Update(class("c", "2", "other")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Apply(context.Background(), required); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load(); n == 0 {
+		t.Fatal("a class someone else changed was not written again")
+	}
+	// The operator requires something else of a class the cache shows unchanged.
+	if err := inf.StorageClasses.GetIndexer().Update(class("c", "3", "default")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Apply(context.Background(), required); err != nil {
+		t.Fatal(err)
+	}
+	before := requests.Load()
+	if _, err := w.Apply(context.Background(), class("c", "", "new")); err != nil {
+		t.Fatal(err)
+	}
+	if requests.Load() == before {
+		t.Fatal("a class whose required parameters changed was not written")
+	}
+}
+
+// BenchmarkApplyUpToDate is the steady state of every resync: 200 StorageClasses the cache
+// shows as required, applied again.
+func BenchmarkApplyUpToDate(b *testing.B) {
+	var cached, required []*storagev1.StorageClass
+	for i := range 200 {
+		name := fmt.Sprintf("csi-manila-%d", i)
+		cached = append(cached, class(name, "1", name))
+		required = append(required, class(name, "", name))
+	}
+	w, _, requests := classWriter(b, cached...)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range required {
+			if _, err := w.Apply(context.Background(), r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if requests.Load() != 0 {
+		b.Fatalf("%d requests", requests.Load())
 	}
 }
