@@ -81,18 +81,8 @@ func TestPerformanceMachines(t *testing.T) {
 	}
 	profiles := os.Getenv("PERF_PROFILES")
 	heap := func(name string) {
-		if profiles == "" {
-			return
-		}
-		resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
-		if err != nil {
-			t.Logf("heap profile %s: %v", name, err)
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if err := os.WriteFile(filepath.Join(profiles, name+".pprof"), b, 0o644); err != nil {
-			t.Logf("heap profile %s: %v", name, err)
+		if profiles != "" {
+			saveProfile(t, "http://"+addr+"/debug/pprof/heap?gc=1", filepath.Join(profiles, name+".pprof"))
 		}
 	}
 	memory := func(when string) {
@@ -264,16 +254,21 @@ func cpuProfile(t *testing.T, addr, folder, name string, d time.Duration) <-chan
 	}
 	go func() {
 		defer close(done)
-		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
-		if err != nil {
-			t.Logf("CPU profile %s: %v", name, err)
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if err := os.WriteFile(filepath.Join(folder, name+".pprof"), b, 0o644); err != nil {
-			t.Logf("CPU profile %s: %v", name, err)
-		}
+		saveProfile(t, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), filepath.Join(folder, name+".pprof"))
 	}()
 	return done
+}
+
+// saveProfile writes what the profiling endpoint url answers to path; a failure is logged only.
+func saveProfile(t *testing.T, url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Logf("profile %s: %v", path, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Logf("profile %s: %v", path, err)
+	}
 }
