@@ -159,7 +159,9 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	t2 := time.Now()
 	// With the canary the commands use: the first new machine's node IP (on the machine network of
 	// the install-config) and its address on the storage network are checked before the others go.
-	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 500 * time.Millisecond, Timeout: 5 * time.Minute,
+	// 10 minutes: on a cold machine (a load of 10, builds beside the tests) three replacements,
+	// each with its server made and the old one drained and deleted, took more than 5.
+	progress, err := machinesets.Rollout(ctx, mc, sim.Client, machinesets.Selection{}, rollout.Options{MaxSurge: 1, PollInterval: 500 * time.Millisecond, Timeout: 10 * time.Minute,
 		Canary: workers.NewCanary(ctx, sim.Client, osc), Progress: func(p rollout.SetProgress) {}})
 	if err != nil || len(progress) != 1 || progress[0].State != rollout.Done || progress[0].Replaced != 3 {
 		t.Fatalf("machinesets.Rollout: %v, %+v", err, progress)
