@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -146,17 +145,13 @@ func TestMachineSetsCommandsOnAPIServer(t *testing.T) {
 	}
 }
 
-// buildCLI builds the real binary, as users run it.
+// buildCLI builds the real binary, as users run it, once for all the tests.
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "manila-setup")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testenv.Command(t, "github.com/manila-setup/manila-setup/cmd/manila-setup", "")
 }
+
+func init() { afterTests = append(afterTests, testenv.RemoveCommands) }
 
 // TestRolloutSurvivesKill9 runs the real binary against a sim cluster and kills it with SIGKILL
 // twice: while it waits for a surge Machine's Node, and right after it removed an old Machine.

@@ -123,8 +123,16 @@ func TestGlobalOptionsComplete(t *testing.T) {
 // (testenv.NewCloud).
 func TestMain(m *testing.M) {
 	os.Unsetenv("OS_CLOUD")
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range afterTests {
+		f()
+	}
+	os.Exit(code)
 }
+
+// afterTests run once every test is done: the integration tests add the removal of the binaries
+// they built.
+var afterTests []func()
 
 func TestRepeatedGlobalFlags(t *testing.T) {
 	t.Setenv("KUBECONFIG", "/env/kubeconfig")

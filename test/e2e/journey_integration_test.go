@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -372,48 +371,21 @@ func hasRule(ps installconfig.Problems, rule string) bool {
 }
 
 // buildCLI builds manila-setup and manila-setup-operator as users run them, once per test
-// binary, and returns the CLI's path.
-var buildCLI = func() func(t *testing.T) string {
-	var once sync.Once
-	var path string
-	var err error
-	return func(t *testing.T) string {
-		t.Helper()
-		once.Do(func() {
-			var dir string
-			if dir, err = os.MkdirTemp("", "manila-setup-e2e-"); err != nil {
-				return
-			}
-			cliDir = dir
-			path = filepath.Join(dir, "manila-setup")
-			// The operator is a binary of its own, found next to the CLI (as make build puts it).
-			for _, name := range []string{"manila-setup", "manila-setup-operator"} {
-				// A version, as make build stamps it: the CLI renders the operator image of its version.
-				out, buildErr := exec.Command("go", "build", "-ldflags", "-X main.version="+e2eVersion, "-o", filepath.Join(dir, name), "github.com/manila-setup/manila-setup/cmd/"+name).CombinedOutput()
-				if buildErr != nil {
-					err = fmt.Errorf("go build %s: %v\n%s", name, buildErr, out)
-					return
-				}
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-}()
+// binary, and returns the CLI's path. The operator is a binary of its own, found next to the CLI
+// (as make build puts it).
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	testenv.Command(t, "github.com/manila-setup/manila-setup/cmd/manila-setup-operator", e2eVersion)
+	return testenv.Command(t, "github.com/manila-setup/manila-setup/cmd/manila-setup", e2eVersion)
+}
 
-// e2eVersion is the version buildCLI stamps into the binaries.
+// e2eVersion is the version buildCLI stamps into the binaries: the CLI renders the operator
+// image of its version.
 const e2eVersion = "v0.0.0-e2e"
-
-// cliDir holds the binaries buildCLI built; TestMain removes it.
-var cliDir string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if cliDir != "" {
-		_ = os.RemoveAll(cliDir)
-	}
+	testenv.RemoveCommands()
 	os.Exit(code)
 }
 

@@ -134,13 +134,13 @@ step "go test -tags integration ./... (all unit and integration tests)"
 # first: in path order test/e2e and test/userguide started last and ran alone at the end. Three
 # test binaries at a time: with two, a third of the two cores stayed idle while tests waited on
 # their servers.
-longest=(./test/e2e ./operator/controllers ./cmd/manila-setup ./test/userguide ./machinesets
-  ./cmd/manila-setup/wizard ./operator/probe/probepod ./clusterapi)
+longest=(./test/e2e ./test/realmachines ./cmd/manila-setup ./operator/controllers ./test/userguide
+  ./machinesets ./cmd/manila-setup/wizard ./operator/probe/probepod ./clusterapi)
 # -parallel 3: the e2e journeys on real servers (t.Parallel; each has its project, cluster and
-# controllers) mostly wait on Nova and their controllers, so they share the two cores. The tests
-# on real servers of cmd/manila-setup run one after the other: with them side by side too, eight
-# clusters at once kept the loopback cloud's one Nova API process so busy that clusters took 16
-# minutes to come up and tests timed out.
+# controllers) mostly wait on Nova and their controllers, so they share the two cores. The CLI's
+# tests on real servers (test/realmachines) run one after the other, beside the CLI's other
+# tests: with them side by side too, eight clusters at once kept the loopback cloud's one Nova
+# API process so busy that clusters took 16 minutes to come up and tests timed out.
 # setsid puts the test binaries and every server they start in one new process group, so the
 # cleanup above can stop all of them, and nothing else, whatever happens to the tests.
 setsid go test -tags integration -count=1 -timeout 60m -p 3 -parallel 3 "${longest[@]}" ./... &

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package realmachines
 
 import (
 	"context"
@@ -26,29 +26,6 @@ import (
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
 )
-
-// cliAt runs the command tree against one cluster and one cloud named by flags rather than by
-// the environment, as a user with several clusters does: each test on real servers has its own.
-// They run one after the other: side by side (t.Parallel), beside the other packages' journeys,
-// they kept the one Nova API process of the loopback cloud so busy that clusters took 16 minutes
-// to come up and the tests timed out.
-type cliAt struct{ kubeconfig, cloudsFile, cloud string }
-
-func (c cliAt) run(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	flags := []string{"--kubeconfig=" + c.kubeconfig, "--os-client-config-file=" + c.cloudsFile, "--os-cloud=" + c.cloud}
-	return runCLI(t, append(flags, args...)...)
-}
-
-// must runs the command and fails the test unless it exits with want; it returns its output.
-func (c cliAt) must(t *testing.T, want int, args ...string) string {
-	t.Helper()
-	code, out, errOut := c.run(t, args...)
-	if code != want {
-		t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
-	}
-	return out + errOut
-}
 
 // realMachinesCluster is an installer-shaped cluster whose workers are real servers of a project
 // of its own, made by the real Machine API (test/testenv/machineapi); the commands find the
@@ -182,7 +159,7 @@ func TestRealMachinesTakeTheStorageNetwork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ip := firstNodeIP(node); !machineNet.Contains(netip.MustParseAddr(ip)) || ip != np.FixedIPs[0].IPAddress {
+		if ip := nodeInternalIP(node); !machineNet.Contains(netip.MustParseAddr(ip)) || ip != np.FixedIPs[0].IPAddress {
 			t.Errorf("Node %s node IP %s, want the machine network port's %s", node.Name, ip, np.FixedIPs[0].IPAddress)
 		}
 	}
@@ -252,15 +229,6 @@ func waitMachineGone(t *testing.T, ctx context.Context, cl *machineapi.Cluster, 
 	if err != nil {
 		t.Errorf("old Machine %s, server %s: %s: %v\nmachine-api-openstack log:\n%s", m.Name, id, state, err, cl.Log(20))
 	}
-}
-
-func firstNodeIP(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
 }
 
 // TestRealMachinesNeutronRefusalStopsTheRollout: the storage network patched into the worker

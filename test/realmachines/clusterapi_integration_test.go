@@ -1,10 +1,11 @@
 //go:build integration
 
-package main
+package realmachines
 
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,13 +56,13 @@ func TestClusterAPIOnRealServers(t *testing.T) {
 
 	// Attach: the command's own code path, with the cloud to decide port security.
 	start = time.Now()
-	at.must(t, exitOK, "clusterapi", "patch", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
+	at.must(t, 0, "clusterapi", "patch", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
 	mdTemplate, msTemplate := templateOf(t, env, capireal.MachineDeploymentGVR, md), templateOf(t, env, capireal.MachineSetGVR, ms)
 	if !strings.HasPrefix(mdTemplate, md+"-manila-") || !strings.HasPrefix(msTemplate, ms+"-manila-") {
 		t.Fatalf("after clusterapi patch the deployment makes its Machines from %s and the set from %s", mdTemplate, msTemplate)
 	}
-	out := at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "8m")
-	if !regexpMatch(ms+`\s+1/1 replaced\s+done`, out) {
+	out := at.must(t, 0, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "8m")
+	if !regexp.MustCompile(ms + `\s+1/1 replaced\s+done`).MatchString(out) {
 		t.Errorf("clusterapi rollout does not say it replaced the Machine of %s:\n%s", ms, out)
 	}
 	second := append(env.WaitMachines(t, mdSel, 2, is(mdTemplate), capireal.WaitTimeout()), env.WaitMachines(t, msSel, 1, is(msTemplate), capireal.WaitTimeout())...)
@@ -92,9 +93,9 @@ func TestClusterAPIOnRealServers(t *testing.T) {
 	// Detach.
 	start = time.Now()
 	// --force: the command does not read a workload cluster's pods (it refuses without it).
-	at.must(t, exitOK, "clusterapi", "patch", "--remove", "--force", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
+	at.must(t, 0, "clusterapi", "patch", "--remove", "--force", "-n", env.Namespace, "--network", storage, "--security-group", nfs)
 	mdTemplate, msTemplate = templateOf(t, env, capireal.MachineDeploymentGVR, md), templateOf(t, env, capireal.MachineSetGVR, ms)
-	at.must(t, exitOK, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "8m")
+	at.must(t, 0, "clusterapi", "rollout", "-n", env.Namespace, "--poll-interval", "500ms", "--timeout", "8m")
 	third := append(env.WaitMachines(t, mdSel, 2, is(mdTemplate), capireal.WaitTimeout()), env.WaitMachines(t, msSel, 1, is(msTemplate), capireal.WaitTimeout())...)
 	t.Logf("remove + rollout: 3 new Machines Running without the storage port %s after the removal", time.Since(start).Round(100*time.Millisecond))
 	for _, m := range third {

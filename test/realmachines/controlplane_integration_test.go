@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package realmachines
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func rollRealMasters(t *testing.T, strategy machinev1.ControlPlaneMachineSetStra
 	t0 := time.Now()
 	code, out, errOut := cli.run(t, "controlplane", "patch", "--network", storage.ID, "--security-group", nfs, "--force", "--rollout",
 		"--poll-interval", "2s", "--timeout", "15m")
-	if code != exitOK || !strings.Contains(out, "controlplanemachineset/cluster  patched") ||
+	if code != 0 || !strings.Contains(out, "controlplanemachineset/cluster  patched") ||
 		!strings.Contains(out, "3/3 masters on the template  every master (3) is on the template and ready") || !strings.Contains(out, ": check passed (") {
 		close(stop)
 		t.Fatalf("controlplane patch --rollout (%s): exit %d\n%s%s\nmachine-api-openstack log:\n%s", strategy, code, out, errOut, cl.Log(40))
@@ -100,7 +100,7 @@ func rollRealMasters(t *testing.T, strategy machinev1.ControlPlaneMachineSetStra
 		t.Errorf("during the rollout: %d Ready masters at the fewest (want 2 or more), %d replacements at once (want 1 at most)", seen[0], seen[1])
 	}
 	code, out, errOut = cli.run(t, "controlplane", "list")
-	if code != exitOK || !strings.Contains(out, "attached") || !strings.Contains(out, "3/3") {
+	if code != 0 || !strings.Contains(out, "attached") || !strings.Contains(out, "3/3") {
 		t.Errorf("controlplane list after the rollout: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Logf("$ manila-setup controlplane list\n%s", out)
@@ -185,13 +185,4 @@ func readyMasters(ctx context.Context, sim *testenv.SimCluster, mc machineclient
 		}
 	}
 	return ready, live
-}
-
-func nodeInternalIP(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
 }
