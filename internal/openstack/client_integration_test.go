@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -205,6 +206,21 @@ func TestManilaOfTheSeed(t *testing.T) {
 	}
 	if f := byName["cephfs-fast"]; f.ID != cloud.Seed.ShareTypes["cephfs-fast"] || f.DHSS || f.ExtraSpecs["driver_handles_share_servers"] == "" {
 		t.Errorf("share type cephfs-fast: %+v", f)
+	}
+	// The operator's summaries say the same of each type, without its extra specs.
+	summaries, err := c.ShareTypeSummaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(summaries) != len(types) {
+		t.Fatalf("%d summaries for %d share types", len(summaries), len(types))
+	}
+	for i, sum := range summaries {
+		full := types[i]
+		full.Description, full.ExtraSpecs = "", nil
+		if !reflect.DeepEqual(sum, full) {
+			t.Errorf("summary %+v, want %+v", sum, full)
+		}
 	}
 	if _, err := c.ShareNetworks(ctx); err != nil {
 		t.Fatal(err)

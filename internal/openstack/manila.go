@@ -1,9 +1,13 @@
 package openstack
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -101,6 +105,18 @@ type wireShareType struct {
 	Description string         `json:"description"`
 	IsPublic    *bool          `json:"share_type_access:is_public"`
 	ExtraSpecs  map[string]any `json:"extra_specs"` // strings, or booleans at newer microversions
+}
+
+// wireShareTypeSummary is a share type as ShareTypeSummaries reads it: the rest of the answer
+// is skipped without being kept.
+type wireShareTypeSummary struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	IsPublic   *bool  `json:"share_type_access:is_public"`
+	ExtraSpecs struct {
+		DHSS            any `json:"driver_handles_share_servers"` // strings, or booleans at newer microversions
+		SnapshotSupport any `json:"snapshot_support"`
+	} `json:"extra_specs"`
 }
 
 type wireShareNetwork struct {
@@ -220,29 +236,76 @@ func versionLess(a, b string) bool {
 // ShareTypes returns the share types the project may use: public ones and private ones shared
 // with it, with their extra specs. One request.
 func (c *Client) ShareTypes(ctx context.Context) ([]ShareType, error) {
-	m, err := c.manilaConn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cl := call{service: "Manila", what: "listing share types"}
-	var body struct {
-		ShareTypes []wireShareType `json:"share_types"`
-	}
-	if _, err := m.sc.Get(ctx, m.sc.ServiceURL("types")+"?is_public=all", &body, nil); err != nil {
-		return nil, c.explain(cl, err)
-	}
-	out := make([]ShareType, 0, len(body.ShareTypes))
-	for _, w := range body.ShareTypes {
+	return listShareTypes(ctx, c, func(w wireShareType) ShareType {
 		st := ShareType{ID: w.ID, Name: w.Name, Description: w.Description, Public: w.IsPublic == nil || *w.IsPublic, ExtraSpecs: map[string]string{}}
 		for k, v := range w.ExtraSpecs {
 			st.ExtraSpecs[k] = fmt.Sprint(v)
 		}
 		st.DHSS = specTrue(st.ExtraSpecs["driver_handles_share_servers"])
 		st.SnapshotSupport = specTrue(st.ExtraSpecs["snapshot_support"])
-		out = append(out, st)
+		return st
+	})
+}
+
+// ShareTypeSummaries is ShareTypes without descriptions and extra specs (ExtraSpecs is nil; DHSS
+// and SnapshotSupport are read): what the operator asks for at every resync. Decoding into the
+// narrower shape allocates a quarter as much (BenchmarkShareTypeList).
+func (c *Client) ShareTypeSummaries(ctx context.Context) ([]ShareType, error) {
+	return listShareTypes(ctx, c, func(w wireShareTypeSummary) ShareType {
+		return ShareType{ID: w.ID, Name: w.Name, Public: w.IsPublic == nil || *w.IsPublic,
+			DHSS: specTrue(fmt.Sprint(w.ExtraSpecs.DHSS)), SnapshotSupport: specTrue(fmt.Sprint(w.ExtraSpecs.SnapshotSupport))}
+	})
+}
+
+// listShareTypes asks Manila for the share types once and converts each from its wire shape W,
+// sorted by name.
+func listShareTypes[W any](ctx context.Context, c *Client, convert func(W) ShareType) ([]ShareType, error) {
+	m, err := c.manilaConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cl := call{service: "Manila", what: "listing share types"}
+	resp, err := m.sc.Get(ctx, m.sc.ServiceURL("types")+"?is_public=all", nil, &gophercloud.RequestOpts{KeepResponseBody: true})
+	if err != nil {
+		return nil, c.explain(cl, err)
+	}
+	var body struct {
+		ShareTypes []W `json:"share_types"`
+	}
+	if err := decodeBounded(resp, &body); err != nil {
+		return nil, c.explain(cl, err)
+	}
+	out := make([]ShareType, 0, len(body.ShareTypes))
+	for _, w := range body.ShareTypes {
+		out = append(out, convert(w))
 	}
 	slices.SortFunc(out, func(a, b ShareType) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// maxListAnswer bounds an answer read whole: 200 share types are 171 KB.
+const maxListAnswer = 64 << 20
+
+// decodeBounded reads a JSON answer whole, into one buffer of its announced length (a streaming
+// decoder grows its buffer by doubling, which was most of what a share type list allocated),
+// and decodes it. An answer longer than maxListAnswer is refused.
+func decodeBounded(resp *http.Response, into any) error {
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 && resp.ContentLength <= maxListAnswer {
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead) // ReadFrom wants MinRead free to stop
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxListAnswer+1)); err != nil {
+		return err
+	}
+	if buf.Len() > maxListAnswer {
+		where := "the server"
+		if resp.Request != nil {
+			where = resp.Request.URL.Redacted()
+		}
+		return &Error{Kind: KindServer, Message: fmt.Sprintf("%s answered with more than %d MiB", where, maxListAnswer>>20)}
+	}
+	return json.Unmarshal(buf.Bytes(), into)
 }
 
 // specTrue reads Manila's boolean extra specs: "True", "true", "<is> True".

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"golang.org/x/sync/errgroup"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -475,23 +474,33 @@ func (c *manilaController) applyClasses(ctx context.Context, reqs []*storagev1.S
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	var g errgroup.Group
-	g.SetLimit(classWriters)
-	for _, req := range reqs {
-		g.Go(func() error {
-			if _, err := c.apply(ctx, req); err != nil {
-				fail(fmt.Errorf("StorageClass %s: %w", req.Name, err))
-				return nil
-			}
-			if ex := byName[req.Name]; ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
-				if err := c.patchAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
-					fail(err)
+	// A few writers take the classes in turn, rather than a goroutine per class: every resync
+	// applies all of them again, and 200 new goroutines a minute, each growing its stack through
+	// the apply, were a tenth of the operator's steady CPU (perf, docs/performance.md).
+	work := make(chan *storagev1.StorageClass)
+	var wg sync.WaitGroup
+	for range min(classWriters, len(reqs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for req := range work {
+				if _, err := c.apply(ctx, req); err != nil {
+					fail(fmt.Errorf("StorageClass %s: %w", req.Name, err))
+					continue
+				}
+				if ex := byName[req.Name]; ex != nil && ex.Annotations[operator.AnnotationShareTypeGone] != "" {
+					if err := c.patchAnnotations(ctx, req.Name, map[string]*string{operator.AnnotationShareTypeGone: nil}); err != nil {
+						fail(err)
+					}
 				}
 			}
-			return nil
-		})
+		}()
 	}
-	_ = g.Wait() // every error is in errs
+	for _, req := range reqs {
+		work <- req
+	}
+	close(work)
+	wg.Wait()
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errs
 }

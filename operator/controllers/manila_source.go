@@ -169,7 +169,7 @@ func (s *clientSource) ShareTypes(ctx context.Context) ([]operator.ShareType, er
 		return nil, err
 	}
 	OpenStackCalls.ShareTypeLists.Add(1)
-	all, err := c.ShareTypes(ctx)
+	all, err := c.ShareTypeSummaries(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
