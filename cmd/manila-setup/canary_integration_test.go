@@ -181,17 +181,11 @@ func checkStopped(t *testing.T, ctx context.Context, mc machineclient.Interface,
 
 func liveMachines(t *testing.T, ctx context.Context, mc machineclient.Interface, set string) []machinev1beta1.Machine {
 	t.Helper()
-	list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + set})
+	live, err := machinectl.LiveMachines(ctx, mc, machinectl.MachineSetLabel+"="+set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []machinev1beta1.Machine
-	for _, m := range list.Items {
-		if m.DeletionTimestamp == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return live
 }
 
 func waitSet(t *testing.T, ctx context.Context, mc machineclient.Interface, set string, ready int32, ctl *machinectl.Controller) {

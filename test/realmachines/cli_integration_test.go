@@ -15,9 +15,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machinectl"
 )
@@ -71,17 +69,11 @@ func (c cliAt) must(t *testing.T, want int, args ...string) string {
 // liveMachines are the Machines of a MachineSet not being deleted.
 func liveMachines(t *testing.T, ctx context.Context, mc machineclient.Interface, set string) []machinev1beta1.Machine {
 	t.Helper()
-	list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + set})
+	live, err := machinectl.LiveMachines(ctx, mc, machinectl.MachineSetLabel+"="+set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []machinev1beta1.Machine
-	for _, m := range list.Items {
-		if m.DeletionTimestamp == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return live
 }
 
 // nodeInternalIP is the Node's first InternalIP: its node IP.

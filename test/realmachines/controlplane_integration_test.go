@@ -147,15 +147,13 @@ func rollRealMasters(t *testing.T, strategy machinev1.ControlPlaneMachineSetStra
 // masterNames are the master Machines not being deleted.
 func masterNames(t *testing.T, ctx context.Context, mc machineclient.Interface) []string {
 	t.Helper()
-	list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.RoleLabel + "=master"})
+	live, err := machinectl.LiveMachines(ctx, mc, machinectl.RoleLabel+"=master")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, m := range list.Items {
-		if m.DeletionTimestamp == nil {
-			names = append(names, m.Name)
-		}
+	for _, m := range live {
+		names = append(names, m.Name)
 	}
 	return names
 }

@@ -76,15 +76,13 @@ func TestWizardDetach(t *testing.T) {
 		t.Fatal(err)
 	}
 	machines := func() []string {
-		list, err := mc.MachineV1beta1().Machines(machinesets.Namespace).List(ctx, metav1.ListOptions{LabelSelector: machinectl.MachineSetLabel + "=" + set})
+		live, err := machinectl.LiveMachines(ctx, mc, machinectl.MachineSetLabel+"="+set)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var names []string
-		for _, m := range list.Items {
-			if m.DeletionTimestamp == nil {
-				names = append(names, m.Name)
-			}
+		for _, m := range live {
+			names = append(names, m.Name)
 		}
 		return names
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,4 +34,20 @@ func WaitMachinesRunning(ctx context.Context, mc machineclient.Interface, n int,
 		return nil, fmt.Errorf("%d of %d Machines with a Node (%d Machines in all): %w", running, n, seen, err)
 	}
 	return names, nil
+}
+
+// LiveMachines lists the Machines of namespace Namespace that match a label selector (a set's,
+// MachineSetLabel=<name>, or a role's, RoleLabel=master) and are not being deleted.
+func LiveMachines(ctx context.Context, mc machineclient.Interface, selector string) ([]machinev1beta1.Machine, error) {
+	list, err := mc.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	var live []machinev1beta1.Machine
+	for _, m := range list.Items {
+		if m.DeletionTimestamp == nil {
+			live = append(live, m)
+		}
+	}
+	return live, nil
 }
