@@ -111,6 +111,8 @@ type Operator struct {
 	guard *platformGuard
 
 	controllers []*machinery.Controller
+	// resyncs asks each of them for a sync every Resync.
+	resyncs *machinery.Resyncs
 }
 
 // Run starts the informers and the controllers and blocks until ctx ends.
@@ -125,6 +127,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			c.Run(ctx)
 		}()
 	}
+	o.resyncs.Run(ctx)
 	<-ctx.Done()
 	wg.Wait()
 	return nil

@@ -10,10 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
@@ -29,10 +27,9 @@ var errMachinesNotCached = errors.New("reading MachineSets and Machines")
 // beside which the companion runs, may be older, so the companion writes one CIDR) is decided
 // with the mode, in start.go.
 type shareClientSource struct {
-	// given are the machine networks of --machine-network; else clusterConfig's install-config
-	// says.
+	// given are the machine networks of --machine-network; else the install-config says.
 	given         []string
-	clusterConfig corelisters.ConfigMapLister
+	installConfig *installConfigs
 	// storage is the storage network and its export subnets, as discovery found them.
 	storage *storageNetworks
 	// crdExists and machineAPI read the CRDs and the Machine API resources from the caches.
@@ -140,13 +137,12 @@ func (s *shareClientSource) machineNetworks() ([]string, error) {
 		return s.given, nil
 	}
 	const ns, name = machinery.ClusterConfigNamespace, machinery.ClusterConfigName
-	cm, err := s.clusterConfig.ConfigMaps(ns).Get(name)
-	if err != nil {
+	ic, found := s.installConfig.parsed()
+	if !found {
 		return nil, fmt.Errorf("the machine network CIDRs (for the StorageClasses' nfs-shareClient) are unknown: ConfigMap %s/%s not found; start the operator with --machine-network", ns, name)
 	}
-	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", ns, name, err)
+	if ic.err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %v; start the operator with --machine-network", ns, name, ic.err)
 	}
-	return cidrs, nil
+	return ic.machine, nil
 }

@@ -242,7 +242,7 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		common = []cache.SharedIndexInformer{inf.Self, inf.ClusterCSIDriver, inf.CSIDrivers}
 	}
 	guard := &platformGuard{}
-	loop := machinery.Loop{Resync: cfg.Resync, Gate: guard.allows(cfg.Mode), Common: common, Events: machinery.NewEvents()}
+	loop := machinery.Loop{Resyncs: machinery.NewResyncs(cfg.Resync), Gate: guard.allows(cfg.Mode), Common: common, Events: machinery.NewEvents()}
 	writer := machinery.NewWriter(kube, inf, machinery.WriterOptions{Namespace: cfg.Namespace, FieldManager: p.fieldManager, Recorder: recorder, Kinds: p.writes})
 	status := machinery.NewStatusWriter(self, target)
 	ops := operands{
@@ -254,18 +254,19 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		deleteIfPresent: writer.DeleteIfPresent,
 		applyStatus:     status.Apply,
 	}
-	o := &Operator{cfg: cfg, informers: inf, listers: l, self: self, guard: guard,
+	o := &Operator{cfg: cfg, informers: inf, listers: l, self: self, guard: guard, resyncs: loop.Resyncs,
 		credentials: credentialsReader{secrets: l.Credentials, namespace: cfg.Namespace, cloud: cfg.CloudName}.read}
 
 	storage := &storageNetworks{given: cfg.StorageNetworkID}
+	installConfig := &installConfigs{lister: l.ClusterConfig}
 	infrastructure := infrastructureOf(l.Infrastructures)
 	secretNamespace := p.names.SecretNamespace
 	if secretNamespace == "" {
 		secretNamespace = cfg.Namespace
 	}
-	w := wiring{cfg: cfg, profile: p, loop: loop, inf: inf, l: l, kube: kube, ops: ops, writer: writer, recorder: recorder,
+	w := wiring{cfg: cfg, profile: p, loop: loop, inf: inf, l: l, kube: kube, ops: ops, writer: writer, recorder: recorder, installConfig: installConfig,
 		guard: guard, platformDriver: platformDriver, credentials: o.credentials, storage: storage,
-		mounts: &shareClientSource{given: cfg.MachineNetworks, clusterConfig: l.ClusterConfig, storage: storage,
+		mounts: &shareClientSource{given: cfg.MachineNetworks, installConfig: installConfig, storage: storage,
 			crdExists: inf.CRDExists, machineAPI: inf.DynamicLister, nodes: cachedNodes(l.Nodes)},
 		infrastructure: infrastructure,
 		vars:           assetVars{namespace: cfg.Namespace, images: cfg.Images, infrastructure: infrastructure, storage: storage}.of,
@@ -356,6 +357,7 @@ func serveHealth(addr string, ready <-chan struct{}, metrics, profiling bool) (*
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		what += " and /debug/pprof/"
 	}
 	ln, err := net.Listen("tcp", listenAddress(addr))

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/manila-setup/manila-setup/attach/record"
@@ -83,7 +82,7 @@ func newStorageNetworkController(w wiring) *machinery.Controller {
 		operands:        w.ops,
 		candidate:       storage.candidate,
 		nodes:           cachedNodes(w.l.Nodes),
-		clusterNetworks: installConfigNetworks(w.l.ClusterConfig),
+		clusterNetworks: w.installConfig.clusterNetworks,
 		recorder:        w.recorder,
 		machineAPI:      func() bool { return crdExists("machinesets.machine.openshift.io") },
 		machineSets: func() ([]runtime.Object, bool, error) {
@@ -289,19 +288,6 @@ func cachedNodes(l cache.GenericLister) func() []*corev1.Node {
 			}
 		}
 		return out
-	}
-}
-
-// installConfigNetworks reads the cluster's networks from the install-config the operator
-// already caches (kube-system/cluster-config-v1); nil without it. --machine-network is not one
-// of them: it only says what the StorageClasses admit, and may be wider than the nodes' network.
-func installConfigNetworks(l corelisters.ConfigMapLister) func() []netip.Prefix {
-	return func() []netip.Prefix {
-		cm, err := l.ConfigMaps(machinery.ClusterConfigNamespace).Get(machinery.ClusterConfigName)
-		if err != nil {
-			return nil
-		}
-		return operator.ParseInstallConfigNetworks([]byte(cm.Data["install-config"])).All()
 	}
 }
 

@@ -33,6 +33,7 @@ type wiring struct {
 
 	credentials    func() (*operator.Credentials, error)
 	storage        *storageNetworks
+	installConfig  *installConfigs
 	mounts         *shareClientSource
 	infrastructure func() *configv1.Infrastructure
 	vars           func(*operatorv1.OperatorSpec) map[string]string

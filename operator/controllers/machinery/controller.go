@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -18,17 +17,19 @@ import (
 type SyncFunc func(ctx context.Context, c *Controller) error
 
 // Controller runs one sync function, in the style of library-go's controllers: after any
-// change in the informers it watches, every resync period, and again with backoff after an
-// error. There is one queue key: a sync looks at everything it is responsible for.
+// change in the informers it watches, every resync period (Resyncs), and again with backoff
+// after an error. There is one queue key: a sync looks at everything it is responsible for.
 type Controller struct {
 	name      string
 	sync      SyncFunc
 	informers []cache.SharedIndexInformer
-	resync    time.Duration
 	// gate, when set, must say yes for a sync to run (the platform check); a skipped sync
 	// still counts in syncs.
 	gate  func() bool
-	queue workqueue.TypedRateLimitingInterface[string]
+	queue workqueue.TypedInterface[string]
+	// limiter spaces the syncs after failures; later holds the one delayed add.
+	limiter workqueue.TypedRateLimiter[string]
+	later   *delayedAdd
 	// syncs counts finished syncs, so that a test can wait for the controller to have looked
 	// again rather than for time to pass.
 	syncs atomic.Int64
@@ -38,20 +39,21 @@ type Controller struct {
 
 const queueKey = "key"
 
-// Loop is what every controller of one operator shares: the resync period, the gate of its
+// Loop is what every controller of one operator shares: the resync ticker, the gate of its
 // writes (nil: always open), and the informers every controller reacts to.
 type Loop struct {
-	Resync time.Duration
-	Gate   func() bool
-	Common []cache.SharedIndexInformer
+	Resyncs *Resyncs
+	Gate    func() bool
+	Common  []cache.SharedIndexInformer
 	// Events, when set, shares one handler of each informer among the loop's controllers.
 	Events *Events
 }
 
 // Controller wires a sync function to the loop's common informers and the extra ones given.
 func (l Loop) Controller(name string, sync SyncFunc, extra ...cache.SharedIndexInformer) *Controller {
-	c := NewController(name, l.Resync, l.Gate, sync, append(append([]cache.SharedIndexInformer(nil), l.Common...), extra...)...)
+	c := NewController(name, l.Gate, sync, append(append([]cache.SharedIndexInformer(nil), l.Common...), extra...)...)
 	c.events = l.Events
+	l.Resyncs.add(c)
 	return c
 }
 
@@ -61,18 +63,19 @@ func (l Loop) Ungated() Loop {
 	return l
 }
 
-// NewController runs sync after changes in informers, every resync and after errors; gate, when
-// not nil, must say yes for a sync to run.
-func NewController(name string, resync time.Duration, gate func() bool, sync SyncFunc, informers ...cache.SharedIndexInformer) *Controller {
-	return &Controller{
+// NewController runs sync after changes in informers and after errors (and every resync once
+// added to a Resyncs); gate, when not nil, must say yes for a sync to run.
+func NewController(name string, gate func() bool, sync SyncFunc, informers ...cache.SharedIndexInformer) *Controller {
+	c := &Controller{
 		name:      name,
 		sync:      sync,
 		informers: informers,
-		resync:    resync,
 		gate:      gate,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+		queue:     workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name}),
+		limiter:   workqueue.DefaultTypedControllerRateLimiter[string](),
 	}
+	c.later = &delayedAdd{add: c.Enqueue}
+	return c
 }
 
 // Name is the controller's name.
@@ -85,7 +88,10 @@ func (c *Controller) Syncs() int64 { return c.syncs.Load() }
 func (c *Controller) Enqueue() { c.queue.Add(queueKey) }
 
 // RequeueAfter asks for another sync after d (something the sync waits for is not cached yet).
-func (c *Controller) RequeueAfter(d time.Duration) { c.queue.AddAfter(queueKey, d) }
+func (c *Controller) RequeueAfter(d time.Duration) { c.later.after(d) }
+
+// requeueAfterFailure asks for another sync after the backoff of one more failure.
+func (c *Controller) requeueAfterFailure() { c.later.after(c.limiter.When(queueKey)) }
 
 // CoalesceWindow is how long a sync waits after an event of a Node, Machine or MachineSet, so
 // that the events of a scale-up or a rollout (hundreds of Machines, each changed several times
@@ -98,7 +104,7 @@ const CoalesceWindow = 2 * time.Second
 func (c *Controller) EventHandler() cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if burstProne(obj) {
-			c.queue.AddAfter(queueKey, CoalesceWindow)
+			c.RequeueAfter(CoalesceWindow)
 			return
 		}
 		c.Enqueue()
@@ -111,7 +117,7 @@ func (c *Controller) EventHandler() cache.ResourceEventHandler {
 			case statusOnly(old, obj):
 				// Most of these are the controllers' own status writes, which every
 				// controller would otherwise answer with a sync: one per window.
-				c.queue.AddAfter(queueKey, CoalesceWindow)
+				c.RequeueAfter(CoalesceWindow)
 			default:
 				enqueue(obj)
 			}
@@ -122,7 +128,7 @@ func (c *Controller) EventHandler() cache.ResourceEventHandler {
 
 // Run syncs until ctx ends. The informers must be started by the caller.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
+	defer c.shutDown()
 	synced := make([]cache.InformerSynced, 0, len(c.informers))
 	for _, inf := range c.informers {
 		hasSynced, err := c.events.register(inf, c.EventHandler())
@@ -135,10 +141,10 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForNamedCacheSync(c.name, ctx.Done(), synced...) {
 		return
 	}
-	go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(queueKey) }, c.resync)
+	c.Enqueue()
 	go func() {
 		<-ctx.Done()
-		c.queue.ShutDown()
+		c.shutDown()
 	}()
 	for c.processNext(ctx) {
 	}
@@ -152,7 +158,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	if c.gate != nil && !c.gate() {
 		c.syncs.Add(1)
-		c.queue.Forget(key)
+		c.limiter.Forget(key)
 		return true
 	}
 	syncCtx := ctx
@@ -168,26 +174,32 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		// A cache made a moment ago has not listed yet: look again soon (5 ms, then twice as
 		// long each time), without calling it a failure. The first look of a cache on a quiet
 		// cluster takes tens of milliseconds, and every controller waits for this one's verdict.
-		c.queue.AddRateLimited(key)
+		c.requeueAfterFailure()
 		return true
 	}
 	var deferred *Deferred
 	if errors.As(err, &deferred) {
 		// Only messages changed, shortly after the last write: write them when due, without
 		// the backoff of a failure.
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, deferred.After)
+		c.limiter.Forget(key)
+		c.RequeueAfter(deferred.After)
 		return true
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			klog.Errorf("%s: %v", c.name, err)
 		}
-		c.queue.AddRateLimited(key)
+		c.requeueAfterFailure()
 		return true
 	}
-	c.queue.Forget(key)
+	c.limiter.Forget(key)
 	return true
+}
+
+// shutDown ends the queue and drops a delayed add.
+func (c *Controller) shutDown() {
+	c.later.stop()
+	c.queue.ShutDown()
 }
 
 // gateKey carries a controller's gate to the writes of its sync, which check it again right

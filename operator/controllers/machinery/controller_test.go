@@ -13,22 +13,22 @@ func TestDeferredSyncsAgainWhenDue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var at []time.Time
-	c := NewController("deferral", time.Hour, nil, func(context.Context, *Controller) error {
+	c := NewController("deferral", nil, func(context.Context, *Controller) error {
 		at = append(at, time.Now())
 		if len(at) == 1 {
 			return &Deferred{After: after}
 		}
 		return nil
 	})
-	defer c.queue.ShutDown()
+	defer c.shutDown()
 	c.Enqueue()
 	c.processNext(ctx)
-	if n := c.queue.Len(); n != 0 {
-		t.Fatalf("%d keys queued right after the Deferred sync, want none until it is due", n)
+	if n := c.queue.Len(); n != 0 || !c.later.pending() {
+		t.Fatalf("%d keys queued right after the Deferred sync (a sync pending: %v), want none until it is due, and one pending", n, c.later.pending())
 	}
 	go func() {
 		<-ctx.Done()
-		c.queue.ShutDown()
+		c.shutDown()
 	}()
 	if !c.processNext(ctx) || len(at) != 2 {
 		t.Fatal("no second sync after a Deferred")
@@ -44,17 +44,17 @@ func TestNotCachedLooksAgainSoon(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	calls := 0
-	c := NewController("not-cached", time.Hour, nil, func(context.Context, *Controller) error {
+	c := NewController("not-cached", nil, func(context.Context, *Controller) error {
 		calls++
 		if calls < 3 {
 			return ErrNotCached
 		}
 		return nil
 	})
-	defer c.queue.ShutDown()
+	defer c.shutDown()
 	go func() {
 		<-ctx.Done()
-		c.queue.ShutDown()
+		c.shutDown()
 	}()
 	start := time.Now()
 	c.Enqueue()
@@ -66,7 +66,7 @@ func TestNotCachedLooksAgainSoon(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("three syncs took %s while the cache was not listed, want them long before the resync", took)
 	}
-	if n := c.queue.NumRequeues(queueKey); n != 0 {
+	if n := c.limiter.NumRequeues(queueKey); n != 0 {
 		t.Errorf("%d requeues remembered after the sync that found the cache, want 0", n)
 	}
 }

@@ -115,10 +115,7 @@ func (w *Writer) Apply(ctx context.Context, required runtime.Object) (runtime.Ob
 	if err != nil {
 		return nil, err
 	}
-	key := objectKey{gvk: k.GVK, namespace: required.(metav1.Object).GetNamespace(), name: required.(metav1.Object).GetName()}
-	if k.Namespaced && key.namespace == "" {
-		key.namespace = w.namespace
-	}
+	key := w.keyOf(k, required)
 	cached, err := w.cached(k, key.namespace, key.name)
 	if err != nil {
 		return nil, err
@@ -192,6 +189,27 @@ func (w *Writer) stillUpToDate(key objectKey, cached, required runtime.Object) b
 	}
 	last := v.(upToDateAt)
 	return last.resourceVersion == cached.(metav1.Object).GetResourceVersion() && reflect.DeepEqual(last.required, required)
+}
+
+// UpToDate tells whether an Apply of required would find the cache as this writer last left
+// it (the same resourceVersion, the same required object), and so write nothing: a caller with
+// many objects asks it before handing out work.
+func (w *Writer) UpToDate(required runtime.Object) bool {
+	k, err := w.kindOf(required)
+	if err != nil {
+		return false
+	}
+	key := w.keyOf(k, required)
+	cached, err := w.cached(k, key.namespace, key.name)
+	return err == nil && cached != nil && w.stillUpToDate(key, cached, required)
+}
+
+func (w *Writer) keyOf(k *Kind, obj runtime.Object) objectKey {
+	key := objectKey{gvk: k.GVK, namespace: obj.(metav1.Object).GetNamespace(), name: obj.(metav1.Object).GetName()}
+	if k.Namespaced && key.namespace == "" {
+		key.namespace = w.namespace
+	}
+	return key
 }
 
 // recreate deletes the cached object and creates the required one, with the labels and

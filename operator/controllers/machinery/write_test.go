@@ -196,9 +196,18 @@ func TestApplyRemembersWhatIsUpToDate(t *testing.T) {
 	if _, ok := w.upToDate.Load(objectKey{gvk: storagev1.SchemeGroupVersion.WithKind("StorageClass"), name: "c"}); !ok {
 		t.Fatal("the writer did not remember the class it found up to date")
 	}
+	if !w.UpToDate(required) {
+		t.Fatal("UpToDate: false for the class just applied, unchanged since")
+	}
+	if w.UpToDate(class("c", "", "new")) || w.UpToDate(class("d", "", "default")) {
+		t.Fatal("UpToDate: true for a class required otherwise, or not in the cache")
+	}
 	// Someone else changed the class: the cache has another resourceVersion.
 	if err := inf.StorageClasses.GetIndexer().Update(class("c", "2", "other")); err != nil {
 		t.Fatal(err)
+	}
+	if w.UpToDate(required) {
+		t.Fatal("UpToDate: true for a class someone else changed")
 	}
 	if _, err := w.Apply(context.Background(), required); err != nil {
 		t.Fatal(err)
