@@ -175,3 +175,70 @@ func TestPatchRefusesAFullStorageSubnet(t *testing.T) {
 		t.Errorf("patch of a set added to a full subnet:\n%s", out)
 	}
 }
+
+// TestControlPlanePatchRefusesAFullStorageSubnet: on a cluster whose masters run workloads, the
+// ControlPlaneMachineSet's three masters and the one more a rolling replacement makes need four
+// addresses on the storage network; a storage subnet with two free is refused before anything
+// is written, naming the numbers, the set and the subnet; a dry run says it would be; --force
+// patches.
+func TestControlPlanePatchRefusesAFullStorageSubnet(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	p := ostest.NewProject(t, cloud, "cpcapacity")
+	small := p.CreateNetworkWith("storage-small", nil, map[string]any{"cidr": "192.168.81.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"},
+		"allocation_pools": []map[string]string{{"start": "192.168.81.10", "end": "192.168.81.11"}}})
+	p.CreateShareNetwork("cpcapacity-share-network", small.ID, small.SubnetIDs[0])
+	t.Setenv("OS_CLIENT_CONFIG_FILE", p.CloudsFile)
+	t.Setenv("OS_CLOUD", ostest.CloudName)
+
+	api := testenv.NewAPIServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	mc := createMachineSetNamespace(t, ctx, api)
+	admin, err := api.KubeconfigFor(t.TempDir(), "admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", admin)
+	cpms := machinectl.ControlPlaneMachineSet("ostest-cp3")
+	status := cpms.Status
+	created, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Create(ctx, cpms, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status, created.Status.ObservedGeneration = status, created.Generation
+	if _, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	attached := func() bool {
+		t.Helper()
+		got, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Get(ctx, machinesets.ControlPlaneName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(got.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw), small.ID)
+	}
+
+	code, out, errOut := runCLI(t, "controlplane", "patch", "--network", small.ID)
+	all := out + errOut
+	for _, want := range []string{
+		"the storage network storage-small (" + small.ID + ") has 2 free addresses, but 4 are needed",
+		"ControlPlaneMachineSet cluster (3)", "plus 1 more while their rollout surges",
+		"subnet storage-small-subnet-0 (" + small.SubnetIDs[0] + ") 192.168.81.0/24 (allocation pool 192.168.81.10-192.168.81.11: 2 addresses, 0 in use, 2 free)",
+		"nothing patched; --force patches anyway",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, all)
+		}
+	}
+	if code != exitInvalid || attached() {
+		t.Fatalf("controlplane patch on a full subnet: exit %d (want %d), patched: %v\n%s", code, exitInvalid, attached(), all)
+	}
+	code, out, errOut = runCLI(t, "controlplane", "patch", "--network", small.ID, "--dry-run")
+	if code != exitOK || !strings.Contains(out+errOut, "note: without --dry-run the patch would be refused: the storage network storage-small") || attached() {
+		t.Errorf("controlplane patch --dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "controlplane", "patch", "--network", small.ID, "--force")
+	if code != exitOK || !strings.Contains(out+errOut, "(--force: attaching it anyway)") || !attached() {
+		t.Errorf("controlplane patch --force: exit %d, patched: %v\n%s%s", code, attached(), out, errOut)
+	}
+}

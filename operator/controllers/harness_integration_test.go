@@ -17,6 +17,7 @@ import (
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
 	"github.com/manila-setup/manila-setup/operator/deploy"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 // openStackCluster makes the sim cluster an OpenShift-on-OpenStack one as far as the operator
@@ -58,6 +59,28 @@ func (h *harness) installAsServiceAccount(creds []byte) *rest.Config {
 		h.t.Fatal(err)
 	}
 	saCfg, err := h.sim.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	klog.SetOutput(h.logs)
+	h.t.Cleanup(func() { klog.SetOutput(os.Stderr) })
+	return saCfg
+}
+
+// installCompanionAsServiceAccount installs the companion as `operator install` does beside the
+// platform's Manila operator, with creds in its credentials Secret, and returns the client
+// configuration of the companion's ServiceAccount. klog writes to h.logs until the test ends.
+func (h *harness) installCompanionAsServiceAccount(creds []byte) *rest.Config {
+	h.t.Helper()
+	rendered, err := operator.Render(operator.RenderOptions{Mode: platform.ModeCompanion, OperatorImage: "example.test/manila-setup:1"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := deploy.Install(h.ctx, h.sim.Config, rendered, operator.CompanionNamespace, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
+		h.t.Fatal(err)
+	}
+	ns := operator.CompanionNamespace
+	saCfg, err := h.sim.UserConfig("system:serviceaccount:"+ns+":"+operator.CompanionOperatorName, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
 	if err != nil {
 		h.t.Fatal(err)
 	}

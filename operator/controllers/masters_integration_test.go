@@ -20,6 +20,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/platform"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -31,6 +32,18 @@ import (
 // tainted again they run no workload: neither they nor their set count, and with no worker left
 // the classes admit the machine network, the default.
 func TestStorageClassesCountSchedulableMasters(t *testing.T) {
+	countSchedulableMasters(t, platform.ModeDriver)
+}
+
+// TestCompanionCountsSchedulableMasters is the same compact cluster on OpenShift whose platform
+// runs its own Manila operator: the companion, as its own ServiceAccount (its narrower RBAC, the
+// ControlPlaneMachineSet included), gives its classes the same one network the masters mount
+// from, and says the same on its ManilaCompanion.
+func TestCompanionCountsSchedulableMasters(t *testing.T) {
+	countSchedulableMasters(t, platform.ModeCompanion)
+}
+
+func countSchedulableMasters(t *testing.T, mode platform.Mode) {
 	cloud := testenv.NewCloud(t)
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -94,7 +107,15 @@ func TestStorageClassesCountSchedulableMasters(t *testing.T) {
 	}
 
 	creds := cloudsYAMLFor(t, cloud, testenv.CloudDemo, strings.TrimSuffix(cloud.Seed.KeystoneURL, "/v3"))
-	defer h.start(h.installAsServiceAccount(creds), Config{Namespace: testNS, Images: testImages, Resync: h.resync, StorageNetworkID: storageNet, Version: "test"})()
+	if mode == platform.ModeCompanion {
+		if err := testenv.InstallPlatform(ctx, sim.Config, testenv.PlatformOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer h.start(h.installCompanionAsServiceAccount(creds), Config{Mode: platform.ModeCompanion, Resync: h.resync, StorageNetworkID: storageNet, Version: "test", ManilaGracePeriod: time.Hour})()
+	} else {
+		defer h.start(h.installAsServiceAccount(creds), Config{Namespace: testNS, Images: testImages, Resync: h.resync, StorageNetworkID: storageNet, Version: "test"})()
+	}
+	prefix := operator.NamesFor(mode).StorageClassPrefix
 
 	classesAdmit := func(what, want string) {
 		t.Helper()
@@ -106,7 +127,7 @@ func TestStorageClassesCountSchedulableMasters(t *testing.T) {
 			var seen []string
 			ok := 0
 			for _, sc := range list.Items {
-				if _, seeded := cloud.Seed.ShareTypes[sc.Annotations[operator.AnnotationShareType]]; !seeded {
+				if _, seeded := cloud.Seed.ShareTypes[sc.Annotations[operator.AnnotationShareType]]; !seeded || !strings.HasPrefix(sc.Name, prefix) {
 					continue
 				}
 				seen = append(seen, sc.Name+"="+sc.Parameters["nfs-shareClient"])
