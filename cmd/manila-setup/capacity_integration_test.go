@@ -199,16 +199,7 @@ func TestControlPlanePatchRefusesAFullStorageSubnet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", admin)
-	cpms := machinectl.ControlPlaneMachineSet("ostest-cp3")
-	status := cpms.Status
-	created, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Create(ctx, cpms, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status, created.Status.ObservedGeneration = status, created.Generation
-	if _, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createControlPlaneMachineSet(t, ctx, mc, "ostest-cp3")
 	attached := func() bool {
 		t.Helper()
 		got, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Get(ctx, machinesets.ControlPlaneName, metav1.GetOptions{})

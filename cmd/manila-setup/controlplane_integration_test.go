@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+
 	machinev1 "github.com/openshift/api/machine/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,16 +42,7 @@ func TestControlPlaneCommands(t *testing.T) {
 		t.Fatalf("patch without a set: exit %d, want %d\n%s%s", code, exitInvalid, out, errOut)
 	}
 
-	cpms := machinectl.ControlPlaneMachineSet("ostest-cp2")
-	status := cpms.Status
-	created, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Create(ctx, cpms, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status, created.Status.ObservedGeneration = status, created.Generation
-	if _, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createControlPlaneMachineSet(t, ctx, mc, "ostest-cp2")
 
 	code, out, errOut = runCLI(t, "controlplane", "patch", "--network", cliStorageNet, "--security-group", cliStorageSG, "--dry-run")
 	if code != exitOK || !strings.Contains(out, "controlplanemachineset/cluster  would-patch  added network "+cliStorageNet) ||
@@ -101,4 +94,20 @@ func TestControlPlaneCommands(t *testing.T) {
 		t.Fatalf("patch of an Inactive set with --force: exit %d, want %d and a refusal --force does not overrule\n%s%s", code, exitInvalid, out, errOut)
 	}
 	t.Logf("$ manila-setup controlplane patch --network %s --force  (Inactive)\n%s", cliStorageNet, errOut)
+}
+
+// createControlPlaneMachineSet creates the installer's ControlPlaneMachineSet of infraID with the
+// status its operator reports at rest (3 masters, all updated and ready, this generation seen).
+func createControlPlaneMachineSet(t *testing.T, ctx context.Context, mc machineclient.Interface, infraID string) {
+	t.Helper()
+	cpms := machinectl.ControlPlaneMachineSet(infraID)
+	status := cpms.Status
+	created, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Create(ctx, cpms, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status, created.Status.ObservedGeneration = status, created.Generation
+	if _, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -58,7 +58,14 @@ func (h *harness) installAsServiceAccount(creds []byte) *rest.Config {
 	if _, err := deploy.Install(h.ctx, h.sim.Config, rendered, testNS, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
 		h.t.Fatal(err)
 	}
-	saCfg, err := h.sim.UserConfig("system:serviceaccount:"+testNS+":"+operator.OperatorName, "system:serviceaccounts", "system:serviceaccounts:"+testNS, "system:authenticated")
+	return h.runAs(testNS, operator.OperatorName)
+}
+
+// runAs returns the client configuration of ServiceAccount namespace/name, and has klog write to
+// h.logs until the test ends.
+func (h *harness) runAs(namespace, name string) *rest.Config {
+	h.t.Helper()
+	saCfg, err := h.sim.UserConfig("system:serviceaccount:"+namespace+":"+name, "system:serviceaccounts", "system:serviceaccounts:"+namespace, "system:authenticated")
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -79,14 +86,7 @@ func (h *harness) installCompanionAsServiceAccount(creds []byte) *rest.Config {
 	if _, err := deploy.Install(h.ctx, h.sim.Config, rendered, operator.CompanionNamespace, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}}); err != nil {
 		h.t.Fatal(err)
 	}
-	ns := operator.CompanionNamespace
-	saCfg, err := h.sim.UserConfig("system:serviceaccount:"+ns+":"+operator.CompanionOperatorName, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	klog.SetOutput(h.logs)
-	h.t.Cleanup(func() { klog.SetOutput(os.Stderr) })
-	return saCfg
+	return h.runAs(operator.CompanionNamespace, operator.CompanionOperatorName)
 }
 
 // start runs the operator made from cfg with saCfg until stop is called (h.op is it).
