@@ -1,6 +1,7 @@
 package machinesets
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -76,6 +77,13 @@ type master struct {
 	ready      bool // Running, with a Ready Node
 	created    time.Time
 	canary     string // its rollout.CanaryAnnotation
+	phase      string
+	failed     bool   // phase Failed: the Machine API gave up on it
+	message    string // its status.errorMessage
+	// warning is the newest Warning event about a new master not ready yet ("Reason: message":
+	// a port Neutron refused, a server Nova could not make), warnings how many of that reason.
+	warning  string
+	warnings int
 }
 
 // ControlPlaneRollout replaces the masters that lack the template's networks and security groups
@@ -166,6 +174,11 @@ func ControlPlaneRollout(ctx context.Context, mc machineclient.Interface, kc kub
 				p.CanaryVerdict = "passed (" + strings.Join(verdict.Checked, ", ") + ")"
 			}
 		}
+		if why := refusedMaster(masters, ControlPlaneStrategy(cpms)); why != "" {
+			p.Phase = "stopped: a new master could not be made"
+			tell(p)
+			return p, &ControlPlaneRolloutError{Reason: why}
+		}
 		atRest, why := mastersAtRest(cpms, masters, p.Replicas)
 		if atRest && len(outdated) == 0 {
 			p.Phase, p.Done = fmt.Sprintf("every master (%d) is on the template and ready", p.Masters), true
@@ -229,6 +242,20 @@ func observeMasters(ctx context.Context, mc machineclient.Interface, kc kubernet
 			return nil, err
 		} else {
 			o.ready = ready
+		}
+		if m.Status.Phase != nil {
+			o.phase = *m.Status.Phase
+			o.failed = o.phase == machinev1beta1.PhaseFailed
+		}
+		if m.Status.ErrorMessage != nil {
+			o.message = *m.Status.ErrorMessage
+		}
+		if o.onTemplate && !o.ready && !o.deleting && !o.failed {
+			events, err := (&roller{kc: kc}).warnings(ctx, m.Name)
+			if err != nil {
+				return nil, err
+			}
+			o.warning, o.warnings = rollout.NewestWarning(events)
 		}
 		out = append(out, o)
 	}
@@ -302,6 +329,37 @@ func mastersAtRest(cpms *machinev1.ControlPlaneMachineSet, masters []master, rep
 	}
 	slices.Sort(why)
 	return len(why) == 0, strings.Join(slices.Compact(why), "; ")
+}
+
+// refusedMaster says why the rollout must stop when a new master cannot be made: its Machine
+// Failed, or the machine controller was refused the same way rollout.RepeatedWarnings times (a
+// storage subnet without a free address, a port quota, a group the network refuses). The cause
+// would stop every other master too, and waiting would only end at the timeout. Under OnDelete
+// the old master stays until the new one's etcd member is in (etcd's hook), under RollingUpdate
+// until the new one is Ready: no master is lost while it is fixed. "" when none is refused.
+func refusedMaster(masters []master, strategy machinev1.ControlPlaneMachineSetStrategyType) string {
+	for _, m := range masters {
+		var what string
+		switch {
+		case !m.onTemplate || m.deleting || m.ready:
+			continue
+		case m.failed:
+			what = fmt.Sprintf("new master %s failed: %s", m.name, cmp.Or(m.message, "phase Failed, no error message"))
+		case m.warnings >= rollout.RepeatedWarnings:
+			what = fmt.Sprintf("new master %s could not be made: the machine controller tried %d times and was refused each time (phase %s): %s",
+				m.name, m.warnings, cmp.Or(m.phase, "unset"), m.warning)
+		default:
+			continue
+		}
+		next := "The old master it replaces stays until the new one is Ready and its etcd member is in. Fix the cause (free addresses in the storage subnet, raise the quota), then run manila-setup controlplane rollout again. "
+		if strategy == machinev1.RollingUpdate {
+			next += "The control-plane-machine-set operator keeps trying meanwhile. To take the change back instead: manila-setup controlplane patch --remove --force (the set is busy with this replacement); the operator then deletes " + m.name + " and keeps the old master."
+		} else {
+			next += "To take the change back instead: manila-setup controlplane patch --remove --force (the set is busy with this replacement), then delete Machine " + m.name + ": its replacement is made without the storage network, and the old master goes once it is in."
+		}
+		return what + ". " + next
+	}
+	return ""
 }
 
 // firstReplacement is the oldest master on the template that was not when the rollout began

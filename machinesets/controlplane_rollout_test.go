@@ -65,3 +65,49 @@ func TestFirstReplacement(t *testing.T) {
 		t.Errorf("orWaiting: %q", s)
 	}
 }
+
+// A new master the Machine API cannot make stops the rollout with the cause, once it failed or
+// was refused rollout.RepeatedWarnings times; an outdated master, a ready one, or one refused
+// fewer times does not.
+func TestRefusedMaster(t *testing.T) {
+	full := "FailedCreatePort: No more IP addresses available on network 3c2e."
+	tests := []struct {
+		name     string
+		masters  []master
+		strategy machinev1.ControlPlaneMachineSetStrategyType
+		want     []string // in the reason, in order; none: not stopped
+	}{
+		{"refused three times, OnDelete", []master{{name: "m-0", ready: true}, {name: "m-x-0", onTemplate: true, phase: "Provisioning", warning: full, warnings: 3}}, machinev1.OnDelete,
+			[]string{"new master m-x-0 could not be made: the machine controller tried 3 times and was refused each time (phase Provisioning): " + full, "stays until the new one is Ready", "controlplane rollout again", "controlplane patch --remove --force", "then delete Machine m-x-0"}},
+		{"refused three times, RollingUpdate", []master{{name: "m-x-0", onTemplate: true, warning: full, warnings: 4}}, machinev1.RollingUpdate,
+			[]string{"tried 4 times", "(phase unset)", "keeps trying meanwhile", "patch --remove --force", "deletes m-x-0 and keeps the old master"}},
+		{"failed", []master{{name: "m-x-1", onTemplate: true, failed: true, phase: "Failed", message: "quota exceeded"}}, machinev1.OnDelete,
+			[]string{"new master m-x-1 failed: quota exceeded."}},
+		{"failed without a message", []master{{name: "m-x-1", onTemplate: true, failed: true}}, machinev1.OnDelete, []string{"phase Failed, no error message"}},
+		{"refused twice: the controller may still get through", []master{{name: "m-x-0", onTemplate: true, warning: full, warnings: 2}}, machinev1.OnDelete, nil},
+		{"an outdated master is not new", []master{{name: "m-0", failed: true, warnings: 5}}, machinev1.OnDelete, nil},
+		{"a ready master was made", []master{{name: "m-x-0", onTemplate: true, ready: true, warnings: 5}}, machinev1.OnDelete, nil},
+		{"a deleted one is gone", []master{{name: "m-x-0", onTemplate: true, deleting: true, failed: true}}, machinev1.OnDelete, nil},
+	}
+	for _, tt := range tests {
+		got := refusedMaster(tt.masters, tt.strategy)
+		if len(tt.want) == 0 {
+			if got != "" {
+				t.Errorf("%s: stopped: %q", tt.name, got)
+			}
+			continue
+		}
+		rest := got
+		for _, w := range tt.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("%s: %q lacks %q (after what came before)", tt.name, got, w)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+		if tt.strategy == machinev1.OnDelete && strings.Contains(got, "keeps trying") {
+			t.Errorf("%s: OnDelete has no operator to keep trying: %q", tt.name, got)
+		}
+	}
+}
