@@ -4,11 +4,13 @@ package realmachines
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -183,4 +185,73 @@ func readyMasters(ctx context.Context, sim *testenv.SimCluster, mc machineclient
 		}
 	}
 	return ready, live
+}
+
+// TestControlPlaneRolloutStopsOnAFullStorageSubnet: the storage subnet fills up after the check
+// that `controlplane patch` makes (another project's servers took its last addresses), so Neutron
+// refuses the new master's storage port. `controlplane patch --rollout` stops on the repeated
+// refusal with Neutron's words instead of waiting for its timeout; the three masters are
+// untouched and Ready; Nova never got a server for the new master. The way back the refusal
+// names, `controlplane patch --remove --force`, gives the template its original networks, the
+// operator deletes the Machine it could not make, and the masters are at rest again.
+func TestControlPlaneRolloutStopsOnAFullStorageSubnet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	p, sim, cl, mc, cli := realMachinesCluster(t, ctx, "cpfull", machineapi.ClusterOptions{Compact: true})
+	old := masterNames(t, ctx, mc)
+	// Two addresses in the pool, both taken by ports of servers of another cluster.
+	storage := p.CreateNetworkWith("cp-full", nil, map[string]any{"cidr": "10.76.0.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"},
+		"allocation_pools": []map[string]string{{"start": "10.76.0.10", "end": "10.76.0.11"}}})
+	for i := range 2 {
+		p.CreatePort(storage.ID, fmt.Sprintf("other-cluster-%d", i), fmt.Sprintf("3f0c1e2a-0000-4000-8000-00000000000%d", i))
+	}
+
+	// --force: the storage network has no Manila export here, and the capacity check refuses a
+	// full subnet (capacity_integration_test.go); a subnet that fills up after it is the case.
+	start := time.Now()
+	code, out, errOut := cli.run(t, "controlplane", "patch", "--network", storage.ID, "--force", "--rollout", "--poll-interval", "1s", "--timeout", "10m")
+	if code == 0 || !strings.Contains(out+errOut, "was refused each time") || !strings.Contains(out+errOut, "No more IP addresses available") ||
+		!strings.Contains(out+errOut, "controlplane patch --remove --force") {
+		t.Fatalf("controlplane patch --rollout: exit %d, want it stopped on the new master with Neutron's refusal\n%s%s\nmachine-api-openstack log:\n%s", code, out, errOut, cl.Log(30))
+	}
+	t.Logf("stopped after %s:\n%s%s", time.Since(start).Round(time.Second), out, errOut)
+
+	// The old masters are all there and Ready; the new one has no server.
+	var fresh string
+	for _, name := range masterNames(t, ctx, mc) {
+		if !slices.Contains(old, name) {
+			fresh = name
+		}
+	}
+	if fresh == "" {
+		t.Fatal("no new master Machine")
+	}
+	if ready, live := readyMasters(ctx, sim, mc); ready != 3 || live != 4 {
+		t.Errorf("%d Ready masters of %d live Machines, want the 3 old ones Ready beside the new one", ready, live)
+	}
+	for _, name := range old {
+		m, err := mc.MachineV1beta1().Machines(machinesets.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || m.DeletionTimestamp != nil {
+			t.Errorf("old master %s: %v, deleting %v; want it kept", name, err, m.DeletionTimestamp)
+		}
+	}
+	pages, err := servers.List(cl.Clients.Compute, servers.ListOpts{Name: "^" + fresh + "$"}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srvs, _ := servers.ExtractServers(pages); len(srvs) != 0 {
+		t.Errorf("new master %s has %d servers, want none", fresh, len(srvs))
+	}
+
+	// The way back.
+	code, out, errOut = cli.run(t, "controlplane", "patch", "--remove", "--force")
+	if code != 0 || !strings.Contains(out, "controlplanemachineset/cluster") {
+		t.Fatalf("controlplane patch --remove --force: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := cl.WaitMasters(ctx, 3, 3*time.Minute); err != nil {
+		t.Fatalf("after --remove: %v", err)
+	}
+	if now := masterNames(t, ctx, mc); !slices.Equal(now, old) {
+		t.Errorf("masters after --remove: %v, want the old ones %v", now, old)
+	}
 }
