@@ -96,7 +96,7 @@ func Check(ctx context.Context, in Inputs) (*Report, error) {
 	facts.SecretExists = func(ns, name string) (bool, bool) { return sclint.SecretExists(ctx, meta, ns, name) }
 	mountFacts := shareclient.Facts{MachineNetworks: in.MachineNetworks}
 	if len(mountFacts.MachineNetworks) == 0 {
-		mountFacts.MachineNetworks = installConfigNetworks(ctx, kube)
+		mountFacts.MachineNetworks = InstallConfigNetworks(ctx, kube)
 	}
 	storageID := ""
 	var cloud *openstack.Client

@@ -69,10 +69,10 @@ func machineAPIObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.In
 	return in, nil
 }
 
-// installConfigNetworks reads the machine networks from kube-system/cluster-config-v1 (what the
+// InstallConfigNetworks reads the machine networks from kube-system/cluster-config-v1 (what the
 // installer leaves there, and what the operator reads without --machine-network); nil when it
 // cannot be read.
-func installConfigNetworks(ctx context.Context, kube kubernetes.Interface) []netip.Prefix {
+func InstallConfigNetworks(ctx context.Context, kube kubernetes.Interface) []netip.Prefix {
 	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-config-v1", metav1.GetOptions{})
 	if err != nil {
 		return nil

@@ -105,6 +105,7 @@ Exit codes: 0 success, 1 invalid input or a failed check, 2 usage or environment
 	for _, c := range []*cobra.Command{
 		newClusterAPICommand(g, streams),
 		newControlPlaneCommand(g, streams),
+		newDiagnoseCommand(g, streams),
 		newInstallConfigCommand(g, streams),
 		newMachineSetsCommand(g, streams),
 		newNetworksCommand(g, streams),

@@ -180,3 +180,17 @@ func Raw(ctx context.Context, o Options) (clientcmdapi.Config, error) {
 	}
 	return raw, nil
 }
+
+// Namespace is the namespace of the kubeconfig's current context (or o.Context), as kubectl
+// takes it when -n is not given: "default" when the context names none.
+func Namespace(ctx context.Context, o Options) (string, error) {
+	cc, err := o.clientConfig(ctx, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig %s cannot be read: %w; pass --kubeconfig or set KUBECONFIG", o.describe(), err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig %s: %w", o.describe(), err)
+	}
+	return ns, nil
+}

@@ -68,14 +68,16 @@ type ShareNetworkSubnet struct {
 
 // Share is a Manila share's metadata (never its data).
 type Share struct {
-	ID               string           `json:"id"`
-	Name             string           `json:"name,omitempty"`
-	Status           string           `json:"status"`
-	Protocol         string           `json:"protocol"`
-	ShareType        string           `json:"shareType,omitempty"`
-	ShareNetworkID   string           `json:"shareNetworkID,omitempty"`
-	AvailabilityZone string           `json:"availabilityZone,omitempty"`
-	ExportLocations  []ExportLocation `json:"exportLocations,omitempty"`
+	ID               string `json:"id"`
+	Name             string `json:"name,omitempty"`
+	Status           string `json:"status"`
+	Protocol         string `json:"protocol"`
+	ShareType        string `json:"shareType,omitempty"`
+	ShareNetworkID   string `json:"shareNetworkID,omitempty"`
+	AvailabilityZone string `json:"availabilityZone,omitempty"`
+	// Size is in GiB.
+	Size            int              `json:"size,omitempty"`
+	ExportLocations []ExportLocation `json:"exportLocations,omitempty"`
 }
 
 // ExportLocation is where a share is mounted from.
@@ -141,6 +143,7 @@ type wireShare struct {
 	ShareTypeName    string   `json:"share_type_name"`
 	ShareNetworkID   string   `json:"share_network_id"`
 	AvailabilityZone string   `json:"availability_zone"`
+	Size             int      `json:"size"`
 	ExportLocations  []string `json:"export_locations"` // microversions up to 2.8 only
 }
 
@@ -382,7 +385,31 @@ func (c *Client) Shares(ctx context.Context, f ShareFilter) ([]Share, error) {
 
 func shareFromWire(w wireShare) Share {
 	return Share{ID: w.ID, Name: w.Name, Status: w.Status, Protocol: strings.ToUpper(w.ShareProto),
-		ShareType: coalesce(w.ShareTypeName, w.ShareType), ShareNetworkID: w.ShareNetworkID, AvailabilityZone: w.AvailabilityZone}
+		ShareType: coalesce(w.ShareTypeName, w.ShareType), ShareNetworkID: w.ShareNetworkID, AvailabilityZone: w.AvailabilityZone, Size: w.Size}
+}
+
+// Share returns one share, with its export locations once it is available. A share that does
+// not exist or that the project cannot see is KindNotFound. Two requests (one while the share
+// is not available).
+func (c *Client) Share(ctx context.Context, id string) (Share, error) {
+	m, err := c.manilaConn(ctx)
+	if err != nil {
+		return Share{}, err
+	}
+	cl := call{service: "Manila", what: "reading share " + id, id: id, idKind: "share"}
+	var body struct {
+		Share wireShare `json:"share"`
+	}
+	if _, err := m.sc.Get(ctx, m.sc.ServiceURL("shares", id), &body, nil); err != nil {
+		return Share{}, c.explain(cl, err)
+	}
+	s := shareFromWire(body.Share)
+	if s.Status == "available" {
+		if s.ExportLocations, err = c.ExportLocations(ctx, id); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
 }
 
 // ExportLocations returns the export locations of one share that the caller may see (Manila
