@@ -615,6 +615,7 @@ func printStatusText(streams IOStreams, st *deploy.Status) {
 	} else if st.Mode.Mode == platform.ModeCompanion {
 		fmt.Fprintf(w, "\nmanila-setup's companion is not installed (StorageClasses restricted to the machine network, storage network status): manila-setup operator install\n")
 	}
+	fmt.Fprintf(w, "\nA pod that does not mount its volume, a claim that stays Pending: manila-setup diagnose pod/NAME -n NAMESPACE --os-cloud CLOUD\n")
 	w.Flush()
 }
 

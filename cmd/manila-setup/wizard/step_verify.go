@@ -257,6 +257,9 @@ func (v verifyModel) driverLines(w, h int, spin string) []string {
 	case len(v.status.StorageClasses) > 0:
 		lines = append(lines, wrap("Press t for the multi-writer check: a ReadWriteMany PVC with two writer pods on different nodes, both writing to and reading the same file; everything is deleted afterwards.", w)...)
 	}
+	if v.status.Driver {
+		lines = append(lines, wrapStyled(styleDim, "A pod that does not mount its volume later: manila-setup diagnose pod/NAME -n NAMESPACE", w)...)
+	}
 	return lines
 }
 
