@@ -30,7 +30,7 @@ Templates cannot be changed, so each set gets a new template with the port added
 pointed at it. A MachineDeployment then replaces its machines itself; the running machines of
 a MachineSet are replaced by 'clusterapi rollout'.
 
-  manila-setup clusterapi patch --network <storage network ID> --security-group <ID>
+  manila-setup clusterapi patch --network <storage network ID> --security-group <security group ID>
   manila-setup clusterapi rollout`,
 	}
 	cmd.AddCommand(newClusterAPIListCommand(g, streams), newClusterAPIPatchCommand(g, streams), newClusterAPIRolloutCommand(g, streams))

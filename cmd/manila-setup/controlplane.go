@@ -22,7 +22,7 @@ ControlPlaneMachineSet "cluster" in openshift-machine-api, which the control-pla
 operator then rolls out to the masters as its strategy says.
 
   manila-setup controlplane list
-  manila-setup controlplane patch --network <storage network ID> --security-group <ID> --dry-run
+  manila-setup controlplane patch --network <storage network ID> --security-group <security group ID> --dry-run
   manila-setup controlplane rollout`)
 	cmd.AddCommand(newControlPlaneListCommand(g, streams), newControlPlanePatchCommand(g, streams), newControlPlaneRolloutCommand(g, streams))
 	return cmd

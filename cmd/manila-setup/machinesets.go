@@ -33,7 +33,7 @@ MachineSets in openshift-machine-api, and replace the machines so that the runni
 the new network port without dropping below capacity.
 
   manila-setup machinesets list
-  manila-setup machinesets patch --network <storage network ID> --security-group <ID>
+  manila-setup machinesets patch --network <storage network ID> --security-group <security group ID>
   manila-setup machinesets rollout`)
 	cmd.AddCommand(
 		newMachineSetsListCommand(g, streams),

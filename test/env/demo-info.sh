@@ -12,9 +12,9 @@ if [[ ! -f $sb/ready ]]; then
 fi
 if [[ -f $sb/real-node ]]; then
   { read -r real; read -r pod_logs; } <"$sb/real-node"
-  nodes="2 control-plane and 3 worker nodes from kwok
+  nodes="3 master and 3 worker nodes from kwok
     (fake nodes: their pods run nothing), and $real, a real kubelet (containerd, runc, a pod
-    network) as the third control-plane node"
+    network) as one more control-plane node"
   driver="  - the real Manila CSI driver, in the pods the operator rendered, running on $real from images
     built here: a controller replica (manila-csi-plugin, csi-provisioner and its sidecars), the
     node plugin and the NFS node plugin. A claim on a csi-manila-* StorageClass becomes a real
@@ -22,7 +22,7 @@ if [[ -f $sb/real-node ]]; then
     NFS client, which this machine lacks
       their logs: $pod_logs"
 else
-  nodes="3 control-plane and 3 worker nodes from kwok
+  nodes="3 master and 3 worker nodes from kwok
     (fake nodes: their pods run nothing)"
   driver="  - the real Manila CSI driver's controller (manila-csi-plugin, csi-provisioner) as local
     processes (no real node: not root): a claim on a csi-manila-* StorageClass becomes a real
@@ -38,10 +38,12 @@ What runs (sandbox pid $(cat "$sb/sandbox.pid" 2>/dev/null || echo '?')):
       state and logs: $os
       what was seeded: $os/seed.json
   - a cluster shaped like a fresh OpenShift-on-OpenStack install: real kube-apiserver, etcd,
-    kube-controller-manager and kube-scheduler; $nodes; a worker MachineSet as openshift-install
-    writes it, without the storage network; the real Machine API controllers (MachineSet,
-    machine, nodelink) with an OpenStack actuator that makes each Machine a Nova server with its
-    Neutron ports, and a node registered for each server (kwok: no kubelet boots in a fake server)
+    kube-controller-manager and kube-scheduler; $nodes; the masters under the installer's
+    ControlPlaneMachineSet and a worker MachineSet as openshift-install writes them, without the
+    storage network; the real Machine API controllers (MachineSet, machine, nodelink, and the
+    control-plane-machine-set and etcd rules) with an OpenStack actuator that makes each Machine
+    a Nova server with its Neutron ports, and a node registered for each server (kwok: no kubelet
+    boots in a fake server)
   - the manila-setup operator, as a local process: it deployed the driver's workloads, Secret
     csi-manila-secrets and one StorageClass per Manila share type
       log: $sb/operator.log
@@ -53,9 +55,11 @@ Use it:
   export OS_CLIENT_CONFIG_FILE=$os/clouds.yaml OS_CLOUD=manila-setup
   bin/manila-setup networks discover     # the network Manila exports on
   bin/manila-setup machinesets list      # the workers' MachineSet, not attached yet
+  bin/manila-setup controlplane list     # the masters' ControlPlaneMachineSet, not attached either
   openstack server list                  # the workers' Nova servers (kubectl get machines -A)
   bin/manila-setup networks attach       # the wizard: attach, roll the machines, verify
   bin/manila-setup operator status       # the driver, its conditions, the StorageClasses
+  bin/manila-setup diagnose pod/NAME -n NS  # why a pod's volume does not mount
   kubectl get pvc,pv -A                  # any kubectl works with this KUBECONFIG
 
 Stop it:  make demo-down   (the cluster; the cloud too if make demo started it)

@@ -1,13 +1,15 @@
 // Command sandbox runs the long-lived cluster of `make demo` until it gets SIGTERM or SIGINT: a
 // sim cluster (real kube-apiserver, etcd, kube-controller-manager and kube-scheduler; kwok
-// nodes) shaped like a fresh OpenShift-on-OpenStack install, the Machine API stand-in, the
-// manila-setup operator as a local process with the loopback cloud's credentials, and the real
-// Manila CSI driver, so that claims become real shares in the loopback Manila.
+// nodes) shaped like a fresh OpenShift-on-OpenStack install: three masters under the
+// installer's ControlPlaneMachineSet and a worker MachineSet, every Machine a Nova server made by
+// the real Machine API; the manila-setup operator as a local process with the loopback cloud's
+// credentials, and the real Manila CSI driver, so that claims become real shares in the loopback
+// Manila.
 //
-// As root, one control-plane node is a real kubelet (testenv.RealNode): the driver's pods the
-// operator renders run there for real, from images built here, and provision the claims. Without
-// root every node is a kwok node, and the driver's controller side (manila-csi-plugin and
-// csi-provisioner) runs as local processes instead.
+// As root, a real kubelet (testenv.RealNode) joins as one more control-plane node: the driver's
+// pods the operator renders run there for real, from images built here, and provision the
+// claims. Without root every node is a kwok node, and the driver's controller side
+// (manila-csi-plugin and csi-provisioner) runs as local processes instead.
 //
 // It writes <dir>/kubeconfig, logs every component under <dir>, prints progress with timings,
 // and writes <dir>/ready once everything is up. test/env/demo.sh starts it; demo-down.sh stops
@@ -127,15 +129,11 @@ func (s *sandbox) up(ctx context.Context) error {
 	}
 
 	real, why := s.wantRealNode()
-	kwokMasters := 3
-	if real {
-		kwokMasters = 2
-	}
-	step("sim cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok; %d kwok control-plane nodes", kwokMasters)
+	// The masters are Machines: their Nodes come with their servers, below.
+	step("sim cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok")
 	start := time.Now()
 	// ServiceAccount tokens: the real node's pods talk to the apiserver as themselves.
-	s.sim, err = testenv.StartSimCluster(ctx, testenv.SimOptions{ControlPlaneNodes: kwokMasters,
-		APIServer: testenv.APIServerOptions{ServiceAccountTokens: real}})
+	s.sim, err = testenv.StartSimCluster(ctx, testenv.SimOptions{APIServer: testenv.APIServerOptions{ServiceAccountTokens: real}})
 	if err != nil {
 		return err
 	}
@@ -154,9 +152,6 @@ func (s *sandbox) up(ctx context.Context) error {
 	var nodeReady string
 	if real {
 		step("real node %s: images of every operand, containerd, kubelet (in the background)", realNodeName)
-		if err := s.reserveRealNode(ctx); err != nil {
-			return err
-		}
 		go func() {
 			var err error
 			nodeReady, err = s.startRealNode(ctx)
@@ -167,16 +162,21 @@ func (s *sandbox) up(ctx context.Context) error {
 		nodeUp <- nil
 	}
 
-	step("installer-shaped cluster: the cloud seeded as the installer leaves it, Infrastructure, install-config, worker MachineSet (%d Machines) and the real Machine API making Nova servers", s.workers)
+	step("installer-shaped cluster: the cloud seeded as the installer leaves it, Infrastructure, install-config, 3 masters under the ControlPlaneMachineSet, worker MachineSet (%d Machines) and the real Machine API making Nova servers", s.workers)
 	start = time.Now()
 	s.machines, err = machineapi.InstallerShaped(ctx, s.sim, machineapi.ClusterOptions{
-		CloudsFile: cloud.CloudsFile, Cloud: s.cloud, InfraID: s.infraID, Workers: int32(s.workers),
+		CloudsFile: cloud.CloudsFile, Cloud: s.cloud, InfraID: s.infraID, Workers: int32(s.workers), Masters: true,
 	})
 	if err != nil {
 		return errors.Join(err, <-nodeUp)
 	}
-	step("MachineSet openshift-machine-api/%s: %d Machines Running on Nova servers (openstack --os-cloud %s server list), their Nodes Ready, in %s",
+	step("ControlPlaneMachineSet openshift-machine-api/cluster: 3 masters, MachineSet openshift-machine-api/%s: %d Machines; all Running on Nova servers (openstack --os-cloud %s server list), their Nodes Ready, in %s",
 		s.machines.MachineSet, s.workers, s.cloud, since(start))
+	if real {
+		if err := s.reserveRealNode(ctx); err != nil {
+			return errors.Join(err, <-nodeUp)
+		}
+	}
 
 	step("operator: install (objects and credentials of cloud %q), then run it as a local process", s.cloud)
 	start = time.Now()
@@ -202,6 +202,9 @@ func (s *sandbox) up(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, <-nodeUp)
 	}
+	// The kubelets of the kwok nodes, which run no plugin, register the driver's node plugins
+	// in their CSINodes as a real kubelet does once the plugin runs.
+	go testenv.KeepCSINodes(ctx, s.sim.Client, operator.DefaultNamespace, 2*time.Second)
 	step("operator running (health and metrics on http://%s): driver deployed, Secret %s, StorageClasses %s, in %s",
 		health, operator.DriverSecretName, strings.Join(classes, ", "), since(start))
 

@@ -21,9 +21,9 @@ import (
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
-// realNodeName is the real node's Node: the third control-plane node, beside kwok's master-0 and
-// master-1.
-const realNodeName = "master-2"
+// realNodeName is the real node's Node: a control-plane node beside the three masters' kwok
+// Nodes. It has no Machine: it stands for where a master's pods run, not for a master's server.
+const realNodeName = "real-master"
 
 const masterLabel = "node-role.kubernetes.io/master"
 
@@ -131,7 +131,7 @@ func (s *sandbox) releaseKwokNodes(ctx context.Context) error {
 }
 
 // keepControllerOnRealNode moves a controller replica to the real node when none is there. The
-// scheduler puts the Deployment's two replicas on two of the three control-plane nodes (they
+// scheduler puts the Deployment's two replicas on two of the four control-plane nodes (they
 // repel each other); it may pick the two kwok ones, and then no replica of the driver runs. With
 // the kwok control-plane nodes cordoned, a replica deleted there can only come back on the real
 // node. Only a settled Deployment is touched: during a rollout its own controller moves pods.

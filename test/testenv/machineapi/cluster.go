@@ -101,10 +101,15 @@ type ClusterOptions struct {
 	Workers int32
 	// NodeIP is the nodes' nodeip-configuration; its VIPs default to the cluster's.
 	NodeIP machinectl.NodeIPRule
-	// Compact makes a compact cluster: its three masters are Machines of the Machine API, real
-	// servers, under the installer's ControlPlaneMachineSet (Active, RollingUpdate), which the
-	// controllers keep (test/machineapi/controlplane) with etcd's hooks; they are schedulable
-	// and there is no worker MachineSet (Workers is ignored).
+	// Masters makes the three masters Machines of the Machine API, real servers, under the
+	// installer's ControlPlaneMachineSet (Active, RollingUpdate), which the controllers keep
+	// (test/machineapi/controlplane) with etcd's hooks, as on every cluster the installer made;
+	// their Nodes are tainted NoSchedule, beside the worker MachineSet. Without it (and without
+	// Compact) the cluster has no master Machine: the sim cluster's own control-plane Nodes
+	// stand for the masters.
+	Masters bool
+	// Compact makes a compact cluster: the masters of Masters, schedulable, and no worker
+	// MachineSet (Workers is ignored).
 	Compact bool
 	// InstallConfig is the install-config the cluster was installed from, kept in
 	// kube-system/cluster-config-v1; default machinectl.DefaultInstallConfig. Its machine
@@ -192,11 +197,13 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 	if err := seedCluster(ctx, kc, cc, opts); err != nil {
 		return nil, err
 	}
-	if opts.Compact {
+	masters := opts.Masters || opts.Compact
+	if masters {
 		if err := createMasters(ctx, mc, opts.InfraID); err != nil {
 			return nil, err
 		}
-	} else {
+	}
+	if !opts.Compact {
 		ms := machinectl.WorkerMachineSet(opts.InfraID, 0, opts.Workers)
 		if _, err := mc.MachineV1beta1().MachineSets(Namespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
@@ -228,14 +235,15 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 		defer close(cl.done)
 		cl.Booter.Run(runCtx, nodeboot.Interval)
 	}()
-	if opts.Compact {
+	if masters {
 		if err := cl.WaitMasters(ctx, 3, 12*time.Minute); err != nil {
 			return nil, err
 		}
-		return cl, nil
 	}
-	if err := cl.WaitReady(ctx, cl.MachineSet, opts.Workers, 10*time.Minute); err != nil {
-		return nil, err
+	if !opts.Compact {
+		if err := cl.WaitReady(ctx, cl.MachineSet, opts.Workers, 10*time.Minute); err != nil {
+			return nil, err
+		}
 	}
 	return cl, nil
 }
