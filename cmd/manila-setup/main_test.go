@@ -178,3 +178,17 @@ func TestValueCompletion(t *testing.T) {
 		t.Errorf("--network completion without a cloud: exit %d:\n%q", code, out)
 	}
 }
+
+// Run as gather (the image's /usr/bin/gather), the CLI is must-gather into /must-gather.
+func TestArgsFor(t *testing.T) {
+	for _, tt := range []struct{ argv, want []string }{
+		{[]string{"/usr/local/bin/manila-setup", "version"}, []string{"version"}},
+		{[]string{"/usr/bin/gather"}, []string{"must-gather", "--dest-dir", "/must-gather"}},
+		{[]string{"gather", "-v"}, []string{"must-gather", "--dest-dir", "/must-gather", "-v"}},
+		{nil, nil},
+	} {
+		if got := argsFor(tt.argv); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("argsFor(%q) = %q, want %q", tt.argv, got, tt.want)
+		}
+	}
+}

@@ -108,6 +108,7 @@ Exit codes: 0 success, 1 invalid input or a failed check, 2 usage or environment
 		newDiagnoseCommand(g, streams),
 		newInstallConfigCommand(g, streams),
 		newMachineSetsCommand(g, streams),
+		newMustGatherCommand(g, streams),
 		newNetworksCommand(g, streams),
 		newNodePoolsCommand(g, streams),
 		newOperatorCommand(g, streams),

@@ -36,7 +36,18 @@ func WriteFile(path string, data []byte, backup bool) error {
 	return replaceFile(target, data, info)
 }
 
-func replaceFile(path string, data []byte, like fs.FileInfo) (err error) {
+// WriteNew writes data to path, which may not exist yet, the same way: a temporary file in the
+// same directory, fsynced and renamed into place, so that the path never holds part of it.
+func WriteNew(path string, data []byte, perm fs.FileMode) error {
+	return writeVia(path, data, perm, nil)
+}
+
+func replaceFile(path string, data []byte, like fs.FileInfo) error {
+	return writeVia(path, data, like.Mode().Perm(), like)
+}
+
+// writeVia writes path through a temporary file with mode perm (and like's owner, when given).
+func writeVia(path string, data []byte, perm fs.FileMode, like fs.FileInfo) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -54,10 +65,12 @@ func replaceFile(path string, data []byte, like fs.FileInfo) (err error) {
 	if _, err = tmp.Write(data); err != nil {
 		return err
 	}
-	if err = tmp.Chmod(like.Mode().Perm()); err != nil {
+	if err = tmp.Chmod(perm); err != nil {
 		return err
 	}
-	chownLike(tmp, like)
+	if like != nil {
+		chownLike(tmp, like)
+	}
 	if err = tmp.Sync(); err != nil {
 		return err
 	}

@@ -4,9 +4,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -257,6 +261,54 @@ func TestDiagnose(t *testing.T) {
 	text = run(0, "diagnose", "pod/healthy", "-n", "app")
 	if !strings.Contains(text, "not checked") || !strings.Contains(text, "give --os-cloud") {
 		t.Errorf("diagnose without a cloud:\n%s", text)
+	}
+
+	// must-gather of that cluster: what the issue lists, and no secret in any encoding.
+	gathered := filepath.Join(t.TempDir(), "must-gather")
+	t.Logf("$ manila-setup must-gather --os-cloud %s\n%s", cloudName, run(0, "must-gather", "--dest-dir", gathered, "--os-cloud", cloudName))
+	for _, f := range []string{
+		"cluster-scoped/clustercsidrivers/manila.csi.openstack.org.yaml",
+		"cluster-scoped/storageclasses/csi-manila-default.yaml",
+		"cluster-scoped/storageclasses/manila-gold.yaml",
+		"cluster-scoped/persistentvolumes/" + pv.Name + ".yaml",
+		"cluster-scoped/csinodes/" + onStorage + ".yaml",
+		"namespaces/app/persistentvolumeclaims/data.yaml",
+		"namespaces/openshift-machine-api/machine.openshift.io/machinesets/" + attached.Name + ".yaml",
+		"namespaces/" + operator.DefaultNamespace + "/apps/daemonsets/" + operator.NodeDaemonSetName + ".yaml",
+		"namespaces/" + operator.DefaultNamespace + "/apps/deployments/" + operator.OperatorName + ".yaml",
+		"namespaces/" + operator.DefaultNamespace + "/core/events.yaml",
+		"cloud/shares/" + share + ".yaml",
+	} {
+		if _, err := os.Stat(filepath.Join(gathered, f)); err != nil {
+			t.Errorf("must-gather: %v", err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(gathered, "namespaces/openshift-machine-api/machine.openshift.io/machinesets/"+attached.Name+".yaml")); err != nil || !strings.Contains(string(b), "manila-setup.io/") {
+		t.Errorf("must-gather: MachineSet %s without its attachment record (%v)", attached.Name, err)
+	}
+	secretForms := []string{project.Password, base64.StdEncoding.EncodeToString([]byte(project.Password)), url.QueryEscape(project.Password)}
+	files := 0
+	err = filepath.WalkDir(gathered, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, form := range secretForms {
+			if strings.Contains(string(b), form) {
+				t.Errorf("must-gather: %s holds the cloud password (as %q)", path, form)
+			}
+		}
+		if strings.Contains(string(b), "kind: Secret\n") {
+			t.Errorf("must-gather: %s is a Secret", path)
+		}
+		return nil
+	})
+	if err != nil || files < 20 {
+		t.Errorf("must-gather: %d files (%v)", files, err)
 	}
 
 	// The claim goes, and the driver deletes its share, before the project is torn down.

@@ -69,6 +69,7 @@ var verdicts = map[string]verdict{
 	"manila-setup operator uninstall --dry-run":                                                                                              {},
 	"manila-setup operator bundle -d bundle":                                                                                                 {},
 	"manila-setup storageclasses check":                                                                                                      {},
+	"manila-setup must-gather --dest-dir ./manila-must-gather --os-cloud mycloud":                                                            {},
 	"manila-setup storageclasses check --os-cloud mycloud -o json":                                                                           {},
 
 	// Not run here.
