@@ -40,8 +40,8 @@ namespaces (plain, base64- and URL-encoded) before it is written. What could not
 listed on standard error. Called as gather (what oc adm must-gather runs in an image, as
 /usr/bin/gather), the binary collects into /must-gather, the folder oc copies back.`,
 		Example: `  manila-setup must-gather --dest-dir ./manila-must-gather --os-cloud mycloud`,
-		Args: cobra.NoArgs,
-		RunE: cmdrun.RunE(o),
+		Args:    cobra.NoArgs,
+		RunE:    cmdrun.RunE(o),
 	}
 	cmd.Flags().StringVar(&o.DestDir, "dest-dir", "", "the folder to collect into (default: must-gather.local.<time> in the working folder)")
 	o.cloudOpt.addFlags(cmd.Flags())
