@@ -31,6 +31,14 @@ build() {
       -ldflags "-s -w -buildid= -X main.version=$VERSION -X main.commit=$COMMIT" -o "$ctx/$bin" "./cmd/$bin")
     cp "$CA_BUNDLE" "$ctx/ca-certificates.crt"
     sed "s/@BINARY@/$bin/g" "$here/Containerfile.in" >"$ctx/Containerfile"
+    if [[ $bin == manila-setup ]]; then
+      # The CLI image is also a must-gather image: oc adm must-gather --image runs
+      # /usr/bin/gather, which the CLI answers as `must-gather --dest-dir /must-gather`. A link,
+      # copied as a folder so that it stays one: no second copy of the binary.
+      mkdir "$ctx/gather"
+      ln -s /usr/local/bin/manila-setup "$ctx/gather/gather"
+      printf 'COPY gather/ /usr/bin/\n' >>"$ctx/Containerfile"
+    fi
     ref=$IMAGE_REPO/$bin:$VERSION
     podman_ build -q --timestamp 0 -t "$ref" \
       --build-arg VERSION="$VERSION" --build-arg REVISION="$COMMIT" -f "$ctx/Containerfile" "$ctx" >/dev/null

@@ -56,9 +56,22 @@ var DefaultImages = func() Images {
 	return im
 }()
 
-// OperatorImageName is the operator image's name under an image repository (make image builds
-// REPO/manila-setup-operator:VERSION).
-const OperatorImageName = "manila-setup-operator"
+// OperatorImageName and CLIImageName are the images' names under an image repository (make
+// image builds REPO/manila-setup-operator:VERSION and REPO/manila-setup:VERSION).
+const (
+	OperatorImageName = "manila-setup-operator"
+	CLIImageName      = "manila-setup"
+)
+
+// CLIImage is the CLI's image of a version in a repository, as make image tags it: also the
+// must-gather image (its /usr/bin/gather runs must-gather into /must-gather).
+func CLIImage(repo, version string) (string, error) {
+	if version == "" || version == "dev" {
+		return "", fmt.Errorf("this manila-setup was built without a version, so it has no CLI image of its own")
+	}
+	ref := strings.TrimSuffix(repo, "/") + "/" + CLIImageName + ":" + version
+	return ref, CheckImageReference(ref)
+}
 
 // OperatorImage is the operator image a binary of version renders by default: the image of the
 // same version under repo (the IMAGE_REPO it was built with). A build without a release version

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
+	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/mustgather"
 )
 
@@ -62,8 +65,21 @@ func (o *MustGatherOptions) Validate() error {
 	return nil
 }
 
+// restConfig is the kubeconfig's, or, in a pod without a kubeconfig (oc adm must-gather runs
+// the image so, with a cluster-admin service account), the pod's service account.
+func (o *MustGatherOptions) restConfig(ctx context.Context) (*rest.Config, error) {
+	if _, err := os.Stat(o.g.Kubeconfig); err != nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		cfg, err := kubeconfig.RESTConfig(ctx, kubeconfig.Options{InCluster: true, UserAgent: userAgent()})
+		if err != nil {
+			return nil, environmentError(err)
+		}
+		return cfg, nil
+	}
+	return o.g.restConfig(ctx)
+}
+
 func (o *MustGatherOptions) Run(ctx context.Context) error {
-	cfg, err := o.g.restConfig(ctx)
+	cfg, err := o.restConfig(ctx)
 	if err != nil {
 		return err
 	}

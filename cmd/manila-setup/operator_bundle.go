@@ -17,11 +17,12 @@ import (
 
 // OperatorBundleOptions are the flags of `operator bundle`.
 type OperatorBundleOptions struct {
-	Dir       string
-	Version   string
-	Image     string
-	Replaces  string
-	SkipRange string
+	Dir             string
+	Version         string
+	Image           string
+	MustGatherImage string
+	Replaces        string
+	SkipRange       string
 
 	streams IOStreams
 	opts    bundle.Options
@@ -43,13 +44,16 @@ Build and push the bundle image, then install it with operator-sdk run bundle or
 
 For clusters where the platform runs no Manila operator of its own (see docs/operator.md): the
 bundle owns no CRD (the ClusterCSIDriver CRD is the platform's on OpenShift). The version is
-this build's unless --version; images as for "operator render".`,
+this build's unless --version; images as for "operator render". The CSV names this build's CLI
+image as the operator's must-gather image (operators.openshift.io/must-gather-image), which
+oc adm must-gather runs: --must-gather-image names another, "none" leaves it out.`,
 		Args: cobra.NoArgs,
 		RunE: cmdrun.RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.Dir, "output-dir", "d", "", "directory to write the bundle into (new or empty)")
 	cmd.Flags().StringVar(&o.Version, "version", strings.TrimPrefix(version, "v"), "the bundle's semantic version")
 	cmd.Flags().StringVar(&o.Image, "image", "", "operator image (default: OPERATOR_IMAGE, else this build's)")
+	cmd.Flags().StringVar(&o.MustGatherImage, "must-gather-image", "", `the image oc adm must-gather runs for the operator (default: this build's CLI image; "none" leaves it out)`)
 	cmd.Flags().StringVar(&o.Replaces, "replaces", "", "the version of the bundle this one upgrades in the catalog's channel (spec.replaces)")
 	cmd.Flags().StringVar(&o.SkipRange, "skip-range", "", `the olm.skipRange annotation: versions that upgrade straight to this one (default ">=0.0.0 <VERSION"; "none" leaves it out)`)
 	return cmd
@@ -62,12 +66,25 @@ func (o *OperatorBundleOptions) Complete(*cobra.Command, []string) error {
 	if o.Image != "" {
 		o.opts.OperatorImage = o.Image
 	}
+	switch o.MustGatherImage {
+	case "":
+		// This build's CLI image; a build without a version has none, and names none.
+		o.opts.MustGatherImage, _ = operator.CLIImage(imageRepo, version)
+	case "none":
+	default:
+		o.opts.MustGatherImage = o.MustGatherImage
+	}
 	return nil
 }
 
 func (o *OperatorBundleOptions) Validate() error {
 	if o.Dir == "" {
 		return usageError("--output-dir is required: the directory to write the bundle into")
+	}
+	if ref := o.opts.MustGatherImage; ref != "" {
+		if err := operator.CheckImageReference(ref); err != nil {
+			return usageError("--must-gather-image: Invalid value: %q: %v", ref, err)
+		}
 	}
 	return checkOperatorImage(o.opts.OperatorImage)
 }

@@ -56,7 +56,11 @@ type Options struct {
 	// Version is the CSV's version: semantic versioning, without a leading "v".
 	Version       string
 	OperatorImage string
-	Images        operator.Images
+	// MustGatherImage is the image oc adm must-gather runs for this operator (the CLI's, whose
+	// /usr/bin/gather collects the driver's objects): the CSV names it in
+	// operators.openshift.io/must-gather-image. "": none named.
+	MustGatherImage string
+	Images          operator.Images
 	// Replaces is the version this one upgrades in a catalog's channel (spec.replaces); "" for
 	// the first.
 	Replaces string
@@ -236,6 +240,9 @@ func Files(opts Options) (map[string][]byte, error) {
 	if skipRange != "none" {
 		csv["metadata"].(map[string]any)["annotations"].(map[string]any)["olm.skipRange"] = skipRange
 	}
+	if opts.MustGatherImage != "" {
+		csv["metadata"].(map[string]any)["annotations"].(map[string]any)["operators.openshift.io/must-gather-image"] = opts.MustGatherImage
+	}
 	b, err := yaml.Marshal(csv)
 	if err != nil {
 		return nil, err
@@ -313,6 +320,9 @@ func relatedImages(opts Options) []any {
 	}
 	sort.Strings(keys)
 	out := []any{map[string]any{"name": "manila-setup-operator", "image": opts.OperatorImage}}
+	if opts.MustGatherImage != "" {
+		out = append(out, map[string]any{"name": "manila-setup-must-gather", "image": opts.MustGatherImage})
+	}
 	for _, k := range keys {
 		name := strings.ReplaceAll(strings.ToLower(strings.TrimSuffix(k, "_IMAGE")), "_", "-")
 		out = append(out, map[string]any{"name": name, "image": *env[k]})

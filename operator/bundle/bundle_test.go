@@ -230,3 +230,29 @@ func TestWrite(t *testing.T) {
 		t.Error("the refused write changed the bundle")
 	}
 }
+
+// The CSV names the must-gather image oc adm must-gather runs, and lists it for mirrors; without
+// one it names none.
+func TestCSVNamesTheMustGatherImage(t *testing.T) {
+	const mg = "quay.io/team/manila-setup:v0.4.0"
+	for _, image := range []string{mg, ""} {
+		files, err := Files(Options{Version: "v0.4.0", OperatorImage: testImage, MustGatherImage: image, Images: operator.DefaultImages})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got csv
+		if err := yaml.Unmarshal(files[CSVPath], &got); err != nil {
+			t.Fatal(err)
+		}
+		annotation, named := got.Metadata.Annotations["operators.openshift.io/must-gather-image"]
+		listed := slices.ContainsFunc(got.Spec.RelatedImages, func(r struct {
+			Name  string `json:"name"`
+			Image string `json:"image"`
+		}) bool {
+			return r.Image == mg && r.Name == "manila-setup-must-gather"
+		})
+		if image == "" && (named || listed) || image != "" && (annotation != mg || !listed) {
+			t.Errorf("must-gather image %q: annotation %q (%t), in relatedImages %t", image, annotation, named, listed)
+		}
+	}
+}

@@ -220,10 +220,16 @@ type builtImage struct{ ref, id, archive string }
 // buildImage runs build/image.sh for the operator image with podman storage under root.
 func buildImage(t *testing.T, top, root, version string) builtImage {
 	t.Helper()
+	return buildImageOf(t, top, root, version, "manila-setup-operator")
+}
+
+// buildImageOf runs build/image.sh for the image of one binary.
+func buildImageOf(t *testing.T, top, root, version, binary string) builtImage {
+	t.Helper()
 	cmd := exec.Command("bash", filepath.Join(top, "build", "image.sh"), "build")
 	cmd.Dir = top
 	cmd.Env = append(os.Environ(), "PODMAN_ROOT="+root, "VERSION="+version, "COMMIT=imagetest",
-		"IMAGE_DIR="+filepath.Join(root, "archives"), "BINARIES=manila-setup-operator")
+		"IMAGE_DIR="+filepath.Join(root, "archives"), "BINARIES="+binary)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
