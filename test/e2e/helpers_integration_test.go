@@ -4,8 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -246,4 +250,35 @@ func tenantProject(t *testing.T, cloud *testenv.Cloud, prefix string) (project *
 	project.AllowIngress(nfsSG, "tcp:2049", "tcp:111", "udp:111")
 	project.CreateShares("data", 1)
 	return project, storageNet, nfsSG
+}
+
+// noSecretIn fails the test for each file under dir that holds the secret, plain, base64- or
+// URL-encoded, and returns how many files it read.
+func noSecretIn(t *testing.T, dir, secret string) int {
+	t.Helper()
+	forms := []string{secret, base64.StdEncoding.EncodeToString([]byte(secret)), url.QueryEscape(secret)}
+	files := 0
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, form := range forms {
+			if strings.Contains(string(b), form) {
+				t.Errorf("%s holds the secret (as %q)", path, form)
+			}
+		}
+		if strings.Contains(string(b), "kind: Secret\n") {
+			t.Errorf("%s is a Secret", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("reading %s: %v", dir, err)
+	}
+	return files
 }

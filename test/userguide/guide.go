@@ -109,6 +109,9 @@ var varying = []struct {
 	{regexp.MustCompile(`pid \d+`), "pid N"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
 	{regexp.MustCompile(`(worker-\d+)-[a-z0-9]{5}\b`), "$1-XXXXX"},
+	// The driver's node plugin pods, and the address DHCP gave a worker on the storage subnet.
+	{regexp.MustCompile(`(manila-csi-driver-(nfs-)?node)-[a-z0-9]{5}\b`), "$1-XXXXX"},
+	{regexp.MustCompile(`\b(admits|with) (\d+\.\d+\.\d+)\.\d+\b`), "$1 $2.N"},
 	{regexp.MustCompile(`version [^\s,]+`), "version V"},
 	{regexp.MustCompile(`(main\.(version|commit))=[^\s']+`), "$1=V"},
 	// The binaries' cache is $MANILA_SETUP_CACHE, else $XDG_CACHE_HOME/manila-setup (else

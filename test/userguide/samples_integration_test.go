@@ -168,13 +168,20 @@ func TestUserGuideSamples(t *testing.T) {
 	claim, share := g.claimFromGuide(ctx, kc, lines)
 	got["claim"] = claim
 	got["share"] = share
+	got["diagnose"] = g.podFromGuide(ctx, kc, lines)
 
 	// The stuck claim's class gone (it would show in the status), the operator's view of it all.
 	got["deadline-exceeded"] = stuck.eventsThenDelete(ctx)
 	// Other tests share the cloud and add share types of their own for a while; the operator
 	// keeps a class when its share type goes (by design), so those classes are removed here.
 	dropForeign := func() { dropForeignClasses(t, ctx, kc, cloud.Seed.ShareTypes) }
-	g.waitStatus(ctx, dropForeign, `StorageNetworkReachable\s+True`, `StorageClassesValid\s+True`, `healthy`, `daemonset/manila-csi-driver-nfs-node\s+6/6`,
+	// The NFS node plugin runs on every node: the masters, the workers and the real node.
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyNode := fmt.Sprintf(`daemonset/manila-csi-driver-nfs-node\s+%d/%d`, len(nodes.Items), len(nodes.Items))
+	g.waitStatus(ctx, dropForeign, `StorageNetworkReachable\s+True`, `StorageClassesValid\s+True`, `healthy`, everyNode,
 		`(?m)^StorageClasses: csi-manila-cephfs-fast, csi-manila-default$`, `2 StorageClasses for 2 Manila share types`)
 	got["operator-status"] = g.cli(0, "manila-setup operator status")
 
@@ -264,6 +271,38 @@ func (g *guideRun) waitStatus(ctx context.Context, prepare func(), patterns ...s
 // claimFromGuide creates the claim of the guide's YAML, waits until the real driver binds it,
 // and returns the two samples about it: kubectl's tables (the apiserver's own, as `kubectl get`
 // prints them) and the share in Manila. It deletes the claim, and so the share, afterwards.
+// podFromGuide creates the guide's pod that mounts its claim, waits until diagnose passes every
+// check (the pod scheduled and running, the node plugins registered in its node's CSINode), and
+// returns that run of diagnose as the guide prints it.
+func (g *guideRun) podFromGuide(ctx context.Context, kc kubernetes.Interface, lines []string) string {
+	t := g.t
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict([]byte(yamlBlock(lines, "\nkind: Pod\n")), &pod); err != nil {
+		t.Fatalf("the guide's pod: %v", err)
+	}
+	if _, err := kc.CoreV1().Pods(pod.Namespace).Create(ctx, &pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Before the claim's own cleanup: a claim a pod uses is not deleted.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = kc.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, *metav1.NewDeleteOptions(0))
+	})
+	line := "manila-setup diagnose pod/" + pod.Name + " -n " + pod.Namespace
+	var out string
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cmd := exec.CommandContext(ctx, filepath.Join(g.top, "bin", "manila-setup"), strings.Fields(line)[1:]...)
+		cmd.Dir, cmd.Env = g.dir, g.env
+		b, err := cmd.CombinedOutput()
+		out = string(b)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("%s never passed every check: %v\n%s", line, err, out)
+	}
+	return g.cli(0, line)
+}
+
 func (g *guideRun) claimFromGuide(ctx context.Context, kc kubernetes.Interface, lines []string) (string, string) {
 	t := g.t
 	var pvc corev1.PersistentVolumeClaim
