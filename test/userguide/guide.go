@@ -104,13 +104,15 @@ var varying = []struct {
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UUID"},
 	{regexp.MustCompile(`[0-9a-f]{8}(_[0-9a-f]{4}){3}_[0-9a-f]{12}`), "UUID"}, // in export paths
 	{regexp.MustCompile(`manila\.csi\.openstack\.org_\S+`), "PROVISIONER-IDENTITY"},
+	// Generated names, before the durations: a suffix such as 9597h reads as one.
+	{regexp.MustCompile(`(worker-\d+)-[a-z0-9]{5}\b`), "$1-XXXXX"},
+	// The driver's node plugin pods.
+	{regexp.MustCompile(`(manila-csi-driver-(nfs-)?node)-[a-z0-9]{5}\b`), "$1-XXXXX"},
 	{regexp.MustCompile(`\[\s*\d+s\]`), "[T]"},
 	{regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ms|s|m|h)\b`), "DURATION"},
 	{regexp.MustCompile(`pid \d+`), "pid N"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
-	{regexp.MustCompile(`(worker-\d+)-[a-z0-9]{5}\b`), "$1-XXXXX"},
-	// The driver's node plugin pods, and the address DHCP gave a worker on the storage subnet.
-	{regexp.MustCompile(`(manila-csi-driver-(nfs-)?node)-[a-z0-9]{5}\b`), "$1-XXXXX"},
+	// The address DHCP gave a worker on the storage subnet.
 	{regexp.MustCompile(`\b(admits|with) (\d+\.\d+\.\d+)\.\d+\b`), "$1 $2.N"},
 	{regexp.MustCompile(`version [^\s,]+`), "version V"},
 	{regexp.MustCompile(`(main\.(version|commit))=[^\s']+`), "$1=V"},

@@ -60,6 +60,7 @@ func TestSamplesOf(t *testing.T) {
 
 func TestNormalized(t *testing.T) {
 	a := "[  26s] operator running (health on http://127.0.0.1:37769) in 2.6s, pid 23024\n" +
+		"ostest-demo1-worker-0-9597h not attached\n" +
 		"ostest-demo1-worker-0-7scpd  network d65e53a1-a189-436d-9fac-887318eaf064, 3 shares are exported, 5 available shares, score 305, age 2m1s\n" +
 		"generation 1 (observed 1), version 52fde88-dirty\n" +
 		"rpc error: code = DeadlineExceeded desc = context deadline exceeded\n" +
@@ -68,6 +69,7 @@ func TestNormalized(t *testing.T) {
 		"kubelet cached in /root/.cache/manila-setup/node/k8s-1.34.10\n" +
 		"rule r (ip 10.0.0.0/24, rw, active) admits 10.0.0.215 (its address), manila-csi-driver-nfs-node-25vls Ready, port p with 10.0.0.215\n\n"
 	b := "[   9s] operator running (health on http://127.0.0.1:40001) in 310ms, pid 7\n" +
+		"ostest-demo1-worker-0-xphp4 not attached\n" +
 		"ostest-demo1-worker-0-q2x8k network 0b3c46a8-0a0f-4b0e-9d37-5b44c1f3f2aa, 1 share is exported, 1 available share, score 105, age 8s\n" +
 		"generation 1 (observed 1), version v0.3.0\n" +
 		"rpc error: code = DeadlineExceeded desc = stream terminated by RST_STREAM with error code: CANCEL\n" +

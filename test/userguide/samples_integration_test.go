@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -483,16 +484,25 @@ func startStuckClaim(t *testing.T, ctx context.Context, kc kubernetes.Interface,
 // as `kubectl get events` prints it, and deletes the claim and its class.
 func (s *stuckClaim) eventsThenDelete(ctx context.Context) string {
 	t := s.t
-	// Only the failure: the other events of the claim come in an order that varies.
+	// Only the failure: the other events of the claim come in an order that varies. Of the
+	// failures, the deadline's: whether the provisioner's retry has met the driver still busy
+	// with the first call ("Aborted ... already being processed") when this reads depends on the
+	// moment, so that row is left out.
 	selector := "involvedObject.name=" + s.name + ",reason=ProvisioningFailed"
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := s.kc.CoreV1().Events(s.namespace).List(ctx, metav1.ListOptions{FieldSelector: selector})
-		return err == nil && len(list.Items) > 0, nil
+		return err == nil && slices.ContainsFunc(list.Items, func(e corev1.Event) bool { return strings.Contains(e.Message, "DeadlineExceeded") }), nil
 	}); err != nil {
 		t.Fatalf("the stuck claim never failed: %v", err)
 	}
-	out := fmt.Sprintf("$ kubectl get events -n %s --field-selector %s\n", s.namespace, selector) +
-		serverTable(t, ctx, s.kc, s.namespace, "events", "", map[string]string{"fieldSelector": selector})
+	table := strings.Split(serverTable(t, ctx, s.kc, s.namespace, "events", "", map[string]string{"fieldSelector": selector}), "\n")
+	kept := table[:1]
+	for _, row := range table[1:] {
+		if strings.Contains(row, "DeadlineExceeded") {
+			kept = append(kept, row)
+		}
+	}
+	out := fmt.Sprintf("$ kubectl get events -n %s --field-selector %s\n", s.namespace, selector) + strings.Join(kept, "\n") + "\n"
 	s.delete(ctx)
 	return out
 }
