@@ -192,8 +192,10 @@ func (r *run) checkClaim(ctx context.Context, ns, name string, nodes []string) e
 		return readError("PersistentVolumeClaim", ns, name, err)
 	}
 	r.add(judgeClaim(pvc, r.newestWarning(ctx, "PersistentVolumeClaim", ns, name)))
+	// A bound claim whose class was deleted since still has its share: the chain goes on
+	// without the class's nfs-shareClient.
 	class, err := r.checkClass(ctx, pvc)
-	if err != nil || class == nil {
+	if err != nil {
 		return err
 	}
 	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
@@ -205,7 +207,7 @@ func (r *run) checkClaim(ctx context.Context, ns, name string, nodes []string) e
 	}
 	vol, ok := shareclient.VolumeOf(pv, operator.DriverName)
 	if !ok {
-		return nil // checkClass said the class is not the driver's
+		return nil // not a volume of the driver: nothing of Manila's to follow
 	}
 	share := cmp.Or(vol.ShareID, vol.ShareName)
 	var rules []openstack.AccessRule
@@ -245,7 +247,9 @@ func (r *run) checkClaim(ctx context.Context, ns, name string, nodes []string) e
 			sub, _ := f.exportSubnetOf(addr)
 			r.add(judgeAccess(vol.ShareID, name, addr, how, rules, r.in.CloudName, sub.CIDR))
 		}
-		r.add(judgeShareClient(class.Name, name, addr, how, class.Parameters["nfs-shareClient"]))
+		if class != nil {
+			r.add(judgeShareClient(class.Name, name, addr, how, class.Parameters["nfs-shareClient"]))
+		}
 	}
 	return nil
 }
@@ -268,6 +272,11 @@ func (r *run) checkClass(ctx context.Context, pvc *corev1.PersistentVolumeClaim)
 	sc, err := r.in.Kube.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		c.Status, c.Evidence, c.Fix = Failed, "it does not exist", "kubectl get storageclass -l "+operator.LabelManagedBy+"="+operator.ManagedByValue+"  (recreate the claim with one of them)"
+		if pvc.Status.Phase == corev1.ClaimBound {
+			// A bound volume does not need its class any more; only new claims do.
+			c.Status, c.Fix = NotChecked, ""
+			c.Evidence = "it no longer exists: the claim is bound, so its volume does not need it, but new claims naming it stay Pending"
+		}
 		r.add(c)
 		return nil, nil
 	}
