@@ -43,7 +43,7 @@ func renderedPods(t *testing.T) ([]podTemplate, []*networkingv1.NetworkPolicy, [
 		}
 	}
 	for _, name := range driverAssets(t) {
-		if name == "servicemonitor.yaml" || name == "volumesnapshotclass.yaml" {
+		if unstructuredAssets[name] {
 			continue
 		}
 		obj, err := ReadAsset(name, testVars())

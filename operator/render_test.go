@@ -40,8 +40,9 @@ func TestRenderedOperatorProbes(t *testing.T) {
 	for _, a := range c.Args {
 		args[a] = true
 	}
-	if !args["--health-address=127.0.0.1:8443"] || !args["--probe-address=$(POD_IP):8444"] {
-		t.Errorf("args %v: want metrics on loopback and probes on the pod IP", c.Args)
+	if !args["--health-address=127.0.0.1:8443"] || !args["--probe-address=$(POD_IP):8444"] ||
+		!args["--metrics-address=$(POD_IP):9443"] || !args["--metrics-cert-dir=/var/run/secrets/serving-cert"] {
+		t.Errorf("args %v: want plain HTTP on loopback, probes on the pod IP, and metrics over HTTPS on the pod IP with service-ca's certificate", c.Args)
 	}
 	podIP := false
 	for _, e := range c.Env {
@@ -59,8 +60,9 @@ func TestRenderedOperatorProbes(t *testing.T) {
 			t.Errorf("%s probe: %+v, want httpGet %s on port probes", name, probe, p.path)
 		}
 	}
-	if len(c.Ports) != 1 || c.Ports[0].Name != "probes" || c.Ports[0].ContainerPort != 8444 {
-		t.Errorf("ports %+v, want probes 8444", c.Ports)
+	if len(c.Ports) != 2 || c.Ports[0].Name != "probes" || c.Ports[0].ContainerPort != 8444 ||
+		c.Ports[1].Name != "metrics" || c.Ports[1].ContainerPort != 9443 {
+		t.Errorf("ports %+v, want probes 8444 and metrics 9443", c.Ports)
 	}
 }
 

@@ -78,6 +78,8 @@ type StartOptions struct {
 	MachineNetworks  []string
 	StorageNetworkID string
 	HealthAddress    string
+	MetricsAddress   string
+	MetricsCertDir   string
 	ProbeAddress     string
 	LeaderElect      bool
 	// The lease timings, as Kubernetes components name their flags; OpenShift's by default.
@@ -99,7 +101,9 @@ func newStartCommand() *cobra.Command {
 		Long: `Run the operator: leader election on a Lease in its namespace, /healthz, /readyz and
 /metrics on --health-address (loopback by default), /healthz and /readyz alone on
 --probe-address (off by default; the rendered Deployment binds it to the pod IP for the
-kubelet's probes), graceful shutdown on SIGTERM.
+kubelet's probes), /metrics over HTTPS on --metrics-address for callers the API server allows
+to get /metrics (off by default; the rendered Deployment binds it to the pod IP for
+Prometheus), graceful shutdown on SIGTERM.
 
 --mode driver (the default) deploys and manages the driver; --mode companion runs beside the
 platform's own Manila CSI driver operator (OpenShift's), deploys nothing of the driver, keeps
@@ -129,6 +133,8 @@ NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE.`,
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", controllers.DefaultRetryPeriod, "how often the Lease is tried")
 	f.DurationVar(&o.OpenStackTimeout, "openstack-timeout", 10*time.Second, "timeout of each OpenStack request")
 	f.DurationVar(&o.ManilaGrace, "manila-grace-period", controllers.DefaultManilaGracePeriod, "how long Manila may not answer before ManilaControllerDegraded (ManilaReachable says it at once)")
+	f.StringVar(&o.MetricsAddress, "metrics-address", "", `address of /metrics over HTTPS, for callers allowed to get /metrics (TokenReview and SubjectAccessReview), e.g. the pod IP ("" disables)`)
+	f.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "folder with tls.crt and tls.key for --metrics-address (service-ca's Secret); a self-signed certificate while it has none")
 	f.BoolVar(&o.Profiling, "profiling", false, "also serve Go's /debug/pprof/ on --health-address")
 	f.IntVar(&o.Verbosity, "v", 2, "log verbosity until the ClusterCSIDriver's operatorLogLevel takes over")
 	return cmd
@@ -195,6 +201,8 @@ func (o *StartOptions) Run(ctx context.Context) error {
 		RenewDeadline:  o.RenewDeadline,
 		RetryPeriod:    o.RetryPeriod,
 		HealthAddress:  o.HealthAddress,
+		MetricsAddress: o.MetricsAddress,
+		MetricsCertDir: o.MetricsCertDir,
 		ProbeAddress:   o.ProbeAddress,
 		Profiling:      o.Profiling,
 	})

@@ -78,6 +78,9 @@ type Share struct {
 	// Size is in GiB.
 	Size            int              `json:"size,omitempty"`
 	ExportLocations []ExportLocation `json:"exportLocations,omitempty"`
+	// AccessRulesStatus sums up the share's access rules: "active" when every rule is applied,
+	// "error" when one failed, "syncing" while some are queued or being applied.
+	AccessRulesStatus string `json:"accessRulesStatus,omitempty"`
 }
 
 // ExportLocation is where a share is mounted from.
@@ -145,6 +148,8 @@ type wireShare struct {
 	AvailabilityZone string   `json:"availability_zone"`
 	Size             int      `json:"size"`
 	ExportLocations  []string `json:"export_locations"` // microversions up to 2.8 only
+	// AccessRulesStatus is "active", "error" or "syncing" (microversion 2.10 and later).
+	AccessRulesStatus string `json:"access_rules_status"`
 }
 
 type wireExportLocation struct {
@@ -385,7 +390,8 @@ func (c *Client) Shares(ctx context.Context, f ShareFilter) ([]Share, error) {
 
 func shareFromWire(w wireShare) Share {
 	return Share{ID: w.ID, Name: w.Name, Status: w.Status, Protocol: strings.ToUpper(w.ShareProto),
-		ShareType: coalesce(w.ShareTypeName, w.ShareType), ShareNetworkID: w.ShareNetworkID, AvailabilityZone: w.AvailabilityZone, Size: w.Size}
+		ShareType: coalesce(w.ShareTypeName, w.ShareType), ShareNetworkID: w.ShareNetworkID, AvailabilityZone: w.AvailabilityZone, Size: w.Size,
+		AccessRulesStatus: w.AccessRulesStatus}
 }
 
 // Share returns one share, with its export locations once it is available. A share that does

@@ -104,7 +104,8 @@ func verbosities(tpls map[string]*corev1.PodTemplateSpec) map[string]string {
 
 // TestOperatorClusterSettings checks, on a real apiserver with the operator running as its
 // ServiceAccount (RBAC exactly as rendered), what the cluster's settings do to the operands:
-// a ServiceMonitor when its CRD exists, a VolumeSnapshotClass only once the snapshot CRD
+// a ServiceMonitor when its CRD exists, the operator's own metrics over HTTPS for Prometheus
+// (with its ServiceMonitor and PrometheusRule), a VolumeSnapshotClass only once the snapshot CRD
 // exists, the cluster Proxy for the operator's own OpenStack requests and in every operand
 // container, the trusted CA bundle restarting exactly the pods that mount it, SingleReplica
 // topology giving one controller replica, and logLevel reaching every container's --v.
@@ -115,13 +116,15 @@ func TestOperatorClusterSettings(t *testing.T) {
 	defer cancel()
 	h := &harness{t: t, ctx: ctx, kube: api.Client, dyn: dynamic.NewForConfigOrDie(api.Config), logs: &testenv.SyncBuffer{}}
 
-	// The ServiceMonitor CRD is there from the start; the snapshot CRD comes later.
-	smCRD, err := os.ReadFile("testdata/crds/servicemonitors.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := deploy.Install(ctx, api.Config, smCRD, testNS, deploy.InstallOptions{}); err != nil {
-		t.Fatal(err)
+	// The Prometheus Operator's CRDs are there from the start; the snapshot CRD comes later.
+	for _, f := range []string{"testdata/crds/servicemonitors.yaml", "testdata/crds/prometheusrules.yaml"} {
+		crd, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := deploy.Install(ctx, api.Config, crd, testNS, deploy.InstallOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// A single-node control plane behind a proxy. Keystone is reachable only through the proxy,
@@ -272,6 +275,8 @@ func TestOperatorClusterSettings(t *testing.T) {
 			return eps == 3, fmt.Sprintf("%d endpoints", eps)
 		})
 	})
+
+	t.Run("the operator's metrics, for Prometheus", func(t *testing.T) { checkOperatorMetrics(t, h, saCfg) })
 
 	t.Run("VolumeSnapshotClass only once the snapshot CRD exists", func(t *testing.T) {
 		h.waitSyncs(2, staticName+"Controller") // a whole sync without the CRD

@@ -87,6 +87,9 @@ type manilaInputs struct {
 	storage *storageNetworks
 	// findings is where it publishes what it learned of Manila.
 	findings *machinery.Published[manilaFindings]
+	// accessRules counts the driver's volumes whose access rules are not active; nil where the
+	// driver is the platform's.
+	accessRules *accessRuleCheck
 }
 
 // classNames are the names of the StorageClasses an operator of one mode keeps.
@@ -139,6 +142,9 @@ func newManilaController(w wiring) *machinery.Controller {
 		upToDate: w.writer.UpToDate,
 		vars:     w.vars, recorder: w.recorder, storage: w.storage, findings: w.findings,
 	}}
+	if w.profile.deploysDriver {
+		c.accessRules = &accessRuleCheck{volumes: driverVolumes(w.kube.Core), recorder: w.recorder}
+	}
 	ctrl := w.loop.Controller(manilaName, c.sync, w.inf.Credentials, w.inf.StorageClasses, w.inf.ClusterConfig, w.inf.CRDs)
 	// The StorageClasses' nfs-shareClient follows where the workers mount from: the
 	// MachineSets, the Machines they make, and what discovery finds.
@@ -321,6 +327,9 @@ func (c *manilaController) check(ctx context.Context, src ManilaSource) ([]opera
 	types, err := src.ShareTypes(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.accessRules != nil {
+		c.accessRules.check(ctx, src)
 	}
 	if len(types) == 0 {
 		return nil, &ManilaError{Reason: ReasonNoShareTypes, Message: "Manila is in the Keystone catalog but offers no share types to this project: ask the cloud admin for one"}

@@ -47,6 +47,10 @@ type ManilaSource interface {
 	// Which one is the storage network is decided by (*openstack.Ranking).StorageNetwork, the
 	// rule the CLI uses too. Errors are *ManilaError.
 	Discover(ctx context.Context) (*openstack.Ranking, error)
+	// SharesWithRulesNotActive lists the project's shares whose access rules are not all
+	// applied: share ID to access_rules_status ("error", "syncing"). One request per page of
+	// shares. Errors are *ManilaError.
+	SharesWithRulesNotActive(ctx context.Context) (map[string]string, error)
 }
 
 // ManilaError says why Manila cannot be used, in words safe for conditions and events: never
@@ -61,7 +65,7 @@ func (e *ManilaError) Error() string { return e.Message }
 // APICounters counts the OpenStack calls the operator makes (exported as metrics; used by the
 // performance measurements).
 type APICounters struct {
-	Tokens, Catalogs, ShareTypeLists, ShareNetworkLists, Discoveries atomic.Int64
+	Tokens, Catalogs, ShareTypeLists, ShareNetworkLists, ShareLists, Discoveries atomic.Int64
 	// CapacityCounts counts the counts of a network's free addresses (a list of its subnets,
 	// then one of the ports per subnet).
 	CapacityCounts atomic.Int64
@@ -199,6 +203,26 @@ func (s *clientSource) ShareNetworks(ctx context.Context) ([]ShareNetwork, error
 			}
 		}
 		out = append(out, sn)
+	}
+	return out, nil
+}
+
+func (s *clientSource) SharesWithRulesNotActive(ctx context.Context) (map[string]string, error) {
+	c, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	OpenStackCalls.ShareLists.Add(1)
+	shares, err := c.Shares(ctx, openstack.ShareFilter{})
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := map[string]string{}
+	for _, sh := range shares {
+		// "" is a Manila older than 2.10, which does not say.
+		if sh.AccessRulesStatus != "" && sh.AccessRulesStatus != "active" {
+			out[sh.ID] = sh.AccessRulesStatus
+		}
 	}
 	return out, nil
 }

@@ -16,12 +16,12 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -52,6 +52,13 @@ type StartOptions struct {
 	ProbeAddress string
 	// Profiling adds Go's /debug/pprof/ handlers to HealthAddress (not to ProbeAddress).
 	Profiling bool
+	// MetricsAddress serves /metrics over HTTPS to callers allowed to get /metrics (for
+	// Prometheus: see secure_metrics.go); "" disables. The rendered Deployment binds it to the
+	// pod IP.
+	MetricsAddress string
+	// MetricsCertDir holds tls.crt and tls.key for MetricsAddress (service-ca's Secret); while
+	// it holds none, a self-signed certificate is served.
+	MetricsCertDir string
 }
 
 // DefaultMemoryLimit is the Go soft memory limit of `operator start` unless GOMEMLIMIT is set.
@@ -94,26 +101,42 @@ func Start(ctx context.Context, opts StartOptions) error {
 		opts.Identity = LeaderIdentity(os.Getenv)
 	}
 	ready := make(chan struct{})
+	reg := metricsRegistry()
+	shutdown := func(srv *http.Server) {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
 	for _, ep := range []struct {
 		addr    string
-		metrics bool
-	}{{opts.HealthAddress, true}, {opts.ProbeAddress, false}} {
+		metrics *prometheus.Registry
+	}{{opts.HealthAddress, reg}, {opts.ProbeAddress, nil}} {
 		if ep.addr == "" {
 			continue
 		}
-		srv, err := serveHealth(ep.addr, ready, ep.metrics, ep.metrics && opts.Profiling)
+		srv, err := serveHealth(ep.addr, ready, ep.metrics, ep.metrics != nil && opts.Profiling)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
+		defer shutdown(srv)
 	}
 	op, err := New(opts.KubeConfig, nil, opts.Config)
 	if err != nil {
 		return err
+	}
+	reg.MustRegister(conditionCollector{self: op.self})
+	if opts.MetricsAddress != "" {
+		mc := rest.AddUserAgent(rest.CopyConfig(opts.KubeConfig), operator.NamesFor(opts.Config.Mode).Operator+"-metrics")
+		mc.Wrap(machinery.CountRequests("metrics-auth"))
+		dyn, err := dynamic.NewForConfig(mc)
+		if err != nil {
+			return err
+		}
+		srv, err := serveSecureMetrics(opts.MetricsAddress, opts.MetricsCertDir, opts.Config.Namespace, reg, newMetricsAuth(dyn))
+		if err != nil {
+			return err
+		}
+		defer shutdown(srv)
 	}
 	run := func(ctx context.Context) {
 		close(ready)
@@ -337,7 +360,7 @@ func driverInstalled(l machinery.Listers) func() bool {
 // serveHealth serves /healthz (the process is alive), /readyz (this replica is leading and
 // its controllers run) and, with metrics, /metrics (Prometheus, including OpenStack call
 // counters).
-func serveHealth(addr string, ready <-chan struct{}, metrics, profiling bool) (*http.Server, error) {
+func serveHealth(addr string, ready <-chan struct{}, metrics *prometheus.Registry, profiling bool) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -349,8 +372,8 @@ func serveHealth(addr string, ready <-chan struct{}, metrics, profiling bool) (*
 		}
 	})
 	what := "/healthz and /readyz"
-	if metrics {
-		mux.Handle("/metrics", promhttp.HandlerFor(metricsRegistry(), promhttp.HandlerOpts{}))
+	if metrics != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 		what = "/healthz, /readyz and /metrics"
 	}
 	if profiling {
@@ -388,26 +411,6 @@ func listenAddress(addr string) string {
 		return net.JoinHostPort(addr[:i], addr[i+1:])
 	}
 	return addr
-}
-
-func metricsRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), machinery.KubeRequests,
-		MachinesWithoutStorageAddress, StorageSubnetFreeAddresses)
-	for name, c := range map[string]func() int64{
-		"tokens":              OpenStackCalls.Tokens.Load,
-		"catalog_reads":       OpenStackCalls.Catalogs.Load,
-		"share_type_lists":    OpenStackCalls.ShareTypeLists.Load,
-		"share_network_lists": OpenStackCalls.ShareNetworkLists.Load,
-		"discoveries":         OpenStackCalls.Discoveries.Load,
-		"capacity_counts":     OpenStackCalls.CapacityCounts.Load,
-	} {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "manila_operator_openstack_" + name + "_total",
-			Help: "OpenStack requests made by the operator: " + name,
-		}, func() float64 { return float64(c()) }))
-	}
-	return reg
 }
 
 // LeaderIdentity names this replica in the Lease: the pod's name (the rendered Deployment passes

@@ -34,12 +34,12 @@ func TestListenAddress(t *testing.T) {
 // else: metrics stay on the loopback endpoint.
 func TestProbeAndMetricsEndpoints(t *testing.T) {
 	ready := make(chan struct{})
-	probe, err := serveHealth("127.0.0.1:0", ready, false, false)
+	probe, err := serveHealth("127.0.0.1:0", ready, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer probe.Close()
-	metrics, err := serveHealth("127.0.0.1:0", ready, true, false)
+	metrics, err := serveHealth("127.0.0.1:0", ready, metricsRegistry(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ var StaticAssets = []string{
 	"controller_pdb.yaml",
 	"networkpolicy_controller.yaml",
 	"service.yaml",
+	"operator_metrics_service.yaml",
 	"cabundle_cm.yaml",
 	"runtime_config_cm.yaml",
 }
@@ -47,6 +48,8 @@ const staticRBACCount = 14
 // conditionalAssets are applied only when their CRD is installed.
 var conditionalAssets = []struct{ file, crd string }{
 	{"servicemonitor.yaml", "servicemonitors.monitoring.coreos.com"},
+	{"operator_servicemonitor.yaml", "servicemonitors.monitoring.coreos.com"},
+	{"prometheusrule.yaml", "prometheusrules.monitoring.coreos.com"},
 	{"volumesnapshotclass.yaml", "volumesnapshotclasses.snapshot.storage.k8s.io"},
 }
 

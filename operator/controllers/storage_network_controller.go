@@ -151,6 +151,8 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Contro
 		return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus())
 	}
 	sets, status, reason, msg := c.verdict()
+	id, _, _ := c.network()
+	MachineSetsNotAttached.Set(float64(len(setsNotAttached(sets, id))))
 	if status == operatorv1.ConditionTrue {
 		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg)
 	}
@@ -447,13 +449,7 @@ func storageNetworkFrom(ranking *openstack.Ranking, discoveryErr error, ran bool
 func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why string) (operatorv1.ConditionStatus, string, string) {
 	const fix = "run manila-setup networks attach"
 	if id != "" {
-		var missing []string
-		for _, u := range sets {
-			if !machineSetAttached(u, id) {
-				missing = append(missing, u.GetName())
-			}
-		}
-		if len(missing) > 0 {
+		if missing := setsNotAttached(sets, id); len(missing) > 0 {
 			return operatorv1.ConditionFalse, "MachineSetsNotAttached",
 				fmt.Sprintf("MachineSets %s do not attach their machines to the storage network %s (%s), so their nodes cannot mount Manila shares: %s",
 					strings.Join(missing, ", "), id, how, fix)
@@ -501,6 +497,21 @@ func storageNetworkVerdict(sets []*unstructured.Unstructured, id, how, why strin
 	return operatorv1.ConditionTrue, "AttachedByManilaSetup",
 		fmt.Sprintf("every MachineSet (%d) attaches its machines to the networks %s that manila-setup recorded attaching (the storage network itself is not known: %s)",
 			len(sets), strings.Join(nets, ", "), why)
+}
+
+// setsNotAttached are the MachineSets whose providerSpec gives their machines no port on the
+// storage network id; none while it is not known ("").
+func setsNotAttached(sets []*unstructured.Unstructured, id string) []string {
+	if id == "" {
+		return nil
+	}
+	var out []string
+	for _, u := range sets {
+		if !machineSetAttached(u, id) {
+			out = append(out, u.GetName())
+		}
+	}
+	return out
 }
 
 // machineSetAttached reports whether the MachineSet's machines get a port on the network, by

@@ -279,6 +279,7 @@ var operandKinds = []schema.GroupVersionResource{
 	{Group: "apps", Version: "v1", Resource: "deployments"},
 	{Group: "apps", Version: "v1", Resource: "daemonsets"},
 	{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"},
+	{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"},
 	{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"},
 }
 

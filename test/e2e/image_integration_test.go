@@ -4,14 +4,17 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +24,8 @@ import (
 	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -122,7 +127,7 @@ func TestOperatorImage(t *testing.T) {
 	if img := dep.Spec.Template.Spec.Containers[0].Image; img != first.ref {
 		t.Fatalf("the installed Deployment runs image %s, want the one built, %s", img, first.ref)
 	}
-	run, probes := podmanRunArgs(t, dep.Spec.Template.Spec, saDir, api)
+	run, probes, metrics := podmanRunArgs(t, dep.Spec.Template.Spec, saDir, api)
 	op := startContainer(t, podmanRoot, run)
 
 	classes := waitStorageClasses(t, ctx, sim, op, operator.DefaultNamespace, cloud.Seed.ShareTypes, []string{"csi-manila-cephfs-fast", "csi-manila-default"})
@@ -182,6 +187,7 @@ func TestOperatorImage(t *testing.T) {
 		t.Errorf("no %s condition: %+v", operator.ConditionStorageNetworkReachable, d.Status.Conditions)
 	}
 	t.Logf("$ manila-setup operator status\n%s", status)
+	scrapeOperatorMetrics(t, ctx, sim, ns, metrics, op)
 
 	// MANILA_SETUP_IMAGE_SOAK=10m keeps the container running that long and reports the
 	// operator's memory inside it, for docs/performance.md (not part of make test).
@@ -273,15 +279,15 @@ func podmanCleanup(root string) {
 
 // podmanRunArgs turns the operator Deployment's pod spec into `podman run` arguments, as the
 // kubelet would run it, with the pod's network being the host's (where the API server and the
-// cloud listen). It returns the arguments and the address of the probes.
-func podmanRunArgs(t *testing.T, pod corev1.PodSpec, saDir string, api *url.URL) ([]string, string) {
+// cloud listen). It returns the arguments and the addresses of the probes and of the metrics.
+func podmanRunArgs(t *testing.T, pod corev1.PodSpec, saDir string, api *url.URL) (args []string, probes, metrics string) {
 	t.Helper()
 	if len(pod.Containers) != 1 {
 		t.Fatalf("the operator pod has %d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
 	podIP := "127.0.0.1"
-	probes := net.JoinHostPort(podIP, freePort(t))
+	probes = net.JoinHostPort(podIP, freePort(t))
 	env := map[string]string{
 		"KUBERNETES_SERVICE_HOST": api.Hostname(),
 		"KUBERNETES_SERVICE_PORT": api.Port(),
@@ -298,7 +304,7 @@ func podmanRunArgs(t *testing.T, pod corev1.PodSpec, saDir string, api *url.URL)
 			t.Fatalf("env %s: a source this test does not emulate: %+v", e.Name, e.ValueFrom)
 		}
 	}
-	args := []string{"run", "--rm", "--network", "host", "--name", "manila-setup-operator-imagetest",
+	args = []string{"run", "--rm", "--network", "host", "--name", "manila-setup-operator-imagetest",
 		"--volume", saDir + ":/var/run/secrets/kubernetes.io/serviceaccount:ro"}
 	if sc := c.SecurityContext; sc != nil {
 		if ptr.Deref(sc.ReadOnlyRootFilesystem, false) {
@@ -327,6 +333,9 @@ func podmanRunArgs(t *testing.T, pod corev1.PodSpec, saDir string, api *url.URL)
 			a = "--health-address=" + net.JoinHostPort("127.0.0.1", freePort(t)) // the host's 8443 may be taken
 		case strings.HasPrefix(a, "--probe-address="):
 			a = "--probe-address=" + probes
+		case strings.HasPrefix(a, "--metrics-address="):
+			metrics = net.JoinHostPort(podIP, freePort(t))
+			a = "--metrics-address=" + metrics
 		}
 		args = append(args, strings.ReplaceAll(a, "$(POD_IP)", podIP))
 	}
@@ -335,7 +344,7 @@ func podmanRunArgs(t *testing.T, pod corev1.PodSpec, saDir string, api *url.URL)
 	if os.Getenv("MANILA_SETUP_IMAGE_SOAK") == "" {
 		args = append(args, "--resync=10s")
 	}
-	return args, probes
+	return args, probes, metrics
 }
 
 func freePort(t *testing.T) string {
@@ -404,4 +413,80 @@ func waitHTTP(ctx context.Context, url string, op *operatorProcess) error {
 		return fmt.Errorf("%v (last: %s)", err, last)
 	}
 	return nil
+}
+
+// scrapeOperatorMetrics scrapes the containerised operator's /metrics as OpenShift's Prometheus
+// does: over HTTPS on the pod IP, with the token of a ServiceAccount granted "get" on /metrics.
+// No service-ca runs here, so the operator serves its self-signed certificate, for the names of
+// its metrics Service.
+func scrapeOperatorMetrics(t *testing.T, ctx context.Context, sim *testenv.SimCluster, ns, addr string, op *operatorProcess) {
+	t.Helper()
+	if addr == "" {
+		t.Fatal("the operator Deployment has no --metrics-address")
+	}
+	const promNS, promSA = "openshift-monitoring", "prometheus-k8s"
+	if _, err := sim.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: promNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := sim.Client.CoreV1().ServiceAccounts(promNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: promSA}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := sim.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "imagetest-metrics-reader"},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "imagetest-metrics-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "imagetest-metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: promNS, Name: promSA}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := sim.Client.CoreV1().ServiceAccounts(promNS).CreateToken(ctx, promSA,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := "manila-csi-driver-operator-metrics." + ns + ".svc"
+	var served []string
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		// Self-signed: what is checked is the names it is for.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			served = cs.PeerCertificates[0].DNSNames
+			return nil
+		}}}}
+	var body, last string
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := op.alive(); err != nil {
+			return false, err
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+		resp, err := client.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body, last = string(b), resp.Status
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("scraping https://%s/metrics with Prometheus' token: %v (last: %s)\n%s", addr, err, last, op.tail())
+	}
+	if !slices.Contains(served, service) {
+		t.Errorf("the metrics certificate is for %v, want %s among its names", served, service)
+	}
+	want := `manila_operator_condition{condition="ManilaControllerDisabled",reason="ManilaAvailable",status="False"} 1`
+	if !strings.Contains(body, want) {
+		t.Errorf("no %s in the scrape of the image's operator", want)
+	}
+	resp, err := client.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without a token: %s, want 401 Unauthorized", resp.Status)
+	}
 }

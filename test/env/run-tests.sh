@@ -87,6 +87,11 @@ step "Machine API controllers (cached afterwards)"
 MANILA_SETUP_MACHINEAPI_BIN=$(bash "$here/machineapi/build.sh")
 export MANILA_SETUP_MACHINEAPI_BIN
 
+# promtool, for the checks and unit tests of the operator's alert rules (test/alerts).
+step "promtool (cold: about 5 minutes; cached afterwards)"
+MANILA_SETUP_PROMTOOL=$(bash "$here/promtool/build.sh")
+export MANILA_SETUP_PROMTOOL
+
 # The real node's other operand images and its CNI plugins.
 step "real node: operand binaries and CNI plugins (cached afterwards)"
 MANILA_SETUP_OPERAND_BIN=$(bash "$here/node/operands.sh")

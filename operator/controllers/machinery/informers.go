@@ -34,6 +34,7 @@ import (
 var (
 	ClusterCSIDriverGVR = operatorv1.GroupVersion.WithResource("clustercsidrivers")
 	ServiceMonitorGVR   = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+	PrometheusRuleGVR   = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}
 	SnapshotClassGVR    = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
 	MachineSetGVR       = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
 	// ControlPlaneMachineSetGVR: the masters' set (one, named ControlPlaneMachineSetName).
@@ -341,8 +342,9 @@ func (s *Informers) Dynamic(gvr schema.GroupVersionResource) cache.SharedIndexIn
 	if !ok {
 		ns, tweak := metav1.NamespaceAll, managedSelectorTweak
 		switch gvr {
-		case ServiceMonitorGVR:
-			// The operator may read ServiceMonitors in its namespace only (Role, not ClusterRole).
+		case ServiceMonitorGVR, PrometheusRuleGVR:
+			// The operator may read ServiceMonitors and PrometheusRules in its namespace only
+			// (Role, not ClusterRole).
 			ns = s.ns
 		case MachineSetGVR, MachineGVR, ControlPlaneMachineSetGVR:
 			ns, tweak = MachineAPINamespace, nil

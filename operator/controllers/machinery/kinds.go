@@ -193,6 +193,8 @@ var Kinds = []*Kind{
 	// CRDs that may appear at run time: compared by the hash of what the operator sets.
 	{GVK: ServiceMonitorGVR.GroupVersion().WithKind("ServiceMonitor"), Resource: ServiceMonitorGVR.Resource, Namespaced: true,
 		Stamp: stampUnstructured, UpToDate: unstructuredUpToDate},
+	{GVK: PrometheusRuleGVR.GroupVersion().WithKind("PrometheusRule"), Resource: PrometheusRuleGVR.Resource, Namespaced: true,
+		Stamp: stampUnstructured, UpToDate: unstructuredUpToDate},
 	{GVK: SnapshotClassGVR.GroupVersion().WithKind("VolumeSnapshotClass"), Resource: SnapshotClassGVR.Resource,
 		Stamp: stampUnstructured, UpToDate: unstructuredUpToDate},
 }

@@ -1,0 +1,68 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// rulesSource answers SharesWithRulesNotActive only.
+type rulesSource struct {
+	ManilaSource
+	states map[string]string
+	err    error
+}
+
+func (s rulesSource) SharesWithRulesNotActive(context.Context) (map[string]string, error) {
+	return s.states, s.err
+}
+
+func TestAccessRuleCheck(t *testing.T) {
+	listed := 0
+	vols := map[string]string{"share-a": "pvc-a", "share-b": "pvc-b", "share-c": "pvc-c"}
+	events := &eventLog{}
+	a := &accessRuleCheck{recorder: events, volumes: func(context.Context) (map[string]string, error) {
+		listed++
+		return vols, nil
+	}}
+	count := func(state string) float64 {
+		var m dto.Metric
+		if err := VolumesAccessRulesNotActive.WithLabelValues(state).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+
+	// Every share active: no PersistentVolume list, both counts 0.
+	a.check(context.Background(), rulesSource{states: map[string]string{}})
+	if listed != 0 || count("error") != 0 || count("syncing") != 0 || len(events.events) != 0 {
+		t.Fatalf("all active: listed %d, error %v, syncing %v, events %v", listed, count("error"), count("syncing"), events.events)
+	}
+
+	// A share of another cluster (not one of the driver's volumes) is not counted.
+	states := map[string]string{"share-a": "error", "share-b": "syncing", "share-c": "error", "share-other": "error"}
+	a.check(context.Background(), rulesSource{states: states})
+	if listed != 1 || count("error") != 2 || count("syncing") != 1 {
+		t.Fatalf("listed %d, error %v, syncing %v", listed, count("error"), count("syncing"))
+	}
+	if len(events.events) != 1 || !strings.Contains(events.events[0], "pvc-a (share share-a: error)") ||
+		!strings.Contains(events.events[0], "openstack share access list") || strings.Contains(events.events[0], "share-other") {
+		t.Fatalf("events %v", events.events)
+	}
+
+	// The same again: no second event. Manila failing: the counts stay.
+	a.check(context.Background(), rulesSource{states: states})
+	a.check(context.Background(), rulesSource{err: errors.New("Manila did not answer")})
+	if len(events.events) != 1 || count("error") != 2 {
+		t.Fatalf("events %v, error %v", events.events, count("error"))
+	}
+
+	// Fixed.
+	a.check(context.Background(), rulesSource{states: map[string]string{}})
+	if count("error") != 0 || count("syncing") != 0 {
+		t.Fatalf("fixed: error %v, syncing %v", count("error"), count("syncing"))
+	}
+}
