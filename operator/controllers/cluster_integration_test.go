@@ -277,6 +277,7 @@ func TestOperatorClusterSettings(t *testing.T) {
 	})
 
 	t.Run("the operator's metrics, for Prometheus", func(t *testing.T) { checkOperatorMetrics(t, h, saCfg) })
+	t.Run("a volume whose share's access rules failed is counted and named", func(t *testing.T) { checkAccessRulesMetric(t, h, cloud) })
 
 	t.Run("VolumeSnapshotClass only once the snapshot CRD exists", func(t *testing.T) {
 		h.waitSyncs(2, staticName+"Controller") // a whole sync without the CRD
