@@ -258,7 +258,9 @@ func checkAccessRulesMetric(t *testing.T, h *harness, cloud *testenv.Cloud) {
 	if _, err := h.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = h.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
 	count := func(state string) float64 {
 		var m dto.Metric
 		if err := VolumesAccessRulesNotActive.WithLabelValues(state).Write(&m); err != nil {

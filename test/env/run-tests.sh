@@ -88,7 +88,7 @@ MANILA_SETUP_MACHINEAPI_BIN=$(bash "$here/machineapi/build.sh")
 export MANILA_SETUP_MACHINEAPI_BIN
 
 # promtool, for the checks and unit tests of the operator's alert rules (test/alerts).
-step "promtool (cold: about 5 minutes; cached afterwards)"
+step "promtool (cold: about 3 minutes; cached afterwards)"
 MANILA_SETUP_PROMTOOL=$(bash "$here/promtool/build.sh")
 export MANILA_SETUP_PROMTOOL
 
