@@ -1,12 +1,18 @@
 package controllers
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Without service-ca's files the handshake gets a self-signed certificate for the Service's
@@ -67,4 +73,37 @@ func TestServingCertFollowsTheMountedSecret(t *testing.T) {
 	if got := leaf(); got.SerialNumber.Cmp(fallback.SerialNumber) == 0 {
 		t.Fatal("fell back to the self-signed certificate during a renewal")
 	}
+}
+
+// BenchmarkMetricsScrape is one scrape of the operator's metrics, as Prometheus makes every
+// 30 s: the whole registry, with the conditions of a healthy driver-mode ClusterCSIDriver, and
+// the bearer token's review answered from the cache.
+func BenchmarkMetricsScrape(b *testing.B) {
+	d := &operatorv1.ClusterCSIDriver{}
+	for _, c := range []string{"ManilaControllerDisabled", "ManilaReachable", "ManilaControllerAvailable", "ManilaControllerDegraded",
+		"StorageNetworkReachable", "StorageClassesValid", "DriverMode", "DriverSecretAvailable", "DriverSecretDegraded",
+		"MetricsServingCertAvailable", "MetricsServingCertDegraded", "ManilaDriverStaticResourcesAvailable", "ManilaDriverStaticResourcesDegraded",
+		"ManilaDriverControllerServiceAvailable", "ManilaDriverControllerServiceProgressing", "ManilaDriverControllerServiceDegraded",
+		"ManilaDriverNodeServiceAvailable", "ManilaDriverNodeServiceProgressing", "ManilaDriverNodeServiceDegraded",
+		"NFSDriverNodeServiceAvailable", "NFSDriverNodeServiceProgressing", "NFSDriverNodeServiceDegraded"} {
+		d.Status.Conditions = append(d.Status.Conditions, operatorv1.OperatorCondition{Type: c, Status: operatorv1.ConditionTrue, Reason: "AsExpected"})
+	}
+	reg := metricsRegistry()
+	reg.MustRegister(conditionCollector{self: func() *operatorv1.ClusterCSIDriver { return d }})
+	auth := newMetricsAuth(nil)
+	auth.cache[sha256.Sum256([]byte("token"))] = review{user: "system:serviceaccount:openshift-monitoring:prometheus-k8s", allowed: true, until: time.Now().Add(time.Hour)}
+	h := auth.wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer token")
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+		size = w.Body.Len()
+	}
+	b.ReportMetric(float64(size), "bytes/scrape")
 }
