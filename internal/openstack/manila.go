@@ -78,9 +78,6 @@ type Share struct {
 	// Size is in GiB.
 	Size            int              `json:"size,omitempty"`
 	ExportLocations []ExportLocation `json:"exportLocations,omitempty"`
-	// AccessRulesStatus sums up the share's access rules: "active" when every rule is applied,
-	// "error" when one failed, "syncing" while some are queued or being applied.
-	AccessRulesStatus string `json:"accessRulesStatus,omitempty"`
 }
 
 // ExportLocation is where a share is mounted from.
@@ -148,8 +145,13 @@ type wireShare struct {
 	AvailabilityZone string   `json:"availability_zone"`
 	Size             int      `json:"size"`
 	ExportLocations  []string `json:"export_locations"` // microversions up to 2.8 only
-	// AccessRulesStatus is "active", "error" or "syncing" (microversion 2.10 and later).
-	AccessRulesStatus string `json:"access_rules_status"`
+}
+
+// wireShareRules is a share as SharesWithRulesNotActive reads it: the rest of the answer is
+// skipped without being kept.
+type wireShareRules struct {
+	ID                string `json:"id"`
+	AccessRulesStatus string `json:"access_rules_status"` // microversion 2.10 and later
 }
 
 type wireExportLocation struct {
@@ -390,8 +392,30 @@ func (c *Client) Shares(ctx context.Context, f ShareFilter) ([]Share, error) {
 
 func shareFromWire(w wireShare) Share {
 	return Share{ID: w.ID, Name: w.Name, Status: w.Status, Protocol: strings.ToUpper(w.ShareProto),
-		ShareType: coalesce(w.ShareTypeName, w.ShareType), ShareNetworkID: w.ShareNetworkID, AvailabilityZone: w.AvailabilityZone, Size: w.Size,
-		AccessRulesStatus: w.AccessRulesStatus}
+		ShareType: coalesce(w.ShareTypeName, w.ShareType), ShareNetworkID: w.ShareNetworkID, AvailabilityZone: w.AvailabilityZone, Size: w.Size}
+}
+
+// SharesWithRulesNotActive lists the project's shares whose access rules are not all applied,
+// share ID to Manila's access_rules_status: "error" (a rule failed) or "syncing" (rules queued
+// or being applied). Manila sums up each share's rules in that field, so one list of the
+// shares, read for those two fields only, answers for all of them: one request per page.
+func (c *Client) SharesWithRulesNotActive(ctx context.Context) (map[string]string, error) {
+	m, err := c.manilaConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wires, err := manilaList[wireShareRules](ctx, c, m.sc, call{service: "Manila", what: "listing shares"}, "shares/detail", "shares", nil)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, w := range wires {
+		// "" is a Manila older than 2.10, which does not say.
+		if w.AccessRulesStatus != "" && w.AccessRulesStatus != "active" {
+			out[w.ID] = w.AccessRulesStatus
+		}
+	}
+	return out, nil
 }
 
 // Share returns one share, with its export locations once it is available. A share that does

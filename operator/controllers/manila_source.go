@@ -213,18 +213,11 @@ func (s *clientSource) SharesWithRulesNotActive(ctx context.Context) (map[string
 		return nil, err
 	}
 	OpenStackCalls.ShareLists.Add(1)
-	shares, err := c.Shares(ctx, openstack.ShareFilter{})
+	states, err := c.SharesWithRulesNotActive(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
-	out := map[string]string{}
-	for _, sh := range shares {
-		// "" is a Manila older than 2.10, which does not say.
-		if sh.AccessRulesStatus != "" && sh.AccessRulesStatus != "active" {
-			out[sh.ID] = sh.AccessRulesStatus
-		}
-	}
-	return out, nil
+	return states, nil
 }
 
 func (s *clientSource) Discover(ctx context.Context) (*openstack.Ranking, error) {
