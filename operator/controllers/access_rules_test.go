@@ -5,19 +5,45 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 )
 
-// rulesSource answers SharesWithRulesNotActive only.
+// rulesSource answers SharesWithRulesNotActive only, and counts the questions.
 type rulesSource struct {
 	ManilaSource
 	states map[string]string
 	err    error
+	asked  *int
 }
 
 func (s rulesSource) SharesWithRulesNotActive(context.Context) (map[string]string, error) {
+	if s.asked != nil {
+		*s.asked++
+	}
 	return s.states, s.err
+}
+
+// While every share's rules are active, Manila is asked every accessRulesEvery resyncs only;
+// while one is not, at every resync.
+func TestAccessRuleCheckCadence(t *testing.T) {
+	asked := 0
+	a := &accessRuleCheck{recorder: &eventLog{}, every: time.Hour,
+		volumes: func(context.Context) (map[string]string, error) { return map[string]string{"share-a": "pvc-a"}, nil }}
+	for range 3 {
+		a.check(context.Background(), rulesSource{states: map[string]string{}, asked: &asked})
+	}
+	if asked != 1 {
+		t.Fatalf("all active: asked %d times in three resyncs, want 1", asked)
+	}
+	a.checkedAt = a.checkedAt.Add(-time.Hour)
+	for range 3 {
+		a.check(context.Background(), rulesSource{states: map[string]string{"share-a": "syncing"}, asked: &asked})
+	}
+	if asked != 4 {
+		t.Fatalf("one syncing: asked %d times, want 4 (once when due, then at every resync)", asked)
+	}
 }
 
 func TestAccessRuleCheck(t *testing.T) {

@@ -143,7 +143,7 @@ func newManilaController(w wiring) *machinery.Controller {
 		vars:     w.vars, recorder: w.recorder, storage: w.storage, findings: w.findings,
 	}}
 	if w.profile.deploysDriver {
-		c.accessRules = &accessRuleCheck{volumes: driverVolumes(w.kube.Core), recorder: w.recorder}
+		c.accessRules = &accessRuleCheck{volumes: driverVolumes(w.kube.Core), recorder: w.recorder, every: accessRulesEvery * w.cfg.Resync * 9 / 10}
 	}
 	ctrl := w.loop.Controller(manilaName, c.sync, w.inf.Credentials, w.inf.StorageClasses, w.inf.ClusterConfig, w.inf.CRDs)
 	// The StorageClasses' nfs-shareClient follows where the workers mount from: the
