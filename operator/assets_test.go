@@ -29,7 +29,7 @@ var testImages = Images{
 }
 
 func testVars() map[string]string {
-	v := map[string]string{"NAMESPACE": "openshift-cluster-csi-drivers", "LOG_LEVEL": "2", "CLUSTER_ID": "test-cluster", "RUNTIME_CONFIG": `{"nfs":{"matchExportLocationAddress":"10.0.0.0/24"}}`}
+	v := map[string]string{"NAMESPACE": "openshift-cluster-csi-drivers", "LOG_LEVEL": "2", "CLUSTER_ID": "test-cluster", "OPERATOR_NAME": "manila-csi-driver-operator", "RUNTIME_CONFIG": `{"nfs":{"matchExportLocationAddress":"10.0.0.0/24"}}`}
 	im := testImages
 	for k, p := range im.ImageEnv() {
 		v[k] = *p

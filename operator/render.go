@@ -39,6 +39,12 @@ type RenderOptions struct {
 	MachineNetworks []string
 }
 
+// CompanionMonitoringAssets are the objects that let Prometheus scrape the companion and alert
+// on what it finds: the same as the driver-mode operator keeps for itself. Install writes the
+// ServiceMonitor and the PrometheusRule only where the cluster serves their kinds.
+var CompanionMonitoringAssets = []string{"rbac/prometheus_role.yaml", "rbac/prometheus_rolebinding.yaml",
+	"operator_metrics_service.yaml", "operator_servicemonitor.yaml", "prometheusrule.yaml"}
+
 // CredentialsRequestAsset is the CredentialsRequest Render adds with RenderOptions.CredentialsRequest.
 const CredentialsRequestAsset = "credentials/credentialsrequest.yaml"
 
@@ -93,6 +99,11 @@ func Render(opts RenderOptions) ([]byte, error) {
 	}
 	if opts.CredentialsRequest {
 		files = append(files, CredentialsRequestAsset)
+	}
+	if names.Mode == platform.ModeCompanion {
+		// In driver mode the operator keeps these itself (operator/controllers: static.go); the
+		// companion writes nothing but StorageClasses, so they come with its install.
+		files = append(files, CompanionMonitoringAssets...)
 	}
 	var out bytes.Buffer
 	for _, name := range files {

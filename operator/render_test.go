@@ -4,12 +4,15 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 // The rendered operator Deployment probes the health endpoint on the pod IP, which the kubelet
@@ -229,5 +232,48 @@ func TestRenderMachineNetworks(t *testing.T) {
 	bad.MachineNetworks = []string{"10.0.0.0/8", "all"}
 	if _, err := Render(bad); err == nil || !strings.Contains(err.Error(), `--machine-network[1]: Invalid value: "all"`) {
 		t.Errorf("Render with a bad CIDR: %v", err)
+	}
+}
+
+// The companion comes with what lets Prometheus scrape it and alert on what it finds, in its
+// own namespace: the same Service, ServiceMonitor and PrometheusRule the driver-mode operator
+// keeps for itself, the Service selecting the companion's pod, which serves /metrics over HTTPS.
+func TestRenderCompanionMonitoring(t *testing.T) {
+	out, err := Render(RenderOptions{Mode: platform.ModeCompanion, OperatorImage: "example.test/op:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := NamesFor(platform.ModeCompanion)
+	found := map[string]*unstructured.Unstructured{}
+	for _, u := range objs {
+		found[u.GetKind()+"/"+u.GetName()] = u
+	}
+	for _, want := range []string{"Service/manila-csi-driver-operator-metrics", "ServiceMonitor/manila-csi-driver-operator-monitor",
+		"PrometheusRule/manila-csi-driver-operator", "Role/manila-csi-driver-prometheus", "RoleBinding/manila-csi-driver-prometheus"} {
+		if u := found[want]; u == nil {
+			t.Errorf("no %s rendered for the companion", want)
+		} else if u.GetNamespace() != names.Namespace {
+			t.Errorf("%s in namespace %s, want %s", want, u.GetNamespace(), names.Namespace)
+		}
+	}
+	if svc := found["Service/manila-csi-driver-operator-metrics"]; svc != nil {
+		sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+		if sel["name"] != names.Operator {
+			t.Errorf("the metrics Service selects %v, want name=%s", sel, names.Operator)
+		}
+	}
+	dep := found["Deployment/"+names.Operator]
+	if dep == nil {
+		t.Fatal("no companion Deployment")
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	c, _ := containers[0].(map[string]any)
+	got, _, _ := unstructured.NestedStringSlice(c, "args")
+	if !slices.Contains(got, "--metrics-address=$(POD_IP):9443") || !slices.Contains(got, "--metrics-cert-dir=/var/run/secrets/serving-cert") {
+		t.Errorf("companion args %v: want /metrics over HTTPS on the pod IP", got)
 	}
 }

@@ -343,7 +343,13 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	applied, err := deploy.Install(ctx, o.cfg, rendered, o.Namespace, deploy.InstallOptions{Credentials: o.credentials, ForceConflicts: o.ForceConflicts})
+	type notApplied struct {
+		Object string `json:"object"`
+		Why    string `json:"why"`
+	}
+	skipped := []notApplied{}
+	applied, err := deploy.Install(ctx, o.cfg, rendered, o.Namespace, deploy.InstallOptions{Credentials: o.credentials, ForceConflicts: o.ForceConflicts,
+		OnSkipped: func(object, why string) { skipped = append(skipped, notApplied{object, why}) }})
 	var refused *deploy.RefusedError
 	var owned *deploy.OwnershipError
 	switch {
@@ -353,10 +359,13 @@ func (o *OperatorInstallOptions) Run(ctx context.Context) error {
 		return environmentError(err)
 	}
 	if g.Output != outputText {
-		return printStructured(streams.Out, g.Output, map[string]any{"applied": applied})
+		return printStructured(streams.Out, g.Output, map[string]any{"applied": applied, "skipped": skipped})
 	}
 	for _, a := range applied {
 		fmt.Fprintf(streams.Out, "%s applied\n", a)
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(streams.Out, "%s not applied: %s\n", sk.Object, sk.Why)
 	}
 	if plan == deploy.CredentialsCCO {
 		fmt.Fprintf(streams.Out, "The cloud-credential operator writes Secret %s/%s from the cluster's own credentials (no --os-cloud given).\n",

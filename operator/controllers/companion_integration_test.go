@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,11 +91,20 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 	// The installer as the CLI identifies itself, so that the audit below tells its writes.
 	installCfg := rest.CopyConfig(api.Config)
 	installCfg.UserAgent = "manila-setup/test"
-	applied, err := deploy.Install(ctx, installCfg, rendered, operator.CompanionNamespace, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds}})
+	var skipped []string
+	applied, err := deploy.Install(ctx, installCfg, rendered, operator.CompanionNamespace, deploy.InstallOptions{Credentials: map[string][]byte{operator.CredentialsKey: creds},
+		OnSkipped: func(object, why string) { skipped = append(skipped, object) }})
 	if err != nil {
 		t.Fatalf("installing the companion beside the platform: %v (applied %v)", err, applied)
 	}
 	t.Logf("installed: %s", strings.Join(applied, ", "))
+	// This cluster has no Prometheus Operator: its two kinds are left out, the rest is there.
+	if want := []string{"servicemonitor/manila-csi-driver-operator-monitor", "prometheusrule/manila-csi-driver-operator"}; !slices.Equal(skipped, want) {
+		t.Errorf("skipped %v, want %v", skipped, want)
+	}
+	if !slices.Contains(applied, "service/manila-csi-driver-operator-metrics") {
+		t.Errorf("the companion's metrics Service was not applied: %v", applied)
+	}
 
 	sa := "system:serviceaccount:" + operator.CompanionNamespace + ":" + operator.CompanionOperatorName
 	opCfg, err := api.UserConfig(sa, "system:serviceaccounts", "system:serviceaccounts:"+operator.CompanionNamespace, "system:authenticated")
@@ -137,6 +147,12 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 		c := h.condition(typ)
 		t.Logf("ManilaCompanion %s=%s (%s): %s", typ, c.Status, c.Reason, c.Message)
 	}
+
+	t.Run("its conditions, for Prometheus, with the companion's own RBAC", func(t *testing.T) {
+		defer func(parent *testing.T) { h.t = parent }(h.t)
+		h.t = t
+		serveForPrometheus(t, h, opCfg, operator.CompanionNamespace).checkConditions(t, h)
+	})
 
 	// The window.
 	start := time.Now()
@@ -223,6 +239,9 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 			w.Resource == operator.CompanionResource+"/status" && w.Name == operator.CompanionName,
 			w.Resource == "events":
 			count[w.Resource]++
+		case w.Resource == "tokenreviews", w.Resource == "subjectaccessreviews":
+			// Questions to the API server about a caller of /metrics: they store nothing.
+			count["reviews (no object)"]++
 		default:
 			t.Errorf("the companion wrote outside its own objects: %s", w)
 		}

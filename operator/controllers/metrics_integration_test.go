@@ -39,65 +39,41 @@ import (
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
-// checkOperatorMetrics serves the running operator's metrics as `operator start
-// --metrics-address` does, with the operator's own client (saCfg) asking the real API server
-// who a caller is and what it may do, and scrapes them as OpenShift's Prometheus does: with a
-// ServiceAccount token, over TLS verified against the serving certificate service-ca would
-// have written. The scrape must hold every operator metric the alert rules use.
-func checkOperatorMetrics(t *testing.T, h *harness, saCfg *rest.Config) {
-	defer func(parent *testing.T) { h.t = parent }(h.t)
-	h.t = t
+// metricsEndpoint is the running operator's /metrics as `operator start --metrics-address`
+// serves it, with the operator's own client asking the real API server who a caller is and what
+// it may do, and a ServiceAccount token of OpenShift's Prometheus granted /metrics.
+type metricsEndpoint struct {
+	t       *testing.T
+	ctx     context.Context
+	names   []string
+	certDir string
+	addr    string
+	pool    *x509.CertPool
+	token   string
+}
+
+// serveForPrometheus serves the operator's metrics (h.op, its client saCfg) for the metrics
+// Service of namespace, checks that a caller without a token, with an unknown one, and with
+// Prometheus' before it is granted /metrics is refused, grants it, and returns once a scrape
+// succeeds.
+func serveForPrometheus(t *testing.T, h *harness, saCfg *rest.Config, namespace string) *metricsEndpoint {
+	t.Helper()
 	ctx := h.ctx
 	reg := metricsRegistry()
 	reg.MustRegister(conditionCollector{self: h.op.self})
-	certDir := t.TempDir()
-	names := servingCertNames(OperatorMetricsService, testNS)
-	writeCert := func() *x509.CertPool {
-		t.Helper()
-		crt, key, err := newServingCert(names, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		// As the kubelet updates a Secret volume: the new files appear at once.
-		for name, b := range map[string][]byte{"tls.crt": crt, "tls.key": key} {
-			tmp := filepath.Join(certDir, "."+name)
-			if err := os.WriteFile(tmp, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Rename(tmp, filepath.Join(certDir, name)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(crt)
-		return pool
-	}
-	pool := writeCert()
-	srv, err := serveSecureMetrics("127.0.0.1:0", certDir, testNS, reg, newMetricsAuth(dynamic.NewForConfigOrDie(saCfg)))
+	e := &metricsEndpoint{t: t, ctx: ctx, names: servingCertNames(OperatorMetricsService, namespace), certDir: t.TempDir()}
+	e.pool = e.writeCert()
+	srv, err := serveSecureMetrics("127.0.0.1:0", e.certDir, namespace, reg, newMetricsAuth(dynamic.NewForConfigOrDie(saCfg)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	scrape := func(pool *x509.CertPool, token string) (int, string, error) {
-		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: names[0], MinVersion: tls.VersionTLS12}}}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+srv.Addr+"/metrics", nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), nil
-	}
+	t.Cleanup(func() { srv.Close() })
+	e.addr = srv.Addr
 
-	if code, body, err := scrape(pool, ""); err != nil || code != http.StatusUnauthorized {
+	if code, body, err := e.scrape(e.pool, ""); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("without a token: %d %q %v, want 401", code, body, err)
 	}
-	if code, body, err := scrape(pool, "not-a-token"); err != nil || code != http.StatusUnauthorized {
+	if code, body, err := e.scrape(e.pool, "not-a-token"); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("with a token the API server does not know: %d %q %v, want 401", code, body, err)
 	}
 
@@ -114,8 +90,8 @@ func checkOperatorMetrics(t *testing.T, h *harness, saCfg *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := tok.Status.Token
-	if code, body, err := scrape(pool, token); err != nil || code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:"+monNS+":"+promSA) {
+	e.token = tok.Status.Token
+	if code, body, err := e.scrape(e.pool, e.token); err != nil || code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:"+monNS+":"+promSA) {
 		t.Errorf("with Prometheus' token before any grant: %d %q %v, want 403 naming the caller", code, body, err)
 	}
 	// What OpenShift grants prometheus-k8s (ClusterRole prometheus-k8s: get /metrics).
@@ -128,24 +104,90 @@ func checkOperatorMetrics(t *testing.T, h *harness, saCfg *rest.Config) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: monNS, Name: promSA}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var body string
 	// A refusal is remembered for reviewCacheTTLDenied.
 	h.eventually("Prometheus allowed once granted", reviewCacheTTLDenied+20*time.Second, func() (bool, string) {
-		code, b, err := scrape(pool, token)
-		body = b
+		code, b, err := e.scrape(e.pool, e.token)
 		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %v %.200s", code, err, b)
 	})
+	return e
+}
 
-	t.Run("the conditions are there as they are on the ClusterCSIDriver", func(t *testing.T) {
-		for _, c := range h.clusterCSIDriver().Status.Conditions {
-			want := fmt.Sprintf(`manila_operator_condition{condition=%q,reason=%q,status=%q} 1`, c.Type, c.Reason, c.Status)
-			if !strings.Contains(body, want) {
-				// A condition may have changed between the two reads: read the scrape again.
-				if _, again, _ := scrape(pool, token); !strings.Contains(again, want) {
-					t.Errorf("no %s in the scrape", want)
-				}
+// writeCert writes a serving certificate into the mounted folder, as the kubelet updates a
+// Secret volume (the new files appear at once), and returns a pool that trusts it.
+func (e *metricsEndpoint) writeCert() *x509.CertPool {
+	e.t.Helper()
+	crt, key, err := newServingCert(e.names, time.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"tls.crt": crt, "tls.key": key} {
+		tmp := filepath.Join(e.certDir, "."+name)
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			e.t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(e.certDir, name)); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(crt)
+	return pool
+}
+
+// scrape GETs /metrics over TLS verified with pool for the Service's name, with token.
+func (e *metricsEndpoint) scrape(pool *x509.CertPool, token string) (int, string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: e.names[0], MinVersion: tls.VersionTLS12}}}
+	req, _ := http.NewRequestWithContext(e.ctx, http.MethodGet, "https://"+e.addr+"/metrics", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// checkConditions finds every condition of the operator's object in a scrape.
+func (e *metricsEndpoint) checkConditions(t *testing.T, h *harness) {
+	_, body, err := e.scrape(e.pool, e.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := h.clusterCSIDriver().Status.Conditions
+	if len(conds) == 0 {
+		t.Fatal("the operator's object has no conditions")
+	}
+	for _, c := range conds {
+		want := fmt.Sprintf(`manila_operator_condition{condition=%q,reason=%q,status=%q} 1`, c.Type, c.Reason, c.Status)
+		if !strings.Contains(body, want) {
+			// A condition may have changed between the two reads: read the scrape again.
+			if _, again, _ := e.scrape(e.pool, e.token); !strings.Contains(again, want) {
+				t.Errorf("no %s in the scrape:\n%s", want, grepLines(again, "manila_operator_condition"))
 			}
 		}
+	}
+}
+
+// checkOperatorMetrics scrapes the driver-mode operator as OpenShift's Prometheus does (see
+// serveForPrometheus); the scrape must hold its conditions and every operator metric the alert
+// rules use.
+func checkOperatorMetrics(t *testing.T, h *harness, saCfg *rest.Config) {
+	defer func(parent *testing.T) { h.t = parent }(h.t)
+	h.t = t
+	ctx := h.ctx
+	e := serveForPrometheus(t, h, saCfg, testNS)
+	pool, token := e.pool, e.token
+	_, body, err := e.scrape(pool, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the conditions are there as they are on the ClusterCSIDriver", func(t *testing.T) {
+		e.checkConditions(t, h)
 		if !strings.Contains(body, `manila_operator_condition{condition="ManilaControllerDisabled",reason="ManilaAvailable",status="False"} 1`) {
 			t.Errorf("ManilaControllerDisabled not in the scrape:\n%s", grepLines(body, "manila_operator_condition"))
 		}
@@ -174,11 +216,11 @@ func checkOperatorMetrics(t *testing.T, h *harness, saCfg *rest.Config) {
 	})
 
 	t.Run("a renewed certificate is served without a restart", func(t *testing.T) {
-		renewed := writeCert()
-		if code, _, err := scrape(renewed, token); err != nil || code != http.StatusOK {
+		renewed := e.writeCert()
+		if code, _, err := e.scrape(renewed, token); err != nil || code != http.StatusOK {
 			t.Errorf("with the renewed certificate: %d %v", code, err)
 		}
-		if _, _, err := scrape(pool, token); err == nil {
+		if _, _, err := e.scrape(pool, token); err == nil {
 			t.Errorf("the old certificate is still served")
 		}
 	})

@@ -63,7 +63,7 @@ type assetVars struct {
 
 // of are the placeholder values of the driver's manifests.
 func (a assetVars) of(spec *operatorv1.OperatorSpec) map[string]string {
-	v := map[string]string{"NAMESPACE": a.namespace, "LOG_LEVEL": "2", "CLUSTER_ID": "kubernetes"}
+	v := map[string]string{"NAMESPACE": a.namespace, "LOG_LEVEL": "2", "CLUSTER_ID": "kubernetes", "OPERATOR_NAME": operator.OperatorName}
 	if spec != nil {
 		v["LOG_LEVEL"] = fmt.Sprint(logVerbosity(spec.LogLevel))
 	}

@@ -13,7 +13,7 @@ import (
 
 // Every asset the operator applies has a row in kindTable, found from the decoded object.
 func TestEveryAssetHasAKind(t *testing.T) {
-	vars := map[string]string{"NAMESPACE": "ns", "LOG_LEVEL": "2", "CLUSTER_ID": "c", "RUNTIME_CONFIG": "{}"}
+	vars := map[string]string{"NAMESPACE": "ns", "LOG_LEVEL": "2", "CLUSTER_ID": "c", "RUNTIME_CONFIG": "{}", "OPERATOR_NAME": "manila-csi-driver-operator"}
 	im := testImagesForUnit
 	for k, p := range im.ImageEnv() {
 		vars[k] = *p

@@ -40,6 +40,9 @@ type InstallOptions struct {
 	// ForceConflicts writes every object, also over another manager's fields and objects
 	// (server-side apply with force): for the user who means it.
 	ForceConflicts bool
+	// OnSkipped hears of each object left out because the cluster does not serve its kind
+	// (optionalKinds), and why.
+	OnSkipped func(object, why string)
 }
 
 // Install applies the rendered objects with server-side apply (field manager manila-setup),
@@ -103,11 +106,33 @@ func Install(ctx context.Context, cfg *rest.Config, rendered []byte, namespace s
 		if u.GetKind() == "CustomResourceDefinition" {
 			continue
 		}
+		if optionalKinds[u.GroupVersionKind().GroupKind()] && !in.serves(u) {
+			// The cluster has no Prometheus Operator: the operator's metrics stay served, and
+			// nothing else is missing.
+			if opts.OnSkipped != nil {
+				opts.OnSkipped(fmt.Sprintf("%s/%s", strings.ToLower(u.GetKind()), u.GetName()),
+					fmt.Sprintf("the cluster does not serve %s (group %s): no Prometheus Operator", u.GetKind(), u.GroupVersionKind().GroupVersion()))
+			}
+			continue
+		}
 		if err := apply(u); err != nil {
 			return applied, err
 		}
 	}
 	return applied, nil
+}
+
+// optionalKinds are kinds of other projects' CRDs that install writes only where the cluster
+// serves them: the Prometheus Operator's, for the operator's ServiceMonitor and alerts.
+var optionalKinds = map[schema.GroupKind]bool{
+	{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}: true,
+	{Group: "monitoring.coreos.com", Kind: "PrometheusRule"}: true,
+}
+
+// serves tells whether the cluster serves u's kind.
+func (in *installer) serves(u *unstructured.Unstructured) bool {
+	_, err := in.resource(u)
+	return err == nil
 }
 
 // withCredentials puts the credentials Secret just before the operator's Deployment: the
