@@ -58,6 +58,8 @@ var (
 type metricsAuth struct {
 	dyn dynamic.Interface
 	now func() time.Time
+	// ask asks the API server who a token is and whether they may get /metrics.
+	ask func(ctx context.Context, token string) (review, error)
 
 	mu    sync.Mutex
 	cache map[[32]byte]review
@@ -71,7 +73,9 @@ type review struct {
 }
 
 func newMetricsAuth(dyn dynamic.Interface) *metricsAuth {
-	return &metricsAuth{dyn: dyn, now: time.Now, cache: map[[32]byte]review{}}
+	a := &metricsAuth{dyn: dyn, now: time.Now, cache: map[[32]byte]review{}}
+	a.ask = a.askAPIServer
+	return a
 }
 
 // wrap serves next only to callers allowed to get /metrics: 401 without a token or with one
@@ -114,10 +118,10 @@ func (a *metricsAuth) review(ctx context.Context, token string) (review, error) 
 	key := sha256.Sum256([]byte(token))
 	now := a.now()
 	a.mu.Lock()
-	rv, ok := a.cache[key]
+	prev, had := a.cache[key]
 	a.mu.Unlock()
-	if ok && now.Before(rv.until) {
-		return rv, nil
+	if had && now.Before(prev.until) {
+		return prev, nil
 	}
 	rv, err := a.ask(ctx, token)
 	if err != nil {
@@ -126,6 +130,14 @@ func (a *metricsAuth) review(ctx context.Context, token string) (review, error) 
 	rv.until = now.Add(reviewCacheTTLDenied)
 	if rv.allowed {
 		rv.until = now.Add(reviewCacheTTL)
+	}
+	// A refusal is logged when it is new for this token, not at every scrape.
+	if !rv.allowed && (!had || prev.allowed || prev.why != rv.why) {
+		who := rv.user
+		if who == "" {
+			who = "a caller whose token the API server does not accept"
+		}
+		klog.Infof("metrics: refused %s: %s", who, rv.why)
 	}
 	a.mu.Lock()
 	if len(a.cache) >= reviewCacheMax {
@@ -140,8 +152,8 @@ func (a *metricsAuth) review(ctx context.Context, token string) (review, error) 
 	return rv, nil
 }
 
-// ask makes a TokenReview, then a SubjectAccessReview for the user it names.
-func (a *metricsAuth) ask(ctx context.Context, token string) (review, error) {
+// askAPIServer makes a TokenReview, then a SubjectAccessReview for the user it names.
+func (a *metricsAuth) askAPIServer(ctx context.Context, token string) (review, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	tr, err := a.dyn.Resource(tokenReviewGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]any{

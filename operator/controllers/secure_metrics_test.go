@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"net/http"
@@ -8,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
 )
 
 // Without service-ca's files the handshake gets a self-signed certificate for the Service's
@@ -106,4 +110,28 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		size = w.Body.Len()
 	}
 	b.ReportMetric(float64(size), "bytes/scrape")
+}
+
+// A refused caller is logged when the refusal is new for its token, not at every scrape.
+func TestMetricsAuthLogsARefusalOnce(t *testing.T) {
+	var logged bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logged)
+	defer func() { klog.SetOutput(os.Stderr); klog.LogToStderr(true) }()
+	now := time.Now()
+	a := newMetricsAuth(nil)
+	a.now = func() time.Time { return now }
+	a.ask = func(context.Context, string) (review, error) {
+		return review{user: "system:serviceaccount:x:y", why: "no role grants it"}, nil
+	}
+	for range 4 {
+		if rv, err := a.review(context.Background(), "token"); err != nil || rv.allowed {
+			t.Fatalf("%+v %v", rv, err)
+		}
+		now = now.Add(reviewCacheTTLDenied) // each scrape asks again
+	}
+	klog.Flush()
+	if n := strings.Count(logged.String(), "metrics: refused system:serviceaccount:x:y: no role grants it"); n != 1 {
+		t.Fatalf("logged %d times, want 1:\n%s", n, logged.String())
+	}
 }
