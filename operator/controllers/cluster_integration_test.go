@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
@@ -378,6 +379,30 @@ func TestOperatorClusterSettings(t *testing.T) {
 	t.Run("StorageNetworkReachable from discovery and the MachineSets", func(t *testing.T) {
 		h.t = t
 		testStorageNetworkFromDiscovery(t, h, cloud)
+	})
+
+	// Last: the driver removed on purpose takes its monitoring along, so that no ServiceMonitor
+	// is left without its Service (ManilaOperatorDown would fire for nothing).
+	t.Run("Removed deletes the ServiceMonitors, the PrometheusRule and the metrics Services", func(t *testing.T) {
+		h.t = t
+		h.setManagementState(operatorv1.Removed)
+		h.eventually("monitoring deleted", settle, func() (bool, string) {
+			for _, o := range []struct {
+				gvr  schema.GroupVersionResource
+				name string
+			}{
+				{machinery.ServiceMonitorGVR, "manila-csi-driver-controller-monitor"},
+				{machinery.ServiceMonitorGVR, "manila-csi-driver-operator-monitor"},
+				{machinery.PrometheusRuleGVR, "manila-csi-driver-operator"},
+				{corev1.SchemeGroupVersion.WithResource("services"), OperatorMetricsService},
+				{corev1.SchemeGroupVersion.WithResource("services"), metricsServiceName},
+			} {
+				if _, err := h.dyn.Resource(o.gvr).Namespace(testNS).Get(ctx, o.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return false, fmt.Sprintf("%s %s: %v", o.gvr.Resource, o.name, err)
+				}
+			}
+			return true, ""
+		})
 	})
 }
 

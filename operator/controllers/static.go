@@ -46,11 +46,15 @@ var StaticAssets = []string{
 const staticRBACCount = 14
 
 // conditionalAssets are applied only when their CRD is installed.
-var conditionalAssets = []struct{ file, crd string }{
-	{"servicemonitor.yaml", "servicemonitors.monitoring.coreos.com"},
-	{"operator_servicemonitor.yaml", "servicemonitors.monitoring.coreos.com"},
-	{"prometheusrule.yaml", "prometheusrules.monitoring.coreos.com"},
-	{"volumesnapshotclass.yaml", "volumesnapshotclasses.snapshot.storage.k8s.io"},
+var conditionalAssets = []struct {
+	file, crd string
+	// monitoring: deleted with the driver (managementState Removed).
+	monitoring bool
+}{
+	{"servicemonitor.yaml", "servicemonitors.monitoring.coreos.com", true},
+	{"operator_servicemonitor.yaml", "servicemonitors.monitoring.coreos.com", true},
+	{"prometheusrule.yaml", "prometheusrules.monitoring.coreos.com", true},
+	{"volumesnapshotclass.yaml", "volumesnapshotclasses.snapshot.storage.k8s.io", false},
 }
 
 // assetVars are what the placeholders of the driver's manifests are filled with.
@@ -126,6 +130,18 @@ func (c *staticController) sync(ctx context.Context, syncCtx *machinery.Controll
 			obj, err := operator.ReadAsset(StaticAssets[i], vars)
 			if err == nil {
 				err = c.deleteIfPresent(ctx, obj)
+			}
+			errs = append(errs, err)
+		}
+		// The monitoring goes with the driver: a ServiceMonitor left without its Service would
+		// raise ManilaOperatorDown for a driver removed on purpose.
+		for _, ca := range conditionalAssets {
+			if !ca.monitoring || !c.crdExists(ca.crd) {
+				continue
+			}
+			u, err := operator.ReadUnstructuredAsset(ca.file, vars)
+			if err == nil {
+				err = c.deleteIfPresent(ctx, u)
 			}
 			errs = append(errs, err)
 		}
