@@ -270,6 +270,7 @@ func checkAccessRulesMetric(t *testing.T, h *harness, cloud *testenv.Cloud) {
 	}
 	db := filepath.Join(run, "openstack", "manila", "manila.sqlite")
 	manila := manilaAs(t, ctx, cloud, testenv.CloudDemo)
+	manila.Microversion = "2.10" // access_rules_status is in the share's view from 2.10
 	share, err := shares.Create(ctx, manila, shares.CreateOpts{ShareProto: "NFS", Size: 1, ShareType: "default", Name: "metrics-access-rules"}).Extract()
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +350,5 @@ func manilaAs(t *testing.T, ctx context.Context, cloud *testenv.Cloud, name stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	// access_rules_status is in the share's view from microversion 2.10.
-	c.Microversion = "2.10"
 	return c
 }

@@ -29,9 +29,6 @@ import (
 	"github.com/manila-setup/manila-setup/operator/platform"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/config"
-	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/sharetypes"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -250,19 +247,7 @@ func secretsOf(t *testing.T, cloud *testenv.Cloud) []string {
 }
 
 func adminManila(t *testing.T, ctx context.Context, cloud *testenv.Cloud) *gophercloud.ServiceClient {
-	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudName(testenv.CloudAdmin), clouds.WithLocations(cloud.CloudsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := config.NewProviderClient(ctx, ao, config.WithTLSConfig(tlsConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := openstack.NewSharedFileSystemV2(pc, eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return manilaAs(t, ctx, cloud, testenv.CloudAdmin)
 }
 
 type harness struct {
