@@ -93,7 +93,9 @@ func (a *accessRuleCheck) check(ctx context.Context, src ManilaSource) {
 	summary := strings.Join(found, ", ")
 	a.mu.Lock()
 	changed := summary != a.last
-	a.last, a.checkedAt, a.someNotActive = summary, now, len(states) > 0
+	// Only the driver's volumes make the next check come sooner: a share of another cluster in
+	// the same project, left in error, must not have the PersistentVolumes listed every resync.
+	a.last, a.checkedAt, a.someNotActive = summary, now, len(found) > 0
 	a.mu.Unlock()
 	if changed && summary != "" {
 		a.recorder.Warningf("VolumeAccessRulesNotActive",

@@ -44,6 +44,14 @@ func TestAccessRuleCheckCadence(t *testing.T) {
 	if asked != 4 {
 		t.Fatalf("one syncing: asked %d times, want 4 (once when due, then at every resync)", asked)
 	}
+	// A share of another cluster, not one of the driver's volumes, does not hurry the checks.
+	a.checkedAt, a.someNotActive = a.checkedAt.Add(-time.Hour), false
+	for range 3 {
+		a.check(context.Background(), rulesSource{states: map[string]string{"share-other": "error"}, asked: &asked})
+	}
+	if asked != 5 {
+		t.Fatalf("another cluster's share in error: asked %d times, want 5 (once more, when due)", asked)
+	}
 }
 
 func TestAccessRuleCheck(t *testing.T) {
