@@ -3,6 +3,7 @@ package operator
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -29,6 +30,11 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy on what the operator owns.
 	ManagedByValue = "manila-setup-operator"
+	// AnnotationSnapshots says on a StorageClass whether VolumeSnapshots of its volumes can be
+	// taken and restored: SnapshotsSupported, or "not supported: " and why.
+	AnnotationSnapshots = "manila.csi.openstack.org/snapshots"
+	// SnapshotsSupported is AnnotationSnapshots' value for a share type that can.
+	SnapshotsSupported = "supported"
 )
 
 // sanitizeDNS1123 maps a share type name to a DNS-1123 label fragment: lower case, every run of
@@ -159,6 +165,33 @@ type ShareType struct {
 	Name string
 	// DHSS is driver_handles_share_servers: shares of this type need a share network.
 	DHSS bool
+	// SnapshotSupport and CreateShareFromSnapshotSupport are the extra specs snapshot_support
+	// and create_share_from_snapshot_support: the Manila CSI driver snapshots a share only when
+	// its type has both (a snapshot it could not restore would be of no use to a claim).
+	SnapshotSupport, CreateShareFromSnapshotSupport bool
+}
+
+// CanSnapshot tells whether the Manila CSI driver takes (and restores) snapshots of shares of
+// this type.
+func (st ShareType) CanSnapshot() bool {
+	return st.SnapshotSupport && st.CreateShareFromSnapshotSupport
+}
+
+// SnapshotVerdict is AnnotationSnapshots' value for the share type: SnapshotsSupported, or why
+// not, naming the extra specs that are missing.
+func (st ShareType) SnapshotVerdict() string {
+	if st.CanSnapshot() {
+		return SnapshotsSupported
+	}
+	var lacks []string
+	if !st.SnapshotSupport {
+		lacks = append(lacks, "snapshot_support=True")
+	}
+	if !st.CreateShareFromSnapshotSupport {
+		lacks = append(lacks, "create_share_from_snapshot_support=True")
+	}
+	return fmt.Sprintf("not supported: share type %q lacks %s; the Manila CSI driver snapshots only shares whose type has both "+
+		"snapshot_support=True and create_share_from_snapshot_support=True", st.Name, strings.Join(lacks, " and "))
 }
 
 // StorageClassParams is what a StorageClass needs beyond the share type.
@@ -191,7 +224,7 @@ func BuildStorageClass(name string, st ShareType, p StorageClassParams) *storage
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      map[string]string{LabelManagedBy: ManagedByValue},
-			Annotations: map[string]string{AnnotationShareType: st.Name},
+			Annotations: map[string]string{AnnotationShareType: st.Name, AnnotationSnapshots: st.SnapshotVerdict()},
 		},
 		Provisioner:          DriverName,
 		Parameters:           params,

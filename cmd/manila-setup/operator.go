@@ -514,6 +514,10 @@ func printUninstallText(streams IOStreams, r *deploy.UninstallReport) {
 		fmt.Fprintf(w, "PersistentVolumes that lose their driver (--force): %s. Mounts in running pods stay; new mounts, expansions and deletions of their shares fail until a driver is installed again.\n",
 			strings.Join(r.VolumesWithoutDriver, ", "))
 	}
+	if len(r.SnapshotsWithoutDriver) > 0 {
+		fmt.Fprintf(w, "VolumeSnapshotContents that lose their driver (--force): %s. They, their VolumeSnapshots and their Manila snapshots stay; restores and deletions of them fail until a driver is installed again.\n",
+			deploy.Summarize(r.SnapshotsWithoutDriver, 5))
+	}
 	verb := "deleted"
 	if r.DryRun {
 		verb = "would be deleted (dry run: nothing was)"

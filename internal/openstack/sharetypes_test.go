@@ -21,8 +21,8 @@ func shareTypeList(n int) []byte {
 			b.WriteString(",")
 		}
 		fmt.Fprintf(&b, `{"id":"e311a088-9a2a-4eb9-9eba-e14045d5%04d","name":"type-%03d","extra_specs":{"driver_handles_share_servers":"False",`+
-			`"snapshot_support":%t,"create_share_from_snapshot_support":false,"revert_to_snapshot_support":false,"mount_snapshot_support":false},`+
-			`"required_extra_specs":{"driver_handles_share_servers":"False"},"share_type_access:is_public":true,"description":null,"is_default":false}`, i, i, i%2 == 0)
+			`"snapshot_support":%t,"create_share_from_snapshot_support":%t,"revert_to_snapshot_support":false,"mount_snapshot_support":false},`+
+			`"required_extra_specs":{"driver_handles_share_servers":"False"},"share_type_access:is_public":true,"description":null,"is_default":false}`, i, i, i%2 == 0, i%4 == 0)
 	}
 	b.WriteString(`]}`)
 	return b.Bytes()
@@ -42,7 +42,8 @@ func TestDecodeBoundedReadsTheSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got.ShareTypes) != 3 || got.ShareTypes[1].Name != "type-001" || got.ShareTypes[0].ExtraSpecs.SnapshotSupport != true ||
-		got.ShareTypes[1].ExtraSpecs.SnapshotSupport != false || got.ShareTypes[2].ExtraSpecs.DHSS != "False" {
+		got.ShareTypes[1].ExtraSpecs.SnapshotSupport != false || got.ShareTypes[2].ExtraSpecs.DHSS != "False" ||
+		got.ShareTypes[0].ExtraSpecs.CreateShareFromSnapshotSupport != true || got.ShareTypes[2].ExtraSpecs.CreateShareFromSnapshotSupport != false {
 		t.Errorf("decoded %+v", got.ShareTypes)
 	}
 	// A length the server does not announce is read all the same.

@@ -90,6 +90,8 @@ type manilaInputs struct {
 	// accessRules counts the driver's volumes whose access rules are not active; nil where the
 	// driver is the platform's.
 	accessRules *accessRuleCheck
+	// crdExists tells whether a CRD is served (the VolumeSnapshotClass's).
+	crdExists func(name string) bool
 }
 
 // classNames are the names of the StorageClasses an operator of one mode keeps.
@@ -141,6 +143,7 @@ func newManilaController(w wiring) *machinery.Controller {
 		storageClasses: w.l.StorageClasses, shareClients: w.mounts.answer, patchAnnotations: w.writer.PatchStorageClassAnnotations,
 		upToDate: w.writer.UpToDate,
 		vars:     w.vars, recorder: w.recorder, storage: w.storage, findings: w.findings,
+		crdExists: w.inf.CRDExists,
 	}}
 	if w.profile.deploysDriver {
 		c.accessRules = &accessRuleCheck{volumes: driverVolumes(w.kube.Core), recorder: w.recorder, every: accessRulesEvery * w.cfg.Resync * 9 / 10}
@@ -242,9 +245,12 @@ func (c *manilaController) sync(ctx context.Context, syncCtx *machinery.Controll
 			errs = append(errs, fmt.Errorf("CSIDriver %s: %w", operator.DriverName, err))
 		}
 	}
-	scMsg, scErr := c.syncStorageClasses(ctx, types, syncCtx.RequeueAfter)
+	scMsg, classOf, scErr := c.syncStorageClasses(ctx, types, syncCtx.RequeueAfter)
 	if scErr != nil {
 		errs = append(errs, scErr)
+	}
+	if err := c.applySnapshotClass(ctx, spec, types, classOf, syncCtx.RequeueAfter); err != nil {
+		errs = append(errs, fmt.Errorf("VolumeSnapshotClass %s: %w", operator.VolumeSnapshotClassName, err))
 	}
 	err := errors.Join(errs...)
 	disabled := machinery.Condition(operator.ConditionDisabled, operatorv1.ConditionFalse, "ManilaAvailable",
@@ -395,16 +401,16 @@ func (c *manilaController) storageClassState() operatorv1.StorageClassStateName 
 // workers mount from (shareClients); when that changes (the storage network was attached after
 // the classes were made), the classes are recreated under the same names: the parameters
 // cannot change, and volumes do not refer to them.
-func (c *manilaController) syncStorageClasses(ctx context.Context, types []operator.ShareType, requeue func(time.Duration)) (string, error) {
+func (c *manilaController) syncStorageClasses(ctx context.Context, types []operator.ShareType, requeue func(time.Duration)) (msg string, classOf map[string]string, err error) {
 	switch c.storageClassState() {
 	case operatorv1.UnmanagedStorageClass:
-		return "StorageClasses are not managed (storageClassState Unmanaged)", nil
+		return "StorageClasses are not managed (storageClassState Unmanaged)", nil, nil
 	case operatorv1.RemovedStorageClass:
-		return "StorageClasses removed (storageClassState Removed)", c.deleteStorageClasses(ctx)
+		return "StorageClasses removed (storageClassState Removed)", nil, c.deleteStorageClasses(ctx)
 	}
 	all, err := c.storageClasses.List(labels.Everything())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	existing := map[string]string{}
 	taken := map[string]bool{}
@@ -429,20 +435,22 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 	if errors.Is(err, errMachinesNotCached) {
 		// Soon: writing the machine network now would mean recreating every class in a second.
 		requeue(time.Second)
-		return "waiting for the MachineSets and Machines to be read", nil
+		return "waiting for the MachineSets and Machines to be read", nil, nil
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	clients := answer.Value(c.listShareClients)
 	shareNetwork, snErr := c.shareNetworkFor(ctx, types)
 	var skipped []string
 	var reqs []*storagev1.StorageClass
+	classOf = map[string]string{}
 	for _, t := range types {
 		if t.DHSS && shareNetwork == "" {
 			skipped = append(skipped, t.Name)
 			continue
 		}
+		classOf[t.Name] = assigned[t.Name]
 		reqs = append(reqs, operator.BuildStorageClass(assigned[t.Name], t, operator.StorageClassParams{Namespace: c.classes.secretNamespace, ShareClients: clients, ShareNetworkID: shareNetwork}))
 	}
 	errs := c.applyClasses(ctx, reqs, byName)
@@ -461,7 +469,7 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 		}
 	}
 	// What the classes admit, and why, is StorageNetworkReachable's to say.
-	msg := fmt.Sprintf("%d StorageClasses for %d Manila share types", len(types)-len(skipped), len(types))
+	msg = fmt.Sprintf("%d StorageClasses for %d Manila share types", len(types)-len(skipped), len(types))
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
 		why := "no share network on the storage network was found"
@@ -470,7 +478,42 @@ func (c *manilaController) syncStorageClasses(ctx context.Context, types []opera
 		}
 		msg += fmt.Sprintf("; no StorageClass for share types %s that need a share network: %s", strings.Join(skipped, ", "), why)
 	}
-	return msg, errors.Join(errs...)
+	return msg, classOf, errors.Join(errs...)
+}
+
+// snapshotClassCRD is the CRD the driver's VolumeSnapshotClass needs: on OpenShift, the
+// platform's csi-snapshot-controller-operator installs it.
+const snapshotClassCRD = "volumesnapshotclasses.snapshot.storage.k8s.io"
+
+// applySnapshotClass applies the driver's VolumeSnapshotClass (driver mode, once the CRD is
+// served), annotated with the StorageClasses whose share types can take snapshots (classOf maps
+// share type to class; nil when the classes are not managed): what a user reads before taking
+// one. It is kept when the driver is removed, as OpenShift's own operator keeps it.
+func (c *manilaController) applySnapshotClass(ctx context.Context, spec *operatorv1.OperatorSpec, types []operator.ShareType, classOf map[string]string, requeue func(time.Duration)) error {
+	if !c.installsDriver || c.crdExists == nil || !c.crdExists(snapshotClassCRD) {
+		return nil
+	}
+	vsc, err := operator.ReadUnstructuredAsset("volumesnapshotclass.yaml", c.vars(spec))
+	if err != nil {
+		return err
+	}
+	which := operator.SnapshotStorageClasses(types, classOf)
+	if classOf == nil {
+		which = "not known: the StorageClasses are not managed (storageClassState " + string(c.storageClassState()) + ")"
+	}
+	annotations := vsc.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[operator.AnnotationSnapshotStorageClasses] = which
+	vsc.SetAnnotations(annotations)
+	_, err = c.apply(ctx, vsc)
+	if errors.Is(err, machinery.ErrNotCached) {
+		// The informer of VolumeSnapshotClasses starts with the CRD and has not listed yet.
+		requeue(500 * time.Millisecond)
+		return nil
+	}
+	return err
 }
 
 // classWriters is how many StorageClasses are written at once: one at a time, the first sync of

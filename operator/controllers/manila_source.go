@@ -179,7 +179,8 @@ func (s *clientSource) ShareTypes(ctx context.Context) ([]operator.ShareType, er
 	}
 	out := make([]operator.ShareType, 0, len(all))
 	for _, st := range all {
-		out = append(out, operator.ShareType{ID: st.ID, Name: st.Name, DHSS: st.DHSS})
+		out = append(out, operator.ShareType{ID: st.ID, Name: st.Name, DHSS: st.DHSS,
+			SnapshotSupport: st.SnapshotSupport, CreateShareFromSnapshotSupport: st.CreateShareFromSnapshotSupport})
 	}
 	return out, nil
 }

@@ -305,7 +305,7 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 	// Every mode runs the first four; the rest keep the driver the operator deploys.
 	controllers := []newController{newPlatformController, newLogLevelController, newManilaController, newStorageNetworkController}
 	if p.deploysDriver {
-		controllers = append(controllers, newStorageClassLintController, newSecretController, newStaticController, newServingCertController,
+		controllers = append(controllers, newStorageClassLintController, newSecretController, newStaticController, newServingCertController, newSnapshotExplainer,
 			workloadControllerOf(workloadControllerService), workloadControllerOf(workloadNodeService), workloadControllerOf(workloadNFSNodeService))
 	}
 	for _, newCtrl := range controllers {

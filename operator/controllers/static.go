@@ -54,7 +54,6 @@ var conditionalAssets = []struct {
 	{"servicemonitor.yaml", "servicemonitors.monitoring.coreos.com", true},
 	{"operator_servicemonitor.yaml", "servicemonitors.monitoring.coreos.com", true},
 	{"prometheusrule.yaml", "prometheusrules.monitoring.coreos.com", true},
-	{"volumesnapshotclass.yaml", "volumesnapshotclasses.snapshot.storage.k8s.io", false},
 }
 
 // assetVars are what the placeholders of the driver's manifests are filled with.

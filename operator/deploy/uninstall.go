@@ -39,8 +39,9 @@ type UninstallOptions struct {
 	// KeepDriver deletes only the operator's own objects (its Deployment, ServiceAccount, RBAC,
 	// NetworkPolicy, CA bundle ConfigMap, Lease): the driver runs on, unmanaged.
 	KeepDriver bool
-	// Force deletes the driver also while PersistentVolumes of it exist. A StorageClass a
-	// PersistentVolume names is kept all the same.
+	// Force deletes the driver also while PersistentVolumes or VolumeSnapshotContents of it
+	// exist. A StorageClass a PersistentVolume names, and a VolumeSnapshotClass a
+	// VolumeSnapshotContent names, are kept all the same; snapshots are never deleted.
 	Force bool
 	// DryRun deletes nothing: every delete is sent as a server-side dry run (admission runs).
 	DryRun bool
@@ -99,12 +100,17 @@ type UninstallReport struct {
 	Objects []PlannedObject `json:"objects"`
 	// Volumes are the PersistentVolumes of the Manila CSI driver.
 	Volumes []string `json:"volumes"`
+	// Snapshots are the VolumeSnapshotContents of the Manila CSI driver: uninstall never
+	// deletes them (nor their VolumeSnapshots, nor the Manila snapshots).
+	Snapshots []string `json:"snapshots"`
 	// Refused: volumes of the driver exist and the driver would go: nothing was deleted.
 	Refused bool `json:"refused"`
 	// Unmanaged (--keep-driver) are the driver's objects that stay, with nothing managing them.
 	Unmanaged []string `json:"unmanaged,omitempty"`
 	// VolumesWithoutDriver (--force) are the volumes whose driver was deleted.
 	VolumesWithoutDriver []string `json:"volumesWithoutDriver,omitempty"`
+	// SnapshotsWithoutDriver (--force) are the VolumeSnapshotContents whose driver was deleted.
+	SnapshotsWithoutDriver []string `json:"snapshotsWithoutDriver,omitempty"`
 	Deleted              int      `json:"deleted"`
 	Kept                 int      `json:"kept"`
 	Left                 int      `json:"left"`
@@ -112,17 +118,26 @@ type UninstallReport struct {
 	WorkloadsGoneAfter string `json:"workloadsGoneAfter,omitempty"`
 }
 
-// VolumesExistError says why Uninstall deleted nothing: the driver would go while volumes of
-// it exist, which then could not be mounted, expanded or deleted.
+// VolumesExistError says why Uninstall deleted nothing: the driver would go while volumes or
+// snapshots of it exist, which then could not be mounted, expanded, restored or deleted.
 type VolumesExistError struct {
 	Volumes []string
+	// Snapshots are VolumeSnapshotContents.
+	Snapshots []string
 }
 
 func (e *VolumesExistError) Error() string {
-	return fmt.Sprintf("nothing deleted: %d PersistentVolume(s) of %s exist (%s) and uninstall would delete their driver: "+
-		"delete their claims first, or give --keep-driver to remove only the operator (the driver runs on, unmanaged), "+
-		"or --force to delete the driver all the same (the StorageClasses they name are kept)",
-		len(e.Volumes), operator.DriverName, strings.Join(e.Volumes, ", "))
+	var what []string
+	if len(e.Volumes) > 0 {
+		what = append(what, fmt.Sprintf("%d PersistentVolume(s) (%s)", len(e.Volumes), Summarize(e.Volumes, 5)))
+	}
+	if len(e.Snapshots) > 0 {
+		what = append(what, fmt.Sprintf("%d VolumeSnapshotContent(s) (%s)", len(e.Snapshots), Summarize(e.Snapshots, 5)))
+	}
+	return fmt.Sprintf("nothing deleted: %s of %s exist and uninstall would delete their driver: "+
+		"delete their claims and snapshots first, or give --keep-driver to remove only the operator (the driver runs on, unmanaged), "+
+		"or --force to delete the driver all the same (the StorageClasses and the VolumeSnapshotClass they name are kept, and snapshots are never deleted)",
+		strings.Join(what, " and "), operator.DriverName)
 }
 
 // ModeNoneError says why Uninstall read nothing: the cluster is not one manila-setup installs
@@ -200,8 +215,12 @@ func Uninstall(ctx context.Context, cfg *rest.Config, opts UninstallOptions) (*U
 	if err != nil {
 		return nil, err
 	}
-	plan := planUninstall(ctx, cands, pvs, opts, u)
-	report.Objects, report.Volumes = plan.objects, plan.driverVolumes
+	snaps, err := u.snapshotContents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan := planUninstall(ctx, cands, pvs, snaps, opts, u)
+	report.Objects, report.Volumes, report.Snapshots = plan.objects, plan.driverVolumes, plan.driverSnapshots
 	if report.Objects == nil {
 		report.Objects = []PlannedObject{} // "objects": [] in -o json, not null
 	}
@@ -209,14 +228,15 @@ func Uninstall(ctx context.Context, cfg *rest.Config, opts UninstallOptions) (*U
 	if plan.err != nil {
 		return report, plan.err
 	}
-	if len(plan.driverVolumes) > 0 && plan.deletesDriver() {
+	if len(plan.driverVolumes)+len(plan.driverSnapshots) > 0 && plan.deletesDriver() {
 		switch {
 		case opts.KeepDriver:
 		case opts.Force:
 			report.VolumesWithoutDriver = plan.driverVolumes
+			report.SnapshotsWithoutDriver = plan.driverSnapshots
 		default:
 			report.Refused = true
-			return report, &VolumesExistError{Volumes: plan.driverVolumes}
+			return report, &VolumesExistError{Volumes: plan.driverVolumes, Snapshots: plan.driverSnapshots}
 		}
 	}
 	if opts.KeepDriver {
@@ -412,6 +432,31 @@ func (u *uninstaller) volumes(ctx context.Context) ([]volume, error) {
 	return out, nil
 }
 
+// snapshotContent is what uninstall needs of a VolumeSnapshotContent.
+type snapshotContent struct {
+	name, driver, class string
+}
+
+var snapshotContentGVR = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotcontents"}
+
+// snapshotContents lists the VolumeSnapshotContents; none where the cluster does not serve them.
+func (u *uninstaller) snapshotContents(ctx context.Context) ([]snapshotContent, error) {
+	list, err := u.dyn.Resource(snapshotContentGVR).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing VolumeSnapshotContents: %w", err)
+	}
+	out := make([]snapshotContent, 0, len(list.Items))
+	for _, c := range list.Items {
+		driver, _, _ := unstructured.NestedString(c.Object, "spec", "driver")
+		class, _, _ := unstructured.NestedString(c.Object, "spec", "volumeSnapshotClassName")
+		out = append(out, snapshotContent{name: c.GetName(), driver: driver, class: class})
+	}
+	return out, nil
+}
+
 // lookups are what the plan asks the cluster beyond the candidates: what else a namespace
 // holds, and the custom resources of a CRD.
 type lookups interface {
@@ -422,36 +467,44 @@ type lookups interface {
 }
 
 type uninstallPlan struct {
-	objects       []PlannedObject
-	driverVolumes []string
-	err           error
+	objects         []PlannedObject
+	driverVolumes   []string
+	driverSnapshots []string
+	err             error
 }
 
 // deletesDriver: the plan deletes something of the driver the operator deployed, which its
-// volumes need. Not a StorageClass: a volume needs none but the one it names, which is kept. The
-// companion deploys no driver (the platform's serves the volumes), only StorageClasses.
+// volumes need. Not a StorageClass or the VolumeSnapshotClass: a volume or snapshot needs none
+// but the one it names, which is kept. The companion deploys no driver (the platform's serves
+// the volumes), only StorageClasses.
 func (p uninstallPlan) deletesDriver() bool {
 	return slices.ContainsFunc(p.objects, func(o PlannedObject) bool {
-		return o.role == roleDriver && o.Action == ActionDelete && o.Kind != "StorageClass"
+		return o.role == roleDriver && o.Action == ActionDelete && o.Kind != "StorageClass" && o.Kind != "VolumeSnapshotClass"
 	})
 }
 
 // planUninstall decides, for every candidate, delete, keep or leave, in the order of the deletes.
-func planUninstall(ctx context.Context, cands []candidate, pvs []volume, opts UninstallOptions, look lookups) uninstallPlan {
-	var plan uninstallPlan
-	namedBy := map[string][]string{}
+func planUninstall(ctx context.Context, cands []candidate, pvs []volume, snaps []snapshotContent, opts UninstallOptions, look lookups) uninstallPlan {
+	plan := uninstallPlan{driverVolumes: []string{}, driverSnapshots: []string{}}
+	namedBy := classUsers{storageClass: map[string][]string{}, snapshotClass: map[string][]string{}}
 	for _, pv := range pvs {
 		if pv.driver == operator.DriverName {
 			plan.driverVolumes = append(plan.driverVolumes, pv.name)
 		}
 		if pv.storageClass != "" {
-			namedBy[pv.storageClass] = append(namedBy[pv.storageClass], pv.name)
+			namedBy.storageClass[pv.storageClass] = append(namedBy.storageClass[pv.storageClass], pv.name)
+		}
+	}
+	for _, c := range snaps {
+		if c.driver == operator.DriverName {
+			plan.driverSnapshots = append(plan.driverSnapshots, c.name)
+		}
+		if c.class != "" {
+			namedBy.snapshotClass[c.class] = append(namedBy.snapshotClass[c.class], c.name)
 		}
 	}
 	sort.Strings(plan.driverVolumes)
-	if plan.driverVolumes == nil {
-		plan.driverVolumes = []string{}
-	}
+	sort.Strings(plan.driverSnapshots)
 	for _, c := range cands {
 		p := PlannedObject{APIVersion: c.live.GetAPIVersion(), Kind: c.live.GetKind(), Namespace: c.live.GetNamespace(), Name: c.live.GetName(),
 			gvr: c.gvr, uid: c.live.GetUID(), role: c.role, phase: phaseOf(c), Terminating: c.live.GetDeletionTimestamp() != nil}
@@ -497,15 +550,27 @@ func planUninstall(ctx context.Context, cands []candidate, pvs []volume, opts Un
 	return plan
 }
 
+// classUsers are the names of the objects that name each class: PersistentVolumes by
+// StorageClass, VolumeSnapshotContents by VolumeSnapshotClass.
+type classUsers struct {
+	storageClass, snapshotClass map[string][]string
+}
+
 // judge is the fate of one candidate, with the reason when it is not deleted.
-func judge(c candidate, namedBy map[string][]string, opts UninstallOptions) (Action, string) {
+func judge(c candidate, namedBy classUsers, opts UninstallOptions) (Action, string) {
 	if why := notOurs(c.live); why != "" {
 		return ActionLeave, why
 	}
-	if c.live.GetKind() == "StorageClass" && len(namedBy[c.live.GetName()]) > 0 {
-		pvs := namedBy[c.live.GetName()]
+	if c.live.GetKind() == "StorageClass" && len(namedBy.storageClass[c.live.GetName()]) > 0 {
+		pvs := namedBy.storageClass[c.live.GetName()]
 		sort.Strings(pvs)
 		return ActionKeep, fmt.Sprintf("PersistentVolume(s) %s name it (spec.storageClassName)", Summarize(pvs, 5))
+	}
+	// Snapshots name their class as volumes do theirs: it stays while one does.
+	if c.live.GetKind() == "VolumeSnapshotClass" && len(namedBy.snapshotClass[c.live.GetName()]) > 0 {
+		contents := namedBy.snapshotClass[c.live.GetName()]
+		sort.Strings(contents)
+		return ActionKeep, fmt.Sprintf("VolumeSnapshotContent(s) %s name it (spec.volumeSnapshotClassName)", Summarize(contents, 5))
 	}
 	if opts.KeepDriver {
 		switch c.role {

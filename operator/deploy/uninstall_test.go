@@ -90,7 +90,7 @@ func planOf(t *testing.T, cands []candidate, pvs []volume, opts UninstallOptions
 	if look == nil {
 		look = fakeLookups{}
 	}
-	plan := planUninstall(context.Background(), cands, pvs, opts, look)
+	plan := planUninstall(context.Background(), cands, pvs, nil, opts, look)
 	if plan.err != nil {
 		t.Fatal(plan.err)
 	}
@@ -284,6 +284,47 @@ func TestRenderedObjectsForUninstall(t *testing.T) {
 			if !slices.Contains(keys, want) {
 				t.Errorf("mode %s: %s not among %v", mode, want, keys)
 			}
+		}
+	}
+}
+
+// Snapshots are the users': none is a candidate, a VolumeSnapshotClass a snapshot names is
+// kept, and snapshots of the driver stop an uninstall that would delete the driver, as volumes do.
+func TestUninstallPlanKeepsWhatSnapshotsName(t *testing.T) {
+	cands := append(driverModeCandidates(),
+		candidate{live: obj("snapshot.storage.k8s.io/v1", "VolumeSnapshotClass", "", operator.VolumeSnapshotClassName, operator.ManagedByValue, operator.OperatorName), role: roleDriver})
+	snaps := []snapshotContent{
+		{name: "snapcontent-b", driver: operator.DriverName, class: operator.VolumeSnapshotClassName},
+		{name: "snapcontent-a", driver: operator.DriverName, class: operator.VolumeSnapshotClassName},
+		{name: "snapcontent-other", driver: "cinder.csi.openstack.org", class: "standard-csi"},
+	}
+	plan := planUninstall(context.Background(), cands, nil, snaps, UninstallOptions{}, fakeLookups{})
+	if plan.err != nil {
+		t.Fatal(plan.err)
+	}
+	if !slices.Equal(plan.driverSnapshots, []string{"snapcontent-a", "snapcontent-b"}) {
+		t.Errorf("driver's snapshots %v, want snapcontent-a and snapcontent-b (sorted, not the other driver's)", plan.driverSnapshots)
+	}
+	for _, p := range plan.objects {
+		if p.Kind != "VolumeSnapshotClass" {
+			continue
+		}
+		if p.Action != ActionKeep || p.Reason != "VolumeSnapshotContent(s) snapcontent-a, snapcontent-b name it (spec.volumeSnapshotClassName)" {
+			t.Errorf("%s: %s (%s), want kept because the snapshots name it", p.Key(), p.Action, p.Reason)
+		}
+	}
+	if !plan.deletesDriver() {
+		t.Fatal("the plan deletes no part of the driver")
+	}
+	err := (&VolumesExistError{Snapshots: plan.driverSnapshots}).Error()
+	if !strings.Contains(err, "2 VolumeSnapshotContent(s) (snapcontent-a, snapcontent-b)") || strings.Contains(err, "PersistentVolume(s) (") {
+		t.Errorf("refusal %q: want it to name the 2 snapshots and no volume", err)
+	}
+	// Without snapshots naming it, the class goes with the driver.
+	plan = planUninstall(context.Background(), cands, nil, nil, UninstallOptions{}, fakeLookups{})
+	for _, p := range plan.objects {
+		if p.Kind == "VolumeSnapshotClass" && p.Action != ActionDelete {
+			t.Errorf("%s: %s (%s), want delete", p.Key(), p.Action, p.Reason)
 		}
 	}
 }

@@ -47,9 +47,11 @@ func TestDriverRunsOnARealNode(t *testing.T) {
 		Labels: map[string]string{"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": "", "node-role.kubernetes.io/worker": ""},
 	})
 	kc := sim.Client
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	singleNodeShaped(t, ctx, sim, node)
+	// What OpenShift's csi-snapshot-controller-operator gives every cluster, from installation.
+	sim.NewSnapshots(t)
 	// Whatever happens below: no request of an operand's or the operator's ServiceAccount was
 	// refused. A missing RBAC rule shows here by name, also when what it stops (a claim, a pod)
 	// failed the test first.
@@ -119,43 +121,7 @@ func TestDriverRunsOnARealNode(t *testing.T) {
 
 	// 5. A pod using it: the kubelet stages and publishes through the Manila node plugin, which
 	// forwards to the NFS node plugin, which asks the kernel for the NFS mount.
-	app := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: appNS},
-		Spec: corev1.PodSpec{
-			NodeName:                      node.Name,
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers: []corev1.Container{{Name: "app", Image: node.PauseImage,
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}},
-		},
-	}
-	if _, err := kc.CoreV1().Pods(appNS).Create(ctx, app, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var mountErr string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := kc.CoreV1().Events(appNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=app,reason=FailedMount"})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			mountErr = e.Message
-			if strings.Contains(e.Message, "no such device") {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("the app pod's volume did not reach the kernel's NFS mount (last FailedMount: %q): %v\nevents:\n%s", mountErr, err, events(ctx, kc, appNS, "app"))
-	}
-	// The Manila plugin chose the share's export and forwarded it to the NFS plugin, which
-	// called mount(2): everything before the kernel's NFS client happened.
-	if share := strings.ReplaceAll(pv.Spec.CSI.VolumeHandle, "-", "_"); !strings.Contains(mountErr, "mount failed: no such device") || !strings.Contains(mountErr, share) {
-		t.Errorf("FailedMount %q: want the NFS plugin's mount(2) of share %s failing with the kernel's ENODEV", mountErr, pv.Spec.CSI.VolumeHandle)
-	}
-	t.Logf("the mount went as far as the kernel: %s", mountErr)
+	mountReachesTheKernel(t, ctx, kc, node, "app", pvc, pv)
 
 	// 6. The operator and the controller talked to the apiserver as themselves (their tokens,
 	// their RBAC): the check of refused requests (at the end, also after a failure) covers them.
@@ -169,6 +135,10 @@ func TestDriverRunsOnARealNode(t *testing.T) {
 		}
 		t.Logf("ServiceAccount %s: %d requests, none refused", sa, len(reqs))
 	}
+
+	// 7. Snapshots and restores, through the driver's csi-snapshotter and csi-provisioner, and
+	// what uninstall does with them.
+	snapshotsAndRestores(t, ctx, sim, node, pvc, pv)
 }
 
 // TestCompanionRunsOnARealNode is the other mode on a real kubelet: beside the platform's own
@@ -443,4 +413,50 @@ platform:
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mountReachesTheKernel runs a pod of the claim on the real node and waits until its volume
+// reaches the kernel's NFS mount: the kubelet staged and published through the Manila node
+// plugin, which chose the share's export and forwarded it to the NFS node plugin, which called
+// mount(2), failing with ENODEV (this machine's kernel has no NFS client). Everything before the
+// kernel's NFS client happened, for the volume's own share.
+func mountReachesTheKernel(t *testing.T, ctx context.Context, kc kubernetes.Interface, node *testenv.RealNode, name string, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) {
+	t.Helper()
+	ns := pvc.Namespace
+	app := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName:                      node.Name,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{Name: "app", Image: node.PauseImage,
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}},
+		},
+	}
+	if _, err := kc.CoreV1().Pods(ns).Create(ctx, app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var mountErr string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := kc.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=FailedMount"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			mountErr = e.Message
+			if strings.Contains(e.Message, "no such device") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s: its volume did not reach the kernel's NFS mount (last FailedMount: %q): %v\nevents:\n%s", name, mountErr, err, events(ctx, kc, ns, name))
+	}
+	// The export path names the share (its id, with underscores, on this back end).
+	if share := strings.ReplaceAll(pv.Spec.CSI.VolumeHandle, "-", "_"); !strings.Contains(mountErr, "mount failed: no such device") || !strings.Contains(mountErr, share) {
+		t.Errorf("pod %s: FailedMount %q: want the NFS plugin's mount(2) of share %s failing with the kernel's ENODEV", name, mountErr, pv.Spec.CSI.VolumeHandle)
+	}
+	t.Logf("pod %s: the mount of share %s went as far as the kernel: %s", name, pv.Spec.CSI.VolumeHandle, mountErr)
 }

@@ -87,6 +87,12 @@ step "Machine API controllers (cached afterwards)"
 MANILA_SETUP_MACHINEAPI_BIN=$(bash "$here/machineapi/build.sh")
 export MANILA_SETUP_MACHINEAPI_BIN
 
+# What OpenShift's csi-snapshot-controller-operator gives a cluster: the snapshot-controller and
+# the snapshot CRDs (the tests of snapshots and restores; seconds cold).
+step "snapshot-controller and snapshot CRDs (cached afterwards)"
+MANILA_SETUP_SNAPSHOTS=$(bash "$here/snapshots/build.sh")
+export MANILA_SETUP_SNAPSHOTS
+
 # promtool, for the checks and unit tests of the operator's alert rules (test/alerts).
 step "promtool (cold: about 3 minutes; cached afterwards)"
 MANILA_SETUP_PROMTOOL=$(bash "$here/promtool/build.sh")

@@ -28,8 +28,10 @@ type kubeRecorder struct {
 	// clusterEvents writes Events about cluster-scoped objects, which the API server keeps in
 	// namespace "default".
 	clusterEvents *gentype.Client[*corev1.Event]
-	ref           corev1.ObjectReference
-	host          string
+	// eventsIn writes Events about objects of other namespaces.
+	eventsIn func(namespace string) *gentype.Client[*corev1.Event]
+	ref      corev1.ObjectReference
+	host     string
 }
 
 // NewKubeRecorder writes Events about the Deployment operatorName of namespace.
@@ -38,6 +40,7 @@ func NewKubeRecorder(k *Clients, namespace, operatorName string) Recorder {
 	return &kubeRecorder{
 		events:        k.Events(namespace),
 		clusterEvents: k.Events(metav1.NamespaceDefault),
+		eventsIn:      k.Events,
 		ref:           corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: namespace, Name: operatorName},
 		host:          host,
 	}
@@ -61,11 +64,15 @@ func (r *kubeRecorder) record(eventType, reason, message string) {
 
 // recordAbout writes an Event about ref: in the operator's namespace for its own objects, in
 // "default" for cluster-scoped ones (where the API server wants them, and where `kubectl
-// describe storageclass` finds them).
+// describe storageclass` finds them), in the object's own namespace for a user's (a
+// VolumeSnapshot: `kubectl describe` finds it there).
 func (r *kubeRecorder) recordAbout(ref corev1.ObjectReference, eventType, reason, message string) {
 	client, ns := r.events, r.ref.Namespace
-	if ref.Namespace == "" {
+	switch {
+	case ref.Namespace == "":
 		client, ns = r.clusterEvents, metav1.NamespaceDefault
+	case ref.Namespace != r.ref.Namespace && r.eventsIn != nil:
+		client, ns = r.eventsIn(ref.Namespace), ref.Namespace
 	}
 	klog.V(2).Infof("event %s %s: %s", eventType, reason, message)
 	now := metav1.Now()

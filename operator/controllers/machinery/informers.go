@@ -36,6 +36,7 @@ var (
 	ServiceMonitorGVR   = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
 	PrometheusRuleGVR   = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}
 	SnapshotClassGVR    = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
+	VolumeSnapshotGVR   = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
 	MachineSetGVR       = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
 	// ControlPlaneMachineSetGVR: the masters' set (one, named ControlPlaneMachineSetName).
 	ControlPlaneMachineSetGVR = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1", Resource: "controlplanemachinesets"}
@@ -348,6 +349,9 @@ func (s *Informers) Dynamic(gvr schema.GroupVersionResource) cache.SharedIndexIn
 			ns = s.ns
 		case MachineSetGVR, MachineGVR, ControlPlaneMachineSetGVR:
 			ns, tweak = MachineAPINamespace, nil
+		case VolumeSnapshotGVR:
+			// The users' snapshots, in every namespace, labelled or not.
+			tweak = nil
 		case ClusterVersionGVR:
 			tweak = ByName("version")
 		case ClusterOperatorGVR:

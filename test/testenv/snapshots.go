@@ -1,0 +1,100 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// SnapshotAssets returns the folder holding snapshot-controller and crds/: $MANILA_SETUP_SNAPSHOTS
+// if set (make test sets it), else what test/env/snapshots/build.sh prints (it builds once, then
+// answers from its cache in a second).
+func SnapshotAssets(ctx context.Context) (string, error) {
+	dir := os.Getenv("MANILA_SETUP_SNAPSHOTS")
+	if dir == "" {
+		script, err := findAbove(filepath.Join("test", "env", "snapshots", "build.sh"))
+		if err != nil {
+			return "", fmt.Errorf("%w: set MANILA_SETUP_SNAPSHOTS", err)
+		}
+		out, err := exec.CommandContext(ctx, "bash", script).Output()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", script, err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "snapshot-controller")); err != nil {
+		return "", fmt.Errorf("snapshot-controller is missing in %s: run test/env/snapshots/build.sh (make test does)", dir)
+	}
+	return dir, nil
+}
+
+// findAbove finds rel (a path inside the repository) above the working directory: a test runs
+// in its package's folder.
+func findAbove(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s not found above the working directory", rel)
+		}
+		dir = parent
+	}
+}
+
+// ServeSnapshots gives the cluster what OpenShift's csi-snapshot-controller-operator gives every
+// cluster: the snapshot.storage.k8s.io CRDs (VolumeSnapshot, VolumeSnapshotContent,
+// VolumeSnapshotClass) and the external-snapshotter's snapshot-controller, which binds
+// VolumeSnapshots to contents that the driver's csi-snapshotter sidecar then takes. Call it
+// before the operator starts, as on a cluster where the CRDs are there from installation: the
+// operator applies its VolumeSnapshotClass only when the CRD is served.
+func (c *SimCluster) ServeSnapshots(ctx context.Context) error {
+	dir, err := SnapshotAssets(ctx)
+	if err != nil {
+		return err
+	}
+	crds, err := filepath.Glob(filepath.Join(dir, "crds", "*.yaml"))
+	if err != nil || len(crds) != 3 {
+		return fmt.Errorf("%s/crds holds %d CRDs, want the 3 of snapshot.storage.k8s.io: run test/env/snapshots/build.sh again", dir, len(crds))
+	}
+	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
+		return fmt.Errorf("snapshot CRDs: %w", err)
+	}
+	kubeconfig, err := c.KubeconfigFor(c.dir, "snapshot-controller", "system:masters")
+	if err != nil {
+		return err
+	}
+	// Retries start at 1 s and double up to 30 s (the default maximum is 5 minutes): a test
+	// waits for what a refused snapshot turns into, not for the controller's back-off.
+	proc, err := startProcess(c.dir, "snapshot-controller", filepath.Join(dir, "snapshot-controller"),
+		"--kubeconfig="+kubeconfig, "--leader-election=false", "--retry-interval-max=30s", "--v=2")
+	if err != nil {
+		return err
+	}
+	c.processes = append(c.processes, proc)
+	return nil
+}
+
+// NewSnapshots is ServeSnapshots for one test: it fails the test when the snapshot controller
+// cannot start.
+func (c *SimCluster) NewSnapshots(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), crdWait+time.Minute)
+	defer cancel()
+	if err := c.ServeSnapshots(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
