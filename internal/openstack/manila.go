@@ -119,7 +119,7 @@ type wireShareTypeSummary struct {
 	Name       string `json:"name"`
 	IsPublic   *bool  `json:"share_type_access:is_public"`
 	ExtraSpecs struct {
-		DHSS            any `json:"driver_handles_share_servers"` // strings, or booleans at newer microversions
+		DHSS                           any `json:"driver_handles_share_servers"` // strings, or booleans at newer microversions
 		SnapshotSupport                any `json:"snapshot_support"`
 		CreateShareFromSnapshotSupport any `json:"create_share_from_snapshot_support"`
 	} `json:"extra_specs"`

@@ -134,7 +134,9 @@ func TestSnapshotExplainer(t *testing.T) {
 		t.Error("the deleted snapshot is still remembered")
 	}
 	// A claim that cannot be read is tried again at the next sync.
-	e.claim = func(context.Context, string, string) (*corev1.PersistentVolumeClaim, error) { return nil, errors.New("connection refused") }
+	e.claim = func(context.Context, string, string) (*corev1.PersistentVolumeClaim, error) {
+		return nil, errors.New("connection refused")
+	}
 	if err := indexer.Add(refusedSnapshot("6", "app", "later", "fast", "refused")); err != nil {
 		t.Fatal(err)
 	}

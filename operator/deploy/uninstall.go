@@ -111,9 +111,9 @@ type UninstallReport struct {
 	VolumesWithoutDriver []string `json:"volumesWithoutDriver,omitempty"`
 	// SnapshotsWithoutDriver (--force) are the VolumeSnapshotContents whose driver was deleted.
 	SnapshotsWithoutDriver []string `json:"snapshotsWithoutDriver,omitempty"`
-	Deleted              int      `json:"deleted"`
-	Kept                 int      `json:"kept"`
-	Left                 int      `json:"left"`
+	Deleted                int      `json:"deleted"`
+	Kept                   int      `json:"kept"`
+	Left                   int      `json:"left"`
 	// WorkloadsGoneAfter is how long the deleted workloads took to be gone, pods included.
 	WorkloadsGoneAfter string `json:"workloadsGoneAfter,omitempty"`
 }
