@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
@@ -59,28 +60,31 @@ func (r *Report) Count(s Status) int {
 	return n
 }
 
-// Target is what to diagnose: a pod or a PersistentVolumeClaim.
+// Target is what to diagnose: a pod, a PersistentVolumeClaim or a VolumeSnapshot.
 type Target struct {
-	Kind      string // "pod" or "pvc"
+	Kind      string // "pod", "pvc" or "volumesnapshot"
 	Namespace string
 	Name      string
 }
 
 func (t Target) String() string { return t.Kind + "/" + t.Namespace + "/" + t.Name }
 
-// ParseTarget reads pod/NAME or pvc/NAME (and the long forms kubectl takes) in namespace.
+// ParseTarget reads pod/NAME, pvc/NAME or volumesnapshot/NAME (and the long and short forms
+// kubectl takes) in namespace.
 func ParseTarget(s, namespace string) (Target, error) {
 	kind, name, ok := strings.Cut(s, "/")
 	if !ok || name == "" || strings.Contains(name, "/") {
-		return Target{}, fmt.Errorf("target: Invalid value: %q: want pod/NAME or pvc/NAME", s)
+		return Target{}, fmt.Errorf("target: Invalid value: %q: want pod/NAME, pvc/NAME or volumesnapshot/NAME", s)
 	}
-	switch strings.ToLower(kind) {
-	case "pod", "pods", "po":
+	switch k := strings.ToLower(kind); {
+	case k == "pod" || k == "pods" || k == "po":
 		kind = "pod"
-	case "pvc", "pvcs", "persistentvolumeclaim", "persistentvolumeclaims":
+	case k == "pvc" || k == "pvcs" || k == "persistentvolumeclaim" || k == "persistentvolumeclaims":
 		kind = "pvc"
+	case isSnapshotKind(k):
+		kind = "volumesnapshot"
 	default:
-		return Target{}, fmt.Errorf("target: Invalid value: %q: %q is not pod or pvc", s, kind)
+		return Target{}, fmt.Errorf("target: Invalid value: %q: %q is not pod, pvc or volumesnapshot", s, kind)
 	}
 	if len(name) > 253 {
 		return Target{}, fmt.Errorf("target: Invalid value: %q: a name has at most 253 characters", s)
@@ -93,6 +97,8 @@ type Inputs struct {
 	Kube kubernetes.Interface
 	// Meta reads the metadata of Secrets and Machines: their data is never fetched.
 	Meta metadata.Interface
+	// Dynamic reads VolumeSnapshots and their contents (no Go types for them here).
+	Dynamic dynamic.Interface
 	// Cloud connects to the cloud of the cluster; nil: the share, its access rules, the share
 	// types and the nodes' ports are not checked.
 	Cloud func(context.Context) (*openstack.Client, error)
@@ -111,6 +117,8 @@ type cloudFacts struct {
 	storage       *openstack.Network
 	exportSubnets []openstack.Subnet
 	shareTypes    []string
+	// shareTypeInfo are the share types by name, with their snapshot extra specs.
+	shareTypeInfo map[string]openstack.ShareType
 	typesErr      error
 }
 

@@ -18,6 +18,9 @@ func TestParseTarget(t *testing.T) {
 		"pvc/data":                     {Kind: "pvc", Namespace: "ns", Name: "data"},
 		"PersistentVolumeClaim/data":   {Kind: "pvc", Namespace: "ns", Name: "data"},
 		"persistentvolumeclaims/data2": {Kind: "pvc", Namespace: "ns", Name: "data2"},
+		"volumesnapshot/daily":         {Kind: "volumesnapshot", Namespace: "ns", Name: "daily"},
+		"VolumeSnapshots/daily":        {Kind: "volumesnapshot", Namespace: "ns", Name: "daily"},
+		"vs/daily":                     {Kind: "volumesnapshot", Namespace: "ns", Name: "daily"},
 	} {
 		got, err := ParseTarget(in, "ns")
 		if err != nil || got != want {
@@ -25,10 +28,10 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"app-0":                           `target: Invalid value: "app-0": want pod/NAME or pvc/NAME`,
-		"pod/":                            `want pod/NAME or pvc/NAME`,
-		"deploy/app":                      `"deploy" is not pod or pvc`,
-		"pod/a/b":                         `want pod/NAME or pvc/NAME`,
+		"app-0":                           `target: Invalid value: "app-0": want pod/NAME, pvc/NAME or volumesnapshot/NAME`,
+		"pod/":                            `want pod/NAME, pvc/NAME or volumesnapshot/NAME`,
+		"deploy/app":                      `"deploy" is not pod, pvc or volumesnapshot`,
+		"pod/a/b":                         `want pod/NAME, pvc/NAME or volumesnapshot/NAME`,
 		"pod/" + strings.Repeat("a", 254): `a name has at most 253 characters`,
 	} {
 		if _, err := ParseTarget(in, "ns"); err == nil || !strings.Contains(err.Error(), want) {

@@ -78,8 +78,13 @@ func Run(ctx context.Context, in Inputs, t Target) (*Report, error) {
 				pods = append(pods, p)
 			}
 		}
+	case "volumesnapshot":
+		if err := r.checkSnapshotTarget(ctx, t.Namespace, t.Name); err != nil {
+			return nil, err
+		}
+		return r.report, ctx.Err()
 	default:
-		return nil, fmt.Errorf("target kind %q: want pod or pvc", t.Kind)
+		return nil, fmt.Errorf("target kind %q: want pod, pvc or volumesnapshot", t.Kind)
 	}
 
 	for i := range pods {
@@ -173,8 +178,10 @@ func (r *run) facts(ctx context.Context) *cloudFacts {
 	}
 	types, err := f.client.ShareTypes(ctx)
 	f.typesErr = err
+	f.shareTypeInfo = map[string]openstack.ShareType{}
 	for _, t := range types {
 		f.shareTypes = append(f.shareTypes, t.Name)
+		f.shareTypeInfo[t.Name] = t
 	}
 	return f
 }
@@ -192,6 +199,9 @@ func (r *run) checkClaim(ctx context.Context, ns, name string, nodes []string) e
 		return readError("PersistentVolumeClaim", ns, name, err)
 	}
 	r.add(judgeClaim(pvc, r.newestWarning(ctx, "PersistentVolumeClaim", ns, name)))
+	if err := r.checkDataSource(ctx, pvc); err != nil {
+		return err
+	}
 	// A bound claim whose class was deleted since still has its share: the chain goes on
 	// without the class's nfs-shareClient.
 	class, err := r.checkClass(ctx, pvc)

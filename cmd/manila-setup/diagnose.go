@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
@@ -27,8 +28,8 @@ type DiagnoseOptions struct {
 func newDiagnoseCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
 	o := &DiagnoseOptions{g: g, streams: streams, cloudOpt: &cloudOptions{global: g, streams: streams}}
 	cmd := &cobra.Command{
-		Use:   "diagnose pod/NAME | pvc/NAME",
-		Short: "Say why a pod's Manila volume does not mount, or a claim stays Pending (exit 1 when a check fails)",
+		Use:   "diagnose pod/NAME | pvc/NAME | volumesnapshot/NAME",
+		Short: "Say why a pod's Manila volume does not mount, a claim stays Pending, or a snapshot is not taken (exit 1 when a check fails)",
 		Long: `Follow a pod's (or a claim's) Manila volume through the places where it can fail, and make one
 check of each: the pod (Running, or the warning that holds it, such as mount.nfs's own words);
 the claim (Bound, or the provisioner's warning); its StorageClass (the driver's, a share type
@@ -38,17 +39,25 @@ the node mounts from: the driver does not wait for a rule still queued_to_apply 
 nothing of one in error); the node (Ready, the Machine that made it and its set); the node's
 server (a port on the network Manila exports on); the driver on the node (its node plugin and
 NFS node plugin Ready, the CSINode listing manila.csi.openstack.org); and the class's
-nfs-shareClient against where the node mounts from.
+nfs-shareClient against where the node mounts from. A claim made from a VolumeSnapshot or
+another claim gets a check of its data source: the snapshot ready and no larger than the claim
+asks, or a clone, which the Manila CSI driver cannot make.
+
+For a VolumeSnapshot: the snapshot itself (readyToUse, or the driver's error, or no status at
+all when no snapshot-controller runs); whether the share type of its claim can take snapshots
+(the driver snapshots only shares whose type has snapshot_support and
+create_share_from_snapshot_support); and the Manila snapshot behind it.
 
 Each check is passed, failed or not checked, with its evidence; a failed one names the command
 that fixes it. Without --os-cloud the share, its access rules, the share types and the ports
 are not checked, and say so. Nothing is written. Exit 1 when a check failed.`,
 		Example: `  manila-setup diagnose pod/app-0 -n shop
-  manila-setup diagnose pvc/data -n shop --os-cloud mycloud -o json`,
+  manila-setup diagnose pvc/data -n shop --os-cloud mycloud -o json
+  manila-setup diagnose volumesnapshot/data-daily -n shop --os-cloud mycloud`,
 		Args: cobra.ExactArgs(1),
 		RunE: cmdrun.RunE(o),
 	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the pod or claim (default: the kubeconfig context's)")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the pod, claim or VolumeSnapshot (default: the kubeconfig context's)")
 	o.cloudOpt.addFlags(cmd.Flags())
 	return cmd
 }
@@ -91,7 +100,11 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return environmentError(err)
 	}
-	in := diagnose.Inputs{Kube: kube, Meta: meta, CloudName: o.g.OSCloud, MachineNetworks: storagecheck.InstallConfigNetworks(ctx, kube)}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return environmentError(err)
+	}
+	in := diagnose.Inputs{Kube: kube, Meta: meta, Dynamic: dyn, CloudName: o.g.OSCloud, MachineNetworks: storagecheck.InstallConfigNetworks(ctx, kube)}
 	if o.g.OSCloud != "" {
 		in.Cloud = o.cloudOpt.connect
 	}

@@ -280,8 +280,8 @@ func TestOperatorClusterSettings(t *testing.T) {
 	t.Run("the operator's metrics, for Prometheus", func(t *testing.T) { checkOperatorMetrics(t, h, saCfg) })
 	t.Run("a volume whose share's access rules failed is counted and named", func(t *testing.T) { checkAccessRulesMetric(t, h, cloud) })
 
-	t.Run("VolumeSnapshotClass only once the snapshot CRD exists", func(t *testing.T) {
-		h.waitSyncs(2, staticName+"Controller") // a whole sync without the CRD
+	t.Run("VolumeSnapshotClass only once the snapshot CRD exists, naming the classes that can snapshot", func(t *testing.T) {
+		h.waitSyncs(2, manilaName) // a whole sync without the CRD
 		h.noDegraded()
 		vscCRD, err := os.ReadFile("testdata/crds/volumesnapshotclasses.yaml")
 		if err != nil {
@@ -295,9 +295,21 @@ func TestOperatorClusterSettings(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			return v.Object["driver"] == operator.DriverName, fmt.Sprint(v.Object["driver"])
+			// The loopback share type default has snapshot_support and
+			// create_share_from_snapshot_support, cephfs-fast neither.
+			which := v.GetAnnotations()[operator.AnnotationSnapshotStorageClasses]
+			return v.Object["driver"] == operator.DriverName && which == "csi-manila-default", fmt.Sprintf("driver %v, %s %q", v.Object["driver"], operator.AnnotationSnapshotStorageClasses, which)
 		})
 		t.Logf("VolumeSnapshotClass created %.1fs after its CRD", took.Seconds())
+		for class, want := range map[string]string{"csi-manila-default": operator.SnapshotsSupported, "csi-manila-cephfs-fast": `not supported: share type "cephfs-fast" lacks snapshot_support=True and create_share_from_snapshot_support=True;`} {
+			sc, err := h.kube.StorageV1().StorageClasses().Get(ctx, class, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sc.Annotations[operator.AnnotationSnapshots]; !strings.HasPrefix(got, want) {
+				t.Errorf("StorageClass %s: %s %q, want it to start %q", class, operator.AnnotationSnapshots, got, want)
+			}
+		}
 	})
 
 	t.Run("a new trusted CA bundle restarts the pods that mount it, and only those", func(t *testing.T) {

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/netip"
 	"os/exec"
 	"strings"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/manila-setup/manila-setup/diagnose"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
@@ -108,9 +111,11 @@ func snapshotsAndRestores(t *testing.T, ctx context.Context, sim *testenv.SimClu
 	for _, c := range []struct {
 		claim *corev1.PersistentVolumeClaim
 		want  string
+		// diagnose says why, in its check of the claim's data source.
+		diagnosed string
 	}{
-		{tooSmall, "is less than the size"},
-		{clone, "does not support clone"},
+		{tooSmall, "is less than the size", "less than the restoreSize 1Gi of VolumeSnapshot shared-snap"},
+		{clone, "does not support clone", "the Manila CSI driver cannot clone volumes"},
 	} {
 		if _, err := kc.CoreV1().PersistentVolumeClaims(ns).Create(ctx, c.claim, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -119,6 +124,9 @@ func snapshotsAndRestores(t *testing.T, ctx context.Context, sim *testenv.SimClu
 		t.Logf("claim %s refused: %s", c.claim.Name, msg)
 		if got, err := kc.CoreV1().PersistentVolumeClaims(ns).Get(ctx, c.claim.Name, metav1.GetOptions{}); err != nil || got.Status.Phase != corev1.ClaimPending {
 			t.Errorf("claim %s: %v, phase %v; want it Pending", c.claim.Name, err, got.Status.Phase)
+		}
+		if check := diagnosed(t, ctx, sim, "pvc/"+c.claim.Name, ns, "data source"); check.Status != diagnose.Failed || !strings.Contains(check.Evidence, c.diagnosed) {
+			t.Errorf("diagnose pvc/%s: data source check %+v, want failed saying %q", c.claim.Name, check, c.diagnosed)
 		}
 		if err := kc.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, c.claim.Name, metav1.DeleteOptions{}); err != nil {
 			t.Error(err)
@@ -142,8 +150,17 @@ func snapshotsAndRestores(t *testing.T, ctx context.Context, sim *testenv.SimClu
 			t.Errorf("event %s on fast-snap: %q does not name %s", operator.ReasonShareTypeCannotSnapshot, msg, want)
 		}
 	}
+	if check := diagnosed(t, ctx, sim, "volumesnapshot/fast-snap", ns, "share type"); check.Status != diagnose.Failed ||
+		!strings.Contains(check.Evidence, `share type "cephfs-fast" lacks`) || !strings.Contains(check.Evidence, "from Manila's extra specs") {
+		t.Errorf("diagnose volumesnapshot/fast-snap: share type check %+v, want failed, from Manila's extra specs", check)
+	}
 	if err := dyn.Resource(volumeSnapshotGVR).Namespace(ns).Delete(ctx, "fast-snap", metav1.DeleteOptions{}); err != nil {
 		t.Error(err)
+	}
+
+	// diagnose follows a snapshot that was taken down to its Manila snapshot.
+	if check := diagnosed(t, ctx, sim, "volumesnapshot/shared-snap", ns, "Manila snapshot"); check.Status != diagnose.Passed || !strings.Contains(check.Evidence, "available, 1 GiB, of share "+pv.Spec.CSI.VolumeHandle) {
+		t.Errorf("diagnose volumesnapshot/shared-snap: Manila snapshot check %+v, want passed: available, of the claim's share", check)
 	}
 
 	// 5. Deleting a VolumeSnapshot (Delete policy) deletes its Manila snapshot.
@@ -345,4 +362,28 @@ func deleteLeftSnapshots(t *testing.T, manila *gophercloud.ServiceClient, share 
 func restoreSizeIs(got, want string) bool {
 	q, err := resource.ParseQuantity(got)
 	return err == nil && q.Cmp(resource.MustParse(want)) == 0
+}
+
+// diagnosed runs `manila-setup diagnose TARGET -o json` as a user does, with the cloud, and
+// returns its check named name (failing the test when there is none).
+func diagnosed(t *testing.T, ctx context.Context, sim *testenv.SimCluster, target, ns, name string) diagnose.Check {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, buildCLI(t), "diagnose", target, "-n", ns, "--kubeconfig", sim.Kubeconfig,
+		"--os-cloud", testenv.CloudDemo, "-o", "json").Output()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("diagnose %s: %v", target, err)
+	}
+	var r diagnose.Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("diagnose %s -o json: %v\n%s", target, err, out)
+	}
+	for _, c := range r.Checks {
+		if c.Name == name {
+			t.Logf("diagnose %s: %s %s: %s", target, c.Name, c.Status, c.Evidence)
+			return c
+		}
+	}
+	t.Fatalf("diagnose %s has no check %q: %+v", target, name, r.Checks)
+	return diagnose.Check{}
 }

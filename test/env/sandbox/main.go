@@ -146,6 +146,13 @@ func (s *sandbox) up(ctx context.Context) error {
 		return err
 	}
 	step("sim cluster up in %s; kubeconfig %s", since(start), kubeconfig)
+	// What OpenShift's csi-snapshot-controller-operator gives every cluster: the operator then
+	// applies its VolumeSnapshotClass, and the driver's csi-snapshotter takes snapshots.
+	start = time.Now()
+	if err := s.sim.ServeSnapshots(ctx); err != nil {
+		return err
+	}
+	step("snapshot CRDs and snapshot-controller up in %s", since(start))
 
 	// The real node builds its images and starts while the Machine API and the operator come up.
 	nodeUp := make(chan error, 1)

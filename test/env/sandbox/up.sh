@@ -92,6 +92,9 @@ if [[ $real_node != off ]]; then
   fi
   export MANILA_SETUP_OPERAND_BIN
 fi
+step "snapshot-controller and snapshot CRDs (first time seconds, then cached)"
+MANILA_SETUP_SNAPSHOTS=$(bash "$here/../snapshots/build.sh")
+export MANILA_SETUP_SNAPSHOTS
 step "building the sandbox program (first time a few minutes, then cached)"
 go build -o "$top/bin/manila-setup-sandbox" ./test/env/sandbox
 
