@@ -72,6 +72,8 @@ var (
 	clusterCSIDriverGVR = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "clustercsidrivers"}
 	companionGVR        = schema.GroupVersionResource{Group: operator.CompanionGroup, Version: operator.CompanionVersion, Resource: operator.CompanionResource}
 	snapshotClassGVR    = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}
+	snapshotContentGVR  = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotcontents"}
+	volumeSnapshotGVR   = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
 	machineSetGVR       = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1beta1", Resource: "machinesets"}
 	controlPlaneGVR     = schema.GroupVersionResource{Group: "machine.openshift.io", Version: "v1", Resource: "controlplanemachinesets"}
 )
@@ -257,6 +259,9 @@ func (g *gatherer) clusterScoped(ctx context.Context) error {
 			}
 		}
 	}
+	if err := g.snapshots(ctx); err != nil {
+		return err
+	}
 	pvs, err := g.o.Kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		g.skip("PersistentVolumes: %v", err)
@@ -438,6 +443,9 @@ func (g *gatherer) cloud(ctx context.Context) error {
 		g.skip("the shares and access rules of the driver's volumes: %v", err)
 		return nil
 	}
+	if err := g.snapshots(ctx); err != nil {
+		return err
+	}
 	pvs, err := g.o.Kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		g.skip("the shares of the driver's volumes: %v", err)
@@ -469,6 +477,43 @@ func (g *gatherer) cloud(ctx context.Context) error {
 			AccessRules []openstack.AccessRule `json:"accessRules"`
 		}{v.Name, share, rules}
 		if err := g.writeObject("cloud/shares/"+v.ShareID+".yaml", doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshots writes the driver's VolumeSnapshotContents and the VolumeSnapshots bound to them:
+// a snapshot that is not taken says why in its status and in the content's.
+func (g *gatherer) snapshots(ctx context.Context) error {
+	contents, err := g.o.Dynamic.Resource(snapshotContentGVR).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		g.skip("VolumeSnapshotContents: the cluster does not serve snapshot.storage.k8s.io/v1")
+		return nil
+	case err != nil:
+		g.skip("VolumeSnapshotContents: %v", err)
+		return nil
+	}
+	for i := range contents.Items {
+		c := &contents.Items[i]
+		if driver, _, _ := unstructured.NestedString(c.Object, "spec", "driver"); driver != operator.DriverName {
+			continue
+		}
+		if err := g.writeObject("cluster-scoped/volumesnapshotcontents/"+c.GetName()+".yaml", c); err != nil {
+			return err
+		}
+		ns, _, _ := unstructured.NestedString(c.Object, "spec", "volumeSnapshotRef", "namespace")
+		name, _, _ := unstructured.NestedString(c.Object, "spec", "volumeSnapshotRef", "name")
+		if ns == "" || name == "" {
+			continue
+		}
+		vs, err := g.o.Dynamic.Resource(volumeSnapshotGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			g.skip("VolumeSnapshot %s/%s: %v", ns, name, err)
+			continue
+		}
+		if err := g.writeObject("namespaces/"+ns+"/volumesnapshots/"+name+".yaml", vs); err != nil {
 			return err
 		}
 	}

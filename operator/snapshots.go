@@ -18,6 +18,9 @@ const (
 	// ReasonShareTypeCannotSnapshot is the reason of the Warning Event on a VolumeSnapshot the
 	// driver refused because the share type of its claim cannot take snapshots.
 	ReasonShareTypeCannotSnapshot = "ShareTypeCannotSnapshot"
+	// ReasonShareHasSnapshots is the reason of the Warning Event on a volume the provisioner
+	// cannot delete because its share has snapshots.
+	ReasonShareHasSnapshots = "ShareHasSnapshots"
 )
 
 // SnapshotStorageClasses is AnnotationSnapshotStorageClasses' value: the classes (named by share

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,21 +24,29 @@ import (
 // csi-snapshot-controller-operator installs it.
 const volumeSnapshotCRD = "volumesnapshots.snapshot.storage.k8s.io"
 
-// snapshotExplainer says, on a VolumeSnapshot the driver refused, why when the reason is the
-// share type: the driver's own error ("parent share must advertise snapshot_support and
-// create_share_from_snapshot_support capabilities") names neither the share type, nor the
-// StorageClasses whose volumes can be snapshotted, nor who can change it. One Warning Event per
-// refused VolumeSnapshot, naming all three.
+// snapshotExplainer says what the driver's and Manila's own words leave out about snapshots:
+//   - on a VolumeSnapshot the driver refused because of its share type, which share type, what it
+//     lacks, which StorageClasses can, and who can change it (the driver says only "parent share
+//     must advertise snapshot_support and create_share_from_snapshot_support capabilities");
+//   - on a volume whose claim was deleted while VolumeSnapshots of it exist, that Manila deletes
+//     no share with snapshots, and which VolumeSnapshots to delete (Manila says only "Invalid
+//     share: %(reason)s", which the provisioner repeats as VolumeFailedDelete).
+//
+// One Warning Event per VolumeSnapshot, and per volume.
 type snapshotExplainer struct {
 	crdExists func(name string) bool
 	snapshots func() (cache.GenericLister, bool)
 	claim     func(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
 	classes   func(name string) (*storagev1.StorageClass, error)
 	allClass  func() ([]*storagev1.StorageClass, error)
-	findings  *machinery.Published[manilaFindings]
-	recorder  machinery.Recorder
-	// told are the VolumeSnapshots explained (or found to need no word from the operator):
-	// each is looked at once, whatever number of updates it gets.
+	// failedDeletes lists the provisioner's VolumeFailedDelete Events of volumes (namespace
+	// default, where the Events of cluster-scoped objects are); volume reads a volume.
+	failedDeletes func(ctx context.Context) ([]corev1.Event, error)
+	volume        func(ctx context.Context, name string) (*corev1.PersistentVolume, error)
+	findings      *machinery.Published[manilaFindings]
+	recorder      machinery.Recorder
+	// told are the VolumeSnapshots and volumes explained (or found to need no word from the
+	// operator): each is looked at once, whatever number of updates it gets.
 	told map[types.UID]bool
 }
 
@@ -52,6 +61,17 @@ func newSnapshotExplainer(w wiring) *machinery.Controller {
 			var pvc corev1.PersistentVolumeClaim
 			err := w.kube.Core.Get().Namespace(namespace).Resource("persistentvolumeclaims").Name(name).Do(ctx).Into(&pvc)
 			return &pvc, err
+		},
+		failedDeletes: func(ctx context.Context) ([]corev1.Event, error) {
+			var list corev1.EventList
+			err := w.kube.Core.Get().Namespace(metav1.NamespaceDefault).Resource("events").
+				Param("fieldSelector", "reason=VolumeFailedDelete,involvedObject.kind=PersistentVolume").Do(ctx).Into(&list)
+			return list.Items, err
+		},
+		volume: func(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+			var pv corev1.PersistentVolume
+			err := w.kube.Core.Get().Resource("persistentvolumes").Name(name).Do(ctx).Into(&pv)
+			return &pv, err
 		},
 		classes:  w.l.StorageClasses.Get,
 		allClass: func() ([]*storagev1.StorageClass, error) { return w.l.StorageClasses.List(labels.Everything()) },
@@ -76,11 +96,13 @@ func (e *snapshotExplainer) sync(ctx context.Context, syncCtx *machinery.Control
 		return err
 	}
 	seen := make(map[types.UID]bool, len(objs))
+	var snapshots []*unstructured.Unstructured
 	for _, obj := range objs {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
+		snapshots = append(snapshots, u)
 		seen[u.GetUID()] = true
 		if e.told[u.GetUID()] {
 			continue
@@ -104,10 +126,65 @@ func (e *snapshotExplainer) sync(ctx context.Context, syncCtx *machinery.Control
 		e.recorder.WarningOn(corev1.ObjectReference{APIVersion: "snapshot.storage.k8s.io/v1", Kind: "VolumeSnapshot",
 			Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}, operator.ReasonShareTypeCannotSnapshot, "%s", why)
 	}
+	// Only while snapshots exist can one hold a volume back: then one list of the Events the
+	// provisioner wrote about volumes it could not delete (an empty answer, nearly always).
+	if len(snapshots) > 0 {
+		if err := e.explainHeldVolumes(ctx, snapshots, seen); err != nil {
+			klog.V(2).Infof("volumes the provisioner could not delete: %v", err)
+		}
+	}
 	for uid := range e.told {
 		if !seen[uid] {
 			delete(e.told, uid)
 		}
+	}
+	return nil
+}
+
+// explainHeldVolumes says, on each volume of the driver the provisioner failed to delete whose
+// claim has VolumeSnapshots, that Manila deletes no share with snapshots, naming them. The
+// volumes looked at are added to seen.
+func (e *snapshotExplainer) explainHeldVolumes(ctx context.Context, snapshots []*unstructured.Unstructured, seen map[types.UID]bool) error {
+	evs, err := e.failedDeletes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		uid := ev.InvolvedObject.UID
+		if uid == "" {
+			continue
+		}
+		seen[uid] = true
+		if e.told[uid] {
+			continue
+		}
+		pv, err := e.volume(ctx, ev.InvolvedObject.Name)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		e.told[uid] = true
+		if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != operator.DriverName || pv.Spec.ClaimRef == nil {
+			continue
+		}
+		ns, claim := pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name
+		var of []string
+		for _, u := range snapshots {
+			if source, _, _ := unstructured.NestedString(u.Object, "spec", "source", "persistentVolumeClaimName"); u.GetNamespace() == ns && source == claim {
+				of = append(of, u.GetName())
+			}
+		}
+		if len(of) == 0 {
+			continue
+		}
+		slices.Sort(of)
+		e.recorder.WarningOn(corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolume", Name: pv.Name, UID: pv.UID},
+			operator.ReasonShareHasSnapshots,
+			"PersistentVolume %s (share %s, of deleted claim %s/%s) is not deleted: Manila deletes no share that has snapshots, and VolumeSnapshots %s of namespace %s are of it. "+
+				"Delete them (after restoring what you need from them) and the provisioner deletes the volume and its share at its next retry",
+			pv.Name, pv.Spec.CSI.VolumeHandle, ns, claim, strings.Join(of, ", "), ns)
 	}
 	return nil
 }

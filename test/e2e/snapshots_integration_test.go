@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -182,9 +184,52 @@ func snapshotsAndRestores(t *testing.T, ctx context.Context, sim *testenv.SimClu
 	}
 	t.Logf("VolumeSnapshot shared-snap deleted, its content and Manila snapshot gone, after %s", time.Since(start).Round(time.Second))
 
-	// 6. `operator uninstall --force` (volumes exist) leaves the users' snapshots alone: the
+	// 6. A claim deleted while its share has a snapshot: Manila deletes no share that has
+	// snapshots, so the volume stays Released, the provisioner saying so, until the snapshot is
+	// deleted; then the volume and its share go.
+	takeSnapshot(t, ctx, kc, dyn, manila, ns, "restored-snap", restored.Name)
+	if err := kc.CoreV1().Pods(ns).Delete(ctx, "restored-app", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, restored.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitEvent(t, ctx, kc, "", restoredPV.Name, "VolumeFailedDelete", share.ID)
+	t.Logf("volume %s of the deleted claim kept while its share has a snapshot: %s", restoredPV.Name, failed)
+	if s, err := shares.Get(ctx, manila, share.ID).Extract(); err != nil || s.Status != "available" {
+		t.Errorf("share %s while its snapshot exists: %v (%+v), want it still available", share.ID, err, s)
+	}
+	// Manila's words are "Invalid share: %(reason)s"; the operator says why, at its next resync.
+	held := waitEvent(t, ctx, kc, "", restoredPV.Name, operator.ReasonShareHasSnapshots, "VolumeSnapshots restored-snap of namespace "+ns)
+	t.Logf("the operator on volume %s: %s", restoredPV.Name, held)
+	if err := dyn.Resource(volumeSnapshotGVR).Namespace(ns).Delete(ctx, "restored-snap", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitGone(ctx, 3*time.Minute, func() error { return nil }, func(ctx context.Context) error {
+		_, err := kc.CoreV1().PersistentVolumes().Get(ctx, restoredPV.Name, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		t.Errorf("volume %s once its share's snapshot was deleted: %v\nevents:\n%s", restoredPV.Name, err, events(ctx, kc, "", restoredPV.Name))
+	}
+	if err := shareGone(ctx, manila, share.ID, 2*time.Minute, func() error { return nil }); err != nil {
+		t.Error(err)
+	}
+	t.Logf("snapshot restored-snap deleted: volume %s and share %s gone, after %s", restoredPV.Name, share.ID, time.Since(start).Round(time.Second))
+
+	// 7. `operator uninstall --force` (volumes exist) leaves the users' snapshots alone: the
 	// VolumeSnapshot, its content, the Manila snapshot, and the VolumeSnapshotClass they name.
-	_, kept := takeSnapshot(t, ctx, kc, dyn, manila, ns, "kept", pvc.Name)
+	keptSnap, kept := takeSnapshot(t, ctx, kc, dyn, manila, ns, "kept", pvc.Name)
+	// must-gather holds the snapshot and its content, for whoever reads why one was not taken.
+	gathered := filepath.Join(t.TempDir(), "must-gather")
+	if out, err := exec.CommandContext(ctx, buildCLI(t), "must-gather", "--dest-dir", gathered, "--kubeconfig", sim.Kubeconfig).CombinedOutput(); err != nil {
+		t.Fatalf("must-gather: %v\n%s", err, out)
+	}
+	keptContent, _, _ := unstructured.NestedString(keptSnap.Object, "status", "boundVolumeSnapshotContentName")
+	for _, rel := range []string{"namespaces/" + ns + "/volumesnapshots/kept.yaml", "cluster-scoped/volumesnapshotcontents/" + keptContent + ".yaml"} {
+		if _, err := os.Stat(filepath.Join(gathered, rel)); err != nil {
+			t.Errorf("must-gather: %v", err)
+		}
+	}
 	out, err := exec.CommandContext(ctx, buildCLI(t), "operator", "uninstall", "--force", "--kubeconfig", sim.Kubeconfig).CombinedOutput()
 	if err != nil {
 		t.Fatalf("operator uninstall --force: %v\n%s", err, out)

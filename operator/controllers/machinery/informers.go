@@ -277,9 +277,12 @@ func (s *Informers) newDynamic(gvr schema.GroupVersionResource, namespace string
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, namespaceIndexers)
-	if gvr == MachineSetGVR || gvr == MachineGVR || gvr == ControlPlaneMachineSetGVR {
+	switch gvr {
+	case MachineSetGVR, MachineGVR, ControlPlaneMachineSetGVR:
 		_ = inf.SetTransform(SlimMachineAPI)
-	} else {
+	case VolumeSnapshotGVR:
+		_ = inf.SetTransform(SlimVolumeSnapshot)
+	default:
 		_ = inf.SetTransform(stripManagedFields)
 	}
 	return inf

@@ -197,3 +197,34 @@ func burstProne(obj any) bool {
 	}
 	return false
 }
+
+// volumeSnapshotPaths are the fields of a VolumeSnapshot the operator reads: which claim it is
+// of, and whether it was taken or refused.
+var volumeSnapshotPaths = [][]string{
+	{"spec", "source", "persistentVolumeClaimName"},
+	{"status", "readyToUse"},
+	{"status", "error", "message"},
+}
+
+// SlimVolumeSnapshot keeps of a VolumeSnapshot its name, namespace, uid and resourceVersion and
+// volumeSnapshotPaths: the users' snapshots, of every namespace, are cached whole otherwise
+// (annotations, managedFields, the status's times and sizes), for fields never read.
+func SlimVolumeSnapshot(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	slim := &unstructured.Unstructured{Object: map[string]any{}}
+	slim.SetAPIVersion(u.GetAPIVersion())
+	slim.SetKind(u.GetKind())
+	slim.SetName(u.GetName())
+	slim.SetNamespace(u.GetNamespace())
+	slim.SetUID(u.GetUID())
+	slim.SetResourceVersion(u.GetResourceVersion())
+	for _, path := range volumeSnapshotPaths {
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...); found {
+			_ = unstructured.SetNestedField(slim.Object, v, path...)
+		}
+	}
+	return slim, nil
+}

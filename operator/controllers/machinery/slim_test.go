@@ -2,6 +2,7 @@ package machinery
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -147,5 +148,32 @@ func TestStatusOnly(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
 	if statusOnly(cm, cm) || statusOnly(machine("1", nil), machine("2", nil)) {
 		t.Error("a ConfigMap or a Machine counts as the operator's own object")
+	}
+}
+
+func TestSlimVolumeSnapshotKeepsWhatTheExplainerReads(t *testing.T) {
+	full := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": "daily", "namespace": "shop", "uid": "u-1", "resourceVersion": "42",
+			"annotations":   map[string]any{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 400)},
+			"finalizers":    []any{"snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"},
+			"managedFields": []any{map[string]any{"manager": "snapshot-controller"}}},
+		"spec": map[string]any{"volumeSnapshotClassName": "csi-manila-standard", "source": map[string]any{"persistentVolumeClaimName": "data"}},
+		"status": map[string]any{"readyToUse": false, "restoreSize": "1Gi", "creationTime": "2026-11-29T08:00:00Z",
+			"boundVolumeSnapshotContentName": "snapcontent-1", "error": map[string]any{"message": "refused", "time": "2026-11-29T08:00:01Z"}},
+	}}
+	got, err := SlimVolumeSnapshot(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*unstructured.Unstructured)
+	want := map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": "daily", "namespace": "shop", "uid": "u-1", "resourceVersion": "42"},
+		"spec":     map[string]any{"source": map[string]any{"persistentVolumeClaimName": "data"}},
+		"status":   map[string]any{"readyToUse": false, "error": map[string]any{"message": "refused"}},
+	}
+	if !reflect.DeepEqual(slim.Object, want) {
+		t.Errorf("slim %v, want %v", slim.Object, want)
 	}
 }
