@@ -1,5 +1,5 @@
 // Package diagnose answers "why is my pod stuck?" for a pod or a claim of the Manila CSI
-// driver. The cause of a pod stuck in ContainerCreating (mount.nfs: Connection timed out, access
+// driver, and "why is my snapshot not taken?" for a VolumeSnapshot (snapshots.go). The cause of a pod stuck in ContainerCreating (mount.nfs: Connection timed out, access
 // denied by server) or of a claim stuck Pending lies in one of six places: the claim and its
 // class, the Manila share, its access rules, the node's ports in Neutron, the machine that made
 // the node, and the driver's pods on that node. Diagnose follows that chain and makes one check
@@ -32,8 +32,9 @@ const (
 
 // Check is one link of the chain, as it was found.
 type Check struct {
-	// Name says which link: pod, claim, class, share, access rule, node, storage port, driver,
-	// nfs-shareClient.
+	// Name says which link: pod, claim, data source, class, share, access rule, node, storage
+	// port, driver, nfs-shareClient; of a VolumeSnapshot: snapshot, snapshot class, share type,
+	// Manila snapshot.
 	Name string `json:"name"`
 	// Subject is the object looked at (Pod default/app, share 1a2b..., Node worker-0).
 	Subject  string `json:"subject"`
