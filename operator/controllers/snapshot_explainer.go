@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,8 +38,8 @@ type snapshotExplainer struct {
 	claim     func(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
 	classes   func(name string) (*storagev1.StorageClass, error)
 	allClass  func() ([]*storagev1.StorageClass, error)
-	// failedDeletes lists the provisioner's VolumeFailedDelete Events of volumes (namespace
-	// default, where the Events of cluster-scoped objects are); volume reads a volume.
+	// failedDeletes are the provisioner's VolumeFailedDelete Events of volumes, from the cache
+	// (machinery.Informers.VolumeFailedDeletes); volume reads a volume.
 	failedDeletes func(ctx context.Context) ([]corev1.Event, error)
 	volume        func(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 	findings      *machinery.Published[manilaFindings]
@@ -54,6 +53,7 @@ const snapshotExplainerName = "SnapshotExplainer"
 
 // newSnapshotExplainer watches VolumeSnapshots (once their CRD is served) and the StorageClasses.
 func newSnapshotExplainer(w wiring) *machinery.Controller {
+	failedDeletes := w.inf.VolumeFailedDeletes()
 	e := &snapshotExplainer{
 		crdExists: w.inf.CRDExists,
 		snapshots: func() (cache.GenericLister, bool) { return w.inf.DynamicLister(machinery.VolumeSnapshotGVR) },
@@ -62,11 +62,14 @@ func newSnapshotExplainer(w wiring) *machinery.Controller {
 			err := w.kube.Core.Get().Namespace(namespace).Resource("persistentvolumeclaims").Name(name).Do(ctx).Into(&pvc)
 			return &pvc, err
 		},
-		failedDeletes: func(ctx context.Context) ([]corev1.Event, error) {
-			var list corev1.EventList
-			err := w.kube.Core.Get().Namespace(metav1.NamespaceDefault).Resource("events").
-				Param("fieldSelector", "reason=VolumeFailedDelete,involvedObject.kind=PersistentVolume").Do(ctx).Into(&list)
-			return list.Items, err
+		failedDeletes: func(context.Context) ([]corev1.Event, error) {
+			var out []corev1.Event
+			for _, obj := range failedDeletes.GetStore().List() {
+				if ev, ok := obj.(*corev1.Event); ok {
+					out = append(out, *ev)
+				}
+			}
+			return out, nil
 		},
 		volume: func(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
 			var pv corev1.PersistentVolume
@@ -77,7 +80,7 @@ func newSnapshotExplainer(w wiring) *machinery.Controller {
 		allClass: func() ([]*storagev1.StorageClass, error) { return w.l.StorageClasses.List(labels.Everything()) },
 		findings: w.findings, recorder: w.recorder, told: map[types.UID]bool{},
 	}
-	ctrl := w.loop.Controller(snapshotExplainerName, e.sync, w.inf.CRDs)
+	ctrl := w.loop.Controller(snapshotExplainerName, e.sync, w.inf.CRDs, failedDeletes)
 	w.inf.OnDynamic(machinery.VolumeSnapshotGVR, ctrl.EventHandler())
 	return ctrl
 }
@@ -126,8 +129,8 @@ func (e *snapshotExplainer) sync(ctx context.Context, syncCtx *machinery.Control
 		e.recorder.WarningOn(corev1.ObjectReference{APIVersion: "snapshot.storage.k8s.io/v1", Kind: "VolumeSnapshot",
 			Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}, operator.ReasonShareTypeCannotSnapshot, "%s", why)
 	}
-	// Only while snapshots exist can one hold a volume back: then one list of the Events the
-	// provisioner wrote about volumes it could not delete (an empty answer, nearly always).
+	// Only while snapshots exist can one hold a volume back: then the Events the provisioner
+	// wrote about volumes it could not delete (from the cache; nearly always none).
 	if len(snapshots) > 0 {
 		if err := e.explainHeldVolumes(ctx, snapshots, seen); err != nil {
 			klog.V(2).Infof("volumes the provisioner could not delete: %v", err)

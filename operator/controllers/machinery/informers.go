@@ -394,6 +394,16 @@ func (s *Informers) CRDExists(name string) bool {
 	return err == nil
 }
 
+// VolumeFailedDeletes caches the provisioner's VolumeFailedDelete Events about volumes, in
+// namespace default where the Events of cluster-scoped objects are (nearly always none): the
+// snapshot explainer reads them from the cache rather than asking every minute. Call it before
+// Run.
+func (s *Informers) VolumeFailedDeletes() cache.SharedIndexInformer {
+	return s.typed(s.kube.Core, "events", metav1.NamespaceDefault, &corev1.Event{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = "reason=VolumeFailedDelete,involvedObject.kind=PersistentVolume"
+	})
+}
+
 // SecretNamed caches the one Secret of that name in the operator namespace, whoever wrote it
 // (Secrets holds only those with the operator's label): for a Secret the operator writes only
 // when no one else has. Call it before Run.
