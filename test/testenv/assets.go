@@ -53,3 +53,23 @@ func KubeAssets() (string, error) {
 	}
 	return dir, nil
 }
+
+// FindAbove finds rel (a path inside the repository, a build script say) above the working
+// directory: a test runs in its package's folder.
+func FindAbove(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s not found above the working directory", rel)
+		}
+		dir = parent
+	}
+}

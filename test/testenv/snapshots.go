@@ -19,7 +19,7 @@ import (
 func SnapshotAssets(ctx context.Context) (string, error) {
 	dir := os.Getenv("MANILA_SETUP_SNAPSHOTS")
 	if dir == "" {
-		script, err := findAbove(filepath.Join("test", "env", "snapshots", "build.sh"))
+		script, err := FindAbove(filepath.Join("test", "env", "snapshots", "build.sh"))
 		if err != nil {
 			return "", fmt.Errorf("%w: set MANILA_SETUP_SNAPSHOTS", err)
 		}
@@ -33,26 +33,6 @@ func SnapshotAssets(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("snapshot-controller is missing in %s: run test/env/snapshots/build.sh (make test does)", dir)
 	}
 	return dir, nil
-}
-
-// findAbove finds rel (a path inside the repository) above the working directory: a test runs
-// in its package's folder.
-func findAbove(rel string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%s not found above the working directory", rel)
-		}
-		dir = parent
-	}
 }
 
 // ServeSnapshots gives the cluster what OpenShift's csi-snapshot-controller-operator gives every

@@ -51,9 +51,9 @@ const (
 func Binaries(ctx context.Context) (string, error) {
 	dir := os.Getenv("MANILA_SETUP_MACHINEAPI_BIN")
 	if dir == "" {
-		script, err := buildScript()
+		script, err := testenv.FindAbove(filepath.Join("test", "env", "machineapi", "build.sh"))
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("%w: set MANILA_SETUP_MACHINEAPI_BIN", err)
 		}
 		out, err := exec.CommandContext(ctx, "bash", script).Output()
 		if err != nil {
@@ -65,26 +65,6 @@ func Binaries(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("machine-api-openstack is missing in %s: run test/env/machineapi/build.sh (make test does)", dir)
 	}
 	return dir, nil
-}
-
-// buildScript finds test/env/machineapi/build.sh above the working directory (a test runs in
-// its package's folder).
-func buildScript() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, "test", "env", "machineapi", "build.sh")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("test/env/machineapi/build.sh not found above the working directory: set MANILA_SETUP_MACHINEAPI_BIN")
-		}
-		dir = parent
-	}
 }
 
 // ClusterOptions shape an installer-shaped cluster with the real Machine API.
