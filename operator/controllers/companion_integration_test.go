@@ -15,7 +15,9 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -152,6 +154,12 @@ func TestCompanionBesideThePlatform(t *testing.T) {
 		defer func(parent *testing.T) { h.t = parent }(h.t)
 		h.t = t
 		serveForPrometheus(t, h, opCfg, operator.CompanionNamespace).checkConditions(t, h)
+	})
+
+	t.Run("a VolumeSnapshot the platform's driver refused for its share type is explained", func(t *testing.T) {
+		defer func(parent *testing.T) { h.t = parent }(h.t)
+		h.t = t
+		explainsRefusedSnapshot(t, h, api)
 	})
 
 	// The window.
@@ -293,4 +301,62 @@ func platformObject(w testenv.AuditWrite) bool {
 		return strings.HasPrefix(w.Name, operator.StorageClassPrefix)
 	}
 	return false
+}
+
+// explainsRefusedSnapshot: beside the platform, a VolumeSnapshot of a claim on the companion's
+// class of a share type that cannot take snapshots (cephfs-fast), left refused by the driver as
+// the snapshot-controller leaves one, gets the companion's Warning naming the share type and the
+// classes that can (the platform's csi-manila-default among them), under the companion's RBAC.
+func explainsRefusedSnapshot(t *testing.T, h *harness, api *testenv.APIServer) {
+	ctx := h.ctx
+	if _, err := api.InstallSnapshotCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "app"
+	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	class := operator.CompanionStorageClassPrefix + "cephfs-fast"
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "fast", Namespace: ns}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, StorageClassName: &class,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := api.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	snaps := h.dyn.Resource(machinery.VolumeSnapshotGVR).Namespace(ns)
+	snap, err := snaps.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": "fast-snap", "namespace": ns},
+		"spec":     map[string]any{"volumeSnapshotClassName": operator.VolumeSnapshotClassName, "source": map[string]any{"persistentVolumeClaimName": "fast"}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the snapshot-controller writes when the driver refused it.
+	snap.Object["status"] = map[string]any{"readyToUse": false, "error": map[string]any{
+		"message": "Failed to check and update snapshot content: rpc error: code = InvalidArgument desc = cannot create snapshot: parent share must advertise snapshot_support and create_share_from_snapshot_support capabilities"}}
+	if _, err := snaps.UpdateStatus(ctx, snap, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	took := h.eventually("the Warning on VolumeSnapshot fast-snap", settle, func() (bool, string) {
+		evs, err := api.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=fast-snap,reason=" + operator.ReasonShareTypeCannotSnapshot})
+		if err != nil || len(evs.Items) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		msg = evs.Items[0].Message
+		return true, msg
+	})
+	t.Logf("explained %.1fs after the refusal: %s", took.Seconds(), msg)
+	for _, want := range []string{`share type "cephfs-fast" lacks snapshot_support=True and create_share_from_snapshot_support=True`,
+		"claim app/fast (StorageClass " + class + ")", "csi-manila-default"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the Warning does not say %q: %s", want, msg)
+		}
+	}
+	// The VolumeSnapshotClass is the platform's here: the companion does not point at an
+	// annotation only its driver mode writes.
+	if strings.Contains(msg, operator.AnnotationSnapshotStorageClasses) {
+		t.Errorf("the Warning names the annotation of the driver mode's VolumeSnapshotClass: %s", msg)
+	}
 }

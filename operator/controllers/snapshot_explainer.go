@@ -44,6 +44,9 @@ type snapshotExplainer struct {
 	volume        func(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 	findings      *machinery.Published[manilaFindings]
 	recorder      machinery.Recorder
+	// annotatedClass: the VolumeSnapshotClass is the operator's, annotated with the classes that
+	// can (driver mode); beside the platform it is the platform's.
+	annotatedClass bool
 	// told are the VolumeSnapshots and volumes explained (or found to need no word from the
 	// operator): each is looked at once, whatever number of updates it gets.
 	told map[types.UID]bool
@@ -78,7 +81,7 @@ func newSnapshotExplainer(w wiring) *machinery.Controller {
 		},
 		classes:  w.l.StorageClasses.Get,
 		allClass: func() ([]*storagev1.StorageClass, error) { return w.l.StorageClasses.List(labels.Everything()) },
-		findings: w.findings, recorder: w.recorder, told: map[types.UID]bool{},
+		findings: w.findings, recorder: w.recorder, told: map[types.UID]bool{}, annotatedClass: w.profile.deploysDriver,
 	}
 	ctrl := w.loop.Controller(snapshotExplainerName, e.sync, w.inf.CRDs, failedDeletes)
 	w.inf.OnDynamic(machinery.VolumeSnapshotGVR, ctrl.EventHandler())
@@ -218,10 +221,13 @@ func (e *snapshotExplainer) explain(ctx context.Context, namespace, claimName st
 	}
 	msg := fmt.Sprintf("the Manila CSI driver cannot snapshot claim %s/%s (StorageClass %s): %s. ",
 		namespace, claimName, sc.Name, strings.TrimPrefix(verdict, "not supported: "))
-	if can := e.snapshotClasses(); len(can) > 0 {
+	switch can := e.snapshotClasses(); {
+	case len(can) > 0 && e.annotatedClass:
 		msg += fmt.Sprintf("Volumes of StorageClass %s can be snapshotted (annotation %s of VolumeSnapshotClass %s). ",
 			strings.Join(can, ", "), operator.AnnotationSnapshotStorageClasses, operator.VolumeSnapshotClassName)
-	} else {
+	case len(can) > 0:
+		msg += fmt.Sprintf("Volumes of StorageClass %s can be snapshotted. ", strings.Join(can, ", "))
+	default:
 		msg += "No StorageClass of the driver has a share type that can. "
 	}
 	return msg + fmt.Sprintf("A cloud administrator can set both extra specs on share type %q if its back end supports them", shareType), nil

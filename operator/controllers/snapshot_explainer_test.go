@@ -78,7 +78,7 @@ func TestSnapshotExplainer(t *testing.T) {
 		volume: func(_ context.Context, name string) (*corev1.PersistentVolume, error) {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumes"}, name)
 		},
-		findings: findings, recorder: events, told: map[types.UID]bool{},
+		findings: findings, recorder: events, told: map[types.UID]bool{}, annotatedClass: true,
 	}
 	for _, s := range []*unstructured.Unstructured{
 		refusedSnapshot("1", "app", "fast-snap", "fast", "rpc error: parent share must advertise snapshot_support and create_share_from_snapshot_support capabilities"),

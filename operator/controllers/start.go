@@ -302,10 +302,10 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 			}
 		},
 	}
-	// Every mode runs the first four; the rest keep the driver the operator deploys.
-	controllers := []newController{newPlatformController, newLogLevelController, newManilaController, newStorageNetworkController}
+	// Every mode runs the first five; the rest keep the driver the operator deploys.
+	controllers := []newController{newPlatformController, newLogLevelController, newManilaController, newStorageNetworkController, newSnapshotExplainer}
 	if p.deploysDriver {
-		controllers = append(controllers, newStorageClassLintController, newSecretController, newStaticController, newServingCertController, newSnapshotExplainer,
+		controllers = append(controllers, newStorageClassLintController, newSecretController, newStaticController, newServingCertController,
 			workloadControllerOf(workloadControllerService), workloadControllerOf(workloadNodeService), workloadControllerOf(workloadNFSNodeService))
 	}
 	for _, newCtrl := range controllers {

@@ -42,16 +42,9 @@ func SnapshotAssets(ctx context.Context) (string, error) {
 // before the operator starts, as on a cluster where the CRDs are there from installation: the
 // operator applies its VolumeSnapshotClass only when the CRD is served.
 func (c *SimCluster) ServeSnapshots(ctx context.Context) error {
-	dir, err := SnapshotAssets(ctx)
+	dir, err := c.InstallSnapshotCRDs(ctx)
 	if err != nil {
 		return err
-	}
-	crds, err := filepath.Glob(filepath.Join(dir, "crds", "*.yaml"))
-	if err != nil || len(crds) != 3 {
-		return fmt.Errorf("%s/crds holds %d CRDs, want the 3 of snapshot.storage.k8s.io: run test/env/snapshots/build.sh again", dir, len(crds))
-	}
-	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
-		return fmt.Errorf("snapshot CRDs: %w", err)
 	}
 	kubeconfig, err := c.KubeconfigFor(c.dir, "snapshot-controller", "system:masters")
 	if err != nil {
@@ -66,6 +59,23 @@ func (c *SimCluster) ServeSnapshots(ctx context.Context) error {
 	}
 	c.processes = append(c.processes, proc)
 	return nil
+}
+
+// InstallSnapshotCRDs installs the snapshot.storage.k8s.io CRDs (no controller) and returns the
+// folder test/env/snapshots/build.sh filled.
+func (s *APIServer) InstallSnapshotCRDs(ctx context.Context) (string, error) {
+	dir, err := SnapshotAssets(ctx)
+	if err != nil {
+		return "", err
+	}
+	crds, err := filepath.Glob(filepath.Join(dir, "crds", "*.yaml"))
+	if err != nil || len(crds) != 3 {
+		return "", fmt.Errorf("%s/crds holds %d CRDs, want the 3 of snapshot.storage.k8s.io: run test/env/snapshots/build.sh again", dir, len(crds))
+	}
+	if _, err := envtest.InstallCRDs(s.Config, envtest.CRDInstallOptions{Paths: crds, ErrorIfPathMissing: true, MaxTime: crdWait}); err != nil {
+		return "", fmt.Errorf("snapshot CRDs: %w", err)
+	}
+	return dir, nil
 }
 
 // NewSnapshots is ServeSnapshots for one test: it fails the test when the snapshot controller
