@@ -61,6 +61,7 @@ Use it:
   bin/manila-setup operator status       # the driver, its conditions, the StorageClasses
   bin/manila-setup diagnose pod/NAME -n NS  # why a pod's volume does not mount
   kubectl get pvc,pv -A                  # any kubectl works with this KUBECONFIG
+  kubectl get volumesnapshotclass -o yaml  # snapshots: which StorageClasses can (docs/snapshots.md)
 
 Stop it:  make demo-down   (the cluster; the cloud too if make demo started it)
 TXT
