@@ -499,7 +499,13 @@ func (c *manilaController) applySnapshotClass(ctx context.Context, spec *operato
 	}
 	which := operator.SnapshotStorageClasses(types, classOf)
 	if classOf == nil {
-		which = "not known: the StorageClasses are not managed (storageClassState " + string(c.storageClassState()) + ")"
+		state := c.storageClassState()
+		if state == operatorv1.ManagedStorageClass {
+			// The classes are not written yet (the Machines are being read): the sync that
+			// writes them applies the class.
+			return nil
+		}
+		which = "not known: the StorageClasses are not managed (storageClassState " + string(state) + ")"
 	}
 	annotations := vsc.GetAnnotations()
 	if annotations == nil {
