@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // The versions test/env/kube/build.sh builds; the cache folder is keyed by them.
@@ -72,4 +75,26 @@ func FindAbove(rel string) (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// BuiltFolder returns the folder a build script of test/env fills: $env if set (make test sets
+// it), else what the script (its path inside the repository) prints: it builds once, then
+// answers from its cache. The folder must hold want.
+func BuiltFolder(ctx context.Context, env, script, want string) (string, error) {
+	dir := os.Getenv(env)
+	if dir == "" {
+		path, err := FindAbove(script)
+		if err != nil {
+			return "", fmt.Errorf("%w: set %s", err, env)
+		}
+		out, err := exec.CommandContext(ctx, "bash", path).Output()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
+		return "", fmt.Errorf("%s is missing in %s: run %s (make test does)", want, dir, script)
+	}
+	return dir, nil
 }

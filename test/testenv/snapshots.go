@@ -3,10 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,22 +14,7 @@ import (
 // if set (make test sets it), else what test/env/snapshots/build.sh prints (it builds once, then
 // answers from its cache in a second).
 func SnapshotAssets(ctx context.Context) (string, error) {
-	dir := os.Getenv("MANILA_SETUP_SNAPSHOTS")
-	if dir == "" {
-		script, err := FindAbove(filepath.Join("test", "env", "snapshots", "build.sh"))
-		if err != nil {
-			return "", fmt.Errorf("%w: set MANILA_SETUP_SNAPSHOTS", err)
-		}
-		out, err := exec.CommandContext(ctx, "bash", script).Output()
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", script, err)
-		}
-		dir = strings.TrimSpace(string(out))
-	}
-	if _, err := os.Stat(filepath.Join(dir, "snapshot-controller")); err != nil {
-		return "", fmt.Errorf("snapshot-controller is missing in %s: run test/env/snapshots/build.sh (make test does)", dir)
-	}
-	return dir, nil
+	return BuiltFolder(ctx, "MANILA_SETUP_SNAPSHOTS", "test/env/snapshots/build.sh", "snapshot-controller")
 }
 
 // ServeSnapshots gives the cluster what OpenShift's csi-snapshot-controller-operator gives every

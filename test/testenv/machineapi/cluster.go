@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,22 +48,7 @@ const (
 // set (make test sets it), else what test/env/machineapi/build.sh prints (it builds the program
 // once, then answers from its cache).
 func Binaries(ctx context.Context) (string, error) {
-	dir := os.Getenv("MANILA_SETUP_MACHINEAPI_BIN")
-	if dir == "" {
-		script, err := testenv.FindAbove(filepath.Join("test", "env", "machineapi", "build.sh"))
-		if err != nil {
-			return "", fmt.Errorf("%w: set MANILA_SETUP_MACHINEAPI_BIN", err)
-		}
-		out, err := exec.CommandContext(ctx, "bash", script).Output()
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", script, err)
-		}
-		dir = strings.TrimSpace(string(out))
-	}
-	if _, err := os.Stat(filepath.Join(dir, "machine-api-openstack")); err != nil {
-		return "", fmt.Errorf("machine-api-openstack is missing in %s: run test/env/machineapi/build.sh (make test does)", dir)
-	}
-	return dir, nil
+	return testenv.BuiltFolder(ctx, "MANILA_SETUP_MACHINEAPI_BIN", "test/env/machineapi/build.sh", "machine-api-openstack")
 }
 
 // ClusterOptions shape an installer-shaped cluster with the real Machine API.
