@@ -110,6 +110,14 @@ fi
 tail -n 3 "$openstack_log" >&2
 step "loopback OpenStack ready"
 
+# The data-path tests' NFS clients: Debian's kernel and a busybox initramfs for QEMU guests
+# (after the cloud: apt is free again; seconds cold, cached by the kernel package's version).
+if ((EUID == 0)); then
+  step "NFS client guests: kernel and initramfs (cached afterwards)"
+  MANILA_SETUP_GUEST=$(bash "$here/guest/build.sh")
+  export MANILA_SETUP_GUEST
+fi
+
 # tmux drives the real binary in the wizard's smoke test, podman builds and runs the operator
 # image in test/e2e (after the cloud: apt is free again).
 bash "$here/tmux.sh"

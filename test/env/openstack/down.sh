@@ -67,6 +67,10 @@ while ((${#left[@]} > 0 && SECONDS < deadline)); do
 done
 
 rm -f "$state"/*.pgid
+# The NFS back end's network namespaces (its processes were among the groups above).
+if ((EUID == 0)) && [[ -f $state/nfs-backend ]]; then
+  bash "$here/nfs-backend.sh" down
+fi
 if $purge; then
   rm -rf "${state:?}"
   step "removed $state"

@@ -54,6 +54,12 @@ MANILA_API_VERSION=2.65
 # files and paste files (nova-common, glance-common, ...) are not needed (see write_configs).
 packages=(python3-keystone neutron-common manila-common python3-nova python3-placement
   python3-glance uwsgi-core uwsgi-plugin-python3 curl jq sqlite3 python3-openstackclient)
+# Manila's back end (nfs-backend.sh): nfs-ganesha with its VFS back end on a private D-Bus bus.
+# As root only: without root there are no network namespaces, and Manila runs the DummyDriver.
+nfs_wanted=${MANILA_SETUP_NFS:-real}
+[[ $nfs_wanted == real || $nfs_wanted == dummy ]] || die "MANILA_SETUP_NFS=$nfs_wanted: want real or dummy"
+((EUID == 0)) || nfs_wanted=dummy
+[[ $nfs_wanted == real ]] && packages+=(nfs-ganesha nfs-ganesha-vfs dbus-daemon dbus-bin)
 
 # ---------------------------------------------------------------------------------------------
 # Packages
@@ -103,7 +109,10 @@ healthy() {
   local name pgid
   [[ -s $state/seed.json && -s $state/clouds.yaml && -f $state/ports ]] || return 1
   [[ $(<"$state/ports") == "${ports[*]}" ]] || return 1
-  for name in "${services[@]}"; do
+  [[ -f $state/nfs-backend && $(<"$state/nfs-backend") == "$nfs_wanted" ]] || return 1
+  local all=("${services[@]}")
+  [[ $nfs_wanted == real ]] && all+=(nfs-dbus ganesha)
+  for name in "${all[@]}"; do
     [[ -f $state/$name.pgid ]] || return 1
     pgid=$(<"$state/$name.pgid")
     [[ $pgid =~ ^[0-9]+$ ]] && kill -0 -- "-$pgid" 2>/dev/null || return 1
@@ -344,7 +353,7 @@ wsgi_default_pool_size = 1
 wsgi_keep_alive = false
 client_socket_timeout = 60
 api_paste_config = /etc/manila/api-paste.ini
-enabled_share_backends = dummy
+enabled_share_backends = $nfs_backend
 # CEPHFS is accepted by the API but no backend offers it: such shares end in NoValidHost.
 enabled_share_protocols = NFS,CIFS,CEPHFS
 default_share_type = default
@@ -364,6 +373,35 @@ backend_url = file://$state/manila/coordination
 $authtoken
 username = manila
 
+$(manila_backend)
+EOF
+
+  write_nova_configs "$authtoken"
+  write_placement_configs "$authtoken"
+  write_glance_configs "$authtoken"
+}
+
+# manila_backend prints the back end's section of manila.conf. "nfs" (as root): real NFS exports
+# by nfs-ganesha in the cloud's namespace (manila_setup_nfs.py, nfs-backend.sh), on the export
+# addresses the DummyDriver reports, so that every test reading them sees the same layout.
+# "dummy": the DummyDriver, which exports nothing (without root, or MANILA_SETUP_NFS=dummy).
+manila_backend() {
+  if [[ $nfs_backend == nfs ]]; then
+    cat <<EOF
+[nfs]
+share_driver = manila_setup_nfs.NFSDriver
+driver_handles_share_servers = False
+share_backend_name = nfs
+manila_setup_nfs_root = $state/nfs/data
+manila_setup_nfs_export_ips = 10.0.0.10,10.0.0.20
+manila_setup_nfs_admin_export_ips = 11.0.0.11
+ganesha_config_path = $state/nfs/ganesha.conf
+ganesha_export_dir = $state/nfs/exports
+ganesha_db_path = $state/nfs/exports.sqlite
+ganesha_export_template_dir = $state/nfs/export-templates
+EOF
+  else
+    cat <<EOF
 [dummy]
 share_driver = manila.tests.share.drivers.dummy.DummyDriver
 driver_handles_share_servers = False
@@ -373,10 +411,7 @@ share_backend_name = dummy
 dummy_driver_default_driver_method_delay = 0.1
 dummy_driver_driver_methods_delays = create_share:1.0
 EOF
-
-  write_nova_configs "$authtoken"
-  write_placement_configs "$authtoken"
-  write_glance_configs "$authtoken"
+  fi
 }
 
 # write_nova_configs AUTHTOKEN: nova.conf and the API's paste pipeline.
@@ -996,8 +1031,19 @@ for port in "${ports[@]}"; do
     die "port $port on 127.0.0.1 is taken by another program (set KEYSTONE_PORT/NEUTRON_PORT/MANILA_PORT/NOVA_PORT/PLACEMENT_PORT/GLANCE_PORT)"
   fi
 done
+# Manila's back end first: the share service reaches ganesha over its D-Bus bus from its start.
+mkdir -p "$logs"
+nfs_backend=dummy
+if [[ $nfs_wanted == real ]]; then
+  bash "$here/nfs-backend.sh" up || die "the NFS back end did not start (MANILA_SETUP_NFS=dummy runs Manila's DummyDriver instead)"
+  nfs_backend=nfs
+  export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$state/nfs/dbus.sock"
+else
+  step "Manila's back end: the DummyDriver (exports nothing; the real NFS back end needs root)"
+fi
 write_configs
 echo "${ports[*]}" >"$state/ports"
+echo "$nfs_wanted" >"$state/nfs-backend"
 
 # From here on, a failure stops what this run started (the logs stay for inspection). It first
 # waits for the preparation jobs, so none starts a service after down.sh has run.

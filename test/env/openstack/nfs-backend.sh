@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The loopback cloud's NFS back end: an nfs-ganesha server (userspace, VFS) that serves the
+# shares of Manila's back end (manila_setup_nfs.py) on the export addresses Manila reports, inside
+# network namespaces of this cloud's own. Guests (test/testenv/guest.go) plug their NICs into
+# the namespaces' bridges as a server's ports plug into Neutron's networks:
+#
+#   namespace NS ("storage")  bridge br-storage: 10.0.0.10/24, 10.0.0.20/24 (the export addresses,
+#                             10.0.0.10 preferred) and 11.0.0.11/24 (the admin-only export);
+#                             ganesha listens here only (NFSv4.x, port 2049)
+#   namespace NS-r ("router") bridge br-machine: 10.196.0.1/16, the machine network's router. It
+#                             routes nothing: its default route is a blackhole, as a cloud's
+#                             router whose upstream drops private addresses, so a node with no
+#                             storage port that sends its NFS traffic there times out
+#
+# Nothing is added to the host's own namespace: no interface, route or firewall rule, and no
+# socket but the private D-Bus bus's, a file under the state folder. ganesha's live export
+# changes go over that bus (Manila's ganesha library calls dbus-send; DBUS_SYSTEM_BUS_ADDRESS
+# points it there). Needs root (namespaces, the bridges, the guests' taps).
+#
+# Usage: nfs-backend.sh up | down | restart-server | env
+#   up              (re)creates the namespaces, starts the bus and ganesha; idempotent only in
+#                   the sense that it starts from nothing each time
+#   down            stops ganesha and the bus, deletes the namespaces
+#   restart-server  stops ganesha and starts it again (the exports come back from their files)
+#   env             prints the variables guests and tests need (NFS_NAMESPACE, ...)
+# Exit 3 from up: not root, or a package it needs cannot be had: the caller falls back to the
+# DummyDriver.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+state="$MANILA_SETUP_RUN/openstack"
+nfs="$state/nfs"
+logs="$state/logs"
+# Namespace names from the state folder, so that two clouds (make demo and make test) never share one.
+ns="ms-$(printf '%s' "$state" | sha256sum | cut -c1-10)"
+router="$ns-r"
+export_ips=(10.0.0.10 10.0.0.20)
+admin_ips=(11.0.0.11)
+router_ip=10.196.0.1/16
+dbus_socket="$nfs/dbus.sock"
+
+print_env() {
+  cat <<EOF
+NFS_NAMESPACE=$ns
+NFS_STORAGE_BRIDGE=br-storage
+NFS_ROUTER_NAMESPACE=$router
+NFS_MACHINE_BRIDGE=br-machine
+NFS_EXPORT_IPS=${export_ips[*]}
+NFS_ROOT=$nfs/data
+NFS_DBUS=unix:path=$dbus_socket
+NFS_GANESHA_LOG=$logs/ganesha.log
+EOF
+}
+
+# start NAME CMD...: a process group of its own, recorded in $state/NAME.pgid (down.sh stops
+# every such group whose command line names $state).
+start() {
+  local name=$1; shift
+  rm -f "$state/$name.pgid"
+  setsid /bin/bash -c 'echo $$ >"$0"; exec "$@"' "$state/$name.pgid" "$@" </dev/null >>"$logs/$name.log" 2>&1 &
+  local i
+  for ((i = 0; i < 50; i++)); do [[ -s $state/$name.pgid ]] && return; sleep 0.1; done
+  die "$name did not start"
+}
+
+stop() {
+  local f="$state/$1.pgid" pgid i
+  [[ -s $f ]] || return 0
+  pgid=$(<"$f")
+  kill -TERM -- "-$pgid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do kill -0 -- "-$pgid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$pgid" 2>/dev/null || true
+  rm -f "$f"
+}
+
+start_ganesha() {
+  # A private /run (its own mount namespace) keeps ganesha away from the host's rpcbind socket.
+  start ganesha env DBUS_SYSTEM_BUS_ADDRESS="unix:path=$dbus_socket" \
+    ip netns exec "$ns" unshare -m sh -c 'mount -t tmpfs tmpfs /run && exec "$@"' ganesha \
+    ganesha.nfsd -F -f "$nfs/ganesha.conf" -L "$logs/ganesha.log" -p "$nfs/ganesha.pid"
+  local i
+  for ((i = 0; i < 100; i++)); do
+    ip netns exec "$ns" ss -Hltn 'sport = :2049' 2>/dev/null | grep -q . && return 0
+    kill -0 -- "-$(<"$state/ganesha.pgid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  tail -n 20 "$logs/ganesha.log" >&2 || true
+  die "ganesha did not listen on 2049 in namespace $ns"
+}
+
+down() {
+  stop ganesha
+  stop nfs-dbus
+  ip netns del "$ns" 2>/dev/null || true
+  ip netns del "$router" 2>/dev/null || true
+}
+
+up() {
+  ((EUID == 0)) || { echo "the real NFS back end needs root (network namespaces)" >&2; exit 3; }
+  local need=()
+  command -v ganesha.nfsd >/dev/null || need+=(nfs-ganesha)
+  [[ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ]] || need+=(nfs-ganesha-vfs)
+  command -v dbus-daemon >/dev/null || need+=(dbus-daemon)
+  command -v dbus-send >/dev/null || need+=(dbus-bin)
+  if ((${#need[@]})); then
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need[@]}" \
+      >>"$logs/nfs-apt.log" 2>&1 || { echo "apt-get install ${need[*]} failed ($logs/nfs-apt.log)" >&2; exit 3; }
+  fi
+  down
+  mkdir -p "$nfs"/{data,exports,recovery} "$logs"
+  ip netns add "$ns"
+  ip netns add "$router"
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link add br-storage type bridge
+  local ip
+  for ip in "${export_ips[@]}" "${admin_ips[@]}"; do ip -n "$ns" addr add "$ip/24" dev br-storage; done
+  ip -n "$ns" link set br-storage up
+  ip -n "$router" link set lo up
+  ip -n "$router" link add br-machine type bridge
+  ip -n "$router" addr add "$router_ip" dev br-machine
+  ip -n "$router" link set br-machine up
+  ip netns exec "$router" sysctl -qw net.ipv4.ip_forward=1
+  ip -n "$router" route add blackhole default
+
+  cat >"$nfs/dbus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<!-- A private system bus for ganesha's export manager: only root on this host reaches its socket. -->
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$dbus_socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="root"/>
+    <allow own="org.ganesha.nfsd"/>
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+EOF
+  rm -f "$dbus_socket"
+  start nfs-dbus dbus-daemon --nofork --nopidfile --config-file="$nfs/dbus.conf"
+  local i
+  for ((i = 0; i < 50; i++)); do [[ -S $dbus_socket ]] && break; sleep 0.1; done
+  [[ -S $dbus_socket ]] || die "the private D-Bus bus did not start ($logs/nfs-dbus.log)"
+
+  # The index of exports that Manila's ganesha library keeps (one %include per export file).
+  touch "$nfs/exports/INDEX.conf"
+  cat >"$nfs/ganesha.conf" <<EOF
+# nfs-ganesha of the loopback cloud (test/env/openstack/nfs-backend.sh). NFSv4 only: no rpcbind.
+NFS_CORE_PARAM {
+  Protocols = 4;
+  Enable_NLM = false;
+  Enable_RQUOTA = false;
+  Enable_UDP = false;
+  mount_path_pseudo = true;
+}
+NFSV4 {
+  # Clients reclaim their state after a restart within the grace period (a short one: the
+  # tests restart the server while clients write).
+  Graceless = false;
+  Lease_Lifetime = 10;
+  Grace_Period = 12;
+  RecoveryRoot = $nfs/recovery;
+}
+NFS_KRB5 { Active_krb5 = false; }
+EXPORT_DEFAULTS {
+  Access_Type = None;
+  Squash = No_Root_Squash;
+  SecType = sys;
+}
+LOG { Default_Log_Level = EVENT; Components { EXPORT = INFO; } }
+%include $nfs/exports/INDEX.conf
+EOF
+  start_ganesha
+  step "NFS back end: ganesha on ${export_ips[*]} (namespace $ns), machine router $router_ip (namespace $router)"
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  restart-server) stop ganesha; start_ganesha ;;
+  env) print_env ;;
+  *) die "usage: $0 up | down | restart-server | env" ;;
+esac
