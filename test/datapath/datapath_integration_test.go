@@ -43,9 +43,9 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 		storage, tenant bool
 	}
 	workers := []worker{
-		{"node-a", true, true}, // attached, admitted read-write
-		{"node-b", true, true}, // attached, admitted read-write
-		{"node-c", true, true}, // attached, not admitted (later read-only)
+		{"node-a", true, true},  // attached, admitted read-write
+		{"node-b", true, true},  // attached, admitted read-write
+		{"node-c", true, true},  // attached, not admitted (later read-only)
 		{"node-d", false, true}, // not attached: its NFS traffic goes to the machine network's router
 	}
 	guests := make(map[string]*testenv.Guest, len(workers))
