@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/snapshots"
 
+	"github.com/manila-setup/manila-setup/operator/shareclient"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 
@@ -49,7 +50,7 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 		{"node-d", false, true}, // not attached: its NFS traffic goes to the machine network's router
 	}
 	guests := make(map[string]*testenv.Guest, len(workers))
-	storageIP := map[string]string{}
+	storageIP, machineIP := map[string]string{}, map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -58,6 +59,7 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 		if w.tenant {
 			mac, ip := c.port(t, ctx, cloud.Seed.Networks["tenant"], w.name+"-machine-"+suffix)
 			nics = append(nics, nfs.MachinePort(mac, ip+"/16"))
+			machineIP[w.name] = ip
 		}
 		if w.storage {
 			mac, ip := c.port(t, ctx, cloud.Seed.Networks["storage"], w.name+"-storage-"+suffix)
@@ -248,6 +250,60 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 		}
 	})
 
+	t.Run("the clients the operator's rule names admit the nodes that mount, as the NFS server judges them", func(t *testing.T) {
+		// What shareclient.Decide (the operator's nfs-shareClient) says of this cluster before
+		// its workers are attached, and after; the driver grants one ip rule per entry.
+		machine := func(name string, attached bool) shareclient.Machine {
+			m := shareclient.Machine{Name: name, Attached: attached}
+			m.Addresses = append(m.Addresses, netip.MustParseAddr(machineIP[name]))
+			if attached {
+				m.Addresses = append(m.Addresses, netip.MustParseAddr(storageIP[name]))
+			}
+			return m
+		}
+		facts := shareclient.Facts{
+			MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.196.0.0/16")},
+			ExportSubnets:   []netip.Prefix{netip.MustParsePrefix(cloud.Seed.Subnets["storage-subnet"].CIDR)},
+		}
+		decide := func(machines ...shareclient.Machine) []string {
+			f := facts
+			f.Machines = machines
+			a, err := shareclient.Decide(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, p := range a.Clients {
+				out = append(out, p.String())
+			}
+			t.Logf("nfs-shareClient %v: %s", out, a.Reason)
+			return out
+		}
+		// Before the attach no machine has a storage port: the rule names the machine network.
+		// A node attached later mounts from its storage address, which that rule does not
+		// cover: the server refuses it.
+		before := decide(machine("node-a", false), machine("node-d", false))
+		old, oldExport := c.share(t, ctx, "datapath-before-attach-"+suffix, "")
+		for _, cidr := range before {
+			c.grant(t, ctx, old, cidr, "rw")
+		}
+		out, code := tryMount(t, ctx, a, oldExport, "/mnt/before", "", time.Minute)
+		if code == 0 || !strings.Contains(out, "No such file or directory") {
+			t.Errorf("node-a (storage address %s) mounting a share whose rules are %v: exit %d, %q; want the server's refusal", storageIP["node-a"], before, code, out)
+		}
+		// Once a machine is attached the rule adds the storage subnet: every attached node is
+		// admitted from its storage address.
+		after := decide(machine("node-a", true), machine("node-b", true), machine("node-d", false))
+		fresh, freshExport := c.share(t, ctx, "datapath-after-attach-"+suffix, "")
+		for _, cidr := range after {
+			c.grant(t, ctx, fresh, cidr, "rw")
+		}
+		for _, g := range []*testenv.Guest{a, b} {
+			mount(t, ctx, g, freshExport, "/mnt/after", "")
+			g.MustRun(t, ctx, "echo "+g.Name+" >/mnt/after/"+g.Name+" && umount /mnt/after")
+		}
+	})
+
 	t.Run("an expansion: Manila records the size, the mount shows the back end's file system", func(t *testing.T) {
 		dfBefore := a.MustRun(t, ctx, "df -k /mnt/share | tail -n 1")
 		if err := shares.Extend(ctx, c.manila, share, shares.ExtendOpts{NewSize: 2}).ExtractErr(); err != nil {
@@ -263,6 +319,11 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 	})
 
 	_ = ruleA
+	for _, w := range workers {
+		if rss, err := guests[w.name].RSSBytes(); err == nil {
+			t.Logf("guest %s: %d MiB resident on the host", w.name, rss>>20)
+		}
+	}
 }
 
 // mount mounts export at dir in the guest (NFSv4.1, the kernel's defaults otherwise, as the CSI
@@ -416,12 +477,14 @@ func instanceOf(t *testing.T, ctx context.Context, c *clients, share string) str
 	return body.ShareInstances[0].ID
 }
 
-// grant adds an ip rule for addr and waits until Manila reports it active: the back end has
+// grant adds an ip rule for addr (an address or a CIDR) and waits until Manila reports it active: the back end has
 // applied it to the export.
 func (c *clients) grant(t *testing.T, ctx context.Context, share, addr, level string) string {
 	t.Helper()
-	if _, err := netip.ParseAddr(addr); err != nil {
-		t.Fatal(err)
+	if _, err := netip.ParsePrefix(addr); err != nil {
+		if _, err := netip.ParseAddr(addr); err != nil {
+			t.Fatalf("rule for %q: neither an address nor a CIDR", addr)
+		}
 	}
 	r, err := shares.GrantAccess(ctx, c.manila, share, shares.GrantAccessOpts{AccessType: "ip", AccessTo: addr, AccessLevel: level}).Extract()
 	if err != nil {
