@@ -33,6 +33,9 @@ func judgePod(p *corev1.Pod, warning string) Check {
 	}
 	if warning != "" {
 		c.Evidence += "; newest warning: " + warning
+		if m := ExplainMountError(warning); m != "" {
+			c.Evidence += " (" + m + ")"
+		}
 	}
 	c.Fix = "see the failed checks below; kubectl describe pod -n " + p.Namespace + " " + p.Name
 	return c

@@ -142,7 +142,8 @@ func TestJudgePodAndClaim(t *testing.T) {
 	stuck := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "worker-0"},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}}
 	c := judgePod(stuck, "FailedMount: mount.nfs: Connection timed out")
-	if c.Status != Failed || c.Evidence != "Pending on worker-0, container app ContainerCreating; newest warning: FailedMount: mount.nfs: Connection timed out" {
+	if c.Status != Failed || c.Evidence != "Pending on worker-0, container app ContainerCreating; newest warning: FailedMount: mount.nfs: Connection timed out"+
+		" (the node's NFS traffic never reaches the export: no port on the network Manila exports on, or a route or security group that drops it)" {
 		t.Errorf("stuck pod: %+v", c)
 	}
 	class := "csi-manila-gold"
@@ -163,6 +164,25 @@ func TestServerID(t *testing.T) {
 	for id, want := range map[string]string{"openstack:///a1b2": "a1b2", "openstack://RegionOne/a1b2": "a1b2", "aws:///i-1": "", "": ""} {
 		if got := serverID(&corev1.Node{Spec: corev1.NodeSpec{ProviderID: id}}); got != want {
 			t.Errorf("serverID(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// The words here are the NFS client's own, as test/datapath's guests print them against the
+// loopback cloud's nfs-ganesha (TestSharesAreRealNFSExports checks the same readings on them).
+func TestExplainMountError(t *testing.T) {
+	for _, tc := range []struct{ msg, want string }{
+		{"mount.nfs: mounting 10.0.0.10:/share_1 failed, reason given by server: No such file or directory", "not in the share's rules; the path itself is right"},
+		{"mount.nfs: access denied by server while mounting 10.0.0.10:/share_1", "not in the share's access rules"},
+		{"MountVolume.MountDevice failed ... mount.nfs: Connection timed out", "no port on the network Manila exports on"},
+		{"sh: can't create /mnt/share/node-c: Read-only file system", "read-only"},
+		{"sh: can't create /mnt/share/node-b: Permission denied", "revoked"},
+		{"mount failed: no such device", "no NFS client"},
+		{"something else entirely", ""},
+	} {
+		got := ExplainMountError(tc.msg)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("ExplainMountError(%q) = %q, want it to say %q", tc.msg, got, tc.want)
 		}
 	}
 }

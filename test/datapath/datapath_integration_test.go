@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/snapshots"
 
+	"github.com/manila-setup/manila-setup/diagnose"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
@@ -134,6 +135,7 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 			t.Errorf("node-c (%s, no rule) mounting %s: exit %d, %q; want 32 and the server's \"No such file or directory\"", storageIP["node-c"], export, code, out)
 		}
 		t.Logf("node-c refused: %s", strings.TrimSpace(out))
+		explained(t, out, "not in the share's rules")
 	})
 
 	t.Run("a worker without a storage port times out", func(t *testing.T) {
@@ -148,6 +150,7 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 			t.Errorf("node-d (no storage port) mounting %s: exit %d, %q; want 32 and \"mount.nfs: Connection timed out\"", export, code, out)
 		}
 		t.Logf("node-d: %q after %s", strings.TrimSpace(out), time.Since(began).Round(time.Second))
+		explained(t, out, "no port on the network Manila exports on")
 	})
 
 	t.Run("a read-only rule gives read-only access", func(t *testing.T) {
@@ -162,6 +165,7 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 		if err != nil || code == 0 || !strings.Contains(out, "Read-only file system") {
 			t.Errorf("node-c (ro) writing: exit %d, %q, %v; want \"Read-only file system\"", code, out, err)
 		}
+		explained(t, out, "read-only")
 	})
 
 	t.Run("a revoked rule stops the mounted worker's I/O, and restoring it restores the I/O", func(t *testing.T) {
@@ -171,6 +175,7 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 			t.Errorf("node-b wrote after its rule was revoked: exit %d, %q, %v", code, out, err)
 		}
 		t.Logf("node-b after the revoke: %q", strings.TrimSpace(out))
+		explained(t, out, "revoked")
 		a.MustRun(t, ctx, "echo 'still here' >>/mnt/share/node-a")
 		ruleB = c.grant(t, ctx, share, storageIP["node-b"], "rw")
 		ok := eventually(ctx, 60*time.Second, func() bool {
@@ -323,6 +328,14 @@ func TestSharesAreRealNFSExports(t *testing.T) {
 		if rss, err := guests[w.name].RSSBytes(); err == nil {
 			t.Logf("guest %s: %d MiB resident on the host", w.name, rss>>20)
 		}
+	}
+}
+
+// explained checks that diagnose reads the NFS client's real words as what happened.
+func explained(t *testing.T, msg, want string) {
+	t.Helper()
+	if got := diagnose.ExplainMountError(msg); !strings.Contains(got, want) {
+		t.Errorf("diagnose reads %q as %q; want it to say %q", strings.TrimSpace(msg), got, want)
 	}
 }
 
