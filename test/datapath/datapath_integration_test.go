@@ -391,7 +391,7 @@ type clients struct {
 	manila, network *gophercloud.ServiceClient
 }
 
-func newClients(t *testing.T, ctx context.Context, cloud *testenv.Cloud) *clients {
+func newClients(t testing.TB, ctx context.Context, cloud *testenv.Cloud) *clients {
 	t.Helper()
 	manila, err := testenv.ManilaClient(ctx, testenv.CloudDemo)
 	if err != nil {
@@ -410,7 +410,7 @@ func newClients(t *testing.T, ctx context.Context, cloud *testenv.Cloud) *client
 
 // port makes a Neutron port on the network, as Nova would for a server, and returns its MAC and
 // fixed IP. It is deleted at the end of the test.
-func (c *clients) port(t *testing.T, ctx context.Context, network, name string) (string, string) {
+func (c *clients) port(t testing.TB, ctx context.Context, network, name string) (string, string) {
 	t.Helper()
 	p, err := ports.Create(ctx, c.network, ports.CreateOpts{NetworkID: network, Name: name}).Extract()
 	if err != nil {
@@ -425,7 +425,7 @@ func (c *clients) port(t *testing.T, ctx context.Context, network, name string) 
 
 // share creates a 1 GiB NFS share of type default (from snapshot, if set), waits for it to be
 // available and returns its ID and its preferred export location. It is deleted at the end.
-func (c *clients) share(t *testing.T, ctx context.Context, name, snapshot string) (string, string) {
+func (c *clients) share(t testing.TB, ctx context.Context, name, snapshot string) (string, string) {
 	t.Helper()
 	s, err := shares.Create(ctx, c.manila, shares.CreateOpts{ShareProto: "NFS", Size: 1, ShareType: "default", Name: name, SnapshotID: snapshot}).Extract()
 	if err != nil {
@@ -453,7 +453,7 @@ func (c *clients) share(t *testing.T, ctx context.Context, name, snapshot string
 	return "", ""
 }
 
-func waitShare(t *testing.T, ctx context.Context, c *clients, id string, ok func(*shares.Share) bool) {
+func waitShare(t testing.TB, ctx context.Context, c *clients, id string, ok func(*shares.Share) bool) {
 	t.Helper()
 	var last *shares.Share
 	if !eventually(ctx, 2*time.Minute, func() bool {
@@ -472,7 +472,7 @@ func waitShare(t *testing.T, ctx context.Context, c *clients, id string, ok func
 }
 
 // instanceOf returns the ID of the share's instance: the back end names its directory after it.
-func instanceOf(t *testing.T, ctx context.Context, c *clients, share string) string {
+func instanceOf(t testing.TB, ctx context.Context, c *clients, share string) string {
 	t.Helper()
 	var body struct {
 		ShareInstances []struct {
@@ -492,7 +492,7 @@ func instanceOf(t *testing.T, ctx context.Context, c *clients, share string) str
 
 // grant adds an ip rule for addr (an address or a CIDR) and waits until Manila reports it active: the back end has
 // applied it to the export.
-func (c *clients) grant(t *testing.T, ctx context.Context, share, addr, level string) string {
+func (c *clients) grant(t testing.TB, ctx context.Context, share, addr, level string) string {
 	t.Helper()
 	if _, err := netip.ParsePrefix(addr); err != nil {
 		if _, err := netip.ParseAddr(addr); err != nil {
@@ -509,7 +509,7 @@ func (c *clients) grant(t *testing.T, ctx context.Context, share, addr, level st
 	return r.ID
 }
 
-func (c *clients) revoke(t *testing.T, ctx context.Context, share, rule string) {
+func (c *clients) revoke(t testing.TB, ctx context.Context, share, rule string) {
 	t.Helper()
 	if err := shares.RevokeAccess(ctx, c.manila, share, shares.RevokeAccessOpts{AccessID: rule}).ExtractErr(); err != nil {
 		t.Fatalf("revoking rule %s on %s: %v", rule, share, err)
@@ -533,7 +533,7 @@ func (c *clients) ruleState(ctx context.Context, share, rule string) string {
 	return ""
 }
 
-func (c *clients) snapshot(t *testing.T, ctx context.Context, share string) string {
+func (c *clients) snapshot(t testing.TB, ctx context.Context, share string) string {
 	t.Helper()
 	s, err := snapshots.Create(ctx, c.manila, snapshots.CreateOpts{ShareID: share, Name: "datapath-" + share[:8]}).Extract()
 	if err != nil {
