@@ -29,12 +29,20 @@ else
     share in the loopback Manila
       logs: $sb/csi/"
 fi
+if [[ $(cat "$os/nfs-backend" 2>/dev/null) == real ]]; then
+  backend="its shares real NFS exports: nfs-ganesha in a network
+    namespace of the cloud's own serves them on the storage network's export addresses, and
+    enforces the access rules Manila grants"
+else
+  backend="its back end the DummyDriver, which exports nothing (the real
+    NFS back end needs root)"
+fi
 cat <<TXT
 
 What runs (sandbox pid $(cat "$sb/sandbox.pid" 2>/dev/null || echo '?')):
-  - OpenStack on 127.0.0.1: real Keystone, Neutron, Manila (DummyDriver back end), Nova (fake
-    virt driver), Placement and Glance, seeded with networks, security groups, share types, a
-    share and flavors
+  - OpenStack on 127.0.0.1: real Keystone, Neutron, Manila, Nova (fake virt driver), Placement
+    and Glance, seeded with networks, security groups, share types, a share and flavors; Manila
+    with $backend
       state and logs: $os
       what was seeded: $os/seed.json
   - a cluster shaped like a fresh OpenShift-on-OpenStack install: real kube-apiserver, etcd,
