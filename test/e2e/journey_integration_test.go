@@ -305,7 +305,9 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	if !companion {
 		// The node side, with the runtime configuration the operator wrote: the mount goes to
 		// the export location in the storage network's subnet.
-		nodeStagesOnTheStorageNetwork(t, ctx, sim, claims[0].pv, cloud.Seed.Subnets["storage-subnet"].CIDR)
+		vc := nodeStagesOnTheStorageNetwork(t, ctx, sim, claims[0].pv, cloud.Seed.Subnets["storage-subnet"].CIDR)
+		// And what the plugin would mount, the workers' kernels mount: the data path below.
+		workersWriteOneShare(t, ctx, storagePorts, vc)
 	}
 	t5 := time.Now()
 	for _, c := range claims {
@@ -570,8 +572,9 @@ func writePlatformDriverSecret(t *testing.T, ctx context.Context, sim *testenv.S
 // and stages pv the way the kubelet does, with the node stage Secret the StorageClass names: the
 // export location forwarded to the NFS plugin must be in the storage subnet. Two more
 // configurations show that the plugin follows the file: one naming the second export address
-// gets that address, one matching no export fails the stage.
-func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *testenv.SimCluster, pv *corev1.PersistentVolume, storageSubnet string) {
+// gets that address, one matching no export fails the stage. It returns what the plugin hands
+// the NFS plugin with the operator's configuration (server, share).
+func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *testenv.SimCluster, pv *corev1.PersistentVolume, storageSubnet string) map[string]string {
 	t.Helper()
 	cm, err := sim.Client.CoreV1().ConfigMaps(operator.DefaultNamespace).Get(ctx, "manila-csi-driver-runtime-config", metav1.GetOptions{})
 	if err != nil {
@@ -635,4 +638,5 @@ func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *teste
 	if vc, err := stage(`{"nfs":{"matchExportLocationAddress":"192.0.2.0/24"}}`); err == nil {
 		t.Errorf("a configuration matching no export staged %v; want an error", vc)
 	}
+	return vc
 }

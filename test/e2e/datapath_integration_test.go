@@ -1,0 +1,85 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+
+	osapi "github.com/manila-setup/manila-setup/internal/openstack"
+	"github.com/manila-setup/manila-setup/test/testenv"
+)
+
+// workersWriteOneShare is the seed's demo on real kernels: two guests stand for two workers'
+// Nova servers, each with the MAC and address of that server's port on the storage network as
+// Neutron has them, mount the export the Manila node plugin chose in its NodeStage (vc: the
+// server and share it hands the NFS plugin), append a line each and read the other's. The share
+// is the one the real driver provisioned for the operator's class, so what admits them is the
+// rule the driver granted from the class's nfs-shareClient, judged by the NFS server itself.
+func workersWriteOneShare(t *testing.T, ctx context.Context, storagePorts []osapi.Port, vc map[string]string) {
+	t.Helper()
+	nfs, err := testenv.LoadNFSBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(storagePorts) < 2 {
+		t.Fatalf("two workers' storage ports needed, have %d", len(storagePorts))
+	}
+	pc, eo, err := testenv.Connect(ctx, testenv.CloudAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	network, err := openstack.NewNetworkV2(pc, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := vc["server"] + ":" + vc["share"]
+	guests := make([]*testenv.Guest, 2)
+	var wg sync.WaitGroup
+	for i, sp := range storagePorts[:2] {
+		p, err := ports.Get(ctx, network, sp.ID).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nic := nfs.StoragePort(p.MACAddress, sp.FixedIPs[0].String()+"/24")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := testenv.StartGuest(ctx, testenv.GuestOptions{Name: fmt.Sprintf("worker-%d", i), NICs: []testenv.GuestNIC{nic}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(g.Stop)
+			guests[i] = g
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i, g := range guests {
+		g.MustRun(t, ctx, fmt.Sprintf("mkdir -p /mnt/test && mount.nfs %s /mnt/test -o vers=4.1 && echo 'hello from %s (%s)' >>/mnt/test/%s",
+			export, g.Name, storagePorts[i].FixedIPs[0], g.Name))
+	}
+	for i, g := range guests {
+		other := guests[1-i]
+		out := g.MustRun(t, ctx, "cat /mnt/test/"+other.Name)
+		if !strings.Contains(out, "hello from "+other.Name) {
+			t.Errorf("%s reads %s's file as %q", g.Name, other.Name, out)
+		}
+		m := g.MustRun(t, ctx, "grep ' /mnt/test ' /proc/mounts")
+		if !strings.Contains(m, "clientaddr="+storagePorts[i].FixedIPs[0].String()) {
+			t.Errorf("%s's mount is not made from its storage port's address %s: %s", g.Name, storagePorts[i].FixedIPs[0], m)
+		}
+		g.MustRun(t, ctx, "umount /mnt/test")
+	}
+	t.Logf("two workers' kernels (storage ports %s, %s) mounted %s, the export the node plugin chose, and read each other's lines",
+		storagePorts[0].FixedIPs[0], storagePorts[1].FixedIPs[0], export)
+}
