@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shareaccessrules"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
@@ -397,11 +396,7 @@ func newClients(t testing.TB, ctx context.Context, cloud *testenv.Cloud) *client
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, eo, err := testenv.Connect(ctx, testenv.CloudDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	network, err := openstack.NewNetworkV2(pc, eo)
+	network, err := testenv.NetworkClient(ctx, testenv.CloudDemo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
 	osapi "github.com/manila-setup/manila-setup/internal/openstack"
@@ -31,11 +30,7 @@ func workersWriteOneShare(t *testing.T, ctx context.Context, storagePorts []osap
 	if len(storagePorts) < 2 {
 		t.Fatalf("two workers' storage ports needed, have %d", len(storagePorts))
 	}
-	pc, eo, err := testenv.Connect(ctx, testenv.CloudAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	network, err := openstack.NewNetworkV2(pc, eo)
+	network, err := testenv.NetworkClient(ctx, testenv.CloudAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}

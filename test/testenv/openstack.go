@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/imagedata"
@@ -161,4 +162,13 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// NetworkClient is a Neutron client acting as the named cloud of $OS_CLIENT_CONFIG_FILE.
+func NetworkClient(ctx context.Context, cloud string) (*gophercloud.ServiceClient, error) {
+	pc, eo, err := Connect(ctx, cloud)
+	if err != nil {
+		return nil, err
+	}
+	return openstack.NewNetworkV2(pc, eo)
 }
