@@ -5,11 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shares"
 
 	osapi "github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/test/testenv"
@@ -77,4 +80,45 @@ func workersWriteOneShare(t *testing.T, ctx context.Context, storagePorts []osap
 	}
 	t.Logf("two workers' kernels (storage ports %s, %s) mounted %s, the export the node plugin chose, and read each other's lines",
 		storagePorts[0].FixedIPs[0], storagePorts[1].FixedIPs[0], export)
+}
+
+// nodeKernel boots a guest that stands in for the real node's kernel, which has no NFS client:
+// it has the node's address, so the NFS server judges the rules the driver granted for the node
+// as it would judge the node, and reaches the export subnet on-link.
+func nodeKernel(t *testing.T, ctx context.Context, node *testenv.RealNode) *testenv.Guest {
+	t.Helper()
+	nfs, err := testenv.LoadNFSBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud, err := testenv.LoadCloud()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := netip.ParseAddr(node.IP)
+	if err != nil {
+		t.Fatalf("real node %s: address %q: %v", node.Name, node.IP, err)
+	}
+	nic, undo, err := nfs.StorageClientAs(ctx, "fa:16:3e:00:ee:01", addr, cloud.Seed.Subnets["storage-subnet"].CIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(undo)
+	return testenv.BootGuest(t, ctx, testenv.GuestOptions{Name: node.Name, NICs: []testenv.GuestNIC{nic}})
+}
+
+// preferredExport is the share's preferred export location (IP:/path).
+func preferredExport(t *testing.T, ctx context.Context, manila *gophercloud.ServiceClient, share string) string {
+	t.Helper()
+	locs, err := shares.ListExportLocations(ctx, manila, share).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range locs {
+		if l.Preferred && !l.IsAdminOnly {
+			return l.Path
+		}
+	}
+	t.Fatalf("share %s has no preferred export location: %+v", share, locs)
+	return ""
 }

@@ -76,9 +76,16 @@ func snapshotsAndRestores(t *testing.T, ctx context.Context, sim *testenv.SimClu
 		}
 	}
 
+	// What the claim holds before its snapshot, written through a real NFS mount with the
+	// node's address (its kernel's stand-in: this machine's kernel has no NFS client).
+	kernel := nodeKernel(t, ctx, node)
+	kernel.MustRun(t, ctx, "mkdir -p /mnt/claim && mount.nfs "+preferredExport(t, ctx, manila, pv.Spec.CSI.VolumeHandle)+
+		" /mnt/claim -o vers=4.1 && echo before-snapshot >/mnt/claim/marker")
+
 	// 1. A snapshot of the Bound claim: readyToUse, a Manila snapshot of the claim's share,
 	// available, of its size.
 	snap, manilaSnap := takeSnapshot(t, ctx, kc, dyn, manila, ns, "shared-snap", pvc.Name)
+	kernel.MustRun(t, ctx, "echo after-snapshot >/mnt/claim/marker && echo later >/mnt/claim/later && umount /mnt/claim")
 	if manilaSnap.ShareID != pv.Spec.CSI.VolumeHandle || manilaSnap.Size != 1 {
 		t.Errorf("Manila snapshot %s: of share %s, %d GiB; want of the claim's share %s, 1 GiB", manilaSnap.ID, manilaSnap.ShareID, manilaSnap.Size, pv.Spec.CSI.VolumeHandle)
 	}
@@ -104,6 +111,11 @@ func snapshotsAndRestores(t *testing.T, ctx context.Context, sim *testenv.SimClu
 	}
 	admitsAll(t, "access rules of the restored share "+share.ID, activeRules(t, ctx, manila, share.ID), []netip.Addr{netip.MustParseAddr(node.IP)})
 	mountReachesTheKernel(t, ctx, kc, node, "restored-app", restored, restoredPV)
+	// The restore holds what the claim held when the snapshot was taken, and nothing after.
+	if out := kernel.MustRun(t, ctx, "mkdir -p /mnt/restored && mount.nfs "+preferredExport(t, ctx, manila, share.ID)+
+		" /mnt/restored -o vers=4.1 && cat /mnt/restored/marker && ls /mnt/restored && umount /mnt/restored"); out != "before-snapshot\nmarker\n" {
+		t.Errorf("the restored claim's share, mounted with the node's address, holds %q; want only the marker written before the snapshot", out)
+	}
 	t.Logf("claim restored Bound to share %s (from snapshot %s), mounted on the node, after %s", share.ID, manilaSnap.ID, time.Since(start).Round(time.Second))
 
 	// 3. What cannot be done is refused, with a reason the user can read on the claim.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,20 @@ func (b *NFSBackend) StoragePort(mac string, addrs ...string) GuestNIC {
 	return GuestNIC{Namespace: b.Namespace, Bridge: b.StorageBridge, MAC: mac, Addrs: addrs}
 }
 
+// StorageClientAs plugs a guest NIC into the storage network's bridge with an address from
+// outside the storage subnet, the address the server must see: a guest standing in for the
+// kernel of a node that has that address (the host's own real node, whose kernel has no NFS
+// client). The guest reaches the export subnet on-link, and the storage namespace gets a route
+// back to addr on its bridge, removed by the returned function.
+func (b *NFSBackend) StorageClientAs(ctx context.Context, mac string, addr netip.Addr, exportSubnet string) (GuestNIC, func(), error) {
+	host := netip.PrefixFrom(addr, addr.BitLen()).String()
+	if out, err := exec.CommandContext(ctx, "ip", "-n", b.Namespace, "route", "replace", host, "dev", b.StorageBridge).CombinedOutput(); err != nil {
+		return GuestNIC{}, nil, fmt.Errorf("route to %s in namespace %s: %w: %s", host, b.Namespace, err, out)
+	}
+	undo := func() { _ = exec.Command("ip", "-n", b.Namespace, "route", "del", host, "dev", b.StorageBridge).Run() }
+	return GuestNIC{Namespace: b.Namespace, Bridge: b.StorageBridge, MAC: mac, Addrs: []string{host}, Routes: []string{exportSubnet}}, undo, nil
+}
+
 // MachinePort plugs a guest NIC into the machine network's bridge, with the router as its
 // default gateway.
 func (b *NFSBackend) MachinePort(mac string, addrs ...string) GuestNIC {
@@ -104,9 +119,11 @@ func (b *NFSBackend) MachinePort(mac string, addrs ...string) GuestNIC {
 type GuestNIC struct {
 	Namespace, Bridge string
 	MAC               string
-	// Addrs in CIDR form (10.0.0.121/24); Gateway, if set, is the default route.
+	// Addrs in CIDR form (10.0.0.121/24); Gateway, if set, is the default route; Routes are
+	// CIDRs reached on-link through this NIC.
 	Addrs   []string
 	Gateway string
+	Routes  []string
 }
 
 // GuestOptions shape one guest.
@@ -193,6 +210,9 @@ func StartGuest(ctx context.Context, opts GuestOptions) (*Guest, error) {
 		spec := append([]string{nic.MAC}, nic.Addrs...)
 		if nic.Gateway != "" {
 			spec = append(spec, "gw="+nic.Gateway)
+		}
+		for _, r := range nic.Routes {
+			spec = append(spec, "route="+r)
 		}
 		cmdline = append(cmdline, "ms.if="+strings.Join(spec, ","))
 	}
