@@ -166,6 +166,8 @@ NFSV4 {
 }
 NFS_KRB5 { Active_krb5 = false; }
 EXPORT_DEFAULTS {
+  Protocols = 4;
+  Transports = TCP;
   Access_Type = None;
   Squash = No_Root_Squash;
   SecType = sys;
