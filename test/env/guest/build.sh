@@ -53,8 +53,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 t0=$SECONDS
 step "NFS client guest: $kpkg $kver_deb (kernel and modules from its package; not installed on this host)"
-(cd "$work" && apt-get download "$kpkg=$kver_deb" >"$work/download.log" 2>&1) ||
-  { cat "$work/download.log" >&2; die "apt-get download $kpkg=$kver_deb failed"; }
+if ! (cd "$work" && apt-get download "$kpkg=$kver_deb" >"$work/download.log" 2>&1); then
+  # Old package lists can name a kernel the mirror no longer serves: read them anew, once.
+  ((EUID == 0)) && apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 || true
+  read -r kpkg kver_deb < <(kernel_package) || true
+  [[ -n ${kpkg:-} ]] && (cd "$work" && apt-get download "$kpkg=$kver_deb" >"$work/download.log" 2>&1) ||
+    { cat "$work/download.log" >&2; die "apt-get download of the kernel package failed"; }
+  stamp_dir="$MANILA_SETUP_CACHE/guest/${kpkg}_${kver_deb}-$stamp"
+  [[ $stamp_dir == "$dir" ]] || { dir=$stamp_dir; rm -rf "$dir"; }
+fi
 dpkg-deb -x "$work"/"$kpkg"_*.deb "$work/pkg"
 kernel=$(basename "$work"/pkg/lib/modules/*)
 depmod -b "$work/pkg" "$kernel"
