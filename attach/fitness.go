@@ -16,15 +16,16 @@ import (
 
 // Finding IDs: stable, for -o json and scripts.
 const (
-	FindingDHCPOff          = "dhcp-off"          // no subnet hands out addresses
-	FindingPortSecurityOff  = "port-security-off" // security groups asked on a network without port security
-	FindingDefaultRoute     = "default-route"     // a gateway, or a 0.0.0.0/0 host route: a second default route
-	FindingDNSAnnounced     = "dns-announced"     // the subnet's DHCP announces DNS servers
-	FindingOverlap          = "overlap"           // the subnet overlaps the machines' networks
-	FindingIPv6NoRA         = "ipv6-no-ra"        // an IPv6 subnet without router advertisements
-	FindingVIPInSubnet      = "vip-in-subnet"     // the subnet holds the API or ingress VIP
-	SeverityError           = "error"             // the network is refused, unless forced
-	SeverityWarning         = "warning"           // said, and the network attached
+	FindingDHCPOff          = "dhcp-off"             // no subnet hands out addresses
+	FindingPortSecurityOff  = "port-security-off"    // security groups asked on a network without port security
+	FindingDefaultRoute     = "default-route"        // a gateway, or a 0.0.0.0/0 host route: a second default route
+	FindingDNSAnnounced     = "dns-announced"        // the subnet's DHCP announces DNS servers
+	FindingOverlap          = "overlap"              // the subnet overlaps the machines' networks
+	FindingIPv6NoRA         = "ipv6-no-ra"           // an IPv6 subnet without router advertisements
+	FindingIPv6Stateful     = "ipv6-dhcpv6-stateful" // addresses only from stateful DHCPv6, which nodes do not ask for
+	FindingVIPInSubnet      = "vip-in-subnet"        // the subnet holds the API or ingress VIP
+	SeverityError           = "error"                // the network is refused, unless forced
+	SeverityWarning         = "warning"              // said, and the network attached
 	dnsNoneAnnounced        = "0.0.0.0"
 	defaultRouteExplanation = "every machine gets a second default route through it; when the API and ingress VIPs are not on-link, OpenShift's node-IP selection takes the interface with the lowest-metric default route and the node may take its InternalIP from the storage network (logs, exec and the node's br-ex move)"
 )
@@ -140,6 +141,9 @@ func Fitness(n openstack.Network, opts FitnessOptions) []Finding {
 		if s.IPVersion == 6 && s.IPv6RAMode == "" {
 			add(FindingIPv6NoRA, SeverityWarning, subnet, "an IPv6 subnet without router advertisements (ipv6_ra_mode unset): the nodes do not configure an address on it",
 				"recreate the subnet with --ipv6-ra-mode slaac --ipv6-address-mode slaac")
+		} else if s.IPVersion == 6 && s.IPv6AddressMode == "dhcpv6-stateful" {
+			add(FindingIPv6Stateful, SeverityWarning, subnet, "an IPv6 subnet whose addresses come only from stateful DHCPv6 (ipv6_address_mode dhcpv6-stateful): the nodes ask no DHCPv6 server for an address unless their kernel arguments say ip=dhcp,dhcpv6, so they get none on it",
+				"recreate the subnet with --ipv6-ra-mode slaac --ipv6-address-mode slaac, or give the machines the kernel argument ip=dhcp,dhcpv6 (a MachineConfig)")
 		}
 	}
 	return out

@@ -47,6 +47,12 @@ func TestFitnessOfRealNetworks(t *testing.T) {
 			FitnessOptions{VIPs: []netip.Addr{netip.MustParseAddr("10.196.0.5"), netip.MustParseAddr("10.52.0.5")}}, []string{"error:vip-in-subnet"}},
 		"overlap": {p.CreateNetworkWith("overlap", nil, with(map[string]any{"cidr": "10.53.0.0/24"})).ID,
 			FitnessOptions{MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.53.0.0/16")}}, []string{"error:overlap"}},
+		// IPv6 storage subnets (Neutron takes no 0.0.0.0 DNS on them): SLAAC gives the nodes an
+		// address, stateful DHCPv6 gives them none unless they ask for one.
+		"v6-slaac": {p.CreateNetworkWith("v6-slaac", nil, map[string]any{"cidr": "fd00:54::/64", "ip_version": 6, "gateway_ip": nil,
+			"ipv6_ra_mode": "slaac", "ipv6_address_mode": "slaac"}).ID, FitnessOptions{}, []string{"warning:dns-announced"}},
+		"v6-stateful": {p.CreateNetworkWith("v6-stateful", nil, map[string]any{"cidr": "fd00:55::/64", "ip_version": 6, "gateway_ip": nil,
+			"ipv6_ra_mode": "dhcpv6-stateful", "ipv6_address_mode": "dhcpv6-stateful"}).ID, FitnessOptions{}, []string{"warning:dns-announced", "warning:ipv6-dhcpv6-stateful"}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -70,6 +70,14 @@ func TestFitness(t *testing.T) {
 		{"IPv6 without router advertisements", with(func(n *openstack.Network) {
 			n.Subnets = append(n.Subnets, openstack.Subnet{ID: "v6", CIDR: netip.MustParsePrefix("fd00::/64"), IPVersion: 6, DHCP: true, DNS: []string{"0.0.0.0"}})
 		}), FitnessOptions{}, []string{"warning:ipv6-no-ra"}, ""},
+		{"IPv6 addresses from stateful DHCPv6 only", with(func(n *openstack.Network) {
+			n.Subnets = append(n.Subnets, openstack.Subnet{ID: "v6", CIDR: netip.MustParsePrefix("fd00::/64"), IPVersion: 6, DHCP: true, DNS: []string{"0.0.0.0"},
+				IPv6RAMode: "dhcpv6-stateful", IPv6AddressMode: "dhcpv6-stateful"})
+		}), FitnessOptions{}, []string{"warning:ipv6-dhcpv6-stateful"}, "ip=dhcp,dhcpv6"},
+		{"IPv6 with SLAAC says nothing", with(func(n *openstack.Network) {
+			n.Subnets = append(n.Subnets, openstack.Subnet{ID: "v6", CIDR: netip.MustParsePrefix("fd00::/64"), IPVersion: 6, DHCP: true, DNS: []string{"0.0.0.0"},
+				IPv6RAMode: "slaac", IPv6AddressMode: "slaac"})
+		}), FitnessOptions{}, nil, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Fitness(tt.n, tt.opts)

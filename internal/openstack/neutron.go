@@ -45,6 +45,8 @@ type Subnet struct {
 	HostRoutes []Route `json:"hostRoutes,omitempty"`
 	// IPv6RAMode is ipv6_ra_mode ("" when Neutron sends no router advertisements).
 	IPv6RAMode string `json:"ipv6RAMode,omitempty"`
+	// IPv6AddressMode is ipv6_address_mode: slaac, dhcpv6-stateless, dhcpv6-stateful or "".
+	IPv6AddressMode string `json:"ipv6AddressMode,omitempty"`
 }
 
 // Route is a host route of a subnet.
@@ -155,7 +157,8 @@ type wireSubnet struct {
 		Destination string `json:"destination"`
 		NextHop     string `json:"nexthop"`
 	} `json:"host_routes"`
-	IPv6RAMode *string `json:"ipv6_ra_mode"`
+	IPv6RAMode      *string `json:"ipv6_ra_mode"`
+	IPv6AddressMode *string `json:"ipv6_address_mode"`
 }
 
 type wireSecurityGroup struct {
@@ -199,7 +202,7 @@ type wirePort struct {
 // Fields asked of Neutron, to keep answers small on clouds with thousands of networks.
 var (
 	networkFields = []string{"id", "name", "project_id", "status", "shared", "router:external", "subnets", "tags", "port_security_enabled"}
-	subnetFields  = []string{"id", "name", "network_id", "cidr", "ip_version", "enable_dhcp", "gateway_ip", "dns_nameservers", "host_routes", "ipv6_ra_mode"}
+	subnetFields  = []string{"id", "name", "network_id", "cidr", "ip_version", "enable_dhcp", "gateway_ip", "dns_nameservers", "host_routes", "ipv6_ra_mode", "ipv6_address_mode"}
 	portFields    = []string{"id", "name", "network_id", "device_id", "device_owner", "status", "fixed_ips", "security_groups", "port_security_enabled", "tags", "allowed_address_pairs"}
 )
 
@@ -316,6 +319,9 @@ func joinSubnets(wires []wireNetwork, subnets []wireSubnet) []Network {
 		}
 		if s.IPv6RAMode != nil {
 			sub.IPv6RAMode = *s.IPv6RAMode
+		}
+		if s.IPv6AddressMode != nil {
+			sub.IPv6AddressMode = *s.IPv6AddressMode
 		}
 		for _, r := range s.HostRoutes {
 			dst, derr := netip.ParsePrefix(r.Destination)
