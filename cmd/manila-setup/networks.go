@@ -211,8 +211,8 @@ cluster, --server and --infra-id name the servers instead.
 Under the network Manila exports on, it says what that network would do to the nodes as their
 second NIC, with the fix (the rules the patch commands apply). With -o json (or yaml) every
 candidate has "findings": each with its stable id (dhcp-off, port-security-off, overlap,
-vip-in-subnet, default-route, dns-announced, ipv6-no-ra), severity, network, subnet, message
-and fix; [] for a fit network.
+vip-in-subnet, default-route, dns-announced, ipv6-no-ra, ipv6-dhcpv6-stateful), severity, network,
+subnet, message and fix; [] for a fit network.
 
 Exit codes: 0 a network was found, 1 none was found, 2 usage or environment error.`,
 		Example: `  manila-setup networks discover --os-cloud mycloud
