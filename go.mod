@@ -32,6 +32,12 @@ require (
 require k8s.io/kubelet v0.37.2
 
 require (
+	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
+	github.com/moby/spdystream v0.5.1 // indirect
+	k8s.io/streaming v0.37.2 // indirect
+)
+
+require (
 	github.com/pkg/errors v0.9.1 // indirect
 	go.opentelemetry.io/otel/sdk/metric v1.44.0 // indirect
 	k8s.io/component-base v0.37.2 // indirect
@@ -101,7 +107,7 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/oauth2 v0.36.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.47.0
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/grpc v1.82.1

@@ -118,6 +118,7 @@ type APIServer struct {
 
 	env      *envtest.Environment
 	auditDir string
+	nodes    *nodeProxy // with APIServerOptions.GuestNodes
 }
 
 // auditPolicy records every write (who, what, when), and every request of a ServiceAccount (the
@@ -144,6 +145,10 @@ type APIServerOptions struct {
 	// PlainKubernetes leaves out every OpenShift CRD (config, machine, operator, Cloud Credential
 	// Operator): a cluster that serves none of OpenShift's APIs, as upstream Kubernetes.
 	PlainKubernetes bool
+	// GuestNodes sends the apiserver's traffic to kubelets through a proxy of the test's
+	// (nodeProxy), which reaches the kubelets of guest nodes (StartGuestNode) behind their
+	// forwarded loopback ports: kubectl logs and exec work for their pods.
+	GuestNodes bool
 }
 
 // kubernetesServiceIP is the ClusterIP of the kubernetes Service: the first address of envtest's
@@ -210,12 +215,25 @@ func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 	if opts.ServiceAccountTokens {
 		args.Set("disable-admission-plugins", "").Set("enable-admission-plugins", "ServiceAccount")
 	}
+	var nodes *nodeProxy
+	if opts.GuestNodes {
+		proxy, conf, err := startNodeProxy(auditDir)
+		if err != nil {
+			_ = os.RemoveAll(auditDir)
+			return nil, err
+		}
+		nodes = proxy
+		args.Set("egress-selector-config-file", conf)
+	}
 	// envtest logs through controller-runtime, which otherwise complains with a stack trace
 	// that nobody set its logger; what it would log is in the returned errors.
 	ctrllog.SetLogger(logr.Discard())
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
+		if nodes != nil {
+			nodes.close()
+		}
 		_ = os.RemoveAll(auditDir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
@@ -225,7 +243,7 @@ func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 		_ = os.RemoveAll(auditDir)
 		return nil, err
 	}
-	return &APIServer{Config: cfg, Client: client, AuditLog: auditLog, env: env, auditDir: auditDir}, nil
+	return &APIServer{Config: cfg, Client: client, AuditLog: auditLog, env: env, auditDir: auditDir, nodes: nodes}, nil
 }
 
 // writeAPIServerCerts writes to dir what envtest would generate there: the serving certificate
@@ -291,6 +309,9 @@ func NewAPIServer(t testing.TB) *APIServer {
 // Stop stops the apiserver and etcd and removes their data.
 func (s *APIServer) Stop() error {
 	err := s.env.Stop()
+	if s.nodes != nil {
+		s.nodes.close()
+	}
 	_ = os.RemoveAll(s.auditDir)
 	return err
 }

@@ -13,12 +13,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // NFSBackend is the loopback cloud's real NFS back end (test/env/openstack/nfs-backend.sh): the
@@ -133,7 +136,27 @@ type GuestOptions struct {
 	NICs []GuestNIC
 	// MemoryMiB defaults to 256.
 	MemoryMiB int
+	// HostRoot shares the host's root read-only with the guest (9p), mounted on /host: the
+	// programs of a guest node (containerd, runc, the kubelet) are the host's own.
+	HostRoot bool
+	// HostLink, if set, adds a NIC of QEMU's user-mode network on a link-local range no cloud
+	// network uses: the guest reaches the host's 127.0.0.1 at HostLinkHost, and each host
+	// loopback port of Forwards reaches the guest's port it maps to.
+	HostLink *HostLink
 }
+
+// HostLink is a guest's way to and from the host's loopback servers (GuestOptions.HostLink).
+type HostLink struct {
+	// Forwards maps ports of the host's 127.0.0.1 to the guest's ports they reach.
+	Forwards map[int]int
+}
+
+// The user-mode network of HostLink: the guest's address, and the host's loopback as the guest
+// reaches it. Link-local, so that no cloud subnet a test shapes overlaps it.
+const (
+	HostLinkGuest = "169.254.100.15"
+	HostLinkHost  = "169.254.100.2"
+)
 
 // Guest is a real Linux kernel under QEMU (TCG): an NFS client with its own addresses on the
 // cloud's networks, driven over a virtio control port (test/env/guest/init).
@@ -141,6 +164,7 @@ type Guest struct {
 	Name    string
 	Console string // the serial console's log: the kernel's and init's messages
 
+	dir  string // QEMU's sockets and logs, removed by Stop
 	cmd  *exec.Cmd
 	done chan struct{}
 
@@ -159,10 +183,10 @@ func BootGuest(t testing.TB, ctx context.Context, opts GuestOptions) *Guest {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		g.Stop()
 		if t.Failed() {
 			t.Logf("guest %s console (last lines):\n%s", g.Name, tail(g.Console, 20))
 		}
+		g.Stop()
 	})
 	return g
 }
@@ -184,6 +208,12 @@ func StartGuest(ctx context.Context, opts GuestOptions) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
+	started := false // from then on, Stop removes dir
+	defer func() {
+		if !started {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	if opts.MemoryMiB == 0 {
 		opts.MemoryMiB = 256
 	}
@@ -192,8 +222,7 @@ func StartGuest(ctx context.Context, opts GuestOptions) (*Guest, error) {
 	// no_timer_check: under TCG on a loaded host the kernel's check of the IO-APIC timer can
 	// miss its ticks and panic ("IO-APIC + timer doesn't work"), seen during a parallel build.
 	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4", "no_timer_check", "ms.hostname=" + opts.Name}
-	args := []string{"netns", "exec", opts.NICs[0].Namespace, "qemu-system-x86_64",
-		"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1", "-m", strconv.Itoa(opts.MemoryMiB),
+	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "1", "-m", strconv.Itoa(opts.MemoryMiB),
 		"-nodefaults", "-nographic", "-no-reboot", "-display", "none",
 		"-kernel", filepath.Join(assets, "vmlinuz"), "-initrd", filepath.Join(assets, "initrd.img"),
 		"-serial", "file:" + filepath.Join(dir, "console.log"),
@@ -201,11 +230,29 @@ func StartGuest(ctx context.Context, opts GuestOptions) (*Guest, error) {
 		"-chardev", "socket,id=ctl,path=" + filepath.Join(dir, "ctl.sock") + ",server=on,wait=off",
 		"-device", "virtserialport,chardev=ctl,name=ms.ctl",
 	}
+	if opts.HostRoot {
+		args = append(args, "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap")
+		cmdline = append(cmdline, "ms.hostroot")
+	}
+	// QEMU runs in the host's network namespace (its user-mode network reaches the host's
+	// loopback from there); each tap is made in its own network's namespace and handed to QEMU
+	// as an open file, so that no interface of a guest ever appears in the host's namespace.
 	taps := make([]string, len(opts.NICs))
+	var tapFiles []*os.File
+	defer func() {
+		for _, f := range tapFiles {
+			f.Close() // QEMU holds its own copies
+		}
+	}()
 	for i, nic := range opts.NICs {
 		taps[i] = fmt.Sprintf("msg%s%d", hex.EncodeToString(id), i)
+		f, err := openTap(nic.Namespace, taps[i])
+		if err != nil {
+			return nil, fmt.Errorf("guest %s: %w", opts.Name, err)
+		}
+		tapFiles = append(tapFiles, f)
 		args = append(args,
-			"-netdev", fmt.Sprintf("tap,id=n%d,ifname=%s,script=no,downscript=no", i, taps[i]),
+			"-netdev", fmt.Sprintf("tap,id=n%d,fd=%d", i, 2+len(tapFiles)), // ExtraFiles start at 3
 			"-device", fmt.Sprintf("virtio-net-pci,netdev=n%d,mac=%s,romfile=", i, nic.MAC))
 		spec := append([]string{nic.MAC}, nic.Addrs...)
 		if nic.Gateway != "" {
@@ -216,33 +263,45 @@ func StartGuest(ctx context.Context, opts GuestOptions) (*Guest, error) {
 		}
 		cmdline = append(cmdline, "ms.if="+strings.Join(spec, ","))
 	}
+	if opts.HostLink != nil {
+		netdev := "user,id=host,net=169.254.100.0/24,host=" + HostLinkHost + ",dhcpstart=" + HostLinkGuest
+		for hostPort, guestPort := range opts.HostLink.Forwards {
+			netdev += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", hostPort, guestPort)
+		}
+		mac := fmt.Sprintf("52:54:%02x:%02x:%02x:fe", id[0], id[1], id[2])
+		args = append(args, "-netdev", netdev, "-device", "virtio-net-pci,netdev=host,mac="+mac+",romfile=")
+		cmdline = append(cmdline, "ms.if="+mac+","+HostLinkGuest+"/32,route="+HostLinkHost+"/32")
+	}
 	args = append(args, "-append", strings.Join(cmdline, " "))
 	logf, err := os.Create(filepath.Join(dir, "qemu.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("ip", args...)
+	cmd := exec.Command("qemu-system-x86_64", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = tapFiles
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("guest %s: starting QEMU: %w", opts.Name, err)
 	}
-	g := &Guest{Name: opts.Name, Console: filepath.Join(dir, "console.log"), cmd: cmd, done: make(chan struct{})}
+	started = true
+	g := &Guest{Name: opts.Name, Console: filepath.Join(dir, "console.log"), dir: dir, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
 		close(g.done)
 	}()
 	fail := func(err error) (*Guest, error) {
-		g.Stop()
+		_ = g.cmd.Process.Kill()
+		<-g.done
 		q, _ := os.ReadFile(filepath.Join(dir, "qemu.log"))
-		return nil, fmt.Errorf("guest %s: %w\nQEMU: %s\nconsole: %s", opts.Name, err, q, tail(g.Console, 10))
+		err = fmt.Errorf("guest %s: %w\nQEMU: %s\nconsole: %s", opts.Name, err, q, tail(g.Console, 10))
+		g.Stop()
+		return nil, err
 	}
-	// QEMU makes each tap in the first NIC's namespace; a tap keeps working when moved, so the
-	// others go to their own network's namespace, and each joins its bridge.
 	for i, nic := range opts.NICs {
-		if err := g.plug(ctx, opts.NICs[0].Namespace, taps[i], nic); err != nil {
+		if err := plug(ctx, taps[i], nic); err != nil {
 			return fail(err)
 		}
 	}
@@ -264,27 +323,67 @@ func StartGuest(ctx context.Context, opts GuestOptions) (*Guest, error) {
 	}
 }
 
-func (g *Guest) plug(ctx context.Context, qemuNS, tap string, nic GuestNIC) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for exec.CommandContext(ctx, "ip", "-n", qemuNS, "link", "show", tap).Run() != nil {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("tap %s did not appear in namespace %s", tap, qemuNS)
-		}
-		select {
-		case <-g.done:
-			return errors.New("QEMU exited before making its taps")
-		case <-time.After(100 * time.Millisecond):
-		}
+// openTap makes the tap name in the network namespace ns and returns its open file. The tap
+// lasts while the file (or QEMU's copy of it) is open.
+func openTap(ns, name string) (*os.File, error) {
+	type result struct {
+		f   *os.File
+		err error
 	}
-	steps := [][]string{}
-	if nic.Namespace != qemuNS {
-		steps = append(steps, []string{"-n", qemuNS, "link", "set", tap, "netns", nic.Namespace})
-	}
-	steps = append(steps, []string{"-n", nic.Namespace, "link", "set", tap, "master", nic.Bridge, "up"})
-	for _, s := range steps {
-		if out, err := exec.CommandContext(ctx, "ip", s...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %s: %w: %s", strings.Join(s, " "), err, out)
+	done := make(chan result, 1)
+	go func() {
+		// The thread enters ns and comes back; if it cannot come back it stays locked, and ends
+		// with this goroutine, so that no other goroutine runs in ns. Ending a thread is not
+		// the way out every time: a process started from it (QEMU, with Pdeathsig) would be
+		// killed with it, and the runtime hands its idle threads to any goroutine.
+		runtime.LockOSThread()
+		home, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			done <- result{nil, err}
+			return
 		}
+		defer home.Close()
+		f, err := func() (*os.File, error) {
+			nsFile, err := os.Open(filepath.Join("/run/netns", ns))
+			if err != nil {
+				return nil, fmt.Errorf("network namespace %s: %w", ns, err)
+			}
+			defer nsFile.Close()
+			if err := unix.Setns(int(nsFile.Fd()), unix.CLONE_NEWNET); err != nil {
+				return nil, fmt.Errorf("entering network namespace %s: %w", ns, err)
+			}
+			defer func() {
+				if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+					runtime.UnlockOSThread()
+				}
+			}()
+			fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return nil, fmt.Errorf("/dev/net/tun: %w", err)
+			}
+			ifr, err := unix.NewIfreq(name)
+			if err != nil {
+				unix.Close(fd)
+				return nil, err
+			}
+			ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI)
+			if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+				unix.Close(fd)
+				return nil, fmt.Errorf("making tap %s in namespace %s: %w", name, ns, err)
+			}
+			return os.NewFile(uintptr(fd), "/dev/net/tun:"+name), nil
+		}()
+		done <- result{f, err}
+	}()
+	r := <-done
+	return r.f, r.err
+}
+
+// plug joins a guest's tap to its network's bridge.
+func plug(ctx context.Context, tap string, nic GuestNIC) error {
+	args := []string{"-n", nic.Namespace, "link", "set", tap, "master", nic.Bridge, "up"}
+	if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }
@@ -390,7 +489,8 @@ func (g *Guest) RSSBytes() (int64, error) {
 	return 0, errors.New("no VmRSS")
 }
 
-// Stop ends the guest (QEMU is killed: a guest has nothing to save).
+// Stop ends the guest (QEMU is killed: a guest has nothing to save) and removes its folder,
+// console log included.
 func (g *Guest) Stop() {
 	g.mu.Lock()
 	if g.conn != nil {
@@ -402,6 +502,7 @@ func (g *Guest) Stop() {
 		_ = g.cmd.Process.Kill()
 	}
 	<-g.done
+	_ = os.RemoveAll(g.dir)
 }
 
 // tail returns the last n lines of a file, or why it could not be read.

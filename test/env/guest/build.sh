@@ -71,9 +71,11 @@ mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,run,tmp,mnt,var/lib/nfs,lib/modules}
 install -m 0755 /bin/busybox "$root/bin/busybox"
 install -m 0755 "$here/init" "$root/init"
 # The modules of the virtio devices QEMU gives a guest (network, the control port) and of the NFS
-# client (v4.x and v3), in the order modprobe would load them.
+# client (v4.x and v3), in the order modprobe would load them; and, for a guest that runs a
+# kubelet (testenv.StartGuestNode), 9p to read the host's root, overlay to write above it, and
+# the pod network's bridge and veth pairs.
 : >"$root/lib/modules/load"
-for m in virtio_pci virtio_net virtio_console nfsv4 nfsv3; do
+for m in virtio_pci virtio_net virtio_console nfsv4 nfsv3 9pnet_virtio 9p overlay bridge veth; do
   modprobe -d "$work/pkg" -S "$kernel" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
 done | awk '!seen[$0]++' | while read -r ko; do
   install -m 0644 "$ko" "$root/lib/modules/"

@@ -8,7 +8,8 @@
 # $IMAGE_REPO/manila-setup-operator:$NODE_IMAGE_TAG; the operand images are built under the
 # references in the operator's variables (DRIVER_IMAGE, NFS_DRIVER_IMAGE, PROVISIONER_IMAGE,
 # SNAPSHOTTER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE,
-# KUBE_RBAC_PROXY_IMAGE), each one that is set: the names `operator render` prints.
+# KUBE_RBAC_PROXY_IMAGE), each one that is set: the names `operator render` prints; and
+# SHELL_IMAGE, a busybox image for test and demo pods.
 # Each operand image holds its binary, built from source at the operand table's version
 # (test/env/csi/build.sh, test/env/node/operands.sh), or the stand-in of test/env/node/standins
 # where the module proxy serves no source (see operands.sh), as its entry point, run as root like
@@ -69,6 +70,22 @@ operand_image() {
   podman_ save -q --format docker-archive -o "$out/$var.tar" "$ref"
   printf '%s\t%s\n' "$ref" "$out/$var.tar"
 }
+
+# SHELL_IMAGE, when set: busybox (static) with its applets on PATH (sh, tail, sleep, date, ...),
+# for the pods a test or the demo runs on a node, such as the writers of one share.
+if [[ -n ${SHELL_IMAGE:-} ]]; then
+  [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1 || die "SHELL_IMAGE: /bin/busybox must be busybox-static"
+  ctx=$out/operand-ctx/SHELL_IMAGE
+  mkdir -p "$ctx/bin"
+  cp /bin/busybox "$ctx/bin/busybox"
+  for applet in $(/bin/busybox --list); do
+    [[ $applet == busybox ]] || ln -s busybox "$ctx/bin/$applet"
+  done
+  printf 'FROM scratch\nCOPY bin/ /bin/\nENV PATH=/bin\nENTRYPOINT ["/bin/sh"]\n' >"$ctx/Containerfile"
+  podman_ build -q --timestamp 0 -t "$SHELL_IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
+  podman_ save -q --format docker-archive -o "$out/SHELL_IMAGE.tar" "$SHELL_IMAGE"
+  printf '%s\t%s\n' "$SHELL_IMAGE" "$out/SHELL_IMAGE.tar"
+fi
 
 operands=(DRIVER_IMAGE NFS_DRIVER_IMAGE PROVISIONER_IMAGE SNAPSHOTTER_IMAGE RESIZER_IMAGE LIVENESS_PROBE_IMAGE NODE_DRIVER_REGISTRAR_IMAGE KUBE_RBAC_PROXY_IMAGE)
 wanted=0
