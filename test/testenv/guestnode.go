@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -72,9 +73,10 @@ type GuestNode struct {
 	Name, IP, InstanceID string
 	*Guest
 
-	sim   *SimCluster
-	dir   string
-	addrs []string // what the apiserver dials for this node, routed to its kubelet
+	sim      *SimCluster
+	dir      string
+	addrs    []string     // what the apiserver dials for this node, routed to its kubelet
+	metadata *http.Server // the server's metadata service, reached at 169.254.169.254:80
 }
 
 // The kubelet's ports inside a guest: the API the apiserver reaches, and its health endpoint.
@@ -151,6 +153,11 @@ func StartGuestNode(ctx context.Context, sim *SimCluster, opts GuestNodeOptions)
 	if err := n.writeFiles(opts, filepath.Join(cni, "cni")); err != nil {
 		return nil, err
 	}
+	srv, metadataPort, err := serveMetadata(n.InstanceID, n.Name)
+	if err != nil {
+		return nil, err
+	}
+	n.metadata = srv
 	kubeletPort, err := freePorts(1)
 	if err != nil {
 		return nil, err
@@ -176,7 +183,7 @@ func StartGuestNode(ctx context.Context, sim *SimCluster, opts GuestNodeOptions)
 		"{{dir}}", n.dir, "{{ports}}", strings.Trim(fmt.Sprint(ports), "[]"), "{{host}}", HostLinkHost,
 		"{{kubelet}}", filepath.Join(assets, "kubelet"), "{{name}}", n.Name, "{{ip}}", n.IP,
 		"{{instance}}", n.InstanceID, "{{archives}}", strings.Join(opts.Images.archives, " "),
-		"{{tmpfs}}", strconv.Itoa(memory/2),
+		"{{tmpfs}}", strconv.Itoa(memory/2), "{{metadata}}", metadataAddress, "{{metadataPort}}", strconv.Itoa(metadataPort),
 	).Replace(guestNodeScript)
 	out, code, err := n.Run(ctx, 5*time.Minute, script)
 	if err != nil {
@@ -221,12 +228,20 @@ mount -t tmpfs tmpfs /node/dev/shm
 mount -t tmpfs tmpfs /node/run
 # The kubelet's folders start empty: the host's, below, may hold a real node's pods.
 for d in /node/var/lib/kubelet /node/var/log/pods /node/var/log/containers; do mkdir -p $d; mount -t tmpfs tmpfs $d; done
+# containerd's own tmpfs: its overlayfs snapshotter keeps each layer once for all containers (the
+# native one copies an image per container), and an overlay's upper layer cannot be on the
+# node's root, itself an overlay.
+mkdir -p /node/var/lib/ms-node
+mount -t tmpfs -o size={{tmpfs}}m tmpfs /node/var/lib/ms-node
 mount --make-rshared /node
 # The controllers a pod's cgroup asks for, and a machine ID of the node's own (the host's would
 # make every guest node one machine).
 for c in cpuset cpu io memory pids; do echo +$c >/node/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true; done
 cat /proc/sys/kernel/random/uuid | tr -d - >/node/etc/machine-id
 hostname >/node/etc/hostname
+# Nova's metadata service, where a server finds it (the driver's node plugin asks it for the
+# instance's ID).
+ip addr add {{metadata}}/32 dev lo
 # The node's root is the overlay, made the root of a mount namespace of its own (as switch_root
 # makes a system's root): a process that enters a container's mount namespace (runc exec, for
 # kubectl exec) is put at the namespace's top root, which must be the node's, not the
@@ -234,17 +249,21 @@ hostname >/node/etc/hostname
 # (RunOnNode), and reads its logs on the overlay, which both see.
 cd /node
 exec unshare -m --propagation slave sh -ec 'mount --move . / && exec chroot . /bin/sh -ec "$0"' '
+# Shared inside the node, as on a systemd host: the kubelet and the CSI node plugins need
+# their mounts under /var/lib/kubelet to propagate (Bidirectional mounts).
+mount --make-rshared /
 mkdir -p /var/log/ms-node /run/ms-node
 for p in {{ports}}; do
   setsid socat TCP-LISTEN:$p,bind=127.0.0.1,fork,reuseaddr TCP:{{host}}:$p </dev/null >>/var/log/ms-node/forward.log 2>&1 &
 done
+setsid socat TCP-LISTEN:80,bind={{metadata}},fork,reuseaddr TCP:{{host}}:{{metadataPort}} </dev/null >>/var/log/ms-node/forward.log 2>&1 &
 setsid containerd --config {{dir}}/containerd.toml </dev/null >/var/log/ms-node/containerd.log 2>&1 &
 i=0
 until ctr -a /run/ms-node/containerd.sock version >/dev/null 2>&1; do
   i=$((i+1)); [ $i -lt 120 ] || { tail -n 20 /var/log/ms-node/containerd.log; exit 1; }
   sleep 0.5
 done
-for a in {{archives}}; do ctr -a /run/ms-node/containerd.sock -n k8s.io images import --snapshotter native "$a" >/dev/null; done
+for a in {{archives}}; do ctr -a /run/ms-node/containerd.sock -n k8s.io images import --snapshotter overlayfs "$a" >/dev/null; done
 setsid {{kubelet}} --config={{dir}}/kubelet.yaml --kubeconfig={{dir}}/kubeconfig --hostname-override={{name}} \
   --node-ip={{ip}} --provider-id=openstack:///{{instance}} --root-dir=/var/lib/kubelet \
   --cert-dir=/var/lib/kubelet/pki --v=2 </dev/null >/var/log/ms-node/kubelet.log 2>&1 &
@@ -252,7 +271,8 @@ echo $! >/var/log/ms-node/kubelet.pid
 '
 `
 
-// guestContainerdConfig: as the real node's (containerdConfig), in the guest's own folders.
+// guestContainerdConfig: as the real node's (containerdConfig), in the guest's own folders, with
+// the overlayfs snapshotter (a kernel of its own: overlay mounts work in it).
 const guestContainerdConfig = `version = 2
 root = "/var/lib/ms-node/containerd"
 state = "/run/ms-node/containerd"
@@ -262,7 +282,7 @@ state = "/run/ms-node/containerd"
   sandbox_image = "{{pause}}"
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
+    snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
@@ -392,6 +412,9 @@ func (n *GuestNode) Stop() {
 	}
 	if n.Guest != nil {
 		n.Guest.Stop()
+	}
+	if n.metadata != nil {
+		_ = n.metadata.Close()
 	}
 	if n.dir != "" {
 		_ = os.RemoveAll(n.dir)

@@ -29,22 +29,31 @@ type instanceMetadata struct {
 // and returns that port. startPodNetwork sends the machine's and the pods' connections to
 // 169.254.169.254:80 there.
 func (n *RealNode) startMetadataService() (int, error) {
+	srv, port, err := serveMetadata(n.InstanceID, n.Name)
+	n.metadata = srv
+	return port, err
+}
+
+// serveMetadata serves a server's instance metadata as Nova's metadata service does, on a port of
+// 127.0.0.1 that it returns.
+func serveMetadata(instanceID, name string) (*http.Server, int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	md, err := json.Marshal(instanceMetadata{UUID: n.InstanceID, Name: n.Name, Hostname: n.Name, AvailabilityZone: "nova"})
+	md, err := json.Marshal(instanceMetadata{UUID: instanceID, Name: name, Hostname: name, AvailabilityZone: "nova"})
 	if err != nil {
-		return 0, err
+		l.Close()
+		return nil, 0, err
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /openstack/{version}/meta_data.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(md)
 	})
-	n.metadata = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = n.metadata.Serve(l) }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return srv, l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (n *RealNode) stopMetadataService() {

@@ -117,12 +117,24 @@ func mountNFS(ctx context.Context, p *publishRequest, target string) error {
 		return fmt.Errorf("mount failed: %w\nMounting arguments: -t nfs -o %s %s %s", err, strings.Join(p.options, ","), p.source, target)
 	}
 	km := kernelMountFor(p.options, address)
-	done := make(chan error, 1)
-	go func() { done <- syscall.Mount(p.source, target, "nfs", km.flags, km.data) }()
-	select {
-	case err = <-done:
-	case <-time.After(mountTimeout):
-		err = fmt.Errorf("time out after %s", mountTimeout)
+	deadline := time.After(mountTimeout)
+	for _, version := range versionsToTry(p.options) {
+		data := km.data
+		if version != "" {
+			data = "vers=" + version + "," + data
+		}
+		done := make(chan error, 1)
+		go func() { done <- syscall.Mount(p.source, target, "nfs", km.flags, data) }()
+		select {
+		case err = <-done:
+		case <-deadline:
+			err = fmt.Errorf("time out after %s", mountTimeout)
+		}
+		km.data = data
+		// The server speaks another version: the next one, as mount.nfs goes on.
+		if !errors.Is(err, syscall.EPROTONOSUPPORT) {
+			break
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("mount failed: %w\nMounting command: mount(2) (no mount.nfs helper)\n"+
@@ -130,6 +142,21 @@ func mountNFS(ctx context.Context, p *publishRequest, target string) error {
 			err, strings.Join(p.options, ","), p.source, target, km.flags, km.data)
 	}
 	return nil
+}
+
+// versionsToTry are the NFS versions mount.nfs tries in turn when the options name none: 4.2,
+// 4.1 and 4.0, then 3 (the kernel's own default without the helper is 3, which an NFSv4-only
+// server such as Manila's ganesha back ends refuses). With a version named, just that ("").
+func versionsToTry(options []string) []string {
+	for _, opts := range options {
+		for opt := range strings.SplitSeq(opts, ",") {
+			opt = strings.TrimSpace(opt)
+			if strings.HasPrefix(opt, "vers=") || strings.HasPrefix(opt, "nfsvers=") || opt == "v3" || opt == "v4" || strings.HasPrefix(opt, "v4.") {
+				return []string{""}
+			}
+		}
+	}
+	return []string{"4.2", "4.1", "4.0", "3"}
 }
 
 // isLikelyMountPoint tells whether path is on another device than its parent, as mount-utils

@@ -328,3 +328,20 @@ func TestLogOmitsSecrets(t *testing.T) {
 		t.Fatal("the request itself lost its secrets")
 	}
 }
+
+func TestVersionsToTry(t *testing.T) {
+	for _, tc := range []struct {
+		options []string
+		want    string
+	}{
+		{nil, "4.2 4.1 4.0 3"},
+		{[]string{"hard,nosuid"}, "4.2 4.1 4.0 3"},
+		{[]string{"hard", "nfsvers=4.1"}, ""},
+		{[]string{"vers=3"}, ""},
+		{[]string{"ro,v4.2"}, ""},
+	} {
+		if got := strings.Join(versionsToTry(tc.options), " "); got != tc.want {
+			t.Errorf("versionsToTry(%q) = %q, want %q", tc.options, got, tc.want)
+		}
+	}
+}
