@@ -92,6 +92,13 @@ func writersShareTheClaim(t *testing.T, ctx context.Context, sim *testenv.SimClu
 		}
 		t.Logf("kubectl exec -n %s %s -- tail -n 2 /mnt/test/%s:\n%s", ns, pod, other, out)
 	}
+	for _, name := range []string{"worker-one", "worker-two"} {
+		rss, err := nodes[name].RSSBytes()
+		free, _, _ := nodes[name].Run(ctx, 10*time.Second, "free -m | sed -n 2p")
+		if err == nil {
+			t.Logf("guest node %s: %d MiB resident on the host; inside (total used free shared buff/cache available, MiB): %s", name, rss>>20, strings.Join(strings.Fields(free), " "))
+		}
+	}
 	// And the kubelet serves the pods' logs through the apiserver, as kubectl logs does.
 	if _, err := k.CoreV1().Pods(ns).GetLogs("writer-one", &corev1.PodLogOptions{}).DoRaw(ctx); err != nil {
 		t.Errorf("kubectl logs -n %s writer-one: %v", ns, err)

@@ -24,7 +24,7 @@ import (
 // NodeImages are the images a node's containerd loads (test/env/node/images.sh), built once
 // for every node of a test.
 type NodeImages struct {
-	// Pause is the pods' sandbox image, Operator the operator's own image.
+	// Pause is the pods' sandbox image, Operator the operator's own image (built, not loaded).
 	Pause, Operator string
 	archives        []string
 }
@@ -36,7 +36,15 @@ func BuildNodeImages(ctx context.Context, dir string, images map[string]string) 
 	if err != nil {
 		return nil, err
 	}
-	return &NodeImages{Pause: s.pause, Operator: s.operator, archives: s.archives}, nil
+	// A guest node runs no operator pod (its pods need the kubernetes Service, which guests do
+	// not serve yet): its image would take a quarter of the guest's tmpfs.
+	n := &NodeImages{Pause: s.pause, Operator: s.operator}
+	for i, ref := range s.refs {
+		if ref != s.operator {
+			n.archives = append(n.archives, s.archives[i])
+		}
+	}
+	return n, nil
 }
 
 // GuestNodeOptions shape a guest node.
@@ -58,7 +66,8 @@ type GuestNodeOptions struct {
 	// reach at the guest's own 127.0.0.1, as the kubelet reaches the apiserver: the loopback
 	// cloud's (CloudPorts) when nil. The apiserver's port is always forwarded.
 	LoopbackPorts []int
-	// MemoryMiB of the guest; 768 when 0.
+	// MemoryMiB of the guest; 640 when 0 (the budget is 1 GiB of host memory per guest, QEMU's
+	// own and its translated code's included).
 	MemoryMiB int
 	// Labels are added to the Node, as an installer adds roles.
 	Labels map[string]string
@@ -164,7 +173,7 @@ func StartGuestNode(ctx context.Context, sim *SimCluster, opts GuestNodeOptions)
 	}
 	memory := opts.MemoryMiB
 	if memory == 0 {
-		memory = 768
+		memory = 640
 	}
 	if n.Guest, err = StartGuest(ctx, GuestOptions{
 		Name: opts.Name, NICs: opts.NICs, MemoryMiB: memory, HostRoot: true,

@@ -698,6 +698,7 @@ func freePorts(n int) ([]int, error) {
 type nodeImageSet struct {
 	pause, operator string
 	archives        []string
+	refs            []string // the reference of each archive
 }
 
 // nodeScripts is test/env/node, where the node's scripts and programs are.
@@ -734,6 +735,7 @@ func buildImages(ctx context.Context, dir string, operands map[string]string) (n
 			s.operator = ref
 		}
 		s.archives = append(s.archives, archive)
+		s.refs = append(s.refs, ref)
 	}
 	if s.pause == "" || s.operator == "" {
 		return nodeImageSet{}, fmt.Errorf("real node: %s printed no pause and operator image: %q", script, out)
