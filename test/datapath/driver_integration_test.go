@@ -31,7 +31,9 @@ import (
 // claim of a StorageClass built by the operator's code, with the driver Secret it makes from
 // clouds.yaml, is provisioned by the real driver's controller as a Manila share whose access
 // rule admits the storage subnet; two writer pods on the two nodes mount it through the node
-// plugins, as the kubelet stages and publishes it, and read each other's lines.
+// plugins, as the kubelet stages and publishes it, and read each other's lines. The share's only
+// rule revoked in Manila stops a mounted pod's writes (the export is gone: Stale file handle);
+// granted again, a pod started anew writes.
 func TestDriverOnGuestNodes(t *testing.T) {
 	cloud := testenv.NewCloud(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -154,6 +156,70 @@ func TestDriverOnGuestNodes(t *testing.T) {
 	}
 
 	writersShareTheClaim(t, ctx, sim, nodes, storageIP, appNS, pvc.Name, export)
+
+	// The rule the driver granted, revoked in Manila (as an admin cleaning up would): the mounted
+	// pods' writes fail, refused by the NFS server; granted again, they go on.
+	var rule string
+	rules, err := shareaccessrules.List(ctx, c.manila, share).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.AccessTo == storageSubnet {
+			rule = r.ID
+		}
+	}
+	if rule == "" {
+		t.Fatalf("share %s has no rule for %s: %s", share, storageSubnet, c.rules(t, ctx, share))
+	}
+	write := func() (string, error) {
+		return execIn(ctx, sim, appNS, "writer-one", "sh", "-c", "echo probe >>/mnt/test/probe && echo written")
+	}
+	c.revoke(t, ctx, share, rule)
+	var out string
+	if !eventually(ctx, time.Minute, func() bool {
+		out, err = write()
+		// The share's only rule: ganesha drops the export, and the mounted client's handles
+		// go stale. With another rule left, the export stays and the write is refused
+		// (Permission denied, TestSharesAreRealNFSExports).
+		return err != nil && strings.Contains(err.Error(), "Stale file handle")
+	}) {
+		t.Fatalf("writer-one wrote on after the rule %s was revoked: %q, %v", rule, out, err)
+	}
+	t.Logf("after the revoke, writer-one's write: %v", err)
+	c.grant(t, ctx, share, storageSubnet, "rw")
+	// The export comes back as a new one: the pod's mount stays stale (what a user sees until
+	// the pod is started again), and a new pod of the claim mounts and writes.
+	time.Sleep(5 * time.Second)
+	if out, err = write(); err == nil {
+		t.Logf("granted again, writer-one writes on its old mount: %q", out)
+	} else {
+		t.Logf("granted again, writer-one's old mount is still stale: %v", err)
+		old, err := k.CoreV1().Pods(appNS).Get(ctx, "writer-one", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.CoreV1().Pods(appNS).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		if !eventually(ctx, 2*time.Minute, func() bool {
+			_, err := k.CoreV1().Pods(appNS).Get(ctx, old.Name, metav1.GetOptions{})
+			return err != nil
+		}) {
+			t.Fatal("writer-one not gone two minutes after its deletion")
+		}
+		again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: appNS}, Spec: old.Spec}
+		if _, err := k.CoreV1().Pods(appNS).Create(ctx, again, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if !eventually(ctx, 3*time.Minute, func() bool {
+			out, err = write()
+			return err == nil && strings.Contains(out, "written")
+		}) {
+			t.Fatalf("writer-one, started again, could not write: %q, %v\n%s", out, err, podsReport(ctx, sim, appNS))
+		}
+		t.Log("writer-one, started again, mounts the export anew and writes")
+	}
 }
 
 // applyAsset renders one of the operator's assets and creates its objects.
