@@ -3,10 +3,8 @@
 package datapath
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -15,8 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
@@ -171,21 +167,7 @@ func bootGuestNodes(t *testing.T, ctx context.Context, sim *testenv.SimCluster, 
 	return nodes, storageIP
 }
 
-// execIn runs a command in a pod's first container through the apiserver and the node's kubelet,
-// as `kubectl exec` does, and returns its standard output.
+// execIn runs a command in a pod's first container, as `kubectl exec` does.
 func execIn(ctx context.Context, sim *testenv.SimCluster, ns, pod string, command ...string) (string, error) {
-	req := sim.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(sim.Config, "GET", req.URL().String())
-	if err != nil {
-		return "", err
-	}
-	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	err = ws.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: io.Writer(&stderr)})
-	if err != nil {
-		return stdout.String(), fmt.Errorf("%w: %s", err, stderr.String())
-	}
-	return stdout.String(), nil
+	return testenv.ExecInPod(ctx, sim.Config, ns, pod, command...)
 }

@@ -29,6 +29,11 @@ else
     share in the loopback Manila
       logs: $sb/csi/"
 fi
+if [[ -f $sb/guest-workers ]]; then
+  nodes="$nodes; up to $(cat "$sb/guest-workers") workers attached to the storage
+    network boot as guest nodes instead: QEMU guests with their servers' ports, a real kernel,
+    containerd and a kubelet, whose pods mount the Manila shares through that kernel"
+fi
 if [[ $(cat "$os/nfs-backend" 2>/dev/null) == real ]]; then
   backend="its shares real NFS exports: nfs-ganesha in a network
     namespace of the cloud's own serves them on the storage network's export addresses, and
@@ -70,6 +75,10 @@ Use it:
   bin/manila-setup diagnose pod/NAME -n NS  # why a pod's volume does not mount
   kubectl get pvc,pv -A                  # any kubectl works with this KUBECONFIG
   kubectl get volumesnapshotclass -o yaml  # snapshots: which StorageClasses can (docs/snapshots.md)
+
+$(if [[ -f $sb/rwx-demo ]]; then echo; cat "$sb/rwx-demo"; elif [[ -f $sb/guest-workers ]]; then
+  echo; echo "Once the workers are attached (the wizard), two writer pods share one Manila share in"
+  echo "namespace rwx-demo, on two guest workers (test/env/sandbox/rwx-demo.yaml)."; fi)
 
 Stop it:  make demo-down   (the cluster; the cloud too if make demo started it)
 TXT

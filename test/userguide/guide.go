@@ -108,6 +108,8 @@ var varying = []struct {
 	{regexp.MustCompile(`(worker-\d+)-[a-z0-9]{5}\b`), "$1-XXXXX"},
 	// The driver's node plugin pods.
 	{regexp.MustCompile(`(manila-csi-driver-(nfs-)?node)-[a-z0-9]{5}\b`), "$1-XXXXX"},
+	// The demo writers' lines: a count and the time of day.
+	{regexp.MustCompile(`line \d+ \d\d:\d\d:\d\d`), "line N HH:MM:SS"},
 	{regexp.MustCompile(`\[\s*\d+s\]`), "[T]"},
 	{regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ms|s|m|h)\b`), "DURATION"},
 	{regexp.MustCompile(`pid \d+`), "pid N"},

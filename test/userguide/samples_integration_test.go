@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -28,8 +29,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -147,7 +152,9 @@ func TestUserGuideSamples(t *testing.T) {
 	term.Keys("a")
 	term.WaitFor(2*time.Minute, "✓ 2 warnings of the storage network acknowledged")
 	term.Keys("Enter")
-	rolled := term.WaitFor(6*time.Minute, "6/7 Apply and roll", "every chosen MachineSet was patched and its machines replaced")
+	// Two of the three new workers boot as guest nodes (a real kernel and kubelet each): the
+	// roll takes minutes, not seconds.
+	rolled := term.WaitFor(12*time.Minute, "6/7 Apply and roll", "every chosen MachineSet was patched and its machines replaced")
 	got["wizard-rolled"] = strings.TrimRight(trimLines(rolled), "\n")
 	term.Keys("Enter")
 	term.WaitFor(2*time.Minute, "7/7 Verify")
@@ -157,6 +164,11 @@ func TestUserGuideSamples(t *testing.T) {
 	// After the attach: the list, then the claim of the guide, as its YAML says, provisioned by the
 	// real driver.
 	got["machinesets-list"] = g.cli(0, "manila-setup machinesets list")
+
+	// The seed's demo, on the two attached workers with real kernels: make demo, run again, says
+	// where the writers are; each reads the other's lines; a claim restored from a snapshot
+	// holds what was written before the snapshot.
+	g.rwxDemo(ctx, cfg, lines, got)
 	// The operator follows the Machines a moment after the wizard ends (it coalesces their events):
 	// the guide's claim is of the settled class, which admits the storage subnet only.
 	storageSubnet := cloud.Seed.Subnets["storage-subnet"].CIDR
@@ -187,6 +199,127 @@ func TestUserGuideSamples(t *testing.T) {
 	got["operator-status"] = g.cli(0, "manila-setup operator status")
 
 	compare(t, lines, samples, got)
+}
+
+// rwxDemo waits for the sandbox's writers (test/env/sandbox/rwx-demo.yaml) to read each
+// other's lines, samples what make demo then says and the guide's kubectl exec commands, and
+// restores the claim from a snapshot as the guide's YAML says, checking that the restored share
+// holds the lines written before the snapshot and none written after.
+func (g *guideRun) rwxDemo(ctx context.Context, cfg *rest.Config, lines []string, got map[string]string) {
+	t := g.t
+	marker := filepath.Join(g.sandbox, "rwx-demo")
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 8*time.Minute, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(marker)
+		return err == nil, nil
+	}); err != nil {
+		log, _ := os.ReadFile(filepath.Join(g.sandbox, "sandbox.log"))
+		t.Fatalf("the sandbox's writers never read each other's lines (%s): %v\nsandbox log:\n%s", marker, err, tailText(string(log), 40))
+	}
+	out, err := g.make("demo")
+	if err != nil {
+		t.Fatalf("make demo (again): %v\n%s", err, out)
+	}
+	i := strings.Index(out, "Two pods on two workers")
+	if i < 0 {
+		t.Fatalf("make demo (again) does not say where the writers are:\n%s", out)
+	}
+	got["rwx-demo"] = "$ make demo\n...\n" + strings.SplitN(out[i:], "\n\n", 2)[0]
+
+	kubectlExec := func(pod string, command ...string) string {
+		t.Helper()
+		out, err := testenv.ExecInPod(ctx, cfg, rwxNamespace, pod, command...)
+		if err != nil {
+			t.Fatalf("kubectl exec -n %s %s -- %s: %v", rwxNamespace, pod, strings.Join(command, " "), err)
+		}
+		return "$ kubectl exec -n " + rwxNamespace + " " + pod + " -- " + strings.Join(command, " ") + "\n" + out
+	}
+	var both string
+	for _, pair := range [][2]string{{"writer-one", "writer-two"}, {"writer-two", "writer-one"}} {
+		text := kubectlExec(pair[0], "tail", "-n", "3", "/mnt/test/"+pair[1])
+		if !strings.Contains(text, pair[1]+" line ") {
+			t.Fatalf("%s does not read %s's lines:\n%s", pair[0], pair[1], text)
+		}
+		both += text
+	}
+	got["rwx-demo-exec"] = both
+
+	// The snapshot, the claim restored from it and a reader beside a writer, as the guide says.
+	lineOf := func(text string) int {
+		m := regexp.MustCompile(`writer-one line (\d+) `).FindAllStringSubmatch(text, -1)
+		if len(m) == 0 {
+			t.Fatalf("no line of writer-one in %q", text)
+		}
+		n, _ := strconv.Atoi(m[len(m)-1][1])
+		return n
+	}
+	before := lineOf(kubectlExec("writer-one", "tail", "-n", "1", "/mnt/test/writer-one"))
+	docs := strings.Split(yamlBlock(lines, "kind: VolumeSnapshot\n"), "\n---\n")
+	if len(docs) != 3 {
+		t.Fatalf("the guide's restore block: %d YAML documents, want the VolumeSnapshot, the claim and the reader", len(docs))
+	}
+	var snap unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(docs[0]), &snap.Object); err != nil {
+		t.Fatalf("the guide's VolumeSnapshot: %v", err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	snapshots := dyn.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}).Namespace(rwxNamespace)
+	if _, err := snapshots.Create(ctx, &snap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		o, err := snapshots.Get(ctx, snap.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready, _, _ := unstructured.NestedBool(o.Object, "status", "readyToUse")
+		return ready, nil
+	}); err != nil {
+		t.Fatalf("VolumeSnapshot %s/%s never ready to use: %v", rwxNamespace, snap.GetName(), err)
+	}
+	after := lineOf(kubectlExec("writer-one", "tail", "-n", "1", "/mnt/test/writer-one"))
+	kc := kubernetes.NewForConfigOrDie(cfg)
+	var claim corev1.PersistentVolumeClaim
+	var reader corev1.Pod
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &claim); err != nil {
+		t.Fatalf("the guide's restored claim: %v", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[2]), &reader); err != nil {
+		t.Fatalf("the guide's reader: %v", err)
+	}
+	if _, err := kc.CoreV1().PersistentVolumeClaims(rwxNamespace).Create(ctx, &claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kc.CoreV1().Pods(rwxNamespace).Create(ctx, &reader, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := kc.CoreV1().Pods(rwxNamespace).Get(ctx, reader.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+	}); err != nil {
+		p, _ := kc.CoreV1().Pods(rwxNamespace).Get(ctx, reader.Name, metav1.GetOptions{})
+		t.Fatalf("the guide's reader of the restored claim never Running: %v (%+v)", err, p.Status)
+	}
+	restoredText := kubectlExec(reader.Name, "tail", "-n", "2", "/mnt/restored/writer-one")
+	restored := lineOf(restoredText)
+	if restored < before || restored > after {
+		t.Errorf("the restored share's last line of writer-one is %d: want one written between the snapshot's request (%d) and its readiness (%d)", restored, before, after)
+	}
+	liveText := kubectlExec("writer-one", "tail", "-n", "1", "/mnt/test/writer-one")
+	if live := lineOf(liveText); live <= restored {
+		t.Errorf("writer-one's live file ends at line %d, the restored one at %d: the lines written after the snapshot should be in the live share only", live, restored)
+	}
+	got["rwx-demo-restore"] = restoredText + liveText
+}
+
+// The sandbox's demo namespace (test/env/sandbox/rwx-demo.yaml).
+const rwxNamespace = "rwx-demo"
+
+func tailText(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // guideRun runs what the guide prints, as a reader would, and returns it as the guide shows it.

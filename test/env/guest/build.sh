@@ -13,12 +13,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # install_guest_packages: QEMU for the guests; nfs-common for mount.nfs, which goes into the
 # initramfs (the host never mounts with it); busybox-static for the guest's userland; kmod's
-# depmod and modprobe to find the modules' closure.
+# depmod and modprobe to find the modules' closure; socat, which guest nodes run from the host's
+# root (shared read-only) to reach the host's loopback servers.
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 [[ -x /sbin/mount.nfs || -x /usr/sbin/mount.nfs ]] || need+=(nfs-common)
 [[ -x /bin/busybox ]] && /bin/busybox --list | grep -qx insmod || need+=(busybox-static)
 command -v depmod >/dev/null || need+=(kmod)
+command -v socat >/dev/null || need+=(socat)
 if ((${#need[@]})); then
   ((EUID == 0)) || die "the data-path guests need ${need[*]} (apt-get install as root)"
   step "installing ${need[*]}"

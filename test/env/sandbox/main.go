@@ -39,6 +39,7 @@ import (
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/test/testenv"
 	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
+	"github.com/manila-setup/manila-setup/test/testenv/nodeboot"
 )
 
 type options struct {
@@ -48,6 +49,8 @@ type options struct {
 	infraID  string
 	workers  int
 	realNode string
+	// guestWorkers is how many attached workers at most get a real body (guest nodes).
+	guestWorkers int
 	// podPorts are ports of 127.0.0.1 the real node's pods reach besides the cloud's.
 	podPorts string
 }
@@ -74,6 +77,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 3, "worker Machines")
 	flag.StringVar(&o.podPorts, "pod-loopback-ports", "", "comma-separated ports of the machine's 127.0.0.1 that the real node's pods reach at 127.0.0.1, besides the loopback cloud's")
 	flag.StringVar(&o.realNode, "real-node", "auto", "a real kubelet as a control-plane node, running the driver's pods: on, off, or auto (on as root when test/env/node/build.sh built the kubelet)")
+	flag.IntVar(&o.guestWorkers, "guest-workers", 2, "attached workers (a port on the storage network) that boot as guest nodes, real kernels whose pods mount Manila shares, at most; 0: none (every worker a kwok node). Needs root and the real NFS back end")
 	flag.Parse()
 	if o.dir == "" {
 		fmt.Fprintln(os.Stderr, "sandbox: --dir is required")
@@ -107,6 +111,8 @@ type sandbox struct {
 	opDone   chan error
 	csi      *testenv.CSIController
 	node     *testenv.RealNode
+	guests   *guestWorkers // nil: every worker is a kwok node
+	rwx      rwxDemo
 	reserved []string // kwok control-plane nodes cordoned until a controller replica is on the real node
 }
 
@@ -116,6 +122,8 @@ func (s *sandbox) up(ctx context.Context) error {
 	}
 	_ = os.Remove(filepath.Join(s.dir, "ready"))
 	_ = os.Remove(filepath.Join(s.dir, "real-node"))
+	_ = os.Remove(filepath.Join(s.dir, "rwx-demo"))
+	_ = os.Remove(filepath.Join(s.dir, "guest-workers"))
 	cloud, err := testenv.LoadCloud()
 	if err != nil {
 		return err
@@ -129,11 +137,21 @@ func (s *sandbox) up(ctx context.Context) error {
 	}
 
 	real, why := s.wantRealNode()
+	guests, whyNoGuests := real && s.guestWorkers > 0, "no real node"
+	if s.guestWorkers <= 0 {
+		whyNoGuests = "--guest-workers=0"
+	}
+	if guests {
+		if _, err := testenv.LoadNFSBackend(); err != nil {
+			guests, whyNoGuests = false, err.Error()
+		}
+	}
 	// The masters are Machines: their Nodes come with their servers, below.
 	step("sim cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok")
 	start := time.Now()
-	// ServiceAccount tokens: the real node's pods talk to the apiserver as themselves.
-	s.sim, err = testenv.StartSimCluster(ctx, testenv.SimOptions{APIServer: testenv.APIServerOptions{ServiceAccountTokens: real}})
+	// ServiceAccount tokens: the real node's pods talk to the apiserver as themselves. The node
+	// proxy: the apiserver reaches the guest workers' kubelets (logs, exec) through it.
+	s.sim, err = testenv.StartSimCluster(ctx, testenv.SimOptions{APIServer: testenv.APIServerOptions{ServiceAccountTokens: real, GuestNodes: guests}})
 	if err != nil {
 		return err
 	}
@@ -169,10 +187,30 @@ func (s *sandbox) up(ctx context.Context) error {
 		nodeUp <- nil
 	}
 
+	var bodies nodeboot.Bodies
+	if guests {
+		clients, err := machineapi.Connect(ctx, cloud.CloudsFile, s.cloud)
+		if err != nil {
+			return errors.Join(err, <-nodeUp)
+		}
+		if s.guests, whyNoGuests = newGuestWorkers(ctx, s.guestWorkers, s.sim, cloud, clients); s.guests != nil {
+			bodies = s.guests
+			// What make demo's summary and its wait for the writers read (test/env/demo-info.sh, up.sh).
+			if err := os.WriteFile(filepath.Join(s.dir, "guest-workers"), []byte(strconv.Itoa(s.guestWorkers)+"\n"), 0o644); err != nil {
+				return errors.Join(err, <-nodeUp)
+			}
+			step("guest workers: up to %d workers with a port on the storage network boot as guest nodes (QEMU, a real kernel, containerd and kubelet); their images build in the background", s.guestWorkers)
+		}
+	}
+	if s.guests == nil {
+		step("no guest workers (%s): every worker is a kwok node, whose pods mount nothing", whyNoGuests)
+	}
+
 	step("installer-shaped cluster: the cloud seeded as the installer leaves it, Infrastructure, install-config, 3 masters under the ControlPlaneMachineSet, worker MachineSet (%d Machines) and the real Machine API making Nova servers", s.workers)
 	start = time.Now()
 	s.machines, err = machineapi.InstallerShaped(ctx, s.sim, machineapi.ClusterOptions{
 		CloudsFile: cloud.CloudsFile, Cloud: s.cloud, InfraID: s.infraID, Workers: int32(s.workers), Masters: true,
+		Bodies: bodies,
 	})
 	if err != nil {
 		return errors.Join(err, <-nodeUp)
@@ -325,6 +363,7 @@ func (s *sandbox) serve(ctx context.Context) error {
 		if s.node != nil {
 			s.tendRealNode(ctx)
 		}
+		s.tendRWXDemo(ctx)
 		if _, err := s.sim.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1}); err != nil && ctx.Err() == nil {
 			step("warning: the apiserver did not answer: %v", err)
 		}
@@ -334,6 +373,11 @@ func (s *sandbox) serve(ctx context.Context) error {
 func (s *sandbox) down() {
 	_ = os.Remove(filepath.Join(s.dir, "ready"))
 	_ = os.Remove(filepath.Join(s.dir, "real-node"))
+	_ = os.Remove(filepath.Join(s.dir, "rwx-demo"))
+	_ = os.Remove(filepath.Join(s.dir, "guest-workers"))
+	if s.guests != nil {
+		s.guests.stop()
+	}
 	if s.csi != nil {
 		s.csi.Stop()
 	}

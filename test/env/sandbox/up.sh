@@ -5,7 +5,9 @@
 #   - the loopback OpenStack (test/env/openstack/up.sh), unless it is already running;
 #   - meanwhile the kube binaries and the real CSI driver's binaries (cached after the first run);
 #   - as root, the real node's kubelet and operand binaries (cached after the first run too;
-#     DEMO_REAL_NODE=off skips them);
+#     DEMO_REAL_NODE=off skips them), and the guest workers' kernel: up to DEMO_GUEST_WORKERS
+#     (default 2) workers attached to the storage network boot as QEMU guests, real kernels
+#     whose pods mount the Manila shares, and the demo's two writers (rwx-demo) run there;
 #   - the sandbox (test/env/sandbox/main.go) in its own process group: a sim cluster shaped like
 #     a fresh OpenShift-on-OpenStack install, the Machine API stand-in, the operator and the real
 #     driver (its pods on the real node as root, else its controller as local processes), until
@@ -40,11 +42,46 @@ open_wizard() {
     --os-client-config-file "$os_dir/clouds.yaml")
   if [[ -t 0 && -t 1 ]]; then
     step "opening the wizard: ${cmd[*]#"$top/"}"
-    exec "${cmd[@]}"
+    "${cmd[@]}" || return
+    show_rwx_demo
+    return
   fi
   echo
   echo "No terminal here, so the wizard is not opened. Run it in a terminal:"
   echo "  ${cmd[*]}"
+  if [[ -f $sandbox/guest-workers ]]; then
+    echo "Once the workers are attached, two writer pods share a Manila share in namespace rwx-demo;"
+    echo "make demo again (or bash test/env/demo-info.sh) says how to watch them."
+  fi
+}
+
+# show_rwx_demo waits, after the wizard, for the demo's writers on the attached guest workers,
+# and prints how to watch them read each other's lines. Ctrl-C ends the wait, not the sandbox.
+show_rwx_demo() {
+  [[ -f $sandbox/guest-workers ]] || return 0
+  trap 'echo; echo "(not waiting any longer: the sandbox goes on; make demo again says where the writers are)"; exit 0' INT
+  local deadline=$((SECONDS + 600)) last=
+  while [[ ! -f $sandbox/rwx-demo ]]; do
+    if ((SECONDS > deadline)); then
+      echo "The writers of rwx-demo are not reading each other's lines after 10 minutes: see $sandbox/sandbox.log"
+      echo "and manila-setup diagnose pod/writer-one -n rwx-demo."
+      return 0
+    fi
+    if ! grep -aq 'booting it as a guest node' "$sandbox/sandbox.log" && ((SECONDS > deadline - 540)); then
+      echo "No worker was attached to the storage network, so no writer runs: the wizard, or"
+      echo "  bin/manila-setup machinesets patch --discover --rollout"
+      echo "attaches them; make demo again then shows the writers."
+      return 0
+    fi
+    line=$(grep -aE 'guest node|rwx-demo' "$sandbox/sandbox.log" | tail -n 1 || true)
+    if [[ -n $line && $line != "$last" ]]; then
+      echo "$line"
+      last=$line
+    fi
+    sleep 1
+  done
+  echo
+  cat "$sandbox/rwx-demo"
 }
 
 if sandbox_running && [[ -f $sandbox/ready ]]; then
@@ -123,7 +160,7 @@ rm -f "$sandbox/ready"
 # The log exists before the sandbox starts, so that tail below always finds it.
 : >"$sandbox/sandbox.log"
 MANILA_SETUP_T0=$_env_t0 setsid "$top/bin/manila-setup-sandbox" --dir "$sandbox" --cli "$cli" --cloud "$cloud" --real-node "$real_node" \
-  --pod-loopback-ports "${DEMO_POD_LOOPBACK_PORTS:-}" \
+  --guest-workers "${DEMO_GUEST_WORKERS:-2}" --pod-loopback-ports "${DEMO_POD_LOOPBACK_PORTS:-}" \
   >>"$sandbox/sandbox.log" 2>&1 </dev/null &
 pid=$!
 echo "$pid" >"$sandbox/sandbox.pid"

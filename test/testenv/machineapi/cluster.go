@@ -79,6 +79,8 @@ type ClusterOptions struct {
 	// kube-system/cluster-config-v1; default machinectl.DefaultInstallConfig. Its machine
 	// network must be MachineNetwork.
 	InstallConfig []byte
+	// Bodies, when set, gives some servers real bodies instead of kwok Nodes (nodeboot.Bodies).
+	Bodies nodeboot.Bodies
 }
 
 // Cluster is a sim cluster shaped like a fresh OpenShift-on-OpenStack install whose workers
@@ -192,7 +194,7 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 	}
 	cl.mc = mc
 	cl.Booter = &nodeboot.Booter{Servers: machineServers(mc, Namespace), Compute: clients.Compute, Network: clients.Network,
-		Nodes: sim, Kube: kc, Rule: opts.NodeIP, MachineNetwork: cl.Cloud.NetworkID, MastersSchedulable: opts.Compact}
+		Nodes: sim, Kube: kc, Rule: opts.NodeIP, MachineNetwork: cl.Cloud.NetworkID, MastersSchedulable: opts.Compact, Bodies: opts.Bodies}
 	runCtx, cancel := context.WithCancel(context.Background())
 	cl.cancel = cancel
 	go func() {

@@ -44,6 +44,17 @@ type Server struct {
 	ControlPlane bool
 }
 
+// Bodies gives some servers a real body, whose own kubelet registers the server's Node.
+type Bodies interface {
+	// Take is asked once for each ACTIVE server, before a kwok Node is registered for it: true
+	// when it gives the server a body (started in the background), false to leave the server
+	// to a kwok Node. A body that fails to start calls giveBack, and the next round asks again
+	// (Take must then say no) and registers a kwok Node.
+	Take(ctx context.Context, srv *servers.Server, controlPlane bool, giveBack func()) bool
+	// Release stops the body of a server that is gone, before its Node is deleted.
+	Release(serverID string)
+}
+
 // Booter registers the Nodes of the cluster's servers. Set every field before Run.
 type Booter struct {
 	// Servers lists the cluster's servers: those of its Machines' providerIDs (Machine API) or
@@ -59,6 +70,9 @@ type Booter struct {
 	// MastersSchedulable: the masters' Nodes take workloads (a compact cluster), no NoSchedule
 	// taint on them.
 	MastersSchedulable bool
+	// Bodies, when set, may give a server a real body (a kubelet in a guest with the server's
+	// ports) instead of a kwok Node; nil: every server gets a kwok Node.
+	Bodies Bodies
 
 	mu       sync.Mutex
 	lastErr  error
@@ -151,6 +165,15 @@ func (b *Booter) isBooted(id string) bool {
 
 // boot registers the Node of an ACTIVE server.
 func (b *Booter) boot(ctx context.Context, srv *servers.Server, controlPlane bool) error {
+	if b.Bodies != nil && b.Bodies.Take(ctx, srv, controlPlane, func() { b.forget(srv.ID) }) {
+		b.mu.Lock()
+		if b.booted == nil {
+			b.booted = map[string]string{}
+		}
+		b.booted[srv.ID] = srv.Name
+		b.mu.Unlock()
+		return nil
+	}
 	nics, err := b.nicsOf(ctx, srv.ID)
 	if err != nil {
 		return err
@@ -183,6 +206,14 @@ func (b *Booter) boot(ctx context.Context, srv *servers.Server, controlPlane boo
 	b.booted[srv.ID] = name
 	b.mu.Unlock()
 	return nil
+}
+
+// forget makes the booter treat the server as not booted: a body that did not start gives it
+// back.
+func (b *Booter) forget(serverID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.booted, serverID)
 }
 
 // nicsOf is the server's NICs after DHCP, from its ports: the port on the machine network
@@ -235,6 +266,9 @@ func (b *Booter) reap(ctx context.Context, listed map[string]*servers.Server) er
 	for id, name := range booted {
 		if listed[id] != nil {
 			continue
+		}
+		if b.Bodies != nil {
+			b.Bodies.Release(id)
 		}
 		if err := b.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting Node %s of the deleted server %s: %w", name, id, err)
