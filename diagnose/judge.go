@@ -106,6 +106,12 @@ func judgeAccess(share, node string, addr netip.Addr, how string, rules []openst
 	if len(covering) == 0 {
 		c.Status = Failed
 		c.Evidence = fmt.Sprintf("no ip rule admits %s (%s); the share's rules: %s", addr, how, describeRules(rules))
+		if len(rules) == 0 {
+			// What test/datapath sees on nfs-ganesha: the share's last rule gone, the export
+			// goes, and a pod that had mounted it gets Stale file handle; a rule granted again
+			// makes a new export, which the old mount does not find.
+			c.Evidence += "; a pod that mounted it before its last rule went sees \"Stale file handle\" and must start again once a rule is back"
+		}
 		c.Fix = create
 		return c
 	}

@@ -96,7 +96,7 @@ func TestJudgeAccess(t *testing.T) {
 		{"none admits", []openstack.AccessRule{rule("10.196.0.0/16", "rw", "active"), {Type: "cephx", To: "alice", Level: "rw", State: "active"}}, sub, Failed,
 			[]string{"no ip rule admits 10.0.0.23 (how); the share's rules: ip 10.196.0.0/16 rw active; cephx alice rw active",
 				"openstack --os-cloud c share access create s1 ip 10.0.0.0/24 --access-level rw"}},
-		{"no rule at all, no export subnet", nil, netip.Prefix{}, Failed, []string{"rules: none", "share access create s1 ip 10.0.0.23/32 --access-level rw"}},
+		{"no rule at all, no export subnet", nil, netip.Prefix{}, Failed, []string{"rules: none; a pod that mounted it before its last rule went sees \"Stale file handle\"", "share access create s1 ip 10.0.0.23/32 --access-level rw"}},
 		{"read-only", []openstack.AccessRule{rule("10.0.0.0/24", "ro", "active")}, sub, Failed,
 			[]string{"read-only: writes fail", "share access delete s1 r-active && openstack --os-cloud c share access create s1 ip 10.0.0.0/24"}},
 		{"error", []openstack.AccessRule{rule("10.0.0.0/24", "rw", "error")}, sub, Failed, []string{"is in error", "share access delete s1 r-error"}},
@@ -177,6 +177,7 @@ func TestExplainMountError(t *testing.T) {
 		{"MountVolume.MountDevice failed ... mount.nfs: Connection timed out", "no port on the network Manila exports on"},
 		{"sh: can't create /mnt/share/node-c: Read-only file system", "read-only"},
 		{"sh: can't create /mnt/share/node-b: Permission denied", "revoked"},
+		{"sh: can't create /mnt/test/probe: Stale file handle", "last access rule was revoked"},
 		{"mount failed: no such device", "no NFS client"},
 		{"something else entirely", ""},
 	} {

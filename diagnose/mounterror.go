@@ -16,6 +16,8 @@ var mountReadings = []struct{ words, meaning string }{
 		"the node's NFS traffic never reaches the export: no port on the network Manila exports on, or a route or security group that drops it"},
 	{"No route to host",
 		"the node has no route to the export address: no port on the network Manila exports on"},
+	{"Stale file handle",
+		"the export the pod mounted is gone: the share's last access rule was revoked (an nfs-ganesha back end drops an export that admits no one), or the share was deleted or moved; a rule granted again makes a new export, and the old mount stays stale until the pod starts again"},
 	{"Read-only file system",
 		"the share's access rule for the node is read-only"},
 	{"Permission denied",

@@ -42,42 +42,11 @@ func TestDriverOnGuestNodes(t *testing.T) {
 	sim := testenv.NewSimCluster(t, testenv.SimOptions{APIServer: testenv.APIServerOptions{GuestNodes: true}})
 	k := sim.Client
 
-	images := map[string]string{"SHELL_IMAGE": shellImage}
-	for env, ref := range operator.DefaultImages.ImageEnv() {
-		switch env {
-		case "DRIVER_IMAGE", "NFS_DRIVER_IMAGE", "NODE_DRIVER_REGISTRAR_IMAGE", "LIVENESS_PROBE_IMAGE":
-			images[env] = *ref
-		}
-	}
+	images := driverImages()
 	nodes, storageIP := bootGuestNodes(t, ctx, sim, cloud, c, images, "worker-one", "worker-two")
 
-	// What the operator keeps in its namespace for the node side: the driver Secret (from
-	// clouds.yaml), the node DaemonSets with their ServiceAccount and ConfigMaps, the CSIDriver.
 	ns := operator.DefaultNamespace
-	if _, err := k.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(cloud.CloudsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := operator.ParseCredentials(raw, testenv.CloudDemo, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName, Namespace: ns}, Data: creds.DriverSecretData()}
-	if _, err := k.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	storageSubnet := cloud.Seed.Subnets["storage-subnet"].CIDR
-	runtimeConfig, _ := json.Marshal(map[string]any{"nfs": map[string]string{"matchExportLocationAddress": storageSubnet}})
-	vars := map[string]string{"NAMESPACE": ns, "LOG_LEVEL": "4", "RUNTIME_CONFIG": string(runtimeConfig)}
-	for env, ref := range images {
-		vars[env] = ref
-	}
-	for _, name := range []string{"csidriver.yaml", "node_sa.yaml", "cabundle_cm.yaml", "runtime_config_cm.yaml", "node_nfs.yaml", "node.yaml"} {
-		applyAsset(t, ctx, sim, name, vars)
-	}
+	storageSubnet := deployNodeSide(t, ctx, sim, cloud, images)
 
 	// The kubelet of each node registered the Manila driver with the instance's ID, which the
 	// node plugin read from the server's metadata service.
@@ -106,13 +75,7 @@ func TestDriverOnGuestNodes(t *testing.T) {
 
 	// The controller side, and a claim of the class the operator builds for share type default,
 	// admitting the storage subnet.
-	drv := testenv.NewCSIController(t, testenv.CSIControllerOptions{Kubeconfig: sim.Kubeconfig, ClusterID: "datapath"})
-	names := operator.StorageClassNames([]string{"default"}, nil, nil)
-	sc := operator.BuildStorageClass(names["default"], operator.ShareType{ID: cloud.Seed.ShareTypes["default"], Name: "default"},
-		operator.StorageClassParams{Namespace: ns, ShareClients: storageSubnet})
-	if _, err := k.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	sc, drv := deployControllerAndClass(t, ctx, sim, cloud, storageSubnet)
 	const appNS = "rwx-demo"
 	if _, err := k.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -187,6 +150,7 @@ func TestDriverOnGuestNodes(t *testing.T) {
 		t.Fatalf("writer-one wrote on after the rule %s was revoked: %q, %v", rule, out, err)
 	}
 	t.Logf("after the revoke, writer-one's write: %v", err)
+	explained(t, err.Error(), "last access rule was revoked")
 	c.grant(t, ctx, share, storageSubnet, "rw")
 	// The export comes back as a new one: the pod's mount stays stale (what a user sees until
 	// the pod is started again), and a new pod of the claim mounts and writes.
@@ -220,6 +184,68 @@ func TestDriverOnGuestNodes(t *testing.T) {
 		}
 		t.Log("writer-one, started again, mounts the export anew and writes")
 	}
+}
+
+// operatorImages are the references of the node plugins' images, as the operator renders them.
+func operatorImages() map[string]string {
+	images := map[string]string{}
+	for env, ref := range operator.DefaultImages.ImageEnv() {
+		switch env {
+		case "DRIVER_IMAGE", "NFS_DRIVER_IMAGE", "NODE_DRIVER_REGISTRAR_IMAGE", "LIVENESS_PROBE_IMAGE":
+			images[env] = *ref
+		}
+	}
+	return images
+}
+
+// deployNodeSide creates what the operator keeps in its namespace for the node side: the
+// driver Secret (from clouds.yaml), the node DaemonSets with their ServiceAccount and
+// ConfigMaps (the runtime configuration matching the storage subnet's export addresses), the
+// CSIDriver. It returns the storage subnet.
+func deployNodeSide(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloud *testenv.Cloud, images map[string]string) string {
+	t.Helper()
+	k := sim.Client
+	ns := operator.DefaultNamespace
+	if _, err := k.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(cloud.CloudsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := operator.ParseCredentials(raw, testenv.CloudDemo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: operator.DriverSecretName, Namespace: ns}, Data: creds.DriverSecretData()}
+	if _, err := k.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	storageSubnet := cloud.Seed.Subnets["storage-subnet"].CIDR
+	runtimeConfig, _ := json.Marshal(map[string]any{"nfs": map[string]string{"matchExportLocationAddress": storageSubnet}})
+	vars := map[string]string{"NAMESPACE": ns, "LOG_LEVEL": "4", "RUNTIME_CONFIG": string(runtimeConfig)}
+	for env, ref := range images {
+		vars[env] = ref
+	}
+	for _, name := range []string{"csidriver.yaml", "node_sa.yaml", "cabundle_cm.yaml", "runtime_config_cm.yaml", "node_nfs.yaml", "node.yaml"} {
+		applyAsset(t, ctx, sim, name, vars)
+	}
+	return storageSubnet
+}
+
+// deployControllerAndClass starts the driver's controller side (as local processes) and creates
+// the class the operator builds for share type default, admitting the storage subnet.
+func deployControllerAndClass(t *testing.T, ctx context.Context, sim *testenv.SimCluster, cloud *testenv.Cloud, storageSubnet string) (*storagev1.StorageClass, *testenv.CSIController) {
+	t.Helper()
+	ns := operator.DefaultNamespace
+	drv := testenv.NewCSIController(t, testenv.CSIControllerOptions{Kubeconfig: sim.Kubeconfig, ClusterID: "datapath"})
+	names := operator.StorageClassNames([]string{"default"}, nil, nil)
+	sc := operator.BuildStorageClass(names["default"], operator.ShareType{ID: cloud.Seed.ShareTypes["default"], Name: "default"},
+		operator.StorageClassParams{Namespace: ns, ShareClients: storageSubnet})
+	if _, err := sim.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return sc, drv
 }
 
 // applyAsset renders one of the operator's assets and creates its objects.

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -201,6 +203,9 @@ func StartGuestNode(ctx context.Context, sim *SimCluster, opts GuestNodeOptions)
 	if code != 0 {
 		return nil, fmt.Errorf("guest node %s: starting containerd and the kubelet: exit code %d:\n%s", n.Name, code, out)
 	}
+	if err := n.initializeAsCloudController(ctx, opts.NICs, 4*time.Minute); err != nil {
+		return nil, err
+	}
 	if err := n.waitReady(ctx, 4*time.Minute); err != nil {
 		return nil, err
 	}
@@ -274,7 +279,7 @@ until ctr -a /run/ms-node/containerd.sock version >/dev/null 2>&1; do
 done
 for a in {{archives}}; do ctr -a /run/ms-node/containerd.sock -n k8s.io images import --snapshotter overlayfs "$a" >/dev/null; done
 setsid {{kubelet}} --config={{dir}}/kubelet.yaml --kubeconfig={{dir}}/kubeconfig --hostname-override={{name}} \
-  --node-ip={{ip}} --provider-id=openstack:///{{instance}} --root-dir=/var/lib/kubelet \
+  --cloud-provider=external --node-ip={{ip}} --provider-id=openstack:///{{instance}} --root-dir=/var/lib/kubelet \
   --cert-dir=/var/lib/kubelet/pki --v=2 </dev/null >/var/log/ms-node/kubelet.log 2>&1 &
 echo $! >/var/log/ms-node/kubelet.pid
 '
@@ -369,6 +374,62 @@ func (n *GuestNode) writeFiles(opts GuestNodeOptions, cniBin string) error {
 	}
 	return nil
 }
+
+// initializeAsCloudController does for the registered Node what OpenShift's
+// openstack-cloud-controller-manager does for a kubelet started with --cloud-provider=external:
+// it sets the Node's addresses from the server's ports (an InternalIP each, the node IP first,
+// then the host name) and removes the taint node.cloudprovider.kubernetes.io/uninitialized. So a
+// worker attached to the storage network lists its storage address, as on a real cluster, and
+// what reads Node addresses (the operator, diagnose) sees what it would there; the kubelet
+// leaves addresses set by a cloud provider alone.
+func (n *GuestNode) initializeAsCloudController(ctx context.Context, nics []GuestNIC, timeout time.Duration) error {
+	addresses := []corev1.NodeAddress{}
+	for _, nic := range nics {
+		if len(nic.Addrs) == 0 {
+			continue
+		}
+		if ip, _, err := net.ParseCIDR(nic.Addrs[0]); err == nil {
+			addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+		}
+	}
+	addresses = append(addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.Name})
+	status, _ := json.Marshal(map[string]any{"status": map[string]any{"addresses": addresses}})
+	nodes := n.sim.Client.CoreV1().Nodes()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		node, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		var taints []corev1.Taint
+		for _, t := range node.Spec.Taints {
+			if t.Key != cloudUninitializedTaint {
+				taints = append(taints, t)
+			}
+		}
+		if len(taints) != len(node.Spec.Taints) {
+			node.Spec.Taints = taints
+			if _, err := nodes.Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+				last = err
+				return false, nil
+			}
+		}
+		if _, err := nodes.Patch(ctx, n.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+			last = err
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("guest node %s: setting its addresses as the cloud controller manager does: %v (%w)", n.Name, last, err)
+	}
+	return nil
+}
+
+// cloudUninitializedTaint is what a kubelet with --cloud-provider=external puts on its Node until
+// the cloud controller manager has initialized it.
+const cloudUninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 
 // waitReady waits until the Node is registered and Ready.
 func (n *GuestNode) waitReady(ctx context.Context, timeout time.Duration) error {

@@ -70,7 +70,7 @@ func TestUserGuideSamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", guidePath, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	got := map[string]string{}
 	g := &guideRun{t: t, top: top, env: os.Environ()}

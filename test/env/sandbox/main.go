@@ -111,7 +111,7 @@ type sandbox struct {
 	opDone   chan error
 	csi      *testenv.CSIController
 	node     *testenv.RealNode
-	guests   *guestWorkers // nil: every worker is a kwok node
+	guests   *machineapi.GuestWorkers // nil: every worker is a kwok node
 	rwx      rwxDemo
 	reserved []string // kwok control-plane nodes cordoned until a controller replica is on the real node
 }
@@ -193,7 +193,11 @@ func (s *sandbox) up(ctx context.Context) error {
 		if err != nil {
 			return errors.Join(err, <-nodeUp)
 		}
-		if s.guests, whyNoGuests = newGuestWorkers(ctx, s.guestWorkers, s.sim, cloud, clients); s.guests != nil {
+		s.guests, err = machineapi.NewGuestWorkers(ctx, s.sim, cloud, clients, machineapi.GuestWorkersOptions{
+			Max: s.guestWorkers, ShellImage: shellImage, Log: step})
+		if err != nil {
+			whyNoGuests = err.Error()
+		} else {
 			bodies = s.guests
 			// What make demo's summary and its wait for the writers read (test/env/demo-info.sh, up.sh).
 			if err := os.WriteFile(filepath.Join(s.dir, "guest-workers"), []byte(strconv.Itoa(s.guestWorkers)+"\n"), 0o644); err != nil {
@@ -376,7 +380,7 @@ func (s *sandbox) down() {
 	_ = os.Remove(filepath.Join(s.dir, "rwx-demo"))
 	_ = os.Remove(filepath.Join(s.dir, "guest-workers"))
 	if s.guests != nil {
-		s.guests.stop()
+		s.guests.Stop()
 	}
 	if s.csi != nil {
 		s.csi.Stop()

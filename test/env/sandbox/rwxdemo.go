@@ -16,7 +16,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/test/testenv"
+	"github.com/manila-setup/manila-setup/test/testenv/machineapi"
 )
+
+// shellImage is the busybox image (test/env/node/images.sh, SHELL_IMAGE) of the demo's writers.
+const shellImage = "localhost/manila-setup/shell:sandbox"
 
 // rwxDemoYAML is what the demo applies once two guest workers are Ready.
 //
@@ -50,11 +54,11 @@ func (s *sandbox) tendRWXDemo(ctx context.Context) {
 		return
 	}
 	if !d.applied {
-		ready := s.guests.ready()
+		ready := s.guests.Ready()
 		if len(ready) < 2 || !s.classAdmits(ctx, ready[:2]) {
 			return
 		}
-		d.nodes = [2]string{ready[0].name, ready[1].name}
+		d.nodes = [2]string{ready[0].Name, ready[1].Name}
 		if err := s.applyRWXDemo(ctx); err != nil {
 			step("warning: the rwx-demo writers: %v", err)
 			return
@@ -97,7 +101,7 @@ func (s *sandbox) tendRWXDemo(ctx context.Context) {
 
 // classAdmits tells whether the demo's class admits every node's address on the storage
 // network (its nfs-shareClient), as the operator sets it once the workers are attached.
-func (s *sandbox) classAdmits(ctx context.Context, nodes []*guestBody) bool {
+func (s *sandbox) classAdmits(ctx context.Context, nodes []machineapi.GuestWorker) bool {
 	sc, err := s.sim.Client.StorageV1().StorageClasses().Get(ctx, rwxClass, metav1.GetOptions{})
 	if err != nil {
 		return false
@@ -109,7 +113,7 @@ func (s *sandbox) classAdmits(ctx context.Context, nodes []*guestBody) bool {
 		}
 	}
 	for _, n := range nodes {
-		a, err := netip.ParseAddr(n.storageIP)
+		a, err := netip.ParseAddr(n.StorageIP)
 		if err != nil {
 			return false
 		}
