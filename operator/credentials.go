@@ -161,7 +161,30 @@ func (c *Credentials) DriverSecretData() map[string][]byte {
 	if c.Cloud.Verify != nil && !*c.Cloud.Verify {
 		set("os-TLSInsecure", "true")
 	}
+	// The endpoint interface clouds.yaml asks for (endpoint_type, else interface), as the
+	// operator and the CLI use it: without it the driver takes the catalog's public endpoints,
+	// which a cluster on a cloud that gives it internal ones may not reach.
+	if e := EndpointInterface(c.Cloud); e != "public" {
+		set("os-endpointType", e)
+	}
 	return d
+}
+
+// EndpointInterface is the catalog interface a cloud of clouds.yaml asks for: public, internal
+// or admin, read as gophercloud and the OpenStack client read endpoint_type and interface
+// ("internalURL" is internal; anything unknown is public).
+func EndpointInterface(c clouds.Cloud) string {
+	v := c.EndpointType
+	if v == "" {
+		v = c.Interface
+	}
+	switch strings.TrimSuffix(v, "URL") {
+	case "internal":
+		return "internal"
+	case "admin":
+		return "admin"
+	}
+	return "public"
 }
 
 // AuthYAML is clouds.yaml with only this cloud, without the cacert path (the CA comes from the

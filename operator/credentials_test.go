@@ -80,6 +80,31 @@ func TestDriverSecretTranslation(t *testing.T) {
 				"os-userDomainID": "default", "os-certAuthority": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "os-TLSInsecure": "true"},
 		},
 		{
+			name: "the internal endpoints",
+			yaml: `clouds:
+  openstack:
+    auth: {auth_url: "https://k/v3", application_credential_id: i, application_credential_secret: s}
+    interface: internal`,
+			want: map[string]string{"os-authURL": "https://k/v3", "os-applicationCredentialID": "i", "os-applicationCredentialSecret": "s", "os-endpointType": "internal"},
+		},
+		{
+			name: "endpoint_type wins over interface; the URL suffix of the old catalog names",
+			yaml: `clouds:
+  openstack:
+    auth: {auth_url: "https://k/v3", application_credential_id: i, application_credential_secret: s}
+    interface: internal
+    endpoint_type: adminURL`,
+			want: map[string]string{"os-authURL": "https://k/v3", "os-applicationCredentialID": "i", "os-applicationCredentialSecret": "s", "os-endpointType": "admin"},
+		},
+		{
+			name: "public is the driver's default: not written",
+			yaml: `clouds:
+  openstack:
+    auth: {auth_url: "https://k/v3", application_credential_id: i, application_credential_secret: s}
+    interface: public`,
+			want: map[string]string{"os-authURL": "https://k/v3", "os-applicationCredentialID": "i", "os-applicationCredentialSecret": "s"},
+		},
+		{
 			name: "the only cloud is used when there is no openstack cloud",
 			yaml: "clouds:\n  mycloud:\n    auth: {auth_url: \"https://k/v3\", application_credential_id: i, application_credential_secret: s}\n",
 			want: map[string]string{"os-authURL": "https://k/v3", "os-applicationCredentialID": "i", "os-applicationCredentialSecret": "s"},
