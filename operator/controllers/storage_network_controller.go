@@ -53,6 +53,9 @@ type storageNetworkController struct {
 	// StorageClasses the operator keeps.
 	shareClients func() (shareclient.Answer, error)
 	classes      func() []*storagev1.StorageClass
+	// listShareClients: the driver takes a comma-separated nfs-shareClient; else the classes
+	// hold one rule (shareclient.Answer.Single).
+	listShareClients bool
 	// candidate is the storage network as discovery saw it, with its subnets (nil when the
 	// cloud has not told); nodes the cached nodes; clusterNetworks the cluster's networks from
 	// its install-config (nil when unknown).
@@ -79,12 +82,13 @@ const storageNetworkName = "StorageNetworkController"
 func newStorageNetworkController(w wiring) *machinery.Controller {
 	storage, crdExists, machineSets, prefix := w.storage, w.inf.CRDExists, w.inf.DynamicLister, w.profile.names.StorageClassPrefix
 	c := &storageNetworkController{
-		operands:        w.ops,
-		candidate:       storage.candidate,
-		nodes:           cachedNodes(w.l.Nodes),
-		clusterNetworks: w.installConfig.clusterNetworks,
-		recorder:        w.recorder,
-		machineAPI:      func() bool { return crdExists("machinesets.machine.openshift.io") },
+		operands:         w.ops,
+		listShareClients: w.profile.listShareClients,
+		candidate:        storage.candidate,
+		nodes:            cachedNodes(w.l.Nodes),
+		clusterNetworks:  w.installConfig.clusterNetworks,
+		recorder:         w.recorder,
+		machineAPI:       func() bool { return crdExists("machinesets.machine.openshift.io") },
 		machineSets: func() ([]runtime.Object, bool, error) {
 			lister, synced := machineSets(machinery.MachineSetGVR)
 			if !synced {
@@ -154,7 +158,7 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Contro
 	id, _, _ := c.network()
 	MachineSetsNotAttached.Set(float64(len(setsNotAttached(sets, id))))
 	if status == operatorv1.ConditionTrue {
-		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg)
+		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg, c.listShareClients)
 	}
 	unaddressed := 0
 	if cand := c.candidate(); cand != nil {
@@ -364,10 +368,22 @@ func (s *storageNetworks) network() (id, how, why string) {
 // exportSubnet is the CIDR of the subnet the storage network's shares are exported in (the
 // preferred export's, else the one with the most shares), for the driver's runtime
 // configuration; "" when discovery did not find the storage network's exports.
+//
+// The driver matches one CIDR only (its runtime configuration's matchExportLocationAddress), and
+// a share whose export locations are all outside it fails to mount. So when the network exports
+// on several subnets, the CIDR is the smallest prefix covering all of them, as long as it holds
+// no export address of another network that discovery saw (a prefix that took in another
+// network's exports could pick an export the workers do not reach); else the preferred subnet.
 func (s *storageNetworks) exportSubnet() string {
 	best := s.candidate()
 	if best == nil || len(best.Exports) == 0 {
 		return ""
+	}
+	if subnets := best.ExportSubnets(); len(subnets) > 1 && subnets[0].Addr().Is4() == subnets[len(subnets)-1].Addr().Is4() {
+		covering := shareclient.Covering(subnets)
+		if !s.othersExportIn(best.Network.ID, covering) && covering.Bits() > 0 {
+			return covering.String()
+		}
 	}
 	pick := best.Exports[0]
 	for _, e := range best.Exports[1:] {
@@ -379,6 +395,28 @@ func (s *storageNetworks) exportSubnet() string {
 		return ""
 	}
 	return pick.CIDR.Masked().String()
+}
+
+// othersExportIn tells whether a network other than the given one has an export address inside
+// the prefix, as the last discovery found them.
+func (s *storageNetworks) othersExportIn(network string, p netip.Prefix) bool {
+	s.mu.Lock()
+	ranking := s.ranking
+	s.mu.Unlock()
+	if ranking == nil {
+		return true
+	}
+	for _, c := range ranking.Candidates {
+		if neutronid.Equal(c.Network.ID, network) {
+			continue
+		}
+		for _, e := range c.Exports {
+			if p.Contains(e.Address) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // exportSubnets are the CIDRs of every subnet of the storage network that holds an export
@@ -528,7 +566,11 @@ func machineSetAttached(u *unstructured.Unstructured, networkID string) bool {
 // the share's access rule, which the StorageClasses' nfs-shareClient becomes. True stays True
 // only when every class the operator keeps admits every network the workers mount from
 // (shareclient); the message says what the classes admit and why.
-func classesVerdict(shareClients func() (shareclient.Answer, error), classes []*storagev1.StorageClass, attachedMsg string) (operatorv1.ConditionStatus, string, string) {
+//
+// Where the driver takes one rule only (list false) and no prefix covers the workers' networks
+// without admitting addresses outside them, the classes hold the storage subnet
+// (shareclient.Answer.Single): the networks it leaves out are named, not counted as missing.
+func classesVerdict(shareClients func() (shareclient.Answer, error), classes []*storagev1.StorageClass, attachedMsg string, list bool) (operatorv1.ConditionStatus, string, string) {
 	answer, err := shareClients()
 	if err != nil {
 		return operatorv1.ConditionUnknown, "Checking", attachedMsg + "; where the workers mount from is not known yet: " + err.Error()
@@ -536,6 +578,7 @@ func classesVerdict(shareClients func() (shareclient.Answer, error), classes []*
 	if len(classes) == 0 {
 		return operatorv1.ConditionTrue, "AsExpected", fmt.Sprintf("%s; the workers mount from %s (%s)", attachedMsg, shareclient.Join(answer.Clients), answer.Reason)
 	}
+	left := answer.Left(list)
 	var wrong []string
 	var missing []netip.Prefix
 	values := map[string]bool{}
@@ -543,7 +586,7 @@ func classesVerdict(shareClients func() (shareclient.Answer, error), classes []*
 		v := sc.Parameters["nfs-shareClient"]
 		values[v] = true
 		rules, err := shareclient.ParseValue(v)
-		m := shareclient.Missing(rules, answer.Clients)
+		m := slices.DeleteFunc(shareclient.Missing(rules, answer.Clients), func(p netip.Prefix) bool { return slices.Contains(left, p) })
 		if err != nil || len(m) > 0 {
 			wrong = append(wrong, sc.Name)
 			for _, p := range m {
@@ -558,6 +601,11 @@ func classesVerdict(shareClients func() (shareclient.Answer, error), classes []*
 			fmt.Sprintf("StorageClasses %s do not admit %s, where the workers mount from (%s), so shares made from them refuse those nodes; the operator recreates them",
 				strings.Join(wrong, ", "), shareclient.Join(missing), answer.Reason)
 	}
-	return operatorv1.ConditionTrue, "AsExpected", fmt.Sprintf("%s; the StorageClasses admit %s to their shares: %s",
-		attachedMsg, strings.Join(slices.Sorted(maps.Keys(values)), " and "), answer.Reason)
+	narrowed := ""
+	if len(left) > 0 {
+		narrowed = fmt.Sprintf("; the driver takes one rule per share, and a rule covering %s would admit addresses outside the cluster's networks: the shares admit %s only, so workers that mount from %s (not attached yet) cannot mount shares made until they are",
+			shareclient.Join(answer.Clients), answer.Single(), shareclient.Join(left))
+	}
+	return operatorv1.ConditionTrue, "AsExpected", fmt.Sprintf("%s; the StorageClasses admit %s to their shares: %s%s",
+		attachedMsg, strings.Join(slices.Sorted(maps.Keys(values)), " and "), answer.Reason, narrowed)
 }

@@ -253,12 +253,20 @@ func TestStorageNetworksExportSubnets(t *testing.T) {
 			Exports: []openstack.NetworkExport{export("10.0.0.0/24", true), export("10.0.1.0/24", false), export("10.0.0.0/24", false)}},
 		{Network: openstack.Network{ID: other}, Score: 50, Confidence: openstack.ConfidenceLow, Exports: []openstack.NetworkExport{export("192.168.5.0/24", true)}},
 	}}
+	around := &openstack.Ranking{Candidates: []openstack.Candidate{
+		{Network: openstack.Network{ID: storage}, Score: 300, Confidence: openstack.ConfidenceHigh,
+			Exports: []openstack.NetworkExport{export("10.0.0.0/24", true), export("10.0.3.0/24", false)}},
+		{Network: openstack.Network{ID: other}, Score: 50, Confidence: openstack.ConfidenceLow, Exports: []openstack.NetworkExport{export("10.0.2.0/24", true)}},
+	}}
 	for _, tt := range []struct {
 		name       string
 		s          *storageNetworks
 		want, main string
 	}{
-		{"discovered", &storageNetworks{at: time.Now(), ranking: ranking}, "10.0.0.0/24, 10.0.1.0/24", "10.0.0.0/24"},
+		// The driver matches one CIDR: the one that covers both export subnets.
+		{"discovered", &storageNetworks{at: time.Now(), ranking: ranking}, "10.0.0.0/24, 10.0.1.0/24", "10.0.0.0/23"},
+		// A covering that would take in another network's exports: the preferred subnet.
+		{"two export subnets around another network's", &storageNetworks{at: time.Now(), ranking: around}, "10.0.0.0/24, 10.0.3.0/24", "10.0.0.0/24"},
 		{"given, the other candidate", &storageNetworks{given: other, at: time.Now(), ranking: ranking}, "192.168.5.0/24", "192.168.5.0/24"},
 		{"given, not among the candidates", &storageNetworks{given: "7f000001-0000-4000-8000-000000000000", at: time.Now(), ranking: ranking}, "", ""},
 		{"discovery failed", &storageNetworks{at: time.Now(), err: errors.New("refused")}, "", ""},
@@ -269,5 +277,29 @@ func TestStorageNetworksExportSubnets(t *testing.T) {
 		if got := tt.s.exportSubnet(); got != tt.main {
 			t.Errorf("%s: exportSubnet %q, want %q", tt.name, got, tt.main)
 		}
+	}
+}
+
+// Beside the platform's driver the classes hold one rule. Half-way through a rollout on the
+// director's layout the rule is the storage subnet, not the 0.0.0.0/0 that would cover the
+// machine network too: the condition stays True and names the workers left out, instead of
+// saying the classes are wrong and recreating them for ever.
+func TestClassesVerdictOneRule(t *testing.T) {
+	answer, err := shareclient.Decide(shareclient.Facts{MachineNetworks: []netip.Prefix{netip.MustParsePrefix("10.196.0.0/16")},
+		ExportSubnets: []netip.Prefix{netip.MustParsePrefix("172.17.5.0/24")},
+		Sets:          []shareclient.Set{{Name: "worker-0", Attached: true}},
+		Machines:      []shareclient.Machine{{Name: "old", Addresses: []netip.Addr{netip.MustParseAddr("10.196.0.9")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "csi-manila-default"}, Parameters: map[string]string{"nfs-shareClient": answer.Value(false)}}
+	status, reason, msg := classesVerdict(func() (shareclient.Answer, error) { return answer, nil }, []*storagev1.StorageClass{class}, "attached", false)
+	if status != operatorv1.ConditionTrue || reason != "AsExpected" ||
+		!strings.Contains(msg, "the shares admit 172.17.5.0/24 only, so workers that mount from 10.196.0.0/16 (not attached yet) cannot mount shares made until they are") {
+		t.Errorf("one rule: %s %s %q", status, reason, msg)
+	}
+	// With a list the same class leaves the machine network out: that is wrong.
+	if status, reason, _ := classesVerdict(func() (shareclient.Answer, error) { return answer, nil }, []*storagev1.StorageClass{class}, "attached", true); status != operatorv1.ConditionFalse || reason != "StorageClassesExcludeWorkers" {
+		t.Errorf("a list driver, the storage subnet only: %s %s", status, reason)
 	}
 }

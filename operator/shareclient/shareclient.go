@@ -29,6 +29,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/netip"
 	"slices"
 	"strings"
@@ -75,7 +76,15 @@ type Answer struct {
 	ViaStorageNetwork bool
 	// Reason says why, in one sentence (for conditions and reports).
 	Reason string
+
+	storage []netip.Prefix // the clients that are export subnets
 }
+
+// DriverGrantsIPv6 tells whether the driver the operator deploys can grant an IPv6 ip rule:
+// cloud-provider-openstack v1.35.0 speaks Manila microversion 2.37 (manilaclient's
+// minimumManilaVersion), and Manila takes IPv6 ip rules from 2.38 only (it answers 400 below),
+// so an IPv6 entry in nfs-shareClient fails every CreateVolume of the class.
+const DriverGrantsIPv6 = false
 
 // ErrNoMachineNetwork is returned when the machine networks are unknown.
 var ErrNoMachineNetwork = errors.New("the machine network is not known")
@@ -133,6 +142,7 @@ func Decide(f Facts) (Answer, error) {
 	if len(a.Clients) == 0 {
 		add(machine...)
 	}
+	dropped := a.dropFamilies(exports)
 	slices.SortFunc(a.Clients, comparePrefix)
 	for _, c := range a.Clients {
 		if slices.Contains(exports, c) {
@@ -146,11 +156,66 @@ func Decide(f Facts) (Answer, error) {
 	a.Clients = slices.DeleteFunc(slices.Clone(a.Clients), func(c netip.Prefix) bool {
 		return slices.ContainsFunc(a.Clients, func(o netip.Prefix) bool { return o != c && Covers(o, c) })
 	})
-	a.Reason = reason(a, len(exports) > 0, viaStorage, viaMachine, attached, notAttached)
+	for _, c := range a.Clients {
+		if slices.Contains(exports, c) {
+			a.storage = append(a.storage, c)
+		}
+	}
+	a.Reason = reason(a, len(exports) > 0, viaStorage, viaMachine, attached, notAttached) + dropped
 	if noNode > 0 {
 		a.Reason += fmt.Sprintf("; %d %s without a Node yet %s not counted", noNode, plural(noNode, "machine"), isAre(noNode))
 	}
 	return a, nil
+}
+
+// dropFamilies keeps the clients a worker mounts from and the driver can grant: a worker mounts
+// an export from its address of the export's family, so a machine network of another family
+// (the IPv6 half of a dual-stack machine network, before IPv4 exports) is no client; and, while
+// the driver cannot grant IPv6 rules (DriverGrantsIPv6), IPv6 entries go as long as an IPv4 one
+// is left (with none left, they stay: the claims then fail on Manila's refusal, which says why,
+// rather than get a class that admits everyone). It returns what it says of the dropped ones.
+func (a *Answer) dropFamilies(exports []netip.Prefix) string {
+	families := map[bool]bool{} // Is4 -> present among the exports
+	for _, e := range exports {
+		families[e.Addr().Is4()] = true
+	}
+	keep := func(drop func(netip.Prefix) bool) []netip.Prefix {
+		var kept, gone []netip.Prefix
+		for _, c := range a.Clients {
+			if drop(c) {
+				gone = append(gone, c)
+			} else {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) == 0 {
+			return nil
+		}
+		a.Clients = kept
+		return gone
+	}
+	var notes []string
+	if len(families) > 0 {
+		if gone := keep(func(c netip.Prefix) bool { return !families[c.Addr().Is4()] }); len(gone) > 0 {
+			notes = append(notes, fmt.Sprintf("%s left out: Manila exports on %s only, which a worker mounts from its address of that family", Join(gone), familyName(exports[0])))
+		}
+	}
+	if !DriverGrantsIPv6 {
+		if gone := keep(func(c netip.Prefix) bool { return !c.Addr().Is4() }); len(gone) > 0 {
+			notes = append(notes, fmt.Sprintf("%s left out: the driver cannot grant IPv6 rules (Manila microversion 2.37; IPv6 ip rules need 2.38)", Join(gone)))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(notes, "; ")
+}
+
+func familyName(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
 }
 
 func reason(a Answer, exportsKnown bool, viaStorage, viaMachine, attached, notAttached []string) string {
@@ -199,10 +264,8 @@ func plural(n int, word string) string {
 
 // Value is the nfs-shareClient for the answer. A driver that takes a comma-separated list
 // (list: cloud-provider-openstack v1.35.0 and later, one Manila access rule per entry) gets the
-// networks themselves. An older driver makes one access rule of the whole value, so it gets
-// the smallest prefix that covers every network of the first one's address family (Manila's
-// NFS rules are per family): wider than each network, but the only single rule every worker
-// matches.
+// networks themselves. A driver that makes one access rule of the whole value (beside the
+// platform's operator) gets Single.
 func (a Answer) Value(list bool) string {
 	if len(a.Clients) == 0 {
 		return ""
@@ -214,7 +277,46 @@ func (a Answer) Value(list bool) string {
 		}
 		return strings.Join(s, ",")
 	}
-	return Covering(a.Clients).String()
+	return a.Single().String()
+}
+
+// Single is the one rule for a driver that takes one: the smallest prefix that covers every
+// client of the first one's family when it admits nothing else (adjacent subnets); otherwise
+// never the wider prefix (10.196.0.0/16 and 172.17.5.0/24, the director's layout half-way
+// through a rollout, would make 0.0.0.0/0, a share open to everyone): the storage subnet the
+// exports are in, whose workers are the ones being attached, else the first client. Left says
+// which clients it leaves out.
+func (a Answer) Single() netip.Prefix {
+	if len(a.Clients) == 0 {
+		return netip.Prefix{}
+	}
+	if c := Covering(a.Clients); tiles(c, a.Clients) {
+		return c
+	}
+	if len(a.storage) > 0 {
+		return a.storage[0]
+	}
+	return a.Clients[0]
+}
+
+// Left returns the clients the nfs-shareClient of Value(list) does not admit.
+func (a Answer) Left(list bool) []netip.Prefix {
+	if list || len(a.Clients) == 0 {
+		return nil
+	}
+	return Missing([]netip.Prefix{a.Single()}, a.Clients)
+}
+
+// tiles tells whether the prefixes of ps of c's family fill c exactly: c admits nothing they do
+// not. The prefixes do not overlap (Decide drops one inside another).
+func tiles(c netip.Prefix, ps []netip.Prefix) bool {
+	free := new(big.Int).Lsh(big.NewInt(1), uint(c.Addr().BitLen()-c.Bits()))
+	for _, p := range ps {
+		if Covers(c, p) {
+			free.Sub(free, new(big.Int).Lsh(big.NewInt(1), uint(p.Addr().BitLen()-p.Bits())))
+		}
+	}
+	return free.Sign() == 0
 }
 
 // Covering is the smallest prefix that contains every prefix of ps of the first one's address

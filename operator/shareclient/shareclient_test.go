@@ -58,11 +58,11 @@ func TestDecide(t *testing.T) {
 		{"set patched, rollout not begun: old machines still mount through the machine network",
 			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "worker-a", Attached: true}},
 				Machines: []Machine{machine("w1", "10.196.0.11")}},
-			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/8", true, true, "two networks"},
+			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/24", true, true, "two networks"},
 		{"one set attached, one not",
 			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "a", Attached: true}, {Name: "b"}},
 				Machines: []Machine{machine("a1", "10.196.0.11", "10.0.0.31"), machine("b1", "10.196.0.12")}},
-			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/8", true, true, "through the machine network (routed): 1 machine and set b"},
+			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/24", true, true, "through the machine network (routed): 1 machine and set b"},
 		{"export subnet unknown: the machine network",
 			Facts{MachineNetworks: machineNet, Sets: []Set{{Name: "a", Attached: true}}, Machines: []Machine{machine("a1", "10.196.0.11", "10.0.0.31")}},
 			"10.196.0.0/16", "10.196.0.0/16", true, false, "not known"},
@@ -89,7 +89,7 @@ func TestDecide(t *testing.T) {
 		{"a machine of an older template (its spec lacks the storage port) has a Node: routed",
 			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "worker-a", Attached: true}},
 				Machines: []Machine{attachedMachine("w1", "10.196.0.11", "10.0.0.31"), machine("old", "10.196.0.12")}},
-			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/8", true, true, "through the storage network: 1 machine and set worker-a; through the machine network (routed): 1 machine"},
+			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/24", true, true, "through the storage network: 1 machine and set worker-a; through the machine network (routed): 1 machine"},
 		{"a machine that never got a Node mounts nothing, even with addresses on the machine network",
 			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "worker-a", Attached: true}},
 				Machines: []Machine{attachedMachine("w1", "10.196.0.11", "10.0.0.31"), noNode(machine("stuck", "10.196.0.12"))}},
@@ -97,7 +97,7 @@ func TestDecide(t *testing.T) {
 		{"a machine without a Node of a set not attached: the set still counts",
 			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Sets: []Set{{Name: "a", Attached: true}, {Name: "b"}},
 				Machines: []Machine{attachedMachine("a1", "10.196.0.11", "10.0.0.31"), noNode(machine("b1"))}},
-			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/8", true, true, "through the machine network (routed): set b"},
+			"10.0.0.0/24,10.196.0.0/16", "10.0.0.0/24", true, true, "through the machine network (routed): set b"},
 		{"only machines without a Node and no set: as if none were known",
 			Facts{MachineNetworks: machineNet, ExportSubnets: storage, Machines: []Machine{noNode(attachedMachine("w1"))}},
 			"10.196.0.0/16", "10.196.0.0/16", true, false, "no worker machine or MachineSet is known"},
@@ -130,14 +130,20 @@ func TestDecide(t *testing.T) {
 			if !strings.Contains(a.Reason, tt.reason) {
 				t.Errorf("reason %q does not say %q", a.Reason, tt.reason)
 			}
-			// Whatever the form, the value admits every network of the answer.
+			// Whatever the form, the value admits every network of the answer but those Left
+			// names, and nothing outside them.
 			for _, list := range []bool{true, false} {
 				rules, err := ParseValue(a.Value(list))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if m := Missing(rules, a.Clients); len(m) > 0 {
-					t.Errorf("Value(%v) = %q leaves out %v", list, a.Value(list), m)
+				if m := Missing(rules, a.Clients); !slices.Equal(m, a.Left(list)) {
+					t.Errorf("Value(%v) = %q leaves out %v, Left says %v", list, a.Value(list), m, a.Left(list))
+				}
+				for _, r := range rules {
+					if !tiles(r, a.Clients) && !slices.Contains(a.Clients, r) {
+						t.Errorf("Value(%v) = %q: %s admits addresses outside %v", list, a.Value(list), r, a.Clients)
+					}
 				}
 			}
 		})
@@ -163,6 +169,61 @@ func TestParseValueAndMissing(t *testing.T) {
 	}
 	if Covers(netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("fd00::/64")) {
 		t.Error("an IPv4 rule covers an IPv6 network")
+	}
+}
+
+// The clusters of real clouds: the director's StorageNFS network beside the machine network,
+// and dual-stack machine networks.
+func TestDecideOnCloudShapes(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		facts        Facts
+		list, single string
+		left, reason string
+	}{
+		{"the director's layout half-way through a rollout: one rule is the storage subnet, never 0.0.0.0/0",
+			Facts{MachineNetworks: prefixes("10.196.0.0/16"), ExportSubnets: prefixes("172.17.5.0/24"),
+				Sets: []Set{{Name: "worker-0", Attached: true}}, Machines: []Machine{machine("old", "10.196.0.9"), attachedMachine("new", "10.196.0.10", "172.17.5.30")}},
+			"10.196.0.0/16,172.17.5.0/24", "172.17.5.0/24", "10.196.0.0/16", "two networks"},
+		{"dual-stack machine network, IPv4 exports: the IPv6 subnet is no client",
+			Facts{MachineNetworks: prefixes("10.196.0.0/16", "fd2e:6f44:5dd8:c956::/64"), ExportSubnets: prefixes("10.0.0.0/24"),
+				Sets: []Set{{Name: "worker-0"}}, Machines: []Machine{machine("w", "10.196.0.9", "fd2e:6f44:5dd8:c956::9")}},
+			"10.196.0.0/16", "10.196.0.0/16", "", "fd2e:6f44:5dd8:c956::/64 left out: Manila exports on IPv4 only"},
+		{"dual-stack machine network, exports unknown: no IPv6 rule, which the driver cannot grant",
+			Facts{MachineNetworks: prefixes("10.196.0.0/16", "fd2e:6f44:5dd8:c956::/64"), Sets: []Set{{Name: "worker-0"}}},
+			"10.196.0.0/16", "10.196.0.0/16", "", "the driver cannot grant IPv6 rules"},
+		{"IPv6 exports only: the IPv6 storage subnet stays (claims fail on Manila's refusal, no open share)",
+			Facts{MachineNetworks: prefixes("10.196.0.0/16", "fd2e:6f44:5dd8:c956::/64"), ExportSubnets: prefixes("fd00:17:5::/64"),
+				Sets: []Set{{Name: "worker-0", Attached: true}}},
+			"fd00:17:5::/64", "fd00:17:5::/64", "", ""},
+		{"adjacent storage subnets: one rule covers both exactly",
+			Facts{MachineNetworks: prefixes("10.196.0.0/16"), ExportSubnets: prefixes("172.17.4.0/24", "172.17.5.0/24"),
+				Sets: []Set{{Name: "worker-0", Attached: true}}},
+			"172.17.4.0/24,172.17.5.0/24", "172.17.4.0/23", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Decide(tt.facts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.Value(true); got != tt.list {
+				t.Errorf("Value(list) = %q, want %q", got, tt.list)
+			}
+			if got := a.Value(false); got != tt.single {
+				t.Errorf("Value(single) = %q, want %q", got, tt.single)
+			}
+			if got := Join(a.Left(false)); got != tt.left {
+				t.Errorf("Left(single) = %q, want %q", got, tt.left)
+			}
+			if !strings.Contains(a.Reason, tt.reason) {
+				t.Errorf("reason %q does not say %q", a.Reason, tt.reason)
+			}
+			for _, v := range []string{a.Value(true), a.Value(false)} {
+				if strings.Contains(v, "/0") {
+					t.Errorf("a share open to everyone: %q", v)
+				}
+			}
+		})
 	}
 }
 
