@@ -179,6 +179,7 @@ func TestExplainMountError(t *testing.T) {
 		{"sh: can't create /mnt/share/node-b: Permission denied", "revoked"},
 		{"sh: can't create /mnt/test/probe: Stale file handle", "last access rule was revoked"},
 		{"mount failed: no such device", "no NFS client"},
+		{"rpc error: code = Internal desc = mount failed: time out after 1m30s", "does not reach the export"},
 		{"something else entirely", ""},
 	} {
 		got := ExplainMountError(tc.msg)

@@ -14,6 +14,8 @@ var mountReadings = []struct{ words, meaning string }{
 		"the NFS server refused the node: its mount address is not in the share's access rules"},
 	{"Connection timed out",
 		"the node's NFS traffic never reaches the export: no port on the network Manila exports on, or a route or security group that drops it"},
+	{"mount failed: time out",
+		"the NFS node plugin gave up waiting for the mount, which hangs while the node's NFS traffic does not reach the export: no port on the network Manila exports on, or a route or security group that drops it"},
 	{"No route to host",
 		"the node has no route to the export address: no port on the network Manila exports on"},
 	{"Stale file handle",

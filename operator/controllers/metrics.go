@@ -59,7 +59,7 @@ var accessRuleStates = []string{"error", "syncing"}
 func metricsRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), machinery.KubeRequests,
-		MachinesWithoutStorageAddress, StorageSubnetFreeAddresses, MachineSetsNotAttached, VolumesAccessRulesNotActive)
+		MachinesWithoutStorageAddress, StorageSubnetFreeAddresses, StorageAddressesShort, MachineSetsNotAttached, VolumesAccessRulesNotActive)
 	for name, c := range map[string]func() int64{
 		"tokens":              OpenStackCalls.Tokens.Load,
 		"catalog_reads":       OpenStackCalls.Catalogs.Load,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -46,6 +47,84 @@ var StorageSubnetFreeAddresses = prometheus.NewGauge(prometheus.GaugeOpts{
 })
 
 func init() { StorageSubnetFreeAddresses.Set(-1) }
+
+// reasonStorageAddressesShort: the attached MachineSets want more storage addresses than the
+// storage subnets have free; the Machines beyond them will fail when they are made.
+const reasonStorageAddressesShort = "StorageAddressesShort"
+
+// StorageAddressesShort is how many more storage addresses the attached MachineSets want than
+// the storage subnets have free, as last counted; 0 when there are enough.
+var StorageAddressesShort = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "manila_operator_storage_addresses_short",
+	Help: "Storage addresses the MachineSets attached to the storage network want (replicas not made yet, Machines not given a server yet) beyond the free addresses of its subnets; 0 when there are enough.",
+})
+
+// wantedAddresses are the storage addresses the attached MachineSets still want, by set.
+type wantedAddresses struct {
+	total int64
+	bySet map[string]int64
+}
+
+// addressesWanted counts, for each MachineSet whose providerSpec attaches network id, the
+// storage addresses it still wants: its replicas beyond its live Machines (not made yet), and
+// its live Machines that have no server yet (no phase, or Provisioning), no address in the
+// storage subnets and no error. A Machine past Provisioning has its ports, whose addresses the
+// free count has already taken.
+func addressesWanted(sets, machines []*unstructured.Unstructured, id string, subnets []openstack.Subnet) wantedAddresses {
+	w := wantedAddresses{bySet: map[string]int64{}}
+	live := map[string]int64{}
+	pending := map[string]int64{}
+	for _, u := range machines {
+		if u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		set := ""
+		for _, ref := range u.GetOwnerReferences() {
+			if ref.Kind == "MachineSet" {
+				set = ref.Name
+			}
+		}
+		if set == "" {
+			continue
+		}
+		live[set]++
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		message, _, _ := unstructured.NestedString(u.Object, "status", "errorMessage")
+		if (phase == "" || phase == "Provisioning") && message == "" && !hasAddressIn(u, subnets) {
+			pending[set]++
+		}
+	}
+	for _, u := range sets {
+		if !machineSetAttached(u, id) {
+			continue
+		}
+		replicas, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		if !found {
+			replicas = 1 // the API's default
+		}
+		n := max(0, replicas-live[u.GetName()]) + pending[u.GetName()]
+		if n > 0 {
+			w.bySet[u.GetName()] = n
+			w.total += n
+		}
+	}
+	return w
+}
+
+// shortMessage says which sets want more storage addresses than are free, and the fix.
+func (r storageReport) shortMessage() string {
+	var parts []string
+	for _, set := range slices.Sorted(maps.Keys(r.wanted.bySet)) {
+		parts = append(parts, fmt.Sprintf("%s %d", set, r.wanted.bySet[set]))
+	}
+	subnet := "SUBNET"
+	if c := r.capacity.counted(); len(c) > 0 {
+		subnet = subnetRef(c[0].Subnet)
+	}
+	return fmt.Sprintf("the MachineSets attached to the storage network %s want %d more addresses on it (%s), %d more than %s: that many of their new Machines will get no address there and no Node; "+
+		"fix: enlarge the storage subnet's allocation pool (openstack subnet set --allocation-pool start=FIRST,end=LAST %s) or scale the sets down",
+		r.network, r.wanted.total, strings.Join(parts, ", "), r.short, r.capacity, subnet)
+}
 
 // unaddressedMachine is a Machine that attaches the storage network and failed without an
 // address on it and without a Node.

@@ -100,3 +100,52 @@ func TestMachinesWithoutStorageAddress(t *testing.T) {
 		t.Errorf("reason %s, want %s", reason, reasonNodeIPOnStorageNetwork)
 	}
 }
+
+// A scale-up past the storage subnet's free addresses is said before any Machine fails: the
+// replicas not made yet and the Machines without a server yet want an address each; a Machine
+// past Provisioning has its port already, which the free count took.
+func TestStorageAddressesWanted(t *testing.T) {
+	const netID = "b1181383-3a48-4b5c-815c-1a4c8ec2c1b4"
+	subnet := openstack.Subnet{ID: "5b7a3f55-4f83-4f7e-9d64-4f2f8b4f9a10", Name: "storage-subnet", CIDR: netip.MustParsePrefix("10.9.0.0/24"), IPVersion: 4, DHCP: true}
+	set := func(name string, replicas int64, networks ...string) *unstructured.Unstructured {
+		nets := []any{}
+		for _, n := range networks {
+			nets = append(nets, map[string]any{"uuid": n})
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{"providerSpec": map[string]any{"value": map[string]any{"networks": nets}}}}},
+		}}
+	}
+	sets := []*unstructured.Unstructured{set("w", 400, netID), set("other", 50)}
+	machines := []*unstructured.Unstructured{
+		machineObj("w-ok", "w", []string{netID}, "Running", "", true, "10.0.0.5", "10.9.0.10"),
+		machineObj("w-provisioned", "w", []string{netID}, "Provisioned", "", false),
+		machineObj("w-new", "w", []string{netID}, "", "", false),
+		machineObj("w-booting", "w", []string{netID}, "Provisioning", "", false),
+		machineObj("w-failed", "w", []string{netID}, "Failed", "No more IP addresses available on network "+netID, false),
+	}
+	w := addressesWanted(sets, machines, netID, []openstack.Subnet{subnet})
+	// 400 replicas, 5 Machines: 395 not made; w-new and w-booting have no server yet.
+	if w.total != 397 || w.bySet["w"] != 397 || len(w.bySet) != 1 {
+		t.Fatalf("wanted %+v, want 397 for set w only", w)
+	}
+	capacity := storageCapacity{subnets: []openstack.SubnetCapacity{{Subnet: subnet, Size: 250, Used: 100, Free: 150}}}
+	r := storageReport{network: "storage (" + netID + ")", subnets: []openstack.Subnet{subnet}, capacity: capacity, wanted: w, short: w.total - capacity.free()}
+	status, reason, msg := r.apply(operatorv1.ConditionTrue, "AsExpected", "every MachineSet (1) attaches its machines to the storage network")
+	if status != operatorv1.ConditionFalse || reason != reasonStorageAddressesShort {
+		t.Errorf("status %s, reason %s; want False, %s", status, reason, reasonStorageAddressesShort)
+	}
+	for _, want := range []string{
+		"want 397 more addresses on it (w 397), 247 more than the storage subnets have 150 free addresses",
+		"openstack subnet set --allocation-pool start=FIRST,end=LAST storage-subnet) or scale the sets down",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	// Enough room: nothing to say.
+	if w := addressesWanted([]*unstructured.Unstructured{set("w", 5, netID)}, machines, netID, []openstack.Subnet{subnet}); w.total != 2 {
+		t.Errorf("5 replicas, 5 Machines, 2 without a server: wanted %d, want 2", w.total)
+	}
+}

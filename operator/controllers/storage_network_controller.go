@@ -160,28 +160,34 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Contro
 	if status == operatorv1.ConditionTrue {
 		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg, c.listShareClients)
 	}
-	unaddressed := 0
+	unaddressed, short := 0, int64(0)
 	if cand := c.candidate(); cand != nil {
 		report := judgeStorageNetwork(cand.Network, sets, c.clusterNetworks(), c.nodes())
-		c.addMachines(ctx, &report, cand.Network.ID)
+		c.addMachines(ctx, &report, cand.Network.ID, sets)
 		unaddressed = len(report.unaddressed)
+		short = report.short
 		status, reason, msg = report.apply(status, reason, msg)
 		c.warnOnce(report)
 	}
 	MachinesWithoutStorageAddress.Set(float64(unaddressed))
+	StorageAddressesShort.Set(float64(short))
 	return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus().WithConditions(
 		machinery.Condition(operator.ConditionStorageNetworkReachable, status, reason, msg)))
 }
 
 // addMachines adds to the report the Machines that attach the storage network but got no
-// address on it for lack of free addresses; the free addresses are counted (Neutron) only
-// when some Machine failed without one.
-func (c *storageNetworkController) addMachines(ctx context.Context, r *storageReport, id string) {
+// address on it for lack of free addresses, and the addresses the attached MachineSets still
+// want beyond the free ones (a scale-up past the subnet, said before any Machine fails). The
+// free addresses are counted (Neutron, at most once a minute) only when some Machine failed
+// without one or some set wants addresses.
+func (c *storageNetworkController) addMachines(ctx context.Context, r *storageReport, id string, sets []*unstructured.Unstructured) {
 	if c.machines == nil || len(r.subnets) == 0 {
 		return
 	}
-	failed := failedWithoutStorageAddress(c.machines(), id, r.subnets)
-	if len(failed) == 0 {
+	machines := c.machines()
+	failed := failedWithoutStorageAddress(machines, id, r.subnets)
+	wanted := addressesWanted(sets, machines, id, r.subnets)
+	if len(failed) == 0 && wanted.total == 0 {
 		return
 	}
 	if c.freeAddresses != nil {
@@ -191,6 +197,9 @@ func (c *storageNetworkController) addMachines(ctx context.Context, r *storageRe
 		}
 	}
 	r.unaddressed = withoutAddress(failed, r.capacity)
+	if free := r.capacity.free(); free >= 0 && wanted.total > free {
+		r.wanted, r.short = wanted, wanted.total-free
+	}
 }
 
 // verdict judges the MachineSets (returned sorted by name) against the storage network.

@@ -49,6 +49,10 @@ type storageReport struct {
 	// for lack of free addresses (storage_network_capacity.go); capacity the free addresses.
 	unaddressed []unaddressedMachine
 	capacity    storageCapacity
+	// wanted are the storage addresses the attached MachineSets still want; short how many of
+	// them the free addresses lack (0: enough, or not counted).
+	wanted wantedAddresses
+	short  int64
 }
 
 // nodeOnSubnet is a node whose node IP lies in a storage subnet.
@@ -149,6 +153,12 @@ func (r storageReport) apply(status operatorv1.ConditionStatus, reason, msg stri
 			status, reason = operatorv1.ConditionFalse, reasonStorageAddressUnavailable
 		}
 		lead = append(lead, r.addressMessage())
+	}
+	if r.short > 0 {
+		if status != operatorv1.ConditionFalse {
+			status, reason = operatorv1.ConditionFalse, reasonStorageAddressesShort
+		}
+		lead = append(lead, r.shortMessage())
 	}
 	if s := r.reachMessage(); s != "" {
 		tail = append(tail, s)

@@ -210,6 +210,7 @@ func TestDetachWithAMountedPod(t *testing.T) {
 		t.Fatalf("the writer %s on the detached worker %s: no FailedMount event of the mount itself in 6 minutes\n%s", second.Name, detached.Name, podsReport(ctx, sim, ns))
 	}
 	t.Logf("the writer %s on %s: FailedMount: %s", second.Name, detached.Name, failed)
+	explained(t, failed, "does not reach the export")
 	if p, err := k.CoreV1().Pods(ns).Get(ctx, second.Name, metav1.GetOptions{}); err != nil || p.Status.Phase == corev1.PodRunning {
 		t.Errorf("the writer %s on a worker without a storage port is Running (%v)", second.Name, err)
 	}
