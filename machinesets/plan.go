@@ -124,6 +124,39 @@ type securityGroup struct {
 	UUID string `json:"uuid"`
 }
 
+// storagePort is the ports[] entry appended for a storage network to a providerSpec whose
+// primary NIC is a ports[] entry (no networks[]: SR-IOV and DPDK workers are written so). The
+// provider makes every networks[] port before any ports[] one, and the first port is the
+// node's primary NIC (machine-api-provider-openstack, pkg/machine/convert.go createCAPOPorts:
+// "The order of the networks is important, first network is the one that will be used for
+// kubelet"), so a networks[] entry would put the storage port first. As a ports[] entry after
+// the others it comes last; it names no allowed address pairs (a ports[] entry has only its
+// own), takes no trunk (its own flag, absent: the spec's top-level trunk applies to networks[]
+// ports only), and carries the security groups asked for (a ports[] entry that names none
+// inherits the machine's). nameSuffix marks it as manila-setup's, which --remove takes away;
+// Neutron chooses its address among the network's subnets, as for a networks[] entry by uuid.
+type storagePort struct {
+	NetworkID      string    `json:"networkID"`
+	NameSuffix     string    `json:"nameSuffix"`
+	SecurityGroups *[]string `json:"securityGroups,omitempty"`
+	PortSecurity   *bool     `json:"portSecurity,omitempty"`
+}
+
+// storagePortSuffixPrefix starts the nameSuffix of the ports[] entries manila-setup writes: the
+// port is named <machine>-manila-<first 8 characters of the network ID>.
+const storagePortSuffixPrefix = "manila-"
+
+func storagePortSuffix(networkID string) string {
+	k := neutronid.Key(networkID)
+	return storagePortSuffixPrefix + k[:min(8, len(k))]
+}
+
+// portsFirst tells whether the providerSpec's primary NIC is a ports[] entry: ports[] and no
+// networks[] entry.
+func (p *ProviderSpec) portsFirst() bool {
+	return len(p.Spec.Networks) == 0 && len(p.Spec.Ports) > 0
+}
+
 // PlanPatch computes the patch that attaches want to ms, recording now and by in the
 // attach.Annotation. It never fails: a MachineSet that cannot be patched gets a Skip reason.
 func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.Time, by string) *Plan {
@@ -210,13 +243,32 @@ func attachPatch(spec *ProviderSpec, pointer string, meta metav1.ObjectMeta, wan
 	}
 	var nets []any
 	for _, id := range addNetworks {
+		if spec.portsFirst() {
+			port := storagePort{NetworkID: id, NameSuffix: storagePortSuffix(id)}
+			if len(addGroups)+len(want.SecurityGroups) > 0 {
+				groups := make([]string, 0, len(want.SecurityGroups))
+				for _, g := range want.SecurityGroups {
+					groups = append(groups, neutronid.Key(g))
+				}
+				port.SecurityGroups = &groups
+			}
+			if want.PortSecurityOff(id) {
+				port.PortSecurity, port.SecurityGroups = new(false), nil
+			}
+			nets = append(nets, port)
+			continue
+		}
 		n := storageNetwork{UUID: id, NoAllowedAddressPairs: true}
 		if want.PortSecurityOff(id) {
 			n.PortSecurity = new(false)
 		}
 		nets = append(nets, n)
 	}
-	ops = append(ops, appendOps(pointer, spec.Fields, "networks", nets)...)
+	list := "networks"
+	if spec.portsFirst() {
+		list = "ports"
+	}
+	ops = append(ops, appendOps(pointer, spec.Fields, list, nets)...)
 	var sgs []any
 	for _, id := range addGroups {
 		sgs = append(sgs, securityGroup{UUID: id})

@@ -175,8 +175,16 @@ func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan,
 	}
 
 	before, after := genericSpec(t, templateProviderSpec(ms)), genericSpec(t, templateProviderSpec(&patched))
+	// The list the storage network goes to: networks[], unless the primary NIC is a ports[]
+	// entry (no networks[]), whose ports the provider makes after every networks[] one.
+	list := "networks"
+	if nets, _ := before["networks"].([]any); len(nets) == 0 {
+		if ports, _ := before["ports"].([]any); len(ports) > 0 {
+			list = "ports"
+		}
+	}
 	for key, v := range before {
-		if key == "networks" || key == "securityGroups" {
+		if key == list || key == "securityGroups" {
 			continue
 		}
 		if !reflect.DeepEqual(after[key], v) {
@@ -184,11 +192,18 @@ func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan,
 		}
 	}
 	for key := range after {
-		if _, ok := before[key]; !ok && key != "networks" && key != "securityGroups" {
+		if _, ok := before[key]; !ok && key != list && key != "securityGroups" {
 			t.Errorf("providerSpec.%s appeared", key)
 		}
 	}
-	checkAppended(t, "networks", before["networks"], after["networks"], len(plan.AddNetworks), func(i int) map[string]any {
+	checkAppended(t, list, before[list], after[list], len(plan.AddNetworks), func(i int) map[string]any {
+		if list == "ports" {
+			groups := []any{}
+			for _, g := range want.SecurityGroups {
+				groups = append(groups, g)
+			}
+			return map[string]any{"networkID": plan.AddNetworks[i], "nameSuffix": "manila-" + plan.AddNetworks[i][:8], "securityGroups": groups}
+		}
 		return map[string]any{"uuid": plan.AddNetworks[i], "noAllowedAddressPairs": true}
 	})
 	checkAppended(t, "securityGroups", before["securityGroups"], after["securityGroups"], len(plan.AddSecurityGroups), func(i int) map[string]any {

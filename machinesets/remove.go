@@ -92,7 +92,7 @@ func removePatchAt(pointer string, meta metav1.ObjectMeta, spec *ProviderSpec, d
 	if meta.ResourceVersion != "" {
 		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/resourceVersion", Value: meta.ResourceVersion})
 	}
-	for _, key := range []string{"networks", "securityGroups"} {
+	for _, key := range []string{"networks", "ports", "securityGroups"} {
 		more, err := removeEntries(pointer, spec.Fields, key, func(raw json.RawMessage) bool { return onRemoved(key, raw, d) })
 		if err != nil {
 			return nil, err
@@ -109,22 +109,36 @@ func removePatchAt(pointer string, meta metav1.ObjectMeta, spec *ProviderSpec, d
 // names by uuid a network or security group d removes.
 func onRemoved(key string, raw json.RawMessage, d attach.Detach) bool {
 	var e struct {
-		UUID string `json:"uuid"`
+		UUID       string `json:"uuid"`
+		NetworkID  string `json:"networkID"`
+		NameSuffix string `json:"nameSuffix"`
 	}
 	if json.Unmarshal(raw, &e) != nil {
 		return false
 	}
-	ids := d.Networks
-	if key == "securityGroups" {
+	ids, id := d.Networks, e.UUID
+	switch key {
+	case "securityGroups":
 		ids = d.SecurityGroups
+	case "ports":
+		// Only the ports[] entries manila-setup wrote: a port the user wrote on the same
+		// network stays.
+		if e.NameSuffix != storagePortSuffix(e.NetworkID) {
+			return false
+		}
+		id = e.NetworkID
 	}
-	return slices.ContainsFunc(ids, func(id string) bool { return attachment.SameID(e.UUID, id) })
+	return slices.ContainsFunc(ids, func(x string) bool { return attachment.SameID(id, x) })
 }
 
-// hasNetworkByUUID reports whether networks[] has an entry with uuid id: the form manila-setup
-// writes, and the only one it removes.
+// hasNetworkByUUID reports whether the providerSpec has an entry for network id in a form
+// manila-setup writes, the only ones it removes: networks[] by uuid, or (primary NIC a ports[]
+// entry) a ports[] entry with its nameSuffix.
 func (p *ProviderSpec) hasNetworkByUUID(id string) bool {
-	return slices.ContainsFunc(p.Spec.Networks, func(n machinev1alpha1.NetworkParam) bool { return attachment.SameID(n.UUID, id) })
+	return slices.ContainsFunc(p.Spec.Networks, func(n machinev1alpha1.NetworkParam) bool { return attachment.SameID(n.UUID, id) }) ||
+		slices.ContainsFunc(p.Spec.Ports, func(port machinev1alpha1.PortOpts) bool {
+			return attachment.SameID(port.NetworkID, id) && port.NameSuffix == storagePortSuffix(port.NetworkID)
+		})
 }
 
 // hasGroupByUUID reports whether securityGroups[] has an entry with uuid id.

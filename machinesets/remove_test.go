@@ -167,3 +167,34 @@ func TestPlanRemove(t *testing.T) {
 		t.Errorf("control plane: %+v", p.Result)
 	}
 }
+
+// A MachineSet whose primary NIC is a ports[] entry gets the storage network as a ports[] entry
+// after the others (the provider makes ports[] after every networks[] port, so the primary stays
+// the first NIC), and --remove takes back that entry only: a ports[] entry the user wrote on the
+// same network, under another nameSuffix, stays.
+func TestPortsFirstAttachAndRemove(t *testing.T) {
+	ms := loadMachineSet(t, "testdata/corpus/ports-sriov.yaml")
+	p := PlanPatch(ms, attach.Attachment{Networks: []string{storageNet}, SecurityGroups: []string{storageSG}}, fixedNow, "x")
+	after := withPatch(t, ms, p.Patch)
+	spec, err := DecodeProviderSpec(templateProviderSpec(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := spec.Spec.Ports
+	if len(spec.Spec.Networks) != 0 || len(ports) != 3 || ports[0].NameSuffix != "nodes" || ports[2].NetworkID != storageNet ||
+		ports[2].NameSuffix != "manila-3f5a9c3e" || ports[2].SecurityGroups == nil || strings.Join(*ports[2].SecurityGroups, ",") != storageSG ||
+		len(ports[2].AllowedAddressPairs) != 0 || ports[2].Trunk != nil {
+		t.Fatalf("attached ports-first: networks %+v ports %+v", spec.Spec.Networks, ports)
+	}
+	// The user's own port on the storage network, beside ours.
+	hand := withPatch(t, after, []byte(`[{"op":"add","path":"/spec/template/spec/providerSpec/value/ports/-","value":{"networkID":"`+storageNet+`","nameSuffix":"nfs"}}]`))
+	r, err := Target{}.PlanRemoveFile(hand, attach.Removal{}, fixedNow.Add(time.Hour), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := withPatch(t, hand, r.Change.(attach.FileChange).Patch)
+	spec, _ = DecodeProviderSpec(templateProviderSpec(removed))
+	if len(spec.Spec.Ports) != 3 || spec.Spec.Ports[2].NameSuffix != "nfs" || spec.HasSecurityGroup(storageSG) {
+		t.Errorf("after --remove: ports %+v, securityGroups %+v; want the user's port kept, ours and the group gone", spec.Spec.Ports, spec.Spec.SecurityGroups)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
@@ -149,4 +150,75 @@ func gauge(t *testing.T, g interface{ Write(*dto.Metric) error }) float64 {
 		t.Fatal(err)
 	}
 	return m.GetGauge().GetValue()
+}
+
+// TestStorageAddressesShortBeforeMachinesFail: a MachineSet attached to a storage network whose
+// subnet has 2 free addresses asks for 5 replicas, and no Machine has been made yet (no Machine
+// API runs here): the operator says so at once, StorageNetworkReachable False with the reason
+// StorageAddressesShort, naming the set, what it wants and the free addresses, and the gauge
+// holds the 3 addresses missing. Scaled down to 2, the condition leaves that reason and the
+// gauge goes to 0.
+func TestStorageAddressesShortBeforeMachinesFail(t *testing.T) {
+	cloud := testenv.NewCloud(t)
+	sim := testenv.NewSimCluster(t, testenv.SimOptions{ControlPlaneNodes: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	h := &harness{t: t, ctx: ctx, sim: sim, kube: sim.Client, resync: 2 * time.Second, logs: &testenv.SyncBuffer{}}
+	h.dyn = dynamic.NewForConfigOrDie(sim.Config)
+
+	p := ostest.NewProject(t, cloud, "short")
+	small := p.CreateNetworkWith("storage-short", nil, map[string]any{"cidr": "192.168.82.0/24", "gateway_ip": nil, "dns_nameservers": []string{"0.0.0.0"},
+		"allocation_pools": []map[string]string{{"start": "192.168.82.10", "end": "192.168.82.11"}}})
+	h.openStackCluster("sim-short", machinectl.DefaultInstallConfig)
+	mc := machineclient.NewForConfigOrDie(sim.Config)
+	spec := fmt.Sprintf(`{"apiVersion":"machine.openshift.io/v1alpha1","kind":"OpenstackProviderSpec","flavor":"m1.xlarge","image":"rhcos",`+
+		`"networks":[{"filter":{},"subnets":[{"filter":{"name":"sim-short-nodes","tags":"openshiftClusterID=sim-short"}}]},{"uuid":%q,"noAllowedAddressPairs":true}]}`, small.ID)
+	const set = "sim-short-worker-0"
+	if _, err := mc.MachineV1beta1().MachineSets(machinectl.Namespace).Create(ctx, machinectl.MachineSet("sim-short", "worker", set, 5, spec), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	creds, err := os.ReadFile(p.CloudsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saCfg := h.installAsServiceAccount(creds)
+	defer h.start(saCfg, Config{Namespace: testNS, Images: testImages, Resync: h.resync, CloudName: ostest.CloudName, StorageNetworkID: small.ID, Version: "test"})()
+
+	took := h.eventually("StorageNetworkReachable=False StorageAddressesShort", settle, func() (bool, string) {
+		c := h.condition(operator.ConditionStorageNetworkReachable)
+		if c == nil {
+			return false, "not set"
+		}
+		return c.Status == operatorv1.ConditionFalse && c.Reason == reasonStorageAddressesShort, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	})
+	t.Logf("StorageAddressesShort %s after the operator started", took.Round(100*time.Millisecond))
+	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
+	t.Logf("StorageNetworkReachable: %s", msg)
+	for _, want := range []string{
+		"want 5 more addresses on it (" + set + " 5), 3 more than the storage subnets have 2 free addresses",
+		"openstack subnet set --allocation-pool start=FIRST,end=LAST storage-short-subnet-0) or scale the sets down",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("StorageNetworkReachable's message lacks %q:\n%s", want, msg)
+		}
+	}
+	if g := gauge(t, StorageAddressesShort); g != 3 {
+		t.Errorf("manila_operator_storage_addresses_short = %v, want 3", g)
+	}
+
+	// Scaled to what the subnet holds.
+	if _, err := mc.MachineV1beta1().MachineSets(machinectl.Namespace).Patch(ctx, set, types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("StorageNetworkReachable without StorageAddressesShort", settle, func() (bool, string) {
+		c := h.condition(operator.ConditionStorageNetworkReachable)
+		if c == nil {
+			return false, "not set"
+		}
+		return c.Reason != reasonStorageAddressesShort, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	})
+	if g := gauge(t, StorageAddressesShort); g != 0 {
+		t.Errorf("manila_operator_storage_addresses_short = %v after the scale-down, want 0", g)
+	}
 }

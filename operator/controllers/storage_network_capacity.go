@@ -98,9 +98,12 @@ func addressesWanted(sets, machines []*unstructured.Unstructured, id string, sub
 		if !machineSetAttached(u, id) {
 			continue
 		}
-		replicas, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-		if !found {
-			replicas = 1 // the API's default
+		replicas := int64(1) // the API's default
+		switch v, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "replicas"); n := v.(type) {
+		case int64:
+			replicas = n
+		case float64: // objects decoded as plain JSON
+			replicas = int64(n)
 		}
 		n := max(0, replicas-live[u.GetName()]) + pending[u.GetName()]
 		if n > 0 {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/manila-setup/manila-setup/attach/record"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
@@ -187,6 +188,7 @@ func (c *storageNetworkController) addMachines(ctx context.Context, r *storageRe
 	machines := c.machines()
 	failed := failedWithoutStorageAddress(machines, id, r.subnets)
 	wanted := addressesWanted(sets, machines, id, r.subnets)
+	klog.V(4).Infof("storage network %s: %d MachineSets, %d Machines, %d failed without a storage address, %d storage addresses wanted", id, len(sets), len(machines), len(failed), wanted.total)
 	if len(failed) == 0 && wanted.total == 0 {
 		return
 	}

@@ -21,10 +21,12 @@ import (
 
 // machineAPIPaths are the fields of a MachineSet or Machine that the operator's rules read
 // (operator/shareclient: the attachment, the Node and the addresses; StorageNetworkReachable:
-// the phase and error of a Machine without an address on the storage network). Metadata is
+// the phase and error of a Machine without an address on the storage network, a MachineSet's
+// replicas). Metadata is
 // kept apart (SlimMachineAPI).
 var machineAPIPaths = [][]string{
-	{"spec", "state"}, // a ControlPlaneMachineSet's: only an Active one makes masters
+	{"spec", "state"},    // a ControlPlaneMachineSet's: only an Active one makes masters
+	{"spec", "replicas"}, // a MachineSet's: the storage addresses its machines will want
 	{"status", "nodeRef"},
 	{"status", "phase"},
 	{"status", "errorReason"},

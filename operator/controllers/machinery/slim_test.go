@@ -67,6 +67,10 @@ func TestSlimMachineAPI(t *testing.T) {
 	if !reflect.DeepEqual(value, map[string]any{"networks": []any{map[string]any{"uuid": "n1"}}}) {
 		t.Errorf("MachineSet providerSpec kept %v", value)
 	}
+	// And its replicas: the storage addresses its machines will want.
+	if r, _, _ := unstructured.NestedInt64(got.(*unstructured.Unstructured).Object, "spec", "replicas"); r != 3 {
+		t.Errorf("MachineSet replicas kept %d, want 3", r)
+	}
 	// The ControlPlaneMachineSet keeps its state and its template's providerSpec; a master
 	// Machine its role, by which the rules tell it without an owner.
 	cpms := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "machine.openshift.io/v1", "kind": "ControlPlaneMachineSet",
@@ -76,7 +80,7 @@ func TestSlimMachineAPI(t *testing.T) {
 				"spec": map[string]any{"providerSpec": map[string]any{"value": map[string]any{"flavor": "m1.xlarge", "networks": []any{map[string]any{"uuid": "n1"}}}}}}}}}}
 	got, _ = SlimMachineAPI(cpms)
 	wantCPMS := map[string]any{"apiVersion": "machine.openshift.io/v1", "kind": "ControlPlaneMachineSet", "metadata": map[string]any{"name": "cluster"},
-		"spec": map[string]any{"state": "Active", "template": map[string]any{"machines_v1beta1_machine_openshift_io": map[string]any{
+		"spec": map[string]any{"replicas": int64(3), "state": "Active", "template": map[string]any{"machines_v1beta1_machine_openshift_io": map[string]any{
 			"spec": map[string]any{"providerSpec": map[string]any{"value": map[string]any{"networks": []any{map[string]any{"uuid": "n1"}}}}}}}}}
 	if !reflect.DeepEqual(got.(*unstructured.Unstructured).Object, wantCPMS) {
 		t.Errorf("ControlPlaneMachineSet kept\n%v\nwant\n%v", got.(*unstructured.Unstructured).Object, wantCPMS)
