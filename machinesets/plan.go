@@ -131,15 +131,17 @@ type securityGroup struct {
 // "The order of the networks is important, first network is the one that will be used for
 // kubelet"), so a networks[] entry would put the storage port first. As a ports[] entry after
 // the others it comes last; it names no allowed address pairs (a ports[] entry has only its
-// own), takes no trunk (its own flag, absent: the spec's top-level trunk applies to networks[]
-// ports only), and carries the security groups asked for (a ports[] entry that names none
-// inherits the machine's). nameSuffix marks it as manila-setup's, which --remove takes away;
-// Neutron chooses its address among the network's subnets, as for a networks[] entry by uuid.
+// own), says trunk: false (a port without a trunk flag takes the spec's, and with trunk: true
+// it became a trunk parent: seen on the real actuator), and carries the security groups asked
+// for (a ports[] entry that names none inherits the machine's). nameSuffix marks it as
+// manila-setup's, which --remove takes away; Neutron chooses its address among the network's
+// subnets, as for a networks[] entry by uuid.
 type storagePort struct {
 	NetworkID      string    `json:"networkID"`
 	NameSuffix     string    `json:"nameSuffix"`
 	SecurityGroups *[]string `json:"securityGroups,omitempty"`
 	PortSecurity   *bool     `json:"portSecurity,omitempty"`
+	Trunk          bool      `json:"trunk"`
 }
 
 // storagePortSuffixPrefix starts the nameSuffix of the ports[] entries manila-setup writes: the

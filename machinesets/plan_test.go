@@ -202,7 +202,7 @@ func checkPatchedObject(t *testing.T, ms *machinev1beta1.MachineSet, plan *Plan,
 			for _, g := range want.SecurityGroups {
 				groups = append(groups, g)
 			}
-			return map[string]any{"networkID": plan.AddNetworks[i], "nameSuffix": "manila-" + plan.AddNetworks[i][:8], "securityGroups": groups}
+			return map[string]any{"networkID": plan.AddNetworks[i], "nameSuffix": "manila-" + plan.AddNetworks[i][:8], "securityGroups": groups, "trunk": false}
 		}
 		return map[string]any{"uuid": plan.AddNetworks[i], "noAllowedAddressPairs": true}
 	})

@@ -183,7 +183,7 @@ func TestPortsFirstAttachAndRemove(t *testing.T) {
 	ports := spec.Spec.Ports
 	if len(spec.Spec.Networks) != 0 || len(ports) != 3 || ports[0].NameSuffix != "nodes" || ports[2].NetworkID != storageNet ||
 		ports[2].NameSuffix != "manila-3f5a9c3e" || ports[2].SecurityGroups == nil || strings.Join(*ports[2].SecurityGroups, ",") != storageSG ||
-		len(ports[2].AllowedAddressPairs) != 0 || ports[2].Trunk != nil {
+		len(ports[2].AllowedAddressPairs) != 0 || ports[2].Trunk == nil || *ports[2].Trunk {
 		t.Fatalf("attached ports-first: networks %+v ports %+v", spec.Spec.Networks, ports)
 	}
 	// The user's own port on the storage network, beside ours.

@@ -29,7 +29,9 @@ import (
 // machine network as its first NIC (Nova's addresses, in the order the server got its ports),
 // the storage port second, without allowed address pairs, not a trunk parent, with the group
 // asked for. Before, the storage network went to networks[], whose ports the provider makes
-// first: the storage port would have been the primary NIC.
+// first: the storage port would have been the primary NIC. (A ports[] entry without its own
+// trunk flag takes the spec's: the storage port was a trunk parent until the entry said
+// trunk: false.)
 func TestRealMachinesPortsFirstKeepTheirPrimaryNIC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -79,7 +81,7 @@ func TestRealMachinesPortsFirstKeepTheirPrimaryNIC(t *testing.T) {
 	}
 	id, ps := serverPorts(t, ctx, cl, live[0])
 	order := serverNetworkOrder(t, ctx, cl.Clients.Compute, id)
-	machineNet, storageNet := cl.InfraID+"-network", "pf-storage"
+	machineNet, storageNet := cl.InfraID+"-openshift", "pf-storage"
 	if len(order) != 2 || order[0] != machineNet || order[1] != storageNet {
 		t.Errorf("server %s: its NICs by network, in order: %v; want %s first (the primary), then %s", id, order, machineNet, storageNet)
 	}
