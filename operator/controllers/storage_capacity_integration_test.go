@@ -93,16 +93,7 @@ func TestStorageAddressUnavailable(t *testing.T) {
 	counts := OpenStackCalls.CapacityCounts.Load()
 	defer h.start(saCfg, Config{Namespace: testNS, Images: testImages, Resync: h.resync, CloudName: ostest.CloudName, StorageNetworkID: small.ID, Version: "test"})()
 
-	took := h.eventually("StorageNetworkReachable=False StorageAddressUnavailable", settle, func() (bool, string) {
-		c := h.condition(operator.ConditionStorageNetworkReachable)
-		if c == nil {
-			return false, "not set"
-		}
-		return c.Status == operatorv1.ConditionFalse && c.Reason == reasonStorageAddressUnavailable, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
-	})
-	t.Logf("StorageAddressUnavailable %s after the operator started", took.Round(100*time.Millisecond))
-	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
-	t.Logf("StorageNetworkReachable: %s", msg)
+	msg := waitStorageReason(h, reasonStorageAddressUnavailable)
 	for _, want := range []string{
 		"1 Machine attaches the storage network storage-small (" + small.ID + ") but got no address on it and has no Node: " + failed.Name + " (MachineSet " + set + ")",
 		"the storage subnets have 0 free addresses (subnet storage-small-subnet-0 (" + small.SubnetIDs[0] + ") 192.168.81.0/24: 2 of 2 addresses of its allocation pools in use)",
@@ -185,16 +176,7 @@ func TestStorageAddressesShortBeforeMachinesFail(t *testing.T) {
 	saCfg := h.installAsServiceAccount(creds)
 	defer h.start(saCfg, Config{Namespace: testNS, Images: testImages, Resync: h.resync, CloudName: ostest.CloudName, StorageNetworkID: small.ID, Version: "test"})()
 
-	took := h.eventually("StorageNetworkReachable=False StorageAddressesShort", settle, func() (bool, string) {
-		c := h.condition(operator.ConditionStorageNetworkReachable)
-		if c == nil {
-			return false, "not set"
-		}
-		return c.Status == operatorv1.ConditionFalse && c.Reason == reasonStorageAddressesShort, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
-	})
-	t.Logf("StorageAddressesShort %s after the operator started", took.Round(100*time.Millisecond))
-	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
-	t.Logf("StorageNetworkReachable: %s", msg)
+	msg := waitStorageReason(h, reasonStorageAddressesShort)
 	for _, want := range []string{
 		"want 5 more addresses on it (" + set + " 5), 3 more than the storage subnets have 2 free addresses",
 		"openstack subnet set --allocation-pool start=FIRST,end=LAST storage-short-subnet-0) or scale the sets down",
@@ -221,4 +203,21 @@ func TestStorageAddressesShortBeforeMachinesFail(t *testing.T) {
 	if g := gauge(t, StorageAddressesShort); g != 0 {
 		t.Errorf("manila_operator_storage_addresses_short = %v after the scale-down, want 0", g)
 	}
+}
+
+// waitStorageReason waits until StorageNetworkReachable is False with the reason, and returns its
+// message.
+func waitStorageReason(h *harness, reason string) string {
+	h.t.Helper()
+	took := h.eventually("StorageNetworkReachable=False "+reason, settle, func() (bool, string) {
+		c := h.condition(operator.ConditionStorageNetworkReachable)
+		if c == nil {
+			return false, "not set"
+		}
+		return c.Status == operatorv1.ConditionFalse && c.Reason == reason, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	})
+	h.t.Logf("%s %s after the operator started", reason, took.Round(100*time.Millisecond))
+	msg := h.condition(operator.ConditionStorageNetworkReachable).Message
+	h.t.Logf("StorageNetworkReachable: %s", msg)
+	return msg
 }
