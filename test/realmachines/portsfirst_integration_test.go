@@ -46,7 +46,7 @@ func TestRealMachinesPortsFirstKeepTheirPrimaryNIC(t *testing.T) {
 	delete(spec, "networks")
 	spec["ports"] = []any{map[string]any{
 		"networkID": cl.Cloud.NetworkID, "nameSuffix": "nodes",
-		"fixedIPs":  []any{map[string]any{"subnetID": cl.Cloud.SubnetID}},
+		"fixedIPs":            []any{map[string]any{"subnetID": cl.Cloud.SubnetID}},
 		"allowedAddressPairs": []any{map[string]any{"ipAddress": machineapi.APIVIP}, map[string]any{"ipAddress": machineapi.IngressVIP}},
 	}}
 	raw, _ := json.Marshal(spec)
