@@ -29,8 +29,13 @@ import (
 const reasonStorageAddressUnavailable = "StorageAddressUnavailable"
 
 // capacityPeriod is how long a count of the free addresses is kept: it is asked only while
-// Machines lack an address, and at most this often.
-const capacityPeriod = time.Minute
+// Machines lack an address or sets want some, and at most this often. While the sets want more
+// than the last count found free, it is asked again after shortRecount: an admin who enlarged
+// the pool sees the condition clear within seconds, not a minute.
+const (
+	capacityPeriod = time.Minute
+	shortRecount   = 10 * time.Second
+)
 
 // MachinesWithoutStorageAddress is the number of Machines the storage network controller last
 // found without an address on the storage network for lack of free addresses.
@@ -302,10 +307,10 @@ var errNoCapacitySource = errors.New("the cloud has not been reached yet")
 
 // freeAddresses counts the free addresses of network id's subnets, at most once per
 // capacityPeriod for the same network (the answer is kept).
-func (s *storageNetworks) freeAddresses(ctx context.Context, id string) storageCapacity {
+func (s *storageNetworks) freeAddresses(ctx context.Context, id string, maxAge time.Duration) storageCapacity {
 	s.mu.Lock()
 	src := s.src
-	if s.capNet == id && time.Since(s.capAt) < capacityPeriod {
+	if s.capNet == id && time.Since(s.capAt) < maxAge {
 		c := s.capLast
 		s.mu.Unlock()
 		return c

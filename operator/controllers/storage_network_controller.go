@@ -68,7 +68,7 @@ type storageNetworkController struct {
 	// machines lists the cached Machines of openshift-machine-api; freeAddresses counts the
 	// free addresses of a network's subnets (asked only while Machines lack an address).
 	machines      func() []*unstructured.Unstructured
-	freeAddresses func(ctx context.Context, networkID string) storageCapacity
+	freeAddresses func(ctx context.Context, networkID string, maxAge time.Duration) storageCapacity
 	// recorder says the storage network's warnings once as an Event; warned holds the last
 	// ones said (a controller syncs one at a time).
 	recorder machinery.Recorder
@@ -193,7 +193,10 @@ func (c *storageNetworkController) addMachines(ctx context.Context, r *storageRe
 		return
 	}
 	if c.freeAddresses != nil {
-		r.capacity = c.freeAddresses(ctx, id)
+		r.capacity = c.freeAddresses(ctx, id, capacityPeriod)
+		if free := r.capacity.free(); free >= 0 && wanted.total > free {
+			r.capacity = c.freeAddresses(ctx, id, shortRecount)
+		}
 		if n := r.capacity.free(); n >= 0 {
 			StorageSubnetFreeAddresses.Set(float64(n))
 		}
