@@ -117,18 +117,28 @@ func TestPatchOnARealAPIServer(t *testing.T) {
 		if !spec.HasNetwork(storageNet) || !spec.HasSecurityGroup(storageSG) {
 			t.Errorf("%s lacks the storage network or security group after patching", name)
 		}
+		// A ports-first providerSpec (no networks[]) gets it as a ports[] entry.
+		list := "networks"
 		count := 0
 		for _, n := range spec.Spec.Networks {
 			if strings.EqualFold(n.UUID, storageNet) || strings.EqualFold(n.Filter.ID, storageNet) {
 				count++
 			}
 		}
+		if len(spec.Spec.Networks) == 0 {
+			list = "ports"
+			for _, p := range spec.Spec.Ports {
+				if strings.EqualFold(p.NetworkID, storageNet) {
+					count++
+				}
+			}
+		}
 		if count != 1 {
-			t.Errorf("%s has the storage network %d times in networks[]", name, count)
+			t.Errorf("%s has the storage network %d times in %s[]", name, count, list)
 		}
 		b, a := genericSpec(t, templateProviderSpec(before)), genericSpec(t, templateProviderSpec(after))
 		for k, v := range b {
-			if k != "networks" && k != "securityGroups" && !reflect.DeepEqual(a[k], v) {
+			if k != list && k != "securityGroups" && !reflect.DeepEqual(a[k], v) {
 				t.Errorf("%s: providerSpec.%s changed on the server: %v -> %v", name, k, v, a[k])
 			}
 		}
