@@ -388,19 +388,32 @@ func (s *storageNetworks) network() (id, how, why string) {
 // on several subnets, the CIDR is the smallest prefix covering all of them, as long as it holds
 // no export address of another network that discovery saw (a prefix that took in another
 // network's exports could pick an export the workers do not reach); else the preferred subnet.
+//
+// Only exports of a family the shares' rules can admit count: the driver grants no IPv6 rule
+// (shareclient.DriverGrantsIPv6), so on a network that exports on an IPv4 and an IPv6 subnet
+// (the director's StorageNFS) the node plugin must mount the IPv4 export, even when Manila
+// prefers the IPv6 one; a mount of it would be refused.
 func (s *storageNetworks) exportSubnet() string {
 	best := s.candidate()
 	if best == nil || len(best.Exports) == 0 {
 		return ""
 	}
-	if subnets := best.ExportSubnets(); len(subnets) > 1 && subnets[0].Addr().Is4() == subnets[len(subnets)-1].Addr().Is4() {
+	exports := grantable(best.Exports)
+	var subnets []netip.Prefix
+	for _, e := range exports {
+		if e.CIDR.IsValid() && !slices.Contains(subnets, e.CIDR.Masked()) {
+			subnets = append(subnets, e.CIDR.Masked())
+		}
+	}
+	oneFamily := !slices.ContainsFunc(subnets, func(p netip.Prefix) bool { return p.Addr().Is4() != subnets[0].Addr().Is4() })
+	if len(subnets) > 1 && oneFamily {
 		covering := shareclient.Covering(subnets)
 		if !s.othersExportIn(best.Network.ID, covering) && covering.Bits() > 0 {
 			return covering.String()
 		}
 	}
-	pick := best.Exports[0]
-	for _, e := range best.Exports[1:] {
+	pick := exports[0]
+	for _, e := range exports[1:] {
 		if e.Preferred && !pick.Preferred || e.Preferred == pick.Preferred && e.Shares > pick.Shares {
 			pick = e
 		}
@@ -409,6 +422,25 @@ func (s *storageNetworks) exportSubnet() string {
 		return ""
 	}
 	return pick.CIDR.Masked().String()
+}
+
+// grantable keeps the exports of the families the driver grants rules for: without IPv6 rules
+// the IPv4 exports, as long as there is one (with none, all of them: the claims then fail on
+// Manila's refusal of the IPv6 rule, which says why).
+func grantable(exports []openstack.NetworkExport) []openstack.NetworkExport {
+	if shareclient.DriverGrantsIPv6 {
+		return exports
+	}
+	var v4 []openstack.NetworkExport
+	for _, e := range exports {
+		if e.Address.Unmap().Is4() {
+			v4 = append(v4, e)
+		}
+	}
+	if len(v4) == 0 {
+		return exports
+	}
+	return v4
 }
 
 // othersExportIn tells whether a network other than the given one has an export address inside

@@ -258,11 +258,23 @@ func TestStorageNetworksExportSubnets(t *testing.T) {
 			Exports: []openstack.NetworkExport{export("10.0.0.0/24", true), export("10.0.3.0/24", false)}},
 		{Network: openstack.Network{ID: other}, Score: 50, Confidence: openstack.ConfidenceLow, Exports: []openstack.NetworkExport{export("10.0.2.0/24", true)}},
 	}}
+	// The director's StorageNFS with an IPv4 and an IPv6 subnet, Manila preferring the IPv6
+	// export: the driver grants IPv4 rules only, so the plugin must mount the IPv4 export.
+	director := &openstack.Ranking{Candidates: []openstack.Candidate{
+		{Network: openstack.Network{ID: storage}, Score: 300, Confidence: openstack.ConfidenceHigh,
+			Exports: []openstack.NetworkExport{export("fd00:fd00:fd00:7000::/64", true), export("172.17.5.0/24", false)}},
+	}}
+	ipv6Only := &openstack.Ranking{Candidates: []openstack.Candidate{
+		{Network: openstack.Network{ID: storage}, Score: 300, Confidence: openstack.ConfidenceHigh,
+			Exports: []openstack.NetworkExport{export("fd00:fd00:fd00:7000::/64", true)}},
+	}}
 	for _, tt := range []struct {
 		name       string
 		s          *storageNetworks
 		want, main string
 	}{
+		{"IPv4 and IPv6 exports, IPv6 preferred", &storageNetworks{at: time.Now(), ranking: director}, "fd00:fd00:fd00:7000::/64, 172.17.5.0/24", "172.17.5.0/24"},
+		{"IPv6 exports only", &storageNetworks{at: time.Now(), ranking: ipv6Only}, "fd00:fd00:fd00:7000::/64", "fd00:fd00:fd00:7000::/64"},
 		// The driver matches one CIDR: the one that covers both export subnets.
 		{"discovered", &storageNetworks{at: time.Now(), ranking: ranking}, "10.0.0.0/24, 10.0.1.0/24", "10.0.0.0/23"},
 		// A covering that would take in another network's exports: the preferred subnet.
