@@ -24,28 +24,42 @@ import (
 // server and share it hands the NFS plugin), append a line each and read the other's. The share
 // is the one the real driver provisioned for the operator's class, so what admits them is the
 // rule the driver granted from the class's nfs-shareClient, judged by the NFS server itself.
-func workersWriteOneShare(t *testing.T, ctx context.Context, storagePorts []osapi.Port, vc map[string]string) {
+func workersWriteOneShare(t *testing.T, ctx context.Context, nfs *testenv.NFSBackend, network *gophercloud.ServiceClient, storageSubnets []netip.Prefix,
+	storagePorts []osapi.Port, vc map[string]string) {
 	t.Helper()
-	nfs, err := testenv.LoadNFSBackend()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(storagePorts) < 2 {
 		t.Fatalf("two workers' storage ports needed, have %d", len(storagePorts))
 	}
-	network, err := testenv.NetworkClient(ctx, testenv.CloudAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	export := vc["server"] + ":" + vc["share"]
+	server, err := netip.ParseAddr(strings.Trim(vc["server"], "[]"))
+	if err != nil {
+		t.Fatalf("the node plugin's export server %q: %v", vc["server"], err)
+	}
+	// Each guest has every address of its port, in its subnet (a dual-stack storage port has
+	// two); it mounts from the one of the export's family.
 	guests := make([]*testenv.Guest, 2)
+	mountFrom := make([]netip.Addr, 2)
 	var wg sync.WaitGroup
 	for i, sp := range storagePorts[:2] {
 		p, err := ports.Get(ctx, network, sp.ID).Extract()
 		if err != nil {
 			t.Fatal(err)
 		}
-		nic := nfs.StoragePort(p.MACAddress, sp.FixedIPs[0].String()+"/24")
+		var addrs []string
+		for _, a := range sp.FixedIPs {
+			for _, sub := range storageSubnets {
+				if sub.Contains(a) {
+					addrs = append(addrs, netip.PrefixFrom(a, sub.Bits()).String())
+				}
+			}
+			if a.Is4() == server.Is4() {
+				mountFrom[i] = a
+			}
+		}
+		if len(addrs) != len(sp.FixedIPs) || !mountFrom[i].IsValid() {
+			t.Fatalf("storage port %s: addresses %v, subnets %v: want each in a subnet, one of the export %s's family", sp.ID, sp.FixedIPs, storageSubnets, server)
+		}
+		nic := nfs.StoragePort(p.MACAddress, addrs...)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -64,7 +78,7 @@ func workersWriteOneShare(t *testing.T, ctx context.Context, storagePorts []osap
 	}
 	for i, g := range guests {
 		g.MustRun(t, ctx, fmt.Sprintf("mkdir -p /mnt/test && mount.nfs %s /mnt/test -o vers=4.1 && echo 'hello from %s (%s)' >>/mnt/test/%s",
-			export, g.Name, storagePorts[i].FixedIPs[0], g.Name))
+			export, g.Name, mountFrom[i], g.Name))
 	}
 	for i, g := range guests {
 		other := guests[1-i]
@@ -73,13 +87,13 @@ func workersWriteOneShare(t *testing.T, ctx context.Context, storagePorts []osap
 			t.Errorf("%s reads %s's file as %q", g.Name, other.Name, out)
 		}
 		m := g.MustRun(t, ctx, "grep ' /mnt/test ' /proc/mounts")
-		if !strings.Contains(m, "clientaddr="+storagePorts[i].FixedIPs[0].String()) {
-			t.Errorf("%s's mount is not made from its storage port's address %s: %s", g.Name, storagePorts[i].FixedIPs[0], m)
+		if !strings.Contains(m, "clientaddr="+mountFrom[i].String()) {
+			t.Errorf("%s's mount is not made from its storage port's address %s: %s", g.Name, mountFrom[i], m)
 		}
 		g.MustRun(t, ctx, "umount /mnt/test")
 	}
-	t.Logf("two workers' kernels (storage ports %s, %s) mounted %s, the export the node plugin chose, and read each other's lines",
-		storagePorts[0].FixedIPs[0], storagePorts[1].FixedIPs[0], export)
+	t.Logf("two workers' kernels (storage addresses %s, %s) mounted %s, the export the node plugin chose, and read each other's lines",
+		mountFrom[0], mountFrom[1], export)
 }
 
 // nodeKernel boots a guest that stands in for the real node's kernel, which has no NFS client:

@@ -305,9 +305,13 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 	if !companion {
 		// The node side, with the runtime configuration the operator wrote: the mount goes to
 		// the export location in the storage network's subnet.
-		vc := nodeStagesOnTheStorageNetwork(t, ctx, sim, claims[0].pv, cloud.Seed.Subnets["storage-subnet"].CIDR)
+		vc := nodeStagesOnTheStorageNetwork(t, ctx, sim, claims[0].pv, cloud.Seed.Subnets["storage-subnet"].CIDR, "10.0.0.20")
 		// And what the plugin would mount, the workers' kernels mount: the data path below.
-		workersWriteOneShare(t, ctx, storagePorts, vc)
+		network, err := testenv.NetworkClient(ctx, testenv.CloudAdmin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		workersWriteOneShare(t, ctx, cloud.NFS(t), network, []netip.Prefix{netip.MustParsePrefix(storageSubnet)}, storagePorts, vc)
 	}
 	t5 := time.Now()
 	for _, c := range claims {
@@ -574,7 +578,7 @@ func writePlatformDriverSecret(t *testing.T, ctx context.Context, sim *testenv.S
 // configurations show that the plugin follows the file: one naming the second export address
 // gets that address, one matching no export fails the stage. It returns what the plugin hands
 // the NFS plugin with the operator's configuration (server, share).
-func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *testenv.SimCluster, pv *corev1.PersistentVolume, storageSubnet string) map[string]string {
+func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *testenv.SimCluster, pv *corev1.PersistentVolume, storageSubnet, secondExport string) map[string]string {
 	t.Helper()
 	cm, err := sim.Client.CoreV1().ConfigMaps(operator.DefaultNamespace).Get(ctx, "manila-csi-driver-runtime-config", metav1.GetOptions{})
 	if err != nil {
@@ -632,8 +636,11 @@ func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *teste
 	}
 	t.Logf("node plugin, operator's runtime configuration %s: mounts %s:%s", written, vc["server"], vc["share"])
 
-	if vc, err := stage(`{"nfs":{"matchExportLocationAddress":"10.0.0.20/32"}}`); err != nil || vc["server"] != "10.0.0.20" {
-		t.Errorf("a configuration naming the second export: %v, %v (want server 10.0.0.20)", vc, err)
+	// A share with a second export in the subnet: a configuration naming it mounts it.
+	if secondExport != "" {
+		if vc, err := stage(fmt.Sprintf(`{"nfs":{"matchExportLocationAddress":"%s/32"}}`, secondExport)); err != nil || vc["server"] != secondExport {
+			t.Errorf("a configuration naming the second export: %v, %v (want server %s)", vc, err, secondExport)
+		}
 	}
 	if vc, err := stage(`{"nfs":{"matchExportLocationAddress":"192.0.2.0/24"}}`); err == nil {
 		t.Errorf("a configuration matching no export staged %v; want an error", vc)

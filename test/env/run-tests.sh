@@ -18,6 +18,14 @@ test_pgid=
 # the same machine creates and deletes its own things. own_cloud (lib.sh) exports a new
 # MANILA_SETUP_RUN and free KEYSTONE_PORT, NEUTRON_PORT, MANILA_PORT, NOVA_PORT, PLACEMENT_PORT,
 # GLANCE_PORT for everything below.
+# A second cloud, of the director's shape (openstack/shape.sh: StorageNFS 172.17.5.0/24 and an
+# IPv6 subnet, a dual-stack machine network), for the journey on that layout
+# (test/e2e TestJourneyOnTheDirectorLayout): a folder and ports of its own, reserved here like
+# the first cloud's. The tests find it through MANILA_SETUP_RUN_DIRECTOR.
+own_cloud director
+director_env=(MANILA_SETUP_CLOUD_SHAPE=director MANILA_SETUP_RUN="$MANILA_SETUP_RUN" KEYSTONE_PORT="$KEYSTONE_PORT"
+  NEUTRON_PORT="$NEUTRON_PORT" MANILA_PORT="$MANILA_PORT" NOVA_PORT="$NOVA_PORT" PLACEMENT_PORT="$PLACEMENT_PORT" GLANCE_PORT="$GLANCE_PORT")
+export MANILA_SETUP_RUN_DIRECTOR=$MANILA_SETUP_RUN
 own_cloud test
 
 cleanup() {
@@ -36,12 +44,13 @@ cleanup() {
   fi
   # A cloud still starting is let finish, so that down.sh finds every process group it recorded.
   [[ -n ${openstack_pid:-} ]] && wait "$openstack_pid" 2>/dev/null
-  step "stopping this run's loopback OpenStack"
+  step "stopping this run's loopback OpenStack clouds"
   bash "$here/openstack/down.sh" || true
+  env "${director_env[@]}" bash "$here/openstack/down.sh" || true
   if ((rc == 0)); then
-    rm -rf "${MANILA_SETUP_RUN:?}"
+    rm -rf "${MANILA_SETUP_RUN:?}" "${MANILA_SETUP_RUN_DIRECTOR:?}"
   else
-    step "this run's cloud state and logs are kept in $MANILA_SETUP_RUN"
+    step "this run's cloud state and logs are kept in $MANILA_SETUP_RUN and $MANILA_SETUP_RUN_DIRECTOR"
   fi
   step "make test finished with exit code $rc"
   exit "$rc"
@@ -51,9 +60,14 @@ trap 'exit 130' INT TERM
 
 # The cloud installs and starts (network and disk bound) while the kube binaries compile (CPU
 # bound): on a fresh machine that saves the 3-5 minutes the cloud takes.
+# The director-shaped cloud comes up after the first one, which installs the packages both use.
 openstack_log="$MANILA_SETUP_RUN/openstack-up.log"
-step "loopback OpenStack of this run: starting in the background on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT, $NOVA_PORT, $PLACEMENT_PORT, $GLANCE_PORT (state and log: $MANILA_SETUP_RUN)"
-bash "$here/openstack/up.sh" >"$openstack_log" 2>&1 &
+director_log="$MANILA_SETUP_RUN_DIRECTOR/openstack-up.log"
+step "loopback OpenStack of this run: starting in the background on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT, $NOVA_PORT, $PLACEMENT_PORT, $GLANCE_PORT (state and log: $MANILA_SETUP_RUN), then the director-shaped one (state and log: $MANILA_SETUP_RUN_DIRECTOR)"
+(
+  bash "$here/openstack/up.sh" >"$openstack_log" 2>&1
+  env "${director_env[@]}" bash "$here/openstack/up.sh" >"$director_log" 2>&1
+) &
 openstack_pid=$!
 
 # The binaries the tests run, one build after the other: they come from one Go module
@@ -104,10 +118,10 @@ MANILA_SETUP_OPERAND_BIN=$(bash "$here/node/operands.sh")
 export MANILA_SETUP_OPERAND_BIN
 
 if ! wait "$openstack_pid"; then
-  cat "$openstack_log" >&2
-  die "the loopback OpenStack did not come up (log above)"
+  cat "$openstack_log" "$director_log" >&2 2>/dev/null || true
+  die "the loopback OpenStack clouds did not come up (logs above)"
 fi
-tail -n 3 "$openstack_log" >&2
+tail -n 3 "$openstack_log" "$director_log" >&2
 step "loopback OpenStack ready"
 
 # The data-path tests' NFS clients: Debian's kernel and a busybox initramfs for QEMU guests

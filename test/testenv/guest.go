@@ -37,13 +37,19 @@ type NFSBackend struct {
 	// Root holds the shares' directories; GaneshaLog is the server's log.
 	Root, GaneshaLog string
 	script           string
+	// run is the cloud's MANILA_SETUP_RUN.
+	run string
 }
 
 // NFS returns the cloud's real NFS back end, failing the test when the cloud runs the
 // DummyDriver (without root, or with MANILA_SETUP_NFS=dummy), which exports nothing.
 func (c *Cloud) NFS(t testing.TB) *NFSBackend {
 	t.Helper()
-	b, err := LoadNFSBackend()
+	run := c.runDir
+	if run == "" {
+		run = runDir()
+	}
+	b, err := loadNFSBackendOf(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +57,11 @@ func (c *Cloud) NFS(t testing.TB) *NFSBackend {
 }
 
 // LoadNFSBackend reads what nfs-backend.sh says of the running cloud's back end.
-func LoadNFSBackend() (*NFSBackend, error) {
-	mode, err := os.ReadFile(filepath.Join(OpenStackDir(), "nfs-backend"))
+func LoadNFSBackend() (*NFSBackend, error) { return loadNFSBackendOf(runDir()) }
+
+// loadNFSBackendOf reads the back end of the cloud whose MANILA_SETUP_RUN is run.
+func loadNFSBackendOf(run string) (*NFSBackend, error) {
+	mode, err := os.ReadFile(filepath.Join(run, "openstack", "nfs-backend"))
 	if err != nil {
 		return nil, fmt.Errorf("loopback OpenStack: %w: run test/env/openstack/up.sh (make test does)", err)
 	}
@@ -63,7 +72,9 @@ func LoadNFSBackend() (*NFSBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := exec.Command("bash", script, "env").Output()
+	cmd := exec.Command("bash", script, "env")
+	cmd.Env = append(os.Environ(), "MANILA_SETUP_RUN="+run)
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s env: %w", script, err)
 	}
@@ -78,14 +89,16 @@ func LoadNFSBackend() (*NFSBackend, error) {
 		RouterNamespace: vars["NFS_ROUTER_NAMESPACE"], MachineBridge: vars["NFS_MACHINE_BRIDGE"],
 		ExportIPs: strings.Fields(vars["NFS_EXPORT_IPS"]),
 		Root:      vars["NFS_ROOT"], GaneshaLog: vars["NFS_GANESHA_LOG"],
-		script: script,
+		script: script, run: run,
 	}, nil
 }
 
 // RestartServer stops ganesha and starts it again, as an NFS server's failover or upgrade would:
 // the exports come back from the files Manila's ganesha library wrote.
 func (b *NFSBackend) RestartServer(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, "bash", b.script, "restart-server").CombinedOutput()
+	cmd := exec.CommandContext(ctx, "bash", b.script, "restart-server")
+	cmd.Env = append(os.Environ(), "MANILA_SETUP_RUN="+b.run)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("restarting ganesha: %w\n%s", err, out)
 	}

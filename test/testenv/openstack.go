@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -30,10 +31,14 @@ type Cloud struct {
 	// CloudsFile is the clouds.yaml to pass as OS_CLIENT_CONFIG_FILE.
 	CloudsFile string
 	Seed       Seed
+	// runDir is the cloud's MANILA_SETUP_RUN: its state is in runDir/openstack.
+	runDir string
 }
 
 // Seed holds the IDs of what up.sh created, as written to seed.json.
 type Seed struct {
+	// Shape is the cloud's layout (test/env/openstack/shape.sh): "default" or "director".
+	Shape          string                `json:"shape"`
 	ProjectID      string                `json:"project_id"`
 	KeystoneURL    string                `json:"keystone_url"`
 	Networks       map[string]string     `json:"networks"`
@@ -51,6 +56,7 @@ type Seed struct {
 // SeedSubnet is one subnet of the seed.
 type SeedSubnet struct {
 	ID   string `json:"id"`
+	Name string `json:"name"`
 	CIDR string `json:"cidr"`
 }
 
@@ -64,9 +70,12 @@ type SeedShare struct {
 func OpenStackDir() string { return filepath.Join(runDir(), "openstack") }
 
 // LoadCloud reads clouds.yaml and seed.json of the running loopback OpenStack.
-func LoadCloud() (*Cloud, error) {
-	dir := OpenStackDir()
-	c := &Cloud{CloudsFile: filepath.Join(dir, "clouds.yaml")}
+func LoadCloud() (*Cloud, error) { return loadCloudOf(runDir()) }
+
+// loadCloudOf reads the cloud whose MANILA_SETUP_RUN is run.
+func loadCloudOf(run string) (*Cloud, error) {
+	dir := filepath.Join(run, "openstack")
+	c := &Cloud{CloudsFile: filepath.Join(dir, "clouds.yaml"), runDir: run}
 	if _, err := os.Stat(c.CloudsFile); err != nil {
 		return nil, fmt.Errorf("loopback OpenStack is not running (%v): run test/env/openstack/up.sh (make test does)", err)
 	}
@@ -114,6 +123,33 @@ func NewCloudParallel(t *testing.T) *Cloud {
 }
 
 var cloudEnvOnce sync.Once
+
+// ShapedCloudEnv names the variable that holds the MANILA_SETUP_RUN of the loopback cloud of a
+// shape other than the default one (test/env/openstack/shape.sh), which make test brings up
+// beside the default cloud: MANILA_SETUP_RUN_DIRECTOR for "director".
+func ShapedCloudEnv(shape string) string { return "MANILA_SETUP_RUN_" + strings.ToUpper(shape) }
+
+// NewShapedCloudParallel returns the running loopback cloud of the given shape, for a test that
+// runs beside others (it calls t.Parallel). Nothing of it goes through the environment: the
+// test passes its clouds.yaml (or its project's) explicitly, as NewCloudParallel's tests do.
+func NewShapedCloudParallel(t *testing.T, shape string) *Cloud {
+	t.Helper()
+	t.Parallel()
+	env := ShapedCloudEnv(shape)
+	run := os.Getenv(env)
+	if run == "" {
+		t.Fatalf("no loopback cloud of the %s shape: %s is not set (make test brings one up; by hand: "+
+			"MANILA_SETUP_RUN=DIR MANILA_SETUP_CLOUD_SHAPE=%s test/env/openstack/up.sh with ports of its own, then %s=DIR)", shape, env, shape, env)
+	}
+	c, err := loadCloudOf(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Seed.Shape != shape {
+		t.Fatalf("the cloud of %s=%s has the %q shape, want %q", env, run, c.Seed.Shape, shape)
+	}
+	return c
+}
 
 // Connect authenticates as the named cloud of the clouds.yaml that OS_CLIENT_CONFIG_FILE points
 // at (NewCloud sets it), exactly as a user of the CLI would, and returns the provider client and

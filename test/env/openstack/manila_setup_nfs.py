@@ -43,6 +43,13 @@ nfs_opts = [
 ]
 
 
+def export_path(ip, pseudo):
+    """An export location as NFS writes it: an IPv6 address in brackets, as CephFS-NFS does."""
+    if ':' in ip:
+        return '[%s]:%s' % (ip, pseudo)
+    return '%s:%s' % (ip, pseudo)
+
+
 def pseudo_path(share):
     """The export's path: the share's and its instance's IDs, as the DummyDriver writes them."""
     return '/share_%s_%s' % (share['share_id'].replace('-', '_'), share['id'].replace('-', '_'))
@@ -120,11 +127,11 @@ class NFSDriver(driver.ExecuteMixin, driver.GaneshaMixin, driver.ShareDriver):
     def _locations(self, share):
         pseudo = pseudo_path(share)
         conf = self.configuration
-        locations = [{'path': '%s:%s' % (ip, pseudo), 'is_admin_only': True,
+        locations = [{'path': export_path(ip, pseudo), 'is_admin_only': True,
                       'metadata': {'preferred': False}}
                      for ip in conf.manila_setup_nfs_admin_export_ips]
         for i, ip in enumerate(conf.manila_setup_nfs_export_ips):
-            locations.append({'path': '%s:%s' % (ip, pseudo), 'is_admin_only': False,
+            locations.append({'path': export_path(ip, pseudo), 'is_admin_only': False,
                               'metadata': {'preferred': i == 0}})
         return locations
 

@@ -4,9 +4,10 @@
 # network namespaces of this cloud's own. Guests (test/testenv/guest.go) plug their NICs into
 # the namespaces' bridges as a server's ports plug into Neutron's networks:
 #
-#   namespace NS ("storage")  bridge br-storage: 10.0.0.10/24, 10.0.0.20/24 (the export addresses,
-#                             10.0.0.10 preferred) and 11.0.0.11/24 (the admin-only export);
-#                             ganesha listens here only (NFSv4.x, port 2049)
+#   namespace NS ("storage")  bridge br-storage: the export addresses of the cloud's shape
+#                             (shape.sh; by default 10.0.0.10/24 preferred, 10.0.0.20/24 and
+#                             11.0.0.11/24, the admin-only export); ganesha listens here only
+#                             (NFSv4.x, port 2049)
 #   namespace NS-r ("router") bridge br-machine: 10.196.0.1/16, the machine network's router. It
 #                             routes nothing: its default route is a blackhole, as a cloud's
 #                             router whose upstream drops private addresses, so a node with no
@@ -28,6 +29,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
+. "$here/shape.sh"
 
 state="$MANILA_SETUP_RUN/openstack"
 nfs="$state/nfs"
@@ -35,8 +37,10 @@ logs="$state/logs"
 # Namespace names from the state folder, so that two clouds (make demo and make test) never share one.
 ns="ms-$(printf '%s' "$state" | sha256sum | cut -c1-10)"
 router="$ns-r"
-export_ips=(10.0.0.10 10.0.0.20)
-admin_ips=(11.0.0.11)
+# The shape up.sh recorded (a cloud made before shapes existed is the default one).
+shape=default
+[[ ! -s $state/shape ]] || shape=$(<"$state/shape")
+cloud_shape "$shape"
 router_ip=10.196.0.1/16
 dbus_socket="$nfs/dbus.sock"
 
@@ -46,7 +50,7 @@ NFS_NAMESPACE=$ns
 NFS_STORAGE_BRIDGE=br-storage
 NFS_ROUTER_NAMESPACE=$router
 NFS_MACHINE_BRIDGE=br-machine
-NFS_EXPORT_IPS=${export_ips[*]}
+NFS_EXPORT_IPS=$(bare "${export_addrs[@]}" | tr , ' ')
 NFS_ROOT=$nfs/data
 NFS_DBUS=unix:path=$dbus_socket
 NFS_GANESHA_LOG=$logs/ganesha.log
@@ -113,8 +117,15 @@ up() {
   ip netns add "$router"
   ip -n "$ns" link set lo up
   ip -n "$ns" link add br-storage type bridge
-  local ip
-  for ip in "${export_ips[@]}" "${admin_ips[@]}"; do ip -n "$ns" addr add "$ip/24" dev br-storage; done
+  local addr
+  # nodad: an IPv6 export address is usable at once, not after duplicate address detection.
+  for addr in "${export_addrs[@]}" "${admin_export_addrs[@]}"; do
+    if [[ $addr == *:* ]]; then
+      ip -n "$ns" addr add "$addr" dev br-storage nodad
+    else
+      ip -n "$ns" addr add "$addr" dev br-storage
+    fi
+  done
   ip -n "$ns" link set br-storage up
   ip -n "$router" link set lo up
   ip -n "$router" link add br-machine type bridge
@@ -176,7 +187,7 @@ LOG { Default_Log_Level = EVENT; Components { EXPORT = INFO; } }
 %include $nfs/exports/INDEX.conf
 EOF
   start_ganesha
-  step "NFS back end: ganesha on ${export_ips[*]} (namespace $ns), machine router $router_ip (namespace $router)"
+  step "NFS back end: ganesha on $(bare "${export_addrs[@]}") (namespace $ns), machine router $router_ip (namespace $router)"
 }
 
 case ${1:-} in

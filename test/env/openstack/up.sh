@@ -11,12 +11,14 @@
 # Needs no standard input. Stop everything with down.sh (--purge also deletes the state dir).
 #
 # Environment: KEYSTONE_PORT (15000), NEUTRON_PORT (19696), MANILA_PORT (18786), NOVA_PORT
-# (18774), PLACEMENT_PORT (18778), GLANCE_PORT (19292), MANILA_SETUP_RUN (state root, see ../lib.sh).
+# (18774), PLACEMENT_PORT (18778), GLANCE_PORT (19292), MANILA_SETUP_RUN (state root, see ../lib.sh),
+# MANILA_SETUP_CLOUD_SHAPE (default; or director: see shape.sh).
 set -euo pipefail
 # Errors inside $(...) must stop the script too (bash leaves errexit off there by default).
 shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
+. "$here/shape.sh"
 
 KEYSTONE_PORT=${KEYSTONE_PORT:-15000}
 NEUTRON_PORT=${NEUTRON_PORT:-19696}
@@ -60,6 +62,8 @@ nfs_wanted=${MANILA_SETUP_NFS:-real}
 [[ $nfs_wanted == real || $nfs_wanted == dummy ]] || die "MANILA_SETUP_NFS=$nfs_wanted: want real or dummy"
 ((EUID == 0)) || nfs_wanted=dummy
 [[ $nfs_wanted == real ]] && packages+=(nfs-ganesha nfs-ganesha-vfs dbus-daemon dbus-bin)
+shape=${MANILA_SETUP_CLOUD_SHAPE:-default}
+cloud_shape "$shape" || exit 2
 
 # ---------------------------------------------------------------------------------------------
 # Packages
@@ -110,6 +114,7 @@ healthy() {
   [[ -s $state/seed.json && -s $state/clouds.yaml && -f $state/ports ]] || return 1
   [[ $(<"$state/ports") == "${ports[*]}" ]] || return 1
   [[ -f $state/nfs-backend && $(<"$state/nfs-backend") == "$nfs_wanted" ]] || return 1
+  [[ -f $state/shape && $(<"$state/shape") == "$shape" ]] || return 1
   local all=("${services[@]}")
   [[ $nfs_wanted == real ]] && all+=(nfs-dbus ganesha)
   for name in "${all[@]}"; do
@@ -393,8 +398,8 @@ share_driver = manila_setup_nfs.NFSDriver
 driver_handles_share_servers = False
 share_backend_name = nfs
 manila_setup_nfs_root = $state/nfs/data
-manila_setup_nfs_export_ips = 10.0.0.10,10.0.0.20
-manila_setup_nfs_admin_export_ips = 11.0.0.11
+manila_setup_nfs_export_ips = $(bare "${export_addrs[@]}")
+manila_setup_nfs_admin_export_ips = $(bare "${admin_export_addrs[@]}")
 ganesha_config_path = $state/nfs/ganesha.conf
 ganesha_export_dir = $state/nfs/exports
 ganesha_db_path = $state/nfs/exports.sqlite
@@ -797,27 +802,41 @@ seed_keystone() {
   APPCRED_SECRET=$(jq -r .application_credential.secret <<<"$ac")
 }
 
-# ensure_subnet TOKEN NETWORK_ID NAME CIDR [EXTRA_JSON] prints the subnet id.
+# ensure_subnet TOKEN NETWORK_ID NAME CIDR [EXTRA_JSON] prints the subnet id (IPv6 for a CIDR
+# with a colon).
 ensure_subnet() {
-  local extra=${5:-'{}'}
-  nensure "$1" subnets "$3" "$(jq -cn --arg n "$3" --arg net "$2" --arg c "$4" --argjson x "$extra" \
-    '{subnet: ({name: $n, network_id: $net, cidr: $c, ip_version: 4} + $x)}')"
+  local extra=${5:-'{}'} version=4
+  [[ $4 == *:* ]] && version=6
+  nensure "$1" subnets "$3" "$(jq -cn --arg n "$3" --arg net "$2" --arg c "$4" --argjson v "$version" --argjson x "$extra" \
+    '{subnet: ({name: $n, network_id: $net, cidr: $c, ip_version: $v} + $x)}')"
 }
 
 seed_neutron() {
   local net
-  # The cluster's machine network.
+  # The cluster's machine network (dual-stack in the director shape).
   NET_TENANT=$(nensure "$DEMO_TOKEN" networks tenant '{"network": {"name": "tenant"}}')
   SUB_TENANT=$(ensure_subnet "$DEMO_TOKEN" "$NET_TENANT" tenant-subnet 10.196.0.0/16)
+  SUB_TENANT_V6=
+  [[ -z $tenant_v6 ]] || SUB_TENANT_V6=$(ensure_subnet "$DEMO_TOKEN" "$NET_TENANT" tenant-subnet-v6 "$tenant_v6" \
+    '{"ipv6_address_mode": "dhcpv6-stateful", "ipv6_ra_mode": "dhcpv6-stateful"}')
 
   # The network the Manila export locations live on: a shared provider network owned by the
-  # admin, as real clouds do it. The DummyDriver (DHSS=false) exports at 10.0.0.10 and
-  # 10.0.0.20 (and 11.0.0.11, admin-only), so the subnet is 10.0.0.0/24 with Neutron's
-  # allocation pool kept clear of those two addresses.
-  NET_STORAGE=$(nensure "$ADMIN_TOKEN" networks storage '{"network": {"name": "storage",
-    "shared": true, "provider:network_type": "flat", "provider:physical_network": "physnet-storage"}}')
-  SUB_STORAGE=$(ensure_subnet "$ADMIN_TOKEN" "$NET_STORAGE" storage-subnet "$STORAGE_CIDR" \
-    '{"allocation_pools": [{"start": "10.0.0.100", "end": "10.0.0.250"}]}')
+  # admin, as real clouds do it, with the export addresses (shape.sh) kept out of Neutron's
+  # allocation pools. STORAGE_SUBNETS is the seed's view of its subnets.
+  NET_STORAGE=$(nensure "$ADMIN_TOKEN" networks "$storage_network" "$(jq -cn --arg n "$storage_network" '{network: {name: $n,
+    shared: true, "provider:network_type": "flat", "provider:physical_network": "physnet-storage"}}')")
+  STORAGE_SUBNETS='{}'
+  # Seed keys: storage-subnet for the first, storage-subnet-2, -3, ... for the others.
+  local line name cidr start end mode extra id key i=0
+  for line in "${storage_subnets[@]}"; do
+    ((++i == 1)) && key=storage-subnet || key=storage-subnet-$i
+    read -r name cidr start end mode <<<"$line"
+    extra=$(jq -cn --arg s "$start" --arg e "$end" --arg m "${mode:-}" \
+      '{allocation_pools: [{start: $s, end: $e}]} + (if $m == "" then {} else {ipv6_address_mode: $m, ipv6_ra_mode: $m} end)')
+    id=$(ensure_subnet "$ADMIN_TOKEN" "$NET_STORAGE" "$name" "$cidr" "$extra")
+    STORAGE_SUBNETS=$(jq -c --arg k "$key" --arg n "$name" --arg id "$id" --arg net "$NET_STORAGE" --arg c "$cidr" \
+      '. + {($k): {id: $id, name: $n, network_id: $net, cidr: $c}}' <<<"$STORAGE_SUBNETS")
+  done
 
   # A network the code must not pick.
   NET_DECOY=$(nensure "$DEMO_TOKEN" networks decoy '{"network": {"name": "decoy"}}')
@@ -981,8 +1000,8 @@ EOF
     --arg keystone_url "$keystone_url" --arg neutron_url "$neutron_url" --arg manila_url "$manila_url" \
     --arg project_id "$DEMO_PROJECT" --arg user_id "$DEMO_USER" --arg admin_project_id "$ADMIN_PROJECT" \
     --arg net_tenant "$NET_TENANT" --arg net_storage "$NET_STORAGE" --arg net_decoy "$NET_DECOY" \
-    --arg sub_tenant "$SUB_TENANT" --arg sub_storage "$SUB_STORAGE" --arg sub_decoy "$SUB_DECOY" \
-    --arg storage_cidr "$STORAGE_CIDR" \
+    --arg sub_tenant "$SUB_TENANT" --arg sub_tenant_v6 "$SUB_TENANT_V6" --arg tenant_v6 "$tenant_v6" \
+    --argjson storage_subnets "$STORAGE_SUBNETS" --arg sub_decoy "$SUB_DECOY" --arg shape "$shape" \
     --arg sg_nfs "$SG_NFS" --arg sg_block "$SG_BLOCK" --arg sg_default "$SG_DEFAULT" \
     --arg st_default "$ST_DEFAULT" --arg st_cephfs "$ST_CEPHFS" \
     --arg share_id "$SHARE_ID" --argjson share_exports "$SHARE_EXPORTS" \
@@ -996,11 +1015,12 @@ EOF
       admin_project_id: $admin_project_id,
       application_credential: {id: $ac_id, name: "manila-setup-test"},
       networks: {tenant: $net_tenant, storage: $net_storage, decoy: $net_decoy},
-      subnets: {
+      shape: $shape,
+      subnets: ({
         "tenant-subnet": {id: $sub_tenant, network_id: $net_tenant, cidr: "10.196.0.0/16"},
-        "storage-subnet": {id: $sub_storage, network_id: $net_storage, cidr: $storage_cidr},
         "decoy-subnet": {id: $sub_decoy, network_id: $net_decoy, cidr: "192.168.50.0/24"}
-      },
+      } + $storage_subnets + (if $tenant_v6 == "" then {} else
+        {"tenant-subnet-v6": {id: $sub_tenant_v6, network_id: $net_tenant, cidr: $tenant_v6}} end)),
       security_groups: {nfs: $sg_nfs, "block-egress": $sg_block, default: $sg_default},
       share_types: {default: $st_default, "cephfs-fast": $st_cephfs},
       shares: {"nfs-share": {id: $share_id, export_locations: $share_exports}},
@@ -1012,8 +1032,6 @@ EOF
 
 # ---------------------------------------------------------------------------------------------
 # Main
-
-STORAGE_CIDR=10.0.0.0/24
 
 install_packages
 
@@ -1032,13 +1050,17 @@ for port in "${ports[@]}"; do
   fi
 done
 # Manila's back end first: the share service reaches ganesha over its D-Bus bus from its start.
+# The shape first of all: nfs-backend.sh reads it back.
 mkdir -p "$logs"
+echo "$shape" >"$state/shape"
 nfs_backend=dummy
 if [[ $nfs_wanted == real ]]; then
   bash "$here/nfs-backend.sh" up || die "the NFS back end did not start (MANILA_SETUP_NFS=dummy runs Manila's DummyDriver instead)"
   nfs_backend=nfs
   export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$state/nfs/dbus.sock"
 else
+  # The DummyDriver's export addresses are its own: the default shape's.
+  [[ $shape == default ]] || die "the $shape shape needs the real NFS back end (root, MANILA_SETUP_NFS unset or real)"
   step "Manila's back end: the DummyDriver (exports nothing; the real NFS back end needs root)"
 fi
 write_configs
@@ -1084,7 +1106,7 @@ step "keystone seeded: service users, catalog, user demo, application credential
 wait_for neutron 300 curl -fsS -m 10 "$neutron_url/"
 step "neutron ready on $neutron_url"
 seed_neutron
-step "neutron seeded: networks tenant, storage, decoy; security groups nfs, block-egress"
+step "neutron seeded ($shape shape): networks tenant, $storage_network, decoy; security groups nfs, block-egress"
 
 wait_for manila 300 curl -fsS -m 10 "$manila_url/"
 # Shares can only be scheduled once the share service has reported its pool to the scheduler.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -87,6 +88,8 @@ type InstallerCloud struct {
 	NetworkID        string
 	SubnetID         string
 	CIDR             string
+	// SubnetV6ID is the machine network's IPv6 subnet of a dual-stack cluster ("" for none).
+	SubnetV6ID       string
 	SecurityGroupIDs map[string]string // role (master, worker) -> ID
 	APIVIP           string
 	IngressVIP       string
@@ -98,7 +101,9 @@ type InstallerCloud struct {
 // SeedInstallerCloud creates what openshift-install leaves in the cloud for cluster infraID,
 // with the machine network cidr and the VIPs at its .5 and .7 (as DefaultInstallConfig says).
 // On error, what it made is deleted.
-func SeedInstallerCloud(ctx context.Context, c *Clients, infraID, cidr, apiVIP, ingressVIP string) (_ *InstallerCloud, err error) {
+// A cidrV6 other than "" makes the machine network dual-stack, with a DHCPv6-stateful IPv6
+// subnet as the installer's dual-stack documentation creates it; the VIPs stay IPv4.
+func SeedInstallerCloud(ctx context.Context, c *Clients, infraID, cidr, cidrV6, apiVIP, ingressVIP string) (_ *InstallerCloud, err error) {
 	ic := &InstallerCloud{InfraID: infraID, CIDR: cidr, APIVIP: apiVIP, IngressVIP: ingressVIP, SecurityGroupIDs: map[string]string{}, clients: c}
 	defer func() {
 		if err != nil {
@@ -116,7 +121,18 @@ func SeedInstallerCloud(ctx context.Context, c *Clients, infraID, cidr, apiVIP, 
 		return nil, fmt.Errorf("creating subnet %s-nodes (%s): %w", infraID, cidr, err)
 	}
 	ic.SubnetID = s.ID
-	for kind, id := range map[string]string{"networks": n.ID, "subnets": s.ID} {
+	tagged := map[string]string{"networks": n.ID, "subnets": s.ID}
+	if cidrV6 != "" {
+		s6, err := subnets.Create(ctx, c.Network, subnets.CreateOpts{NetworkID: n.ID, Name: infraID + "-nodes-v6", CIDR: cidrV6, IPVersion: gophercloud.IPv6,
+			IPv6AddressMode: "dhcpv6-stateful", IPv6RAMode: "dhcpv6-stateful"}).Extract()
+		if err != nil {
+			return nil, fmt.Errorf("creating subnet %s-nodes-v6 (%s): %w", infraID, cidrV6, err)
+		}
+		ic.SubnetV6ID = s6.ID
+		tagged["subnets-v6"] = s6.ID
+	}
+	for kind, id := range tagged {
+		kind = strings.TrimSuffix(kind, "-v6")
 		if _, err := attributestags.ReplaceAll(ctx, c.Network, kind, id, attributestags.ReplaceAllOpts{Tags: []string{tag}}).Extract(); err != nil {
 			return nil, fmt.Errorf("tagging %s %s with %s: %w", kind, id, tag, err)
 		}

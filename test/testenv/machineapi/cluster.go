@@ -79,6 +79,9 @@ type ClusterOptions struct {
 	// kube-system/cluster-config-v1; default machinectl.DefaultInstallConfig. Its machine
 	// network must be MachineNetwork.
 	InstallConfig []byte
+	// MachineNetworkV6, when set, makes the machine network dual-stack: an IPv6 subnet of this
+	// CIDR beside MachineNetwork (the install-config should list both in machineNetwork).
+	MachineNetworkV6 string
 	// Bodies, when set, gives some servers real bodies instead of kwok Nodes (nodeboot.Bodies).
 	Bodies nodeboot.Bodies
 }
@@ -157,7 +160,7 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 			_ = cl.Stop()
 		}
 	}()
-	if cl.Cloud, err = SeedInstallerCloud(ctx, clients, opts.InfraID, MachineNetwork, APIVIP, IngressVIP); err != nil {
+	if cl.Cloud, err = SeedInstallerCloud(ctx, clients, opts.InfraID, MachineNetwork, opts.MachineNetworkV6, APIVIP, IngressVIP); err != nil {
 		return nil, err
 	}
 	if err := seedCluster(ctx, kc, cc, opts); err != nil {
