@@ -36,8 +36,8 @@ import (
 // TestJourneyOnTheDirectorLayout walks the journey on a cloud laid out as the director deploys
 // Manila with CephFS through NFS-Ganesha (test/env/openstack/shape.sh): the storage network is
 // StorageNFS, 172.17.5.0/24 plus an IPv6 subnet fd00:fd00:fd00:7000::/64, each share exported on
-// 172.17.5.10 and [fd00:fd00:fd00:7000::10]; the cluster's machine network is dual-stack. What a
-// cloud of this shape broke, and what is checked here:
+// [fd00:fd00:fd00:7000::10] (preferred) and 172.17.5.10; the cluster's machine network is
+// dual-stack. What a cloud of this shape broke, and what is checked here:
 //
 //   - discovery, fitness and diagnose read the bracketed IPv6 export location;
 //   - the workers' storage ports get an address on both subnets;
@@ -45,8 +45,9 @@ import (
 //     (the driver grants rules at a Manila microversion that refuses IPv6 ip rules) and not the
 //     0.0.0.0/0 that covering 10.196.0.0/16 and 172.17.5.0/24 would give;
 //   - a claim binds, and its share's rules admit exactly the storage subnet;
-//   - the node plugin, with the operator's runtime configuration, mounts the IPv4 export, and
-//     two workers' kernels with both addresses mount it and read each other's lines;
+//   - the node plugin, with the operator's runtime configuration, mounts the IPv4 export, not
+//     the IPv6 one Manila prefers (whose mount the rules refuse), and two workers' kernels with
+//     both addresses mount it and read each other's lines;
 //   - diagnose passes every check for a pod on an attached worker.
 func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	cloud := testenv.NewShapedCloudParallel(t, "director")
@@ -189,6 +190,9 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 
 	// The node plugin with the operator's runtime configuration picks the IPv4 export, the one
 	// the rules admit; the workers' kernels mount it.
+	if pref := preferredExport(t, ctx, manila, share.ID); !strings.HasPrefix(pref, "[") {
+		t.Errorf("the share's preferred export %s: want the bracketed IPv6 one (shape.sh)", pref)
+	}
 	vc := nodeStagesOnTheStorageNetwork(t, ctx, sim, pv, storageV4.String(), "")
 	workersWriteOneShare(t, ctx, cloud.NFS(t), cl.Clients.Network, []netip.Prefix{storageV4, storageV6}, storagePorts, vc)
 
@@ -218,6 +222,17 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	}
 	if names := checkNames(&report); !slices.Contains(names, "storage port") {
 		t.Errorf("diagnose pod/app made checks %v, want a storage port check", names)
+	}
+
+	// The claim goes, and its share with it.
+	if err := sim.Client.CoreV1().Pods("app").Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Client.CoreV1().PersistentVolumeClaims("app").Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := shareGone(ctx, manila, share.ID, 2*time.Minute, alive); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("director layout journey in %s", time.Since(t0).Round(time.Second))
 }

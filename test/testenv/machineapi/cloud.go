@@ -84,10 +84,10 @@ func cloudsYAMLFor(cloudsFile, from, as string) ([]byte, error) {
 // both tagged openshiftClusterID=<infraID>), the master and worker security groups, the API and
 // ingress VIP ports, and the RHCOS image <infraID>-rhcos.
 type InstallerCloud struct {
-	InfraID          string
-	NetworkID        string
-	SubnetID         string
-	CIDR             string
+	InfraID   string
+	NetworkID string
+	SubnetID  string
+	CIDR      string
 	// SubnetV6ID is the machine network's IPv6 subnet of a dual-stack cluster ("" for none).
 	SubnetV6ID       string
 	SecurityGroupIDs map[string]string // role (master, worker) -> ID

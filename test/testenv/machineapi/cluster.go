@@ -7,6 +7,7 @@
 package machineapi
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
@@ -174,6 +175,11 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 	}
 	if !opts.Compact {
 		ms := machinectl.WorkerMachineSet(opts.InfraID, 0, opts.Workers)
+		if cl.Cloud.SubnetV6ID != "" {
+			if err := dualStackPrimary(ms, cl.Cloud); err != nil {
+				return nil, err
+			}
+		}
 		if _, err := mc.MachineV1beta1().MachineSets(Namespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
 		}
@@ -215,6 +221,22 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 		}
 	}
 	return cl, nil
+}
+
+// dualStackPrimary gives the MachineSet the primary network a dual-stack install writes: a
+// dual-stack cluster names its machine network in the install-config's controlPlanePort (the
+// network and its two subnets), and the installer's providerSpec names them by ID, not by the
+// cluster's tag (the real actuator refuses a tag that matches two subnets: "port 0 has no
+// network and unable to infer from fixed IPs").
+func dualStackPrimary(ms *machinev1beta1.MachineSet, ic *InstallerCloud) error {
+	tagged := fmt.Sprintf(`"networks": [{"filter": {}, "subnets": [{"filter": {"tags": "openshiftClusterID=%s"}}]}]`, ic.InfraID)
+	byID := fmt.Sprintf(`"networks": [{"filter": {"id": %q}, "subnets": [{"filter": {"id": %q}}, {"filter": {"id": %q}}]}]`, ic.NetworkID, ic.SubnetID, ic.SubnetV6ID)
+	raw := &ms.Spec.Template.Spec.ProviderSpec.Value.Raw
+	if !bytes.Contains(*raw, []byte(tagged)) {
+		return fmt.Errorf("MachineSet %s: no primary network by the cluster's tag to make dual-stack in %s", ms.Name, *raw)
+	}
+	*raw = bytes.Replace(*raw, []byte(tagged), []byte(byID), 1)
+	return nil
 }
 
 // NewCluster is InstallerShaped for a test: it fails the test when the cluster does not come up,
