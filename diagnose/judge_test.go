@@ -180,6 +180,11 @@ func TestExplainMountError(t *testing.T) {
 		{"sh: can't create /mnt/test/probe: Stale file handle", "last access rule was revoked"},
 		{"mount failed: no such device", "no NFS client"},
 		{"rpc error: code = Internal desc = mount failed: time out after 1m30s", "does not reach the export"},
+		// The Manila node plugin v1.35.0's own words on a share whose IPv6 export is preferred
+		// (TestJourneyOnTheDirectorLayout, test/e2e).
+		{"rpc error: code = InvalidArgument desc = failed to build volume context for volume 593a775f: failed to choose an export location: " +
+			"matchExportLocationAddress filter '172.17.5.0/24': IP '[fd00:fd00:fd00:7000::10]' in export location path [fd00:fd00:fd00:7000::10]:/share_593a775f is invalid",
+			"list and prefer its IPv4 export address first"},
 		{"something else entirely", ""},
 	} {
 		got := ExplainMountError(tc.msg)

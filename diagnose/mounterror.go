@@ -26,6 +26,11 @@ var mountReadings = []struct{ words, meaning string }{
 		"the NFS server refused an operation: the node's access rule was revoked, or the share's files do not let the pod's user write"},
 	{"no such device",
 		"the node's kernel has no NFS client"},
+	// The Manila node plugin's own words, before any mount: cloud-provider-openstack v1.35.0
+	// cannot read a bracketed IPv6 export location while it matches the share's exports to
+	// its runtime configuration (shareadapters/nfs.go, nfsMatchExportLocationAddress).
+	{"in export location path",
+		"the Manila CSI driver cannot read the share's IPv6 export location ([address]:/path) while it looks for the export in the storage subnet: it stages a share only when an IPv4 export in that subnet is preferred and listed before every IPv6 one; have the back end list and prefer its IPv4 export address first, or export on IPv4 only"},
 }
 
 // ExplainMountError says what the NFS client's message means for a Manila volume, or "" when it

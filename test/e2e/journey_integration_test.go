@@ -478,6 +478,40 @@ func (p *operatorProcess) tail() string {
 	return strings.Join(lines, "\n")
 }
 
+// nodeStage runs the real Manila node plugin with the runtime configuration config and has it
+// stage the volume with its node stage secret, returning what it hands the NFS plugin (server,
+// share), or its error with the end of its log.
+func nodeStage(t *testing.T, ctx context.Context, sim *testenv.SimCluster, pv *corev1.PersistentVolume, config string) (map[string]string, error) {
+	t.Helper()
+	ref := pv.Spec.CSI.NodeStageSecretRef
+	if ref == nil {
+		t.Fatalf("volume %s has no node stage secret", pv.Name)
+	}
+	secret, err := sim.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{}
+	for k, v := range secret.Data {
+		secrets[k] = string(v)
+	}
+	dir, err := os.MkdirTemp("", "node-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	node, err := testenv.StartCSINode(ctx, testenv.CSINodeOptions{Dir: dir, RuntimeConfig: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Stop()
+	vc, err := node.Stage(ctx, pv, secrets)
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, node.Tail(10))
+	}
+	return vc, nil
+}
+
 // waitStorageClasses waits for the operator's StorageClasses (want, sorted) and the driver
 // Secret, and returns the classes in that order.
 //
@@ -593,39 +627,11 @@ func nodeStagesOnTheStorageNetwork(t *testing.T, ctx context.Context, sim *teste
 	if err := json.Unmarshal([]byte(written), &conf); err != nil || conf.NFS.MatchExportLocationAddress != storageSubnet {
 		t.Fatalf("the operator's runtime configuration %q: want nfs.matchExportLocationAddress %s (%v)", written, storageSubnet, err)
 	}
-	ref := pv.Spec.CSI.NodeStageSecretRef
-	if ref == nil {
-		t.Fatalf("volume %s has no node stage secret", pv.Name)
-	}
-	secret, err := sim.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secrets := map[string]string{}
-	for k, v := range secret.Data {
-		secrets[k] = string(v)
-	}
 	_, subnet, err := net.ParseCIDR(storageSubnet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage := func(config string) (map[string]string, error) {
-		dir, err := os.MkdirTemp("", "node-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		node, err := testenv.StartCSINode(ctx, testenv.CSINodeOptions{Dir: dir, RuntimeConfig: config})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer node.Stop()
-		vc, err := node.Stage(ctx, pv, secrets)
-		if err != nil {
-			return nil, fmt.Errorf("%w\n%s", err, node.Tail(10))
-		}
-		return vc, nil
-	}
+	stage := func(config string) (map[string]string, error) { return nodeStage(t, ctx, sim, pv, config) }
 	vc, err := stage(written)
 	if err != nil {
 		t.Fatalf("NodeStageVolume with the operator's runtime configuration: %v", err)

@@ -5,9 +5,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +38,7 @@ import (
 // TestJourneyOnTheDirectorLayout walks the journey on a cloud laid out as the director deploys
 // Manila with CephFS through NFS-Ganesha (test/env/openstack/shape.sh): the storage network is
 // StorageNFS, 172.17.5.0/24 plus an IPv6 subnet fd00:fd00:fd00:7000::/64, each share exported on
-// [fd00:fd00:fd00:7000::10] (preferred) and 172.17.5.10; the cluster's machine network is
+// 172.17.5.10 (preferred) and [fd00:fd00:fd00:7000::10]; the cluster's machine network is
 // dual-stack. What a cloud of this shape broke, and what is checked here:
 //
 //   - discovery, fitness and diagnose read the bracketed IPv6 export location;
@@ -45,9 +47,10 @@ import (
 //     (the driver grants rules at a Manila microversion that refuses IPv6 ip rules) and not the
 //     0.0.0.0/0 that covering 10.196.0.0/16 and 172.17.5.0/24 would give;
 //   - a claim binds, and its share's rules admit exactly the storage subnet;
-//   - the node plugin, with the operator's runtime configuration, mounts the IPv4 export, not
-//     the IPv6 one Manila prefers (whose mount the rules refuse), and two workers' kernels with
-//     both addresses mount it and read each other's lines;
+//   - the node plugin, with the operator's runtime configuration, mounts the IPv4 export, and
+//     two workers' kernels with both addresses mount it and read each other's lines;
+//   - with the IPv6 export preferred instead, the driver (v1.35.0) cannot stage the share at
+//     all, and diagnose explains its words;
 //   - diagnose passes every check for a pod on an attached worker.
 func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	cloud := testenv.NewShapedCloudParallel(t, "director")
@@ -190,11 +193,23 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 
 	// The node plugin with the operator's runtime configuration picks the IPv4 export, the one
 	// the rules admit; the workers' kernels mount it.
-	if pref := preferredExport(t, ctx, manila, share.ID); !strings.HasPrefix(pref, "[") {
-		t.Errorf("the share's preferred export %s: want the bracketed IPv6 one (shape.sh)", pref)
-	}
 	vc := nodeStagesOnTheStorageNetwork(t, ctx, sim, pv, storageV4.String(), "")
 	workersWriteOneShare(t, ctx, cloud.NFS(t), cl.Clients.Network, []netip.Prefix{storageV4, storageV6}, storagePorts, vc)
+
+	// The same share with its IPv6 export preferred, as a back end may report it (Manila's
+	// database: no API sets it): the driver cannot read the bracketed address while it matches
+	// exports to the runtime configuration, and fails the stage; diagnose reads its words.
+	preferIPv6(t, ctx, cloud, share.ID)
+	if pref := preferredExport(t, ctx, manila, share.ID); !strings.HasPrefix(pref, "[") {
+		t.Fatalf("the share's preferred export after the change: %s, want the bracketed IPv6 one", pref)
+	}
+	config := fmt.Sprintf(`{"nfs":{"matchExportLocationAddress":%q}}`, storageV4)
+	if vc, err := nodeStage(t, ctx, sim, pv, config); err == nil || !strings.Contains(err.Error(), "in export location path") || diagnose.ExplainMountError(err.Error()) == "" {
+		t.Errorf("NodeStage of a share whose IPv6 export is preferred: %v, %v; want the driver's refusal of the bracketed address, which diagnose explains", vc, err)
+	} else {
+		t.Logf("with the IPv6 export preferred, the driver v1.35.0 refuses the stage: %s\ndiagnose: %s", firstLine(err.Error()), diagnose.ExplainMountError(err.Error()))
+	}
+	preferIPv6(t, ctx, cloud, share.ID) // and back
 
 	// diagnose, for a pod on an attached worker: every check passes.
 	keep, stopKeeping := context.WithCancel(ctx)
@@ -235,4 +250,24 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("director layout journey in %s", time.Since(t0).Round(time.Second))
+}
+
+// preferIPv6 swaps which export location of the share Manila marks preferred, in Manila's
+// database (the cloud's state folder): a share of the director cloud has two, so the preferred
+// IPv4 one becomes the IPv6 one, and back on a second call.
+func preferIPv6(t *testing.T, ctx context.Context, cloud *testenv.Cloud, share string) {
+	t.Helper()
+	db := filepath.Join(filepath.Dir(cloud.CloudsFile), "manila", "manila.sqlite")
+	q := fmt.Sprintf(`UPDATE share_instance_export_locations_metadata SET value = CASE value WHEN '1' THEN '0' ELSE '1' END
+		WHERE key = 'preferred' AND deleted = 0 AND export_location_id IN (SELECT l.id FROM share_instance_export_locations l
+		JOIN share_instances i ON i.id = l.share_instance_id WHERE i.share_id = '%s' AND l.deleted = 0);`, share)
+	if out, err := exec.CommandContext(ctx, "sqlite3", "-cmd", ".timeout 30000", db, q).CombinedOutput(); err != nil {
+		t.Fatalf("sqlite3 %s: %v\n%s", db, err, out)
+	}
+}
+
+// firstLine is the first line of s.
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }

@@ -9,10 +9,10 @@
 #   director  a cloud laid out as the director (TripleO) deploys Manila with CephFS through
 #             NFS-Ganesha: the shared provider network "StorageNFS" with an IPv4 subnet
 #             172.17.5.0/24 (Neutron's pool 172.17.5.150-250, the Ganesha address below it) and
-#             an IPv6 subnet fd00:fd00:fd00:7000::/64 (DHCPv6-stateful), exported on
-#             [fd00:fd00:fd00:7000::10] (preferred: the export a plugin left to itself would take,
-#             and one the driver cannot grant an IPv6 rule for) and 172.17.5.10, with no
-#             admin-only export; a dual-stack machine
+#             an IPv6 subnet fd00:fd00:fd00:7000::/64 (DHCPv6-stateful), exported on 172.17.5.10
+#             (preferred, listed first: the only order the driver v1.35.0 can stage, see
+#             docs/operator.md) and [fd00:fd00:fd00:7000::10], with no admin-only export; a
+#             dual-stack machine
 #             network 10.196.0.0/16 + fd2e:6f44:5dd8:c956::/64, as the installer's dual-stack
 #             documentation has it.
 #
@@ -36,7 +36,7 @@ cloud_shape() {
       storage_network=StorageNFS
       storage_subnets=("StorageNFS-subnet 172.17.5.0/24 172.17.5.150 172.17.5.250"
         "StorageNFS-subnet-v6 fd00:fd00:fd00:7000::/64 fd00:fd00:fd00:7000::1000 fd00:fd00:fd00:7000::1fff dhcpv6-stateful")
-      export_addrs=(fd00:fd00:fd00:7000::10/64 172.17.5.10/24)
+      export_addrs=(172.17.5.10/24 fd00:fd00:fd00:7000::10/64)
       admin_export_addrs=()
       tenant_v6=fd2e:6f44:5dd8:c956::/64
       ;;
