@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shareaccessrules"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
@@ -152,15 +151,7 @@ func TestCompactJourney(t *testing.T) {
 	}
 	pv := waitBound(t, ctx, sim.Client, pvc, 2*time.Minute, alive)
 	share := checkShare(t, ctx, manila, pv, "default", storageSubnet, 1).ID
-	rules, err := shareaccessrules.List(ctx, manila, share).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var admitted []string
-	for _, r := range rules {
-		admitted = append(admitted, r.AccessTo)
-	}
-	admitsAll(t, "the access rules of share "+share, strings.Join(admitted, ","), masterStorageIPs)
+	admitted := shareAdmitsAll(t, ctx, manila, share, masterStorageIPs)
 	if err := sim.Client.CoreV1().PersistentVolumeClaims("app").Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shareaccessrules"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
@@ -289,15 +290,7 @@ func wholeJourney(t *testing.T, mode platform.Mode) {
 		shareType := classes[i].Annotations[operator.AnnotationShareType]
 		c.share = checkShare(t, ctx, manila, c.pv, shareType, storageSubnet, 2).ID
 		// The share's access rules, read back from Manila, admit every worker's storage address.
-		rules, err := shareaccessrules.List(ctx, manila, c.share).Extract()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var admitted []string
-		for _, r := range rules {
-			admitted = append(admitted, r.AccessTo)
-		}
-		admitsAll(t, "the access rules of share "+c.share, strings.Join(admitted, ","), workerStorageIPs)
+		shareAdmitsAll(t, ctx, manila, c.share, workerStorageIPs)
 		checkVolume(t, c.pv, classes[i].Name, secretNS, operator.DriverSecretName)
 		t.Logf("claim %s on %s: Bound, share %s of type %s", c.pvc.Name, classes[i].Name, c.share, shareType)
 	}
@@ -370,6 +363,22 @@ func admitsAll(t *testing.T, what, value string, addrs []netip.Addr) {
 			t.Errorf("%s (%s) does not admit the worker address %s", what, value, a)
 		}
 	}
+}
+
+// shareAdmitsAll checks that the share's access rules, as Manila has them, admit every address,
+// and returns them.
+func shareAdmitsAll(t *testing.T, ctx context.Context, manila *gophercloud.ServiceClient, share string, addrs []netip.Addr) []string {
+	t.Helper()
+	rules, err := shareaccessrules.List(ctx, manila, share).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var admitted []string
+	for _, r := range rules {
+		admitted = append(admitted, r.AccessTo)
+	}
+	admitsAll(t, "the access rules of share "+share, strings.Join(admitted, ","), addrs)
+	return admitted
 }
 
 func hasRule(ps installconfig.Problems, rule string) bool {

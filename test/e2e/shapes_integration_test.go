@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/shareaccessrules"
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,15 +179,7 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	}
 	pv := waitBound(t, ctx, sim.Client, pvc, 2*time.Minute, alive)
 	share := checkShare(t, ctx, manila, pv, "default", storageV4.String(), 1)
-	rules, err := shareaccessrules.List(ctx, manila, share.ID).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var admitted []string
-	for _, r := range rules {
-		admitted = append(admitted, r.AccessTo)
-	}
-	admitsAll(t, "the access rules of share "+share.ID, strings.Join(admitted, ","), workersV4)
+	admitted := shareAdmitsAll(t, ctx, manila, share.ID, workersV4)
 	t.Logf("claim data: Bound, share %s, rules %v, exports %v", share.ID, admitted, preferredExport(t, ctx, manila, share.ID))
 
 	// The node plugin with the operator's runtime configuration picks the IPv4 export, the one
