@@ -170,6 +170,9 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Contro
 		status, reason, msg = report.apply(status, reason, msg)
 		c.warnOnce(report)
 	}
+	if status == operatorv1.ConditionTrue {
+		status, reason, msg = exportsVerdict(c.candidate(), status, reason, msg)
+	}
 	MachinesWithoutStorageAddress.Set(float64(unaddressed))
 	StorageAddressesShort.Set(float64(short))
 	return c.applyStatus(ctx, storageNetworkName, machinery.NewStatus().WithConditions(
@@ -422,6 +425,37 @@ func (s *storageNetworks) exportSubnet() string {
 		return ""
 	}
 	return pick.CIDR.Masked().String()
+}
+
+// reasonIPv6ExportPreferred: Manila prefers an IPv6 export of the storage network, which the
+// driver cannot stage.
+const reasonIPv6ExportPreferred = "IPv6ExportPreferred"
+
+// exportsVerdict judges the storage network's exports against what the driver can stage. The
+// driver (cloud-provider-openstack v1.35.0) cannot read a bracketed IPv6 export location while
+// it matches a share's exports to the runtime configuration: NodeStage fails ("IP '[...]' in
+// export location path ... is invalid") unless a preferred IPv4 export comes first. So when
+// some share prefers an IPv6 export while the network also exports on IPv4, the workers cannot
+// mount those shares, although every class and rule is right: said here, before a pod fails.
+func exportsVerdict(c *openstack.Candidate, status operatorv1.ConditionStatus, reason, msg string) (operatorv1.ConditionStatus, string, string) {
+	if c == nil || shareclient.DriverGrantsIPv6 {
+		return status, reason, msg
+	}
+	var v6 []string
+	v4 := false
+	for _, e := range c.Exports {
+		switch {
+		case e.Address.Unmap().Is4():
+			v4 = true
+		case e.Preferred:
+			v6 = append(v6, e.Address.String())
+		}
+	}
+	if !v4 || len(v6) == 0 {
+		return status, reason, msg
+	}
+	return operatorv1.ConditionFalse, reasonIPv6ExportPreferred, fmt.Sprintf("Manila prefers the IPv6 export %s of the storage network %s for some shares: the Manila CSI driver cannot stage a share whose preferred export is IPv6 (NodeStage fails: IP '[%s]' in export location path ... is invalid), so pods cannot mount those shares; have the back end list and prefer its IPv4 export address. %s",
+		strings.Join(v6, ", "), c.Network.ID, v6[0], msg)
 }
 
 // grantable keeps the exports of the families the driver grants rules for: without IPv6 rules

@@ -292,6 +292,33 @@ func TestStorageNetworksExportSubnets(t *testing.T) {
 	}
 }
 
+// A storage network whose shares prefer their IPv6 export beside an IPv4 one: the driver
+// cannot stage them (TestJourneyOnTheDirectorLayout sees its refusal), so the condition says
+// so; IPv4 preferred, or IPv6 exports only, leave it as it was.
+func TestExportsVerdict(t *testing.T) {
+	export := func(addr string, preferred bool) openstack.NetworkExport {
+		return openstack.NetworkExport{Address: netip.MustParseAddr(addr), Shares: 1, Preferred: preferred}
+	}
+	network := openstack.Network{ID: "b1181383-3a48-4b5c-815c-1a4c8ec2c1b4"}
+	for _, tt := range []struct {
+		name    string
+		exports []openstack.NetworkExport
+		want    operatorv1.ConditionStatus
+	}{
+		{"IPv4 preferred", []openstack.NetworkExport{export("172.17.5.10", true), export("fd00:fd00:fd00:7000::10", false)}, operatorv1.ConditionTrue},
+		{"IPv6 preferred", []openstack.NetworkExport{export("172.17.5.10", false), export("fd00:fd00:fd00:7000::10", true)}, operatorv1.ConditionFalse},
+		{"IPv6 only", []openstack.NetworkExport{export("fd00:fd00:fd00:7000::10", true)}, operatorv1.ConditionTrue},
+	} {
+		status, reason, msg := exportsVerdict(&openstack.Candidate{Network: network, Exports: tt.exports}, operatorv1.ConditionTrue, "AsExpected", "all attached")
+		if status != tt.want || !strings.HasSuffix(msg, "all attached") {
+			t.Errorf("%s: %s %s %q, want status %s keeping the message", tt.name, status, reason, msg, tt.want)
+		}
+		if status == operatorv1.ConditionFalse && (reason != reasonIPv6ExportPreferred || !strings.Contains(msg, "fd00:fd00:fd00:7000::10") || !strings.Contains(msg, "prefer its IPv4 export")) {
+			t.Errorf("%s: %s %q", tt.name, reason, msg)
+		}
+	}
+}
+
 // Beside the platform's driver the classes hold one rule. Half-way through a rollout on the
 // director's layout the rule is the storage subnet, not the 0.0.0.0/0 that would cover the
 // machine network too: the condition stays True and names the workers left out, instead of

@@ -567,6 +567,14 @@ func waitStorageClasses(t *testing.T, ctx context.Context, sim *testenv.SimClust
 // storageNetworkReachable reads the operator's StorageNetworkReachable condition: on the
 // companion's ManilaCompanion when there is one, else on the ClusterCSIDriver.
 func storageNetworkReachable(ctx context.Context, t *testing.T, sim *testenv.SimCluster) bool {
+	status, _, _ := conditionOf(ctx, t, sim, operator.ConditionStorageNetworkReachable)
+	return status == operatorv1.ConditionTrue
+}
+
+// conditionOf reads one of the operator's conditions (status, reason, message; all "" when it
+// is not there): on the companion's ManilaCompanion when there is one, else on the
+// ClusterCSIDriver.
+func conditionOf(ctx context.Context, t *testing.T, sim *testenv.SimCluster, condition string) (operatorv1.ConditionStatus, string, string) {
 	dyn, err := dynamic.NewForConfig(sim.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -577,18 +585,18 @@ func storageNetworkReachable(ctx context.Context, t *testing.T, sim *testenv.Sim
 		u, err = dyn.Resource(operatorv1.GroupVersion.WithResource("clustercsidrivers")).Get(ctx, operator.DriverName, metav1.GetOptions{})
 	}
 	if err != nil {
-		return false
+		return "", "", ""
 	}
 	var d operatorv1.ClusterCSIDriver // the ManilaCompanion has its status shape
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range d.Status.Conditions {
-		if c.Type == operator.ConditionStorageNetworkReachable {
-			return c.Status == operatorv1.ConditionTrue
+		if c.Type == condition {
+			return c.Status, c.Reason, c.Message
 		}
 	}
-	return false
+	return "", "", ""
 }
 
 // writePlatformDriverSecret plays the platform's Manila operator, which turns the cluster's

@@ -49,8 +49,8 @@ import (
 //   - the node plugin, with the operator's runtime configuration, mounts the IPv4 export, and
 //     two workers' kernels with both addresses mount it and read each other's lines;
 //   - with the IPv6 export preferred instead, the driver (v1.35.0) cannot stage the share at
-//     all, and diagnose explains its words;
-//   - diagnose passes every check for a pod on an attached worker.
+//     all, diagnose explains its words, and the operator's StorageNetworkReachable says so;
+//   - diagnose passes every check for a pod on an attached worker;
 func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	cloud := testenv.NewShapedCloudParallel(t, "director")
 	t0 := time.Now()
@@ -187,20 +187,6 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	vc := nodeStagesOnTheStorageNetwork(t, ctx, sim, pv, storageV4.String(), "")
 	workersWriteOneShare(t, ctx, cloud.NFS(t), cl.Clients.Network, []netip.Prefix{storageV4, storageV6}, storagePorts, vc)
 
-	// The same share with its IPv6 export preferred, as a back end may report it (Manila's
-	// database: no API sets it): the driver cannot read the bracketed address while it matches
-	// exports to the runtime configuration, and fails the stage; diagnose reads its words.
-	preferIPv6(t, ctx, cloud, share.ID)
-	if pref := preferredExport(t, ctx, manila, share.ID); !strings.HasPrefix(pref, "[") {
-		t.Fatalf("the share's preferred export after the change: %s, want the bracketed IPv6 one", pref)
-	}
-	config := fmt.Sprintf(`{"nfs":{"matchExportLocationAddress":%q}}`, storageV4)
-	if vc, err := nodeStage(t, ctx, sim, pv, config); err == nil || !strings.Contains(err.Error(), "in export location path") || diagnose.ExplainMountError(err.Error()) == "" {
-		t.Errorf("NodeStage of a share whose IPv6 export is preferred: %v, %v; want the driver's refusal of the bracketed address, which diagnose explains", vc, err)
-	} else {
-		t.Logf("with the IPv6 export preferred, the driver v1.35.0 refuses the stage: %s\ndiagnose: %s", firstLine(err.Error()), diagnose.ExplainMountError(err.Error()))
-	}
-	preferIPv6(t, ctx, cloud, share.ID) // and back
 
 	// diagnose, for a pod on an attached worker: every check passes.
 	keep, stopKeeping := context.WithCancel(ctx)
@@ -229,6 +215,32 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	if names := checkNames(&report); !slices.Contains(names, "storage port") {
 		t.Errorf("diagnose pod/app made checks %v, want a storage port check", names)
 	}
+
+	// The same share with its IPv6 export preferred, as a back end may report it (Manila's
+	// database: no API sets it): the driver cannot read the bracketed address while it matches
+	// exports to the runtime configuration, and fails the stage; diagnose reads its words.
+	preferIPv6(t, ctx, cloud, share.ID)
+	if pref := preferredExport(t, ctx, manila, share.ID); !strings.HasPrefix(pref, "[") {
+		t.Fatalf("the share's preferred export after the change: %s, want the bracketed IPv6 one", pref)
+	}
+	config := fmt.Sprintf(`{"nfs":{"matchExportLocationAddress":%q}}`, storageV4)
+	if vc, err := nodeStage(t, ctx, sim, pv, config); err == nil || !strings.Contains(err.Error(), "in export location path") || diagnose.ExplainMountError(err.Error()) == "" {
+		t.Errorf("NodeStage of a share whose IPv6 export is preferred: %v, %v; want the driver's refusal of the bracketed address, which diagnose explains", vc, err)
+	} else {
+		t.Logf("with the IPv6 export preferred, the driver v1.35.0 refuses the stage: %s\ndiagnose: %s", firstLine(err.Error()), diagnose.ExplainMountError(err.Error()))
+	}
+	// The operator says so before any pod fails, at its next discovery (every 10 resyncs).
+	var condition string
+	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		status, reason, msg := conditionOf(ctx, t, sim, operator.ConditionStorageNetworkReachable)
+		condition = fmt.Sprintf("%s %s: %s", status, reason, msg)
+		return status == "False" && reason == "IPv6ExportPreferred", op.alive()
+	}); err != nil {
+		t.Errorf("StorageNetworkReachable with a share preferring its IPv6 export: %s (%v)", condition, err)
+	} else {
+		t.Logf("StorageNetworkReachable: %s", condition)
+	}
+	preferIPv6(t, ctx, cloud, share.ID) // and back
 
 	// The claim goes, and its share with it.
 	if err := sim.Client.CoreV1().Pods("app").Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
