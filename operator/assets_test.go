@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/manila-setup/manila-setup/assets"
+	"github.com/manila-setup/manila-setup/operator/tlsprofile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -29,7 +30,9 @@ var testImages = Images{
 }
 
 func testVars() map[string]string {
-	v := map[string]string{"NAMESPACE": "openshift-cluster-csi-drivers", "LOG_LEVEL": "2", "CLUSTER_ID": "test-cluster", "OPERATOR_NAME": "manila-csi-driver-operator", "RUNTIME_CONFIG": `{"nfs":{"matchExportLocationAddress":"10.0.0.0/24"}}`}
+	v := map[string]string{"NAMESPACE": "openshift-cluster-csi-drivers", "LOG_LEVEL": "2", "CLUSTER_ID": "test-cluster", "OPERATOR_NAME": "manila-csi-driver-operator", "RUNTIME_CONFIG": `{"nfs":{"matchExportLocationAddress":"10.0.0.0/24"}}`,
+		// What the operator renders without an APIServer (plain Kubernetes) or with the default.
+		"TLS_MIN_VERSION": "VersionTLS12", "TLS_CIPHER_SUITES": strings.Join(tlsprofile.Intermediate().CipherSuites, ",")}
 	im := testImages
 	for k, p := range im.ImageEnv() {
 		v[k] = *p

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,11 +22,25 @@ const (
 	// CredentialsCAKey optionally holds the PEM CA bundle of the cloud's endpoints (what a
 	// clouds.yaml "cacert" path points to on the machine it was written on).
 	CredentialsCAKey = "cacert"
+	// CredentialsClientCertKey and CredentialsClientKeyKey optionally hold the PEM client
+	// certificate and key the cloud's endpoints ask for (what clouds.yaml's "cert" and "key"
+	// point to on the machine it was written on).
+	CredentialsClientCertKey = "clientcert"
+	CredentialsClientKeyKey  = "clientkey"
 	// DefaultCloudName is the cloud the cloud-credential-operator writes into clouds.yaml.
 	DefaultCloudName = "openstack"
 
 	// DriverSecretName is the Secret the driver reads its OpenStack credentials from.
 	DriverSecretName = "csi-manila-secrets"
+
+	// DriverClientCertKey and DriverClientKeyKey hold the client certificate and key in the
+	// driver Secret. The driver takes them only as files (os-clientCertPath, os-clientKeyPath):
+	// its controller and node plugin containers mount these two keys of the Secret, optionally,
+	// at DriverClientTLSDir (assets/controller.yaml, assets/node.yaml). The driver ignores keys
+	// it does not know.
+	DriverClientCertKey = "client-tls.crt"
+	DriverClientKeyKey  = "client-tls.key"
+	DriverClientTLSDir  = "/etc/manila-csi-client-tls"
 )
 
 // Credentials is one cloud of a clouds.yaml, ready for gophercloud and for the driver.
@@ -34,6 +49,9 @@ type Credentials struct {
 	Cloud     clouds.Cloud
 	// CAPEM is the CA bundle from the credentials Secret, if any.
 	CAPEM []byte
+	// ClientCertPEM and ClientKeyPEM are the client certificate and key from the credentials
+	// Secret, if any (SetClientCertificate).
+	ClientCertPEM, ClientKeyPEM []byte
 	// Proxy chooses the HTTP proxy for OpenStack requests (the cluster proxy); nil means the
 	// process environment.
 	Proxy func(*http.Request) (*url.URL, error)
@@ -90,6 +108,24 @@ func ParseCredentials(cloudsYAML []byte, cloudName string, caPEM []byte) (*Crede
 		return nil, &errCredentials{msg: fmt.Sprintf("cloud %q in clouds.yaml has neither a user and password nor an application credential", name)}
 	}
 	return &Credentials{CloudName: name, Cloud: c, CAPEM: bytes.TrimSpace(caPEM)}, nil
+}
+
+// SetClientCertificate gives the credentials the client certificate and key of the
+// credentials Secret: both or neither, and a pair that belongs together. Its errors name no key
+// material.
+func (c *Credentials) SetClientCertificate(cert, key []byte) error {
+	cert, key = bytes.TrimSpace(cert), bytes.TrimSpace(key)
+	if len(cert) == 0 && len(key) == 0 {
+		return nil
+	}
+	if len(cert) == 0 || len(key) == 0 {
+		return &errCredentials{msg: fmt.Sprintf("keys %s and %s go together (a client certificate and its key); only one is set", CredentialsClientCertKey, CredentialsClientKeyKey)}
+	}
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
+		return &errCredentials{msg: fmt.Sprintf("keys %s and %s are not a usable client certificate and key: %v", CredentialsClientCertKey, CredentialsClientKeyKey, err)}
+	}
+	c.ClientCertPEM, c.ClientKeyPEM = append([]byte(nil), cert...), append([]byte(nil), key...)
+	return nil
 }
 
 // DriverSecretData translates the cloud into the keys the Manila CSI driver reads from
@@ -157,6 +193,12 @@ func (c *Credentials) DriverSecretData() map[string][]byte {
 	}
 	if len(c.CAPEM) > 0 {
 		d["os-certAuthority"] = append([]byte(nil), c.CAPEM...)
+	}
+	if len(c.ClientCertPEM) > 0 {
+		d[DriverClientCertKey] = append([]byte(nil), c.ClientCertPEM...)
+		d[DriverClientKeyKey] = append([]byte(nil), c.ClientKeyPEM...)
+		set("os-clientCertPath", DriverClientTLSDir+"/tls.crt")
+		set("os-clientKeyPath", DriverClientTLSDir+"/tls.key")
 	}
 	if c.Cloud.Verify != nil && !*c.Cloud.Verify {
 		set("os-TLSInsecure", "true")

@@ -1,10 +1,13 @@
 package operator
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/manila-setup/manila-setup/internal/testcert"
 )
 
 // Every clouds.yaml shape the driver secret must handle: password or application credential,
@@ -178,4 +181,44 @@ func keyList(d map[string][]byte) string {
 	}
 	sort.Strings(keys)
 	return fmt.Sprint(keys)
+}
+
+// A client certificate of the credentials reaches the driver Secret as the two files the driver
+// reads (os-clientCertPath, os-clientKeyPath) and their content under the keys the driver's
+// containers mount; a lone half or a pair that does not belong together is refused, and no
+// error holds key material.
+func TestClientCertificateInTheDriverSecret(t *testing.T) {
+	creds, err := ParseCredentials([]byte("clouds:\n  openstack:\n    auth: {auth_url: https://k:5000/v3, username: u, password: pw, project_name: p, user_domain_name: Default}\n"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := creds.DriverSecretData(); d["os-clientCertPath"] != nil || d[DriverClientCertKey] != nil {
+		t.Errorf("without a client certificate the Secret has %s", keyList(d))
+	}
+	cert, key := testcert.Pair(t, "manila-setup client")
+	_, otherKey := testcert.Pair(t, "another")
+	for _, tt := range []struct {
+		name      string
+		cert, key []byte
+		want      string
+	}{
+		{"only the certificate", cert, nil, "go together"},
+		{"only the key", nil, key, "go together"},
+		{"a key of another certificate", cert, otherKey, "not a usable client certificate"},
+	} {
+		err := (&Credentials{}).SetClientCertificate(tt.cert, tt.key)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !IsCredentialsError(err) {
+			t.Errorf("%s: %v, want a credentials error saying %q", tt.name, err, tt.want)
+		} else if strings.Contains(err.Error(), "PRIVATE KEY") || strings.Contains(err.Error(), string(key[30:60])) {
+			t.Errorf("%s: the error holds key material: %v", tt.name, err)
+		}
+	}
+	if err := creds.SetClientCertificate(cert, key); err != nil {
+		t.Fatal(err)
+	}
+	d := creds.DriverSecretData()
+	if string(d["os-clientCertPath"]) != DriverClientTLSDir+"/tls.crt" || string(d["os-clientKeyPath"]) != DriverClientTLSDir+"/tls.key" ||
+		!bytes.Equal(d[DriverClientCertKey], bytes.TrimSpace(cert)) || !bytes.Equal(d[DriverClientKeyKey], bytes.TrimSpace(key)) {
+		t.Errorf("driver Secret with a client certificate: keys %s", keyList(d))
+	}
 }

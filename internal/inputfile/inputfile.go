@@ -39,6 +39,8 @@ var (
 	CloudsYAML    = Kind{"a clouds.yaml", 1 << 20}
 	SecureYAML    = Kind{"a secure.yaml", 1 << 20}
 	CABundle      = Kind{"a CA bundle", 4 << 20}
+	ClientCert    = Kind{"a client certificate", 1 << 20}
+	ClientKey     = Kind{"a client key", 1 << 20}
 )
 
 // StdinName is how standard input is named in errors and diffs.

@@ -3,6 +3,7 @@ package openstack
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -45,6 +46,10 @@ type Config struct {
 	CABundle string
 	// CABundlePEM is PEM content to trust (e.g. from a ConfigMap); it wins over CABundle.
 	CABundlePEM []byte
+	// ClientCertPEM and ClientKeyPEM are the client certificate and its key to present to the
+	// cloud's endpoints (the content of cert and key of clouds.yaml, e.g. from a Secret); they
+	// win over the files clouds.yaml names.
+	ClientCertPEM, ClientKeyPEM []byte
 	// Region and Interface override region_name and interface of clouds.yaml.
 	Region    string
 	Interface string
@@ -159,6 +164,14 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		c.caSource = "the CA bundle " + os.Getenv("OS_CACERT") + " (OS_CACERT)"
 	case entry.CACert != "":
 		c.caSource = "the CA bundle " + entry.CACert + " (cacert in clouds.yaml)"
+	}
+	if len(cfg.ClientCertPEM) > 0 || len(cfg.ClientKeyPEM) > 0 {
+		pair, err := tls.X509KeyPair(cfg.ClientCertPEM, cfg.ClientKeyPEM)
+		if err != nil {
+			// The parser's words name no key material.
+			return nil, configError(err, "the client certificate and key given for cloud %q cannot be used: %v", name, err)
+		}
+		tlsConfig.Certificates = []tls.Certificate{pair}
 	}
 	if tlsConfig.InsecureSkipVerify && cfg.Warnf != nil {
 		cfg.Warnf("TLS certificate verification is off for cloud %q (verify: false in clouds.yaml): anyone on the network path could read its credentials. Set cacert to the cloud's CA bundle instead.", name)

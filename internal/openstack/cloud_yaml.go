@@ -20,6 +20,10 @@ type CloudYAML struct {
 	Entry map[string]any
 	// CACert is the PEM of the cacert file the entry names, if any.
 	CACert []byte
+	// ClientCert and ClientKey are the PEM of the cert and key files the entry names (a client
+	// certificate the cloud's endpoints ask for), if any; "cert" and "key" are then removed
+	// from the entry, as "cacert" is.
+	ClientCert, ClientKey []byte
 	// Source is the clouds.yaml read.
 	Source string
 }
@@ -53,6 +57,28 @@ func ReadCloud(ctx context.Context, cfg Config) (*CloudYAML, error) {
 		}
 		out.CACert = pem
 		delete(entry, "cacert")
+	}
+	for _, f := range []struct {
+		key, what string
+		kind      inputfile.Kind
+		into      *[]byte
+	}{{"cert", "client certificate", inputfile.ClientCert, &out.ClientCert}, {"key", "client key", inputfile.ClientKey, &out.ClientKey}} {
+		path, _ := entry[f.key].(string)
+		if path == "" {
+			continue
+		}
+		if !filepath.IsAbs(path) && len(cfg.CloudsYAML) == 0 {
+			path = filepath.Join(filepath.Dir(source), path)
+		}
+		pem, err := inputfile.ReadFile(ctx, path, f.kind)
+		if err != nil {
+			return nil, configError(err, "cloud %q in %s: its %s %s cannot be read: %v", name, source, f.what, path, unwrapPath(err))
+		}
+		*f.into = pem
+		delete(entry, f.key)
+	}
+	if (out.ClientCert == nil) != (out.ClientKey == nil) {
+		return nil, configError(nil, "cloud %q in %s: cert and key go together (a client certificate and its key); it names only one", name, source)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -160,7 +161,7 @@ func newManilaController(w wiring) *machinery.Controller {
 // the credentials stay the same.
 func (c *manilaController) sourceFor(creds *operator.Credentials) (ManilaSource, error) {
 	y, _ := creds.AuthYAML()
-	key := sha256.Sum256(append(append(y, 0), creds.CAPEM...))
+	key := sha256.Sum256(bytes.Join([][]byte{y, creds.CAPEM, creds.ClientCertPEM, creds.ClientKeyPEM}, []byte{0}))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.source != nil && key == c.sourceKey {

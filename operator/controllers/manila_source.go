@@ -100,6 +100,7 @@ func NewManilaSource(creds *operator.Credentials, timeout time.Duration) (Manila
 			return countingTransport{rt}
 		},
 	}
+	cfg.ClientCertPEM, cfg.ClientKeyPEM = creds.ClientCertPEM, creds.ClientKeyPEM
 	if len(creds.CAPEM) > 0 {
 		// The cloud's CA from the Secret, plus the cluster's trusted bundle when mounted (an
 		// intercepting proxy's CA): the client trusts exactly the bundle it is given.

@@ -63,7 +63,7 @@ func serveForPrometheus(t *testing.T, h *harness, saCfg *rest.Config, namespace 
 	reg.MustRegister(conditionCollector{self: h.op.self})
 	e := &metricsEndpoint{t: t, ctx: ctx, names: servingCertNames(OperatorMetricsService, namespace), certDir: t.TempDir()}
 	e.pool = e.writeCert()
-	srv, err := serveSecureMetrics("127.0.0.1:0", e.certDir, namespace, reg, newMetricsAuth(dynamic.NewForConfigOrDie(saCfg)))
+	srv, err := serveSecureMetrics("127.0.0.1:0", e.certDir, namespace, reg, newMetricsAuth(dynamic.NewForConfigOrDie(saCfg)), followTLSProfileAs(t, ctx, saCfg))
 	if err != nil {
 		t.Fatal(err)
 	}

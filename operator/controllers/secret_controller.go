@@ -53,6 +53,9 @@ func (r credentialsReader) read() (*operator.Credentials, error) {
 		return nil, &ManilaError{Reason: ReasonNoCredentials, Message: fmt.Sprintf("Secret %s/%s has no key %s", r.namespace, operator.CredentialsSecretName, operator.CredentialsKey)}
 	}
 	creds, err := operator.ParseCredentials(y, r.cloud, s.Data[operator.CredentialsCAKey])
+	if err == nil {
+		err = creds.SetClientCertificate(s.Data[operator.CredentialsClientCertKey], s.Data[operator.CredentialsClientKeyKey])
+	}
 	if err != nil {
 		return nil, &ManilaError{Reason: ReasonAuthFailed, Message: fmt.Sprintf("Secret %s/%s: %v", r.namespace, operator.CredentialsSecretName, err)}
 	}

@@ -265,8 +265,10 @@ func fileStamp(paths ...string) (string, bool) {
 	return stamp, true
 }
 
-// serveSecureMetrics serves reg's /metrics on addr over HTTPS to callers auth allows.
-func serveSecureMetrics(addr, certDir, namespace string, reg *prometheus.Registry, auth *metricsAuth) (*http.Server, error) {
+// serveSecureMetrics serves reg's /metrics on addr over HTTPS to callers auth allows, each
+// connection under the TLS profile policy holds when it is made (followTLSProfile keeps it on
+// the cluster's).
+func serveSecureMetrics(addr, certDir, namespace string, reg *prometheus.Registry, auth *metricsAuth, policy *tlsPolicy) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", auth.wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	cert := &servingCert{dir: certDir, names: servingCertNames(OperatorMetricsService, namespace)}
@@ -274,11 +276,13 @@ func serveSecureMetrics(addr, certDir, namespace string, reg *prometheus.Registr
 	if err != nil {
 		return nil, fmt.Errorf("metrics endpoint: %w", err)
 	}
+	// What every connection shares; the profile adds its minimal version and cipher suites.
+	base := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.get, NextProtos: []string{"h2", "http/1.1"}}
 	srv := &http.Server{
 		Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second,
 		// A scrape's answer is a few hundred KiB at most; a slow reader is cut off.
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.get},
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.get, GetConfigForClient: policy.configForClient(base)},
 	}
 	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {

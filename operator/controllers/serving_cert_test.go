@@ -25,7 +25,8 @@ import (
 // The names the controller writes under are those the assets use: the Service asks service-ca
 // for this Secret, and the controller Deployment mounts it.
 func TestServingCertNamesMatchAssets(t *testing.T) {
-	vars := map[string]string{"NAMESPACE": "ns", "LOG_LEVEL": "2", "CLUSTER_ID": "c", "RUNTIME_CONFIG": "{}", "OPERATOR_NAME": "manila-csi-driver-operator"}
+	vars := map[string]string{"NAMESPACE": "ns", "LOG_LEVEL": "2", "CLUSTER_ID": "c", "RUNTIME_CONFIG": "{}", "OPERATOR_NAME": "manila-csi-driver-operator",
+		"TLS_MIN_VERSION": "VersionTLS12", "TLS_CIPHER_SUITES": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}
 	for k, p := range testImagesForUnit.ImageEnv() {
 		vars[k] = *p
 	}

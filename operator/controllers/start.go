@@ -132,7 +132,16 @@ func Start(ctx context.Context, opts StartOptions) error {
 		if err != nil {
 			return err
 		}
-		srv, err := serveSecureMetrics(opts.MetricsAddress, opts.MetricsCertDir, opts.Config.Namespace, reg, newMetricsAuth(dyn))
+		// The cluster's TLS security profile, read by every replica (see followTLSProfile).
+		tc := rest.AddUserAgent(rest.CopyConfig(opts.KubeConfig), operator.NamesFor(opts.Config.Mode).Operator+"-metrics")
+		tc.Wrap(machinery.CountRequests("metrics-tls-profile"))
+		clients, err := machinery.NewClients(tc)
+		if err != nil {
+			return err
+		}
+		policy := newTLSPolicy()
+		followTLSProfile(ctx, clients, policy)
+		srv, err := serveSecureMetrics(opts.MetricsAddress, opts.MetricsCertDir, opts.Config.Namespace, reg, newMetricsAuth(dyn), policy)
 		if err != nil {
 			return err
 		}
@@ -283,6 +292,7 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 	storage := &storageNetworks{given: cfg.StorageNetworkID}
 	installConfig := &installConfigs{lister: l.ClusterConfig}
 	infrastructure := infrastructureOf(l.Infrastructures)
+	tlsProfile := tlsProfileOf(l.APIServers)
 	secretNamespace := p.names.SecretNamespace
 	if secretNamespace == "" {
 		secretNamespace = cfg.Namespace
@@ -292,7 +302,8 @@ func build(kube *machinery.Clients, recorder machinery.Recorder, cfg Config) *Op
 		mounts: &shareClientSource{given: cfg.MachineNetworks, installConfig: installConfig, storage: storage,
 			crdExists: inf.CRDExists, machineAPI: inf.DynamicLister, nodes: cachedNodes(l.Nodes)},
 		infrastructure: infrastructure,
-		vars:           assetVars{namespace: cfg.Namespace, images: cfg.Images, infrastructure: infrastructure, storage: storage}.of,
+		vars:           assetVars{namespace: cfg.Namespace, images: cfg.Images, infrastructure: infrastructure, storage: storage, tls: tlsProfile}.of,
+		tlsProfile:     tlsProfile,
 		findings:       &machinery.Published[manilaFindings]{}, secretNamespace: secretNamespace,
 		kickOthers: func(except *machinery.Controller) {
 			for _, c := range o.controllers {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/tlsprofile"
 )
 
 // StaticAssets are applied in this order: RBAC first, then the ServiceAccounts (the workloads
@@ -62,6 +64,9 @@ type assetVars struct {
 	images         operator.Images
 	infrastructure func() *configv1.Infrastructure
 	storage        *storageNetworks
+	// tls is the cluster's TLS security profile (tlsProfileOf), for the kube-rbac-proxy
+	// sidecars; nil is Intermediate.
+	tls func() (tlsprofile.Profile, error)
 }
 
 // of are the placeholder values of the driver's manifests.
@@ -78,6 +83,13 @@ func (a assetVars) of(spec *operatorv1.OperatorSpec) map[string]string {
 		v[k] = *p
 	}
 	v["RUNTIME_CONFIG"] = runtimeConfig(a.storage)
+	tls := tlsprofile.Intermediate()
+	if a.tls != nil {
+		// Intermediate when the cluster's cannot be applied; the workload controller says why.
+		tls, _ = a.tls()
+	}
+	// Empty under TLS 1.3: the workload controller then drops the flag (withTLSProfile).
+	v["TLS_MIN_VERSION"], v["TLS_CIPHER_SUITES"] = string(tls.MinVersion), strings.Join(tls.CipherSuites, ",")
 	return v
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/tlsprofile"
 )
 
 // wiring is what build hands every controller's constructor, all of one shape,
@@ -37,6 +38,9 @@ type wiring struct {
 	mounts         *shareClientSource
 	infrastructure func() *configv1.Infrastructure
 	vars           func(*operatorv1.OperatorSpec) map[string]string
+	// tlsProfile is the cluster's TLS security profile (Intermediate, and why, when it cannot be
+	// applied).
+	tlsProfile func() (tlsprofile.Profile, error)
 	// findings is what the Manila controller publishes of Manila for the others.
 	findings *machinery.Published[manilaFindings]
 	// secretNamespace holds the driver Secret the StorageClasses name.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
+	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/tlsprofile"
 )
 
 // workloadKind is one of the driver's three workloads.
@@ -56,10 +59,16 @@ type workloadInputs struct {
 	nodes           cache.GenericLister
 	infrastructure  func() *configv1.Infrastructure
 	proxy           func() *configv1.ProxyStatus
+	// tlsProfile is the cluster's TLS security profile and tlsReport says what becomes of it,
+	// for a workload with kube-rbac-proxy sidecars (the vars render it into their flags); nil
+	// for the others.
+	tlsProfile func() (tlsprofile.Profile, error)
+	tlsReport  *tlsProfileReport
 }
 
 // workloadControllerOf is the constructor of the controller of workload k, which watches what
-// its pods need, the cluster's topology and proxy, and its workload's kind.
+// its pods need, the cluster's topology and proxy, its workload's kind, and for the controller
+// Deployment (its kube-rbac-proxy sidecars) the cluster's TLS security profile.
 func workloadControllerOf(k workloadKind) newController {
 	return func(w wiring) *machinery.Controller {
 		c := &workloadController{operands: w.ops, k: k, workloadInputs: workloadInputs{vars: w.vars, serviceAccounts: w.l.ServiceAccounts,
@@ -71,6 +80,9 @@ func workloadControllerOf(k workloadKind) newController {
 		}
 		if k == workloadControllerService {
 			informers = append(informers, i.Nodes) // placement on control-plane nodes
+			informers = append(informers, i.APIServers)
+			c.tlsProfile = w.tlsProfile
+			c.tlsReport = &tlsProfileReport{what: "kube-rbac-proxy sidecars of Deployment " + k.name, recorder: w.recorder}
 		}
 		return w.loop.Controller(k.prefix+"Controller", c.sync, informers...)
 	}
@@ -116,6 +128,7 @@ func (c *workloadController) sync(ctx context.Context, _ *machinery.Controller) 
 	if d, ok := obj.(*appsv1.Deployment); ok {
 		c.placeController(d)
 	}
+	c.withTLSProfile(k.kind.PodTemplate(obj))
 	c.decoratePodSpec(k.kind.PodTemplate(obj))
 	// What apply compares the cached generation with (it is never sent).
 	obj.(metav1.Object).SetGeneration(last)
@@ -220,6 +233,28 @@ func (c *workloadController) decoratePodSpec(t *corev1.PodTemplateSpec) {
 			}
 			t.Annotations[trustedCAHashAnnot] = fmt.Sprintf("%x", sha256.Sum256([]byte(ca)))[:16]
 		}
+	}
+}
+
+// withTLSProfile makes the TLS flags of the kube-rbac-proxy sidecars (the containers whose
+// arguments the vars gave a --tls-min-version) exactly the profile's KubeRBACProxyArgs, in
+// their place, and says what became of the profile. The vars rendered the minimal version and
+// the suites; what they cannot say is no --tls-cipher-suites under TLS 1.3 (Go offers no
+// choice of suites there) and --http2-disable for a list HTTP/2 cannot run on.
+func (c *workloadController) withTLSProfile(t *corev1.PodTemplateSpec) {
+	if c.tlsProfile == nil {
+		return
+	}
+	p, err := c.tlsProfile()
+	c.tlsReport.note(p, err)
+	for i := range t.Spec.Containers {
+		ct := &t.Spec.Containers[i]
+		at := slices.IndexFunc(ct.Args, func(a string) bool { return strings.HasPrefix(a, "--tls-min-version=") })
+		if at < 0 {
+			continue
+		}
+		args := slices.DeleteFunc(slices.Clone(ct.Args), tlsprofile.IsKubeRBACProxyFlag)
+		ct.Args = slices.Insert(args, min(at, len(args)), p.KubeRBACProxyArgs()...)
 	}
 }
 

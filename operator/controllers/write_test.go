@@ -13,7 +13,8 @@ import (
 
 // Every asset the operator applies has a row in kindTable, found from the decoded object.
 func TestEveryAssetHasAKind(t *testing.T) {
-	vars := map[string]string{"NAMESPACE": "ns", "LOG_LEVEL": "2", "CLUSTER_ID": "c", "RUNTIME_CONFIG": "{}", "OPERATOR_NAME": "manila-csi-driver-operator"}
+	vars := map[string]string{"NAMESPACE": "ns", "LOG_LEVEL": "2", "CLUSTER_ID": "c", "RUNTIME_CONFIG": "{}", "OPERATOR_NAME": "manila-csi-driver-operator",
+		"TLS_MIN_VERSION": "VersionTLS12", "TLS_CIPHER_SUITES": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}
 	im := testImagesForUnit
 	for k, p := range im.ImageEnv() {
 		vars[k] = *p

@@ -58,7 +58,8 @@ func (e *InvalidCloudError) Error() string { return e.Err.Error() }
 func (e *InvalidCloudError) Unwrap() error { return e.Err }
 
 // CredentialsFromCloudsYAML extracts one cloud as clouds.yaml with a single cloud "openstack",
-// and the CA file it names, as the data of the credentials Secret. clouds.yaml is found and read
+// and the CA file and the client certificate and key it names, as the data of the credentials
+// Secret. clouds.yaml is found and read
 // as every command reads it (internal/openstack: the same search, secure.yaml merged). A file
 // that cannot be found or read returns its error (fs.ErrNotExist, fs.ErrPermission); a file or
 // cloud that does not give usable credentials an *InvalidCloudError.
@@ -78,7 +79,14 @@ func CredentialsFromCloudsYAML(ctx context.Context, path, cloud string) (map[str
 	if len(c.CACert) > 0 {
 		data[operator.CredentialsCAKey] = c.CACert
 	}
-	if _, err := operator.ParseCredentials(out, operator.DefaultCloudName, c.CACert); err != nil {
+	if len(c.ClientCert) > 0 {
+		data[operator.CredentialsClientCertKey], data[operator.CredentialsClientKeyKey] = c.ClientCert, c.ClientKey
+	}
+	creds, err := operator.ParseCredentials(out, operator.DefaultCloudName, c.CACert)
+	if err == nil {
+		err = creds.SetClientCertificate(c.ClientCert, c.ClientKey)
+	}
+	if err != nil {
 		return nil, &InvalidCloudError{Err: fmt.Errorf("cloud %q in %s: %v", c.Name, c.Source, err)}
 	}
 	return data, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/manila-setup/manila-setup/internal/testcert"
 	"github.com/manila-setup/manila-setup/operator"
 )
 
@@ -110,5 +111,38 @@ func TestCredentialsFromCloudsYAMLFoundAndMerged(t *testing.T) {
 	}
 	if a := creds.Cloud.AuthInfo; a.Password != "s3cret-from-secure" || a.Username != "admin" || creds.Cloud.RegionName != "R1" {
 		t.Errorf("secure.yaml not merged: %+v, region %q", a, creds.Cloud.RegionName)
+	}
+}
+
+// The cert and key clouds.yaml names (beside it) go into the credentials Secret as content, out
+// of its clouds.yaml; a cloud naming one of them only is refused.
+func TestCredentialsFromCloudsYAMLClientCertificate(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testcert.Pair(t, "client")
+	for name, content := range map[string][]byte{"client.crt": cert, "client.key": key, "clouds.yaml": []byte(`clouds:
+  mine:
+    auth: {auth_url: "https://k/v3", username: u, password: pw, project_name: p, user_domain_name: Default}
+    cert: client.crt
+    key: client.key
+  half:
+    auth: {auth_url: "https://k/v3", username: u, password: pw, project_name: p, user_domain_name: Default}
+    cert: client.crt
+`)} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := CredentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(data[operator.CredentialsKey])
+	if strings.Contains(y, "client.crt") || strings.Contains(y, "client.key") ||
+		string(data[operator.CredentialsClientCertKey]) != string(cert) || string(data[operator.CredentialsClientKeyKey]) != string(key) {
+		t.Errorf("credentials with a client certificate: clouds.yaml %q, keys %v", y, len(data))
+	}
+	var invalid *InvalidCloudError
+	if _, err := CredentialsFromCloudsYAML(context.Background(), dir+"/clouds.yaml", "half"); err == nil || !strings.Contains(err.Error(), "cert and key go together") || errors.As(err, &invalid) && strings.Contains(err.Error(), "PRIVATE") {
+		t.Errorf("a cloud with a certificate and no key: %v", err)
 	}
 }

@@ -88,6 +88,7 @@ type Informers struct {
 	ClusterRoles, ClusterRoleBindings, CSIDrivers cache.SharedIndexInformer
 	StorageClasses                                cache.SharedIndexInformer // all: names users took matter
 	Infrastructures, Proxies                      cache.SharedIndexInformer
+	APIServers                                    cache.SharedIndexInformer // "cluster": the TLS security profile
 	ClusterCSIDriver                              cache.SharedIndexInformer // manila.csi.openstack.org, by name
 	// Self is the operator's own object: ClusterCSIDriver, or the CustomResource given.
 	Self cache.SharedIndexInformer
@@ -118,6 +119,7 @@ type Listers struct {
 	StorageClasses    storagelisters.StorageClassLister
 	Infrastructures   configlisters.InfrastructureLister
 	Proxies           configlisters.ProxyLister
+	APIServers        configlisters.APIServerLister
 	ClusterCSIDrivers operatorlisters.ClusterCSIDriverLister
 	Nodes, CRDs       cache.GenericLister
 }
@@ -157,6 +159,7 @@ func NewInformers(k *Clients, namespace string, self *CustomResource) *Informers
 	// OpenShift's config API: absent on plain Kubernetes, where these stay empty and synced.
 	s.Infrastructures = s.optional(k.Config, "infrastructures", &configv1.Infrastructure{}, &configv1.InfrastructureList{})
 	s.Proxies = s.optional(k.Config, "proxies", &configv1.Proxy{}, &configv1.ProxyList{})
+	s.APIServers = s.track(NewAPIServerInformer(k))
 	s.ClusterCSIDriver = s.typed(k.Operator, "clustercsidrivers", "", &operatorv1.ClusterCSIDriver{}, ByName(operator.DriverName))
 	s.Self = s.ClusterCSIDriver
 	if self != nil {
@@ -176,6 +179,7 @@ func NewInformers(k *Clients, namespace string, self *CustomResource) *Informers
 	l.StorageClasses = storagelisters.NewStorageClassLister(s.StorageClasses.GetIndexer())
 	l.Infrastructures = configlisters.NewInfrastructureLister(s.Infrastructures.GetIndexer())
 	l.Proxies = configlisters.NewProxyLister(s.Proxies.GetIndexer())
+	l.APIServers = configlisters.NewAPIServerLister(s.APIServers.GetIndexer())
 	l.ClusterCSIDrivers = operatorlisters.NewClusterCSIDriverLister(s.ClusterCSIDriver.GetIndexer())
 	l.Nodes = cache.NewGenericLister(s.Nodes.GetIndexer(), NodeGVR.GroupResource())
 	l.CRDs = cache.NewGenericLister(s.CRDs.GetIndexer(), CRDGVR.GroupResource())
@@ -223,6 +227,20 @@ func (s *Informers) typed(c rest.Interface, resource, namespace string, obj runt
 func (s *Informers) optional(c rest.Interface, resource string, obj, list runtime.Object) cache.SharedIndexInformer {
 	lw := servedOrEmpty(cache.NewFilteredListWatchFromClient(c, resource, "", func(*metav1.ListOptions) {}), list)
 	return s.track(cache.NewSharedIndexInformer(lw, obj, 0, namespaceIndexers))
+}
+
+// APIServerName is the one config.openshift.io APIServer, whose spec.tlsSecurityProfile is the
+// cluster's TLS policy.
+const APIServerName = "cluster"
+
+// NewAPIServerInformer watches the APIServer "cluster" alone, as an optional API (absent on
+// plain Kubernetes, where it stays empty and synced). Informers has one; the metrics endpoint,
+// which every replica serves, leader or not, runs another.
+func NewAPIServerInformer(k *Clients) cache.SharedIndexInformer {
+	lw := servedOrEmpty(cache.NewFilteredListWatchFromClient(k.Config, "apiservers", "", ByName(APIServerName)), &configv1.APIServerList{})
+	inf := cache.NewSharedIndexInformer(lw, &configv1.APIServer{}, 0, namespaceIndexers)
+	_ = inf.SetTransform(stripManagedFields)
+	return inf
 }
 
 // slimNodes caches the nodes with their name, labels, taints and addresses only (slimNode): what
