@@ -164,10 +164,11 @@ side_pgid=$side_pid
 
 step "go test -tags integration ./... (all unit and integration tests)"
 # The packages that take longest (measured: 2-9 minutes each) are named first so that they start
-# first: in path order test/e2e and test/userguide started last and ran alone at the end. Three
+# first: in path order test/e2e and test/userguide started last and ran alone at the end (and
+# test/datapath, 9 minutes, did so until it was named here). Three
 # test binaries at a time: with two, a third of the two cores stayed idle while tests waited on
 # their servers.
-longest=(./test/e2e ./test/realmachines ./cmd/manila-setup ./operator/controllers ./test/userguide
+longest=(./test/e2e ./test/realmachines ./cmd/manila-setup ./test/datapath ./operator/controllers ./test/userguide
   ./machinesets ./cmd/manila-setup/wizard ./operator/probe/probepod ./clusterapi)
 # -parallel 3: the e2e journeys on real servers (t.Parallel; each has its project, cluster and
 # controllers) mostly wait on Nova and their controllers, so they share the two cores. The CLI's
