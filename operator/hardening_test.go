@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -225,4 +227,63 @@ func hostPath(t *testing.T, spec *corev1.PodSpec, c *corev1.Container, p string)
 	}
 	t.Errorf("%s: %s is on no hostPath volume", c.Name, p)
 	return ""
+}
+
+// Files the operand containers read from volumes land where the readers look: the cluster's
+// trusted CA bundle as tls-ca-bundle.pem under /etc/pki/ca-trust/extracted/pem (the RHEL path
+// Go's x509 reads), and in the Manila plugins the client certificate and key at the paths the
+// driver Secret names (os-clientCertPath, os-clientKeyPath). The CA bundle's items once sat
+// under the controller's runtime-config volume: the controller then saw no trusted CA.
+func TestMountedFilesLandWhereTheyAreRead(t *testing.T) {
+	pods, _, _ := renderedPods(t)
+	creds := &Credentials{Cloud: clouds.Cloud{AuthInfo: &clouds.AuthInfo{AuthURL: "https://k:5000/v3", Username: "u", Password: "p"}}}
+	creds.ClientCertPEM, creds.ClientKeyPEM = []byte("cert"), []byte("key")
+	secret := creds.DriverSecretData()
+	want := map[string]string{ // file path -> the Secret key or ConfigMap key it must hold
+		string(secret["os-clientCertPath"]): DriverClientCertKey,
+		string(secret["os-clientKeyPath"]):  DriverClientKeyKey,
+	}
+	checked := 0
+	for _, p := range pods {
+		files := map[string]string{} // path in the container -> key
+		for _, c := range p.spec.Containers {
+			for _, m := range c.VolumeMounts {
+				for _, v := range p.spec.Volumes {
+					if v.Name != m.Name {
+						continue
+					}
+					var items []corev1.KeyToPath
+					switch {
+					case v.ConfigMap != nil:
+						items = v.ConfigMap.Items
+					case v.Secret != nil:
+						items = v.Secret.Items
+						if v.Name == "client-tls" && (v.Secret.DefaultMode == nil || *v.Secret.DefaultMode != 0o400 || v.Secret.Optional == nil || !*v.Secret.Optional) {
+							t.Errorf("%s: the client certificate volume is not optional with mode 0400: %+v", p.owner, v.Secret)
+						}
+					}
+					for _, it := range items {
+						files[c.Name+":"+m.MountPath+"/"+it.Path] = it.Key
+					}
+					if v.Name == "trusted-ca" {
+						checked++
+						if key := files[c.Name+":/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"]; key != "ca-bundle.crt" {
+							t.Errorf("%s container %s: the trusted CA volume does not give tls-ca-bundle.pem from ca-bundle.crt (items %v)", p.owner, c.Name, items)
+						}
+					}
+				}
+			}
+			if c.Name == "csi-driver" && (p.owner == "controller.yaml" || p.owner == "node.yaml") {
+				for path, key := range want {
+					checked++
+					if files[c.Name+":"+path] != key {
+						t.Errorf("%s container %s: %s does not hold the driver Secret's key %s (files %v)", p.owner, c.Name, path, key, files)
+					}
+				}
+			}
+		}
+	}
+	if checked < 6 {
+		t.Errorf("checked %d mounts, want the trusted CA of every Manila plugin and the client certificate of both", checked)
+	}
 }

@@ -187,7 +187,6 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	vc := nodeStagesOnTheStorageNetwork(t, ctx, sim, pv, storageV4.String(), "")
 	workersWriteOneShare(t, ctx, cloud.NFS(t), cl.Clients.Network, []netip.Prefix{storageV4, storageV6}, storagePorts, vc)
 
-
 	// diagnose, for a pod on an attached worker: every check passes.
 	keep, stopKeeping := context.WithCancel(ctx)
 	defer stopKeeping()
