@@ -214,6 +214,14 @@ func TestJourneyOnTheDirectorLayout(t *testing.T) {
 	if names := checkNames(&report); !slices.Contains(names, "storage port") {
 		t.Errorf("diagnose pod/app made checks %v, want a storage port check", names)
 	}
+	// storageclasses check reads the same exports and rules, the bracketed one included: the
+	// classes and the claim's share are fine.
+	if out, err := exec.CommandContext(ctx, cli, "storageclasses", "check", "--kubeconfig", kubeconfig,
+		"--os-cloud", cloudName, "--os-client-config-file", cloudsFile).CombinedOutput(); err != nil {
+		t.Errorf("storageclasses check on the director layout: %v\n%s", err, out)
+	} else {
+		t.Logf("$ manila-setup storageclasses check\n%s", out)
+	}
 
 	// The same share with its IPv6 export preferred, as a back end may report it (Manila's
 	// database: no API sets it): the driver cannot read the bracketed address while it matches
