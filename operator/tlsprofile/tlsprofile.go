@@ -5,13 +5,13 @@
 //
 // OpenShift's profiles name ciphers as OpenSSL does (ECDHE-ECDSA-AES128-GCM-SHA256); Go and
 // kube-rbac-proxy take IANA names (TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256). The mapping is
-// library-go's (pkg/crypto, OpenSSLToIANACipherSuites), copied here as a table of eighteen
-// names: library-go is not a dependency of this module, and would bring itself and
-// k8s.io/apiserver into it for this one table. Where library-go panics (CipherSuitesOrDie,
+// derived here from the suites crypto/tls implements, by OpenSSL's naming rule (openSSLName),
+// rather than taken from library-go, which is not a dependency of this module and would bring
+// itself and k8s.io/apiserver into it. Where library-go panics (CipherSuitesOrDie,
 // TLSVersionOrDie), Resolve returns an error and Intermediate.
 //
 // What Go does not implement is left out (ECDHE-RSA-AES256-SHA384 of the Old profile, DHE
-// suites of a Custom one), as library-go leaves it out. TLS 1.3 suites are not configurable in
+// suites of a Custom one). TLS 1.3 suites are not configurable in
 // Go (crypto/tls always enables all of them), so they are never listed: under a minimal
 // version of TLS 1.3 (Modern) there is no cipher list at all, only --tls-min-version. A Custom
 // list without the suite HTTP/2 requires turns HTTP/2 off (HTTP2) instead of failing.
@@ -208,30 +208,33 @@ func (p Profile) String() string {
 	return s + ")"
 }
 
-// openSSLToIANA is library-go's table (pkg/crypto openSSLToIANACiphersMap) without its TLS 1.3
-// entries, which map to themselves.
-var openSSLToIANA = map[string]string{
-	// TLS 1.2
-	"ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-	"ECDHE-RSA-AES128-GCM-SHA256":   "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-	"ECDHE-ECDSA-AES256-GCM-SHA384": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-	"ECDHE-RSA-AES256-GCM-SHA384":   "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-	"ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-	"ECDHE-RSA-CHACHA20-POLY1305":   "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-	"ECDHE-ECDSA-AES128-SHA256":     "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
-	"ECDHE-RSA-AES128-SHA256":       "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
-	"AES128-GCM-SHA256":             "TLS_RSA_WITH_AES_128_GCM_SHA256",
-	"AES256-GCM-SHA384":             "TLS_RSA_WITH_AES_256_GCM_SHA384",
-	"AES128-SHA256":                 "TLS_RSA_WITH_AES_128_CBC_SHA256",
-	// TLS 1.0
-	"ECDHE-ECDSA-AES128-SHA": "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
-	"ECDHE-RSA-AES128-SHA":   "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-	"ECDHE-ECDSA-AES256-SHA": "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
-	"ECDHE-RSA-AES256-SHA":   "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
-	// SSL 3
-	"AES128-SHA":   "TLS_RSA_WITH_AES_128_CBC_SHA",
-	"AES256-SHA":   "TLS_RSA_WITH_AES_256_CBC_SHA",
-	"DES-CBC3-SHA": "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+// openSSLToIANA maps the OpenSSL name of every TLS 1.2-and-below suite crypto/tls implements
+// to its IANA name. TLS 1.3 suites have one name in both (tls13Suites).
+var openSSLToIANA = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if !slices.Equal(s.SupportedVersions, []uint16{tls.VersionTLS13}) {
+			m[openSSLName(s.Name)] = s.Name
+		}
+	}
+	return m
+}()
+
+// openSSLName is the OpenSSL name of a TLS 1.2-and-below suite's IANA name, by OpenSSL's rule
+// (its ciphers(1) manual lists both): the key exchange and authentication as they are, without
+// them for plain RSA; "AES_128" as "AES128"; CBC unsaid for AES; 3DES as DES-CBC3; RC4 without
+// its key size; ChaCha20-Poly1305 without its hash; dashes for underscores.
+// TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256 is ECDHE-RSA-AES128-SHA256, TLS_RSA_WITH_3DES_EDE_CBC_SHA
+// is DES-CBC3-SHA.
+func openSSLName(iana string) string {
+	kx, cipher, _ := strings.Cut(strings.TrimPrefix(iana, "TLS_"), "_WITH_")
+	cipher = strings.NewReplacer("AES_128_CBC", "AES128", "AES_256_CBC", "AES256", "AES_128", "AES128", "AES_256", "AES256",
+		"3DES_EDE_CBC", "DES-CBC3", "RC4_128", "RC4", "CHACHA20_POLY1305_SHA256", "CHACHA20-POLY1305").Replace(cipher)
+	name := cipher
+	if kx != "RSA" {
+		name = kx + "_" + cipher
+	}
+	return strings.ReplaceAll(name, "_", "-")
 }
 
 // goSuites are the cipher suites crypto/tls implements (secure or not: the profile decides),

@@ -241,3 +241,24 @@ func selfSigned(t *testing.T) tls.Certificate {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+// OpenSSL's names of the IANA suites, as its ciphers(1) manual lists them.
+func TestOpenSSLName(t *testing.T) {
+	for iana, want := range map[string]string{
+		"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256":     "ECDHE-ECDSA-AES128-GCM-SHA256",
+		"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384":       "ECDHE-RSA-AES256-GCM-SHA384",
+		"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+		"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256":       "ECDHE-RSA-AES128-SHA256",
+		"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA":        "ECDHE-ECDSA-AES256-SHA",
+		"TLS_RSA_WITH_AES_256_GCM_SHA384":             "AES256-GCM-SHA384",
+		"TLS_RSA_WITH_AES_128_CBC_SHA":                "AES128-SHA",
+		"TLS_RSA_WITH_3DES_EDE_CBC_SHA":               "DES-CBC3-SHA",
+		"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA":         "ECDHE-RSA-DES-CBC3-SHA",
+		"TLS_RSA_WITH_RC4_128_SHA":                    "RC4-SHA",
+		"TLS_ECDHE_ECDSA_WITH_RC4_128_SHA":            "ECDHE-ECDSA-RC4-SHA",
+	} {
+		if got := openSSLName(iana); got != want {
+			t.Errorf("openSSLName(%s) = %s, want %s", iana, got, want)
+		}
+	}
+}
