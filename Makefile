@@ -32,15 +32,18 @@ test-stress:
 test-unit:
 	$(GO) test ./...
 
-## lint: gofmt, go vet, goimports' grouping and staticcheck (vet and staticcheck with the
-## integration tag, which adds files and excludes none: no file is built only without it, so one
-## pass covers every file); the two linters are pinned in test/env/lint/tools.sh and cached
+## lint: gofmt, go vet, goimports' grouping, the groups' order (test/env/lint/importorder: the
+## standard library, then others, then ours, which goimports -local does not check) and
+## staticcheck (vet and staticcheck with the integration tag, which adds files and excludes none:
+## no file is built only without it, so one pass covers every file); the two linters are pinned
+## in test/env/lint/tools.sh and cached
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [[ -n $$unformatted ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@if grep -rlE '^//go:build .*!integration' --include='*.go' . >/dev/null; then \
 	  echo "a file is built only without the integration tag: vet it with a second pass"; exit 1; fi
 	$(GO) vet -tags integration ./...
+	@$(GO) run ./test/env/lint/importorder $$(git ls-files '*.go')
 	@tools=$$(bash test/env/lint/tools.sh) && \
 	  misgrouped=$$($$tools/goimports -local github.com/manila-setup -l $$(git ls-files '*.go')) && \
 	  if [[ -n $$misgrouped ]]; then echo "imports not grouped (standard, others, github.com/manila-setup; goimports -local github.com/manila-setup -w):"; echo "$$misgrouped"; exit 1; fi && \

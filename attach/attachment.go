@@ -14,11 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/manila-setup/manila-setup/internal/neutronid"
-
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/manila-setup/manila-setup/attach/record"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 )
 
 // Annotation on every object manila-setup attached records, as JSON (Record), the storage

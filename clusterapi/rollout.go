@@ -187,15 +187,20 @@ func machineView(m *clusterv1.Machine, template string, clonedFrom map[string]st
 	return mv
 }
 
-// Scale marks the victims with cluster.x-k8s.io/delete-machine (Cluster API deletes such
-// Machines first when it scales down) and scales the set (rollout.ScalePatch).
-func (c *capiTarget) Scale(ctx context.Context, v rollout.SetView, replicas int32, victims []string) error {
-	for _, name := range victims {
+// Mark puts cluster.x-k8s.io/delete-machine on the Machines: Cluster API deletes such Machines
+// first when it scales down.
+func (c *capiTarget) Mark(ctx context.Context, names []string) error {
+	for _, name := range names {
 		mark := []byte(`{"metadata":{"annotations":{"` + clusterv1.DeleteMachineAnnotation + `":""}}}`)
 		if _, err := c.dyn.Resource(MachineGVR).Namespace(c.namespace).Patch(ctx, name, types.MergePatchType, mark, metav1.PatchOptions{FieldManager: "manila-setup"}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking Machine %s/%s for deletion: %w", c.namespace, name, err)
 		}
 	}
+	return nil
+}
+
+// Scale scales the set (rollout.ScalePatch).
+func (c *capiTarget) Scale(ctx context.Context, v rollout.SetView, replicas int32) error {
 	_, err := c.dyn.Resource(MachineSetGVR).Namespace(c.namespace).Patch(ctx, v.Name, types.JSONPatchType, rollout.ScalePatch(v, replicas), metav1.PatchOptions{FieldManager: "manila-setup"})
 	return rollout.ScaleError(err)
 }

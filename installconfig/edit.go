@@ -1,15 +1,13 @@
 package installconfig
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/manila-setup/manila-setup/internal/neutronid"
-	"github.com/manila-setup/manila-setup/internal/yamlsplice"
+	"github.com/manila-setup/manila-setup/internal/yamledit"
 )
 
 // editMode is how plan.apply turns the edited node tree into bytes.
@@ -47,14 +45,17 @@ func (p *plan) apply(orig *File, mode editMode) (out []byte, reformatted bool, e
 	c := &checker{f: f}
 	c.run()
 	m := &c.model
-	e := &editor{f: f, t: yamlsplice.New(f.body), text: mode == editText, style: yamlsplice.DetectStyle(f.root)}
+	e := &editor{f: f, ed: yamledit.New(f.body, f.doc)}
+	if mode != editText {
+		e.ed.Reformat()
+	}
 
 	for _, pl := range m.pools() {
 		for _, k := range listKinds {
 			for _, l := range pl.lists[k] {
 				for _, it := range l.items {
 					if it.canonical != "" && it.node.Value != it.canonical {
-						e.replaceScalar(it.node, it.canonical)
+						e.ed.SetScalar(it.node, it.canonical)
 					}
 				}
 			}
@@ -79,88 +80,26 @@ func (p *plan) apply(orig *File, mode editMode) (out []byte, reformatted bool, e
 		e.ensureLists(pl, t.final)
 	}
 
-	if e.text {
-		if out, ok := e.spliced(); ok {
-			return out, false, nil
-		}
+	out, reformatted, err = e.ed.Bytes()
+	if err != nil {
+		return nil, false, err
 	}
-	out, err = e.encode()
-	return out, true, err
+	if reformatted {
+		out = append(out, e.rest()...)
+	}
+	return append(append([]byte(nil), f.bom...), out...), reformatted, nil
 }
 
-// editor changes the node tree and, as long as it can, records the same change as text
-// splices on the original bytes (the file without its BOM).
+// editor decides which nodes and values the plan changes; yamledit writes the changes into
+// the tree and the text.
 type editor struct {
-	f     *File
-	t     *yamlsplice.Text
-	text  bool
-	style yamlsplice.Style // the file's indentation, for new lines
-}
-
-func (e *editor) fail() { e.text = false }
-
-func (e *editor) add(off, del int, text string) { e.t.Replace(off, del, text, 0) }
-
-// spliced applies the recorded splices to the original bytes.
-func (e *editor) spliced() ([]byte, bool) {
-	out, ok := e.t.Apply()
-	if !ok {
-		return nil, false
-	}
-	return append(append([]byte(nil), e.f.bom...), out...), true
-}
-
-// encode writes the node tree out as a whole, in the file's indentation, line breaks and BOM,
-// followed by any further documents as they were.
-func (e *editor) encode() ([]byte, error) {
-	nullsInFlow(e.f.doc, false)
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(max(e.style.Indent, 2))
-	if e.style.SeqIndent == 0 {
-		enc.CompactSeqIndent()
-	}
-	if err := enc.Encode(e.f.doc); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	out := buf.Bytes()
-	if e.t.NL != "\n" {
-		out = bytes.ReplaceAll(out, []byte("\n"), []byte(e.t.NL))
-	}
-	if rest := e.rest(); len(rest) > 0 {
-		out = append(out, rest...)
-	}
-	return append(append([]byte(nil), e.f.bom...), out...), nil
-}
-
-// nullsInFlow writes empty nulls inside flow collections as "null": the YAML encoder would
-// write them as an empty quoted string, which changes their meaning ({a} is {a: null}).
-func nullsInFlow(n *yaml.Node, inFlow bool) {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "" && inFlow {
-		n.Value = "null"
-	}
-	inFlow = inFlow || n.Style&yaml.FlowStyle != 0
-	for _, c := range n.Content {
-		nullsInFlow(c, inFlow)
-	}
+	f  *File
+	ed *yamledit.Editor
 }
 
 // ensureLists makes the pool's own lists equal final (for the kinds that change), creating
 // platform, openstack and the list keys as needed.
 func (e *editor) ensureLists(pl *pool, final [2][]string) {
-	// "openstack: {}" or "platform: {}" (as openshift-install writes it) in a block mapping
-	// is replaced with a block, rather than filled in flow style.
-	if om := pl.openstack.node; om != nil && emptyFlowInBlock(pl.openstack) {
-		e.replaceValue(pl.openstack, listsNode(final))
-		return
-	}
-	if pm := pl.platform.node; pm != nil && pl.openstack.node == nil && !pl.openstack.present() && emptyFlowInBlock(pl.platform) {
-		e.replaceValue(pl.platform, mapNode("openstack", listsNode(final)))
-		return
-	}
 	if om := pl.openstack.node; om != nil {
 		for _, k := range listKinds {
 			if final[k] == nil {
@@ -188,7 +127,7 @@ func (e *editor) ensureLists(pl *pool, final [2][]string) {
 			case l != nil:
 				e.replaceValue(l.step, seqNode(final[k]))
 			default:
-				e.addKey(om, k.Key(), seqNode(final[k]))
+				e.ed.AddKey(om, k.Key(), seqNode(final[k]))
 			}
 		}
 		return
@@ -198,18 +137,12 @@ func (e *editor) ensureLists(pl *pool, final [2][]string) {
 	case pl.openstack.present():
 		e.replaceValue(pl.openstack, os)
 	case pl.platform.node != nil:
-		e.addKey(pl.platform.node, "openstack", os)
+		e.ed.AddKey(pl.platform.node, "openstack", os)
 	case pl.platform.present():
 		e.replaceValue(pl.platform, mapNode("openstack", os))
 	default:
-		e.addKey(pl.node, "platform", mapNode("openstack", os))
+		e.ed.AddKey(pl.node, "platform", mapNode("openstack", os))
 	}
-}
-
-func emptyFlowInBlock(s step) bool {
-	n := s.raw
-	return n != nil && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle != 0 &&
-		len(n.Content) == 0 && s.parent != nil && s.parent.Style&yaml.FlowStyle == 0
 }
 
 // createPool adds the compute pool "worker" or the controlPlane the file does not have.
@@ -220,7 +153,7 @@ func (e *editor) createPool(m *model, t *target) {
 		if m.cpStep.present() {
 			e.replaceValue(m.cpStep, cp)
 		} else {
-			e.addKey(e.f.root, "controlPlane", cp)
+			e.ed.AddKey(e.f.root, "controlPlane", cp)
 		}
 		return
 	}
@@ -228,12 +161,14 @@ func (e *editor) createPool(m *model, t *target) {
 	s := m.computeStep
 	switch {
 	case !s.present():
-		e.addKey(e.f.root, "compute", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{worker}})
-	case s.node == nil || emptyFlowInBlock(s):
+		e.ed.AddKey(e.f.root, "compute", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{worker}})
+	case s.node == nil:
 		e.replaceValue(s, &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{worker}})
 	default: // an empty list
-		e.fail()
-		s.node.Content = append(s.node.Content, worker)
+		if s.shared {
+			e.ed.Reformat()
+		}
+		e.ed.Append(s.node, worker)
 	}
 }
 
@@ -272,109 +207,37 @@ func (e *editor) rest() []byte {
 	if err != nil || len(docs) < 2 {
 		return nil
 	}
-	if o := e.t.Offset(docs[1].Line, 1); o >= 0 {
+	if o := e.ed.Text().Offset(docs[1].Line, 1); o >= 0 {
 		return e.f.body[o:]
 	}
 	return nil
 }
 
-// quote writes v in the quoting style of a neighbour.
-func quote(v string, st yaml.Style) string {
-	switch {
-	case st&yaml.DoubleQuotedStyle != 0:
-		return `"` + v + `"`
-	case st&yaml.SingleQuotedStyle != 0:
-		return "'" + v + "'"
-	}
-	return v
-}
-
 // ---- edits ----
 
-// replaceScalar rewrites a scalar's value in its own quoting style.
-func (e *editor) replaceScalar(n *yaml.Node, v string) {
-	if e.text {
-		if s, end, ok := e.t.ScalarToken(n); ok {
-			e.add(s, end-s, quote(v, n.Style))
-		} else {
-			e.fail()
-		}
-	}
-	n.Value = v
-}
-
 // removeItems takes out of an existing list the IDs that keep does not hold (patch --remove).
-// In the text, the line of each such item goes, when it holds nothing else: a block list that
-// keeps an item; anything else (a flow list, a list left empty, an alias) is written out as a
-// whole.
+// A list reached through an alias or a merge is shared with other pools: it is written out
+// from the tree.
 func (e *editor) removeItems(list step, keep []string) {
-	seq := list.node
 	kept := map[string]bool{}
 	for _, id := range keep {
 		kept[id] = true
 	}
-	var out []*yaml.Node
 	var gone []*yaml.Node
-	for _, c := range seq.Content {
+	for _, c := range list.node.Content {
 		if r := resolve(c); r != nil && !kept[neutronid.Key(r.Value)] {
 			gone = append(gone, c)
-			continue
 		}
-		out = append(out, c)
 	}
-	if len(gone) == 0 {
-		return
-	}
-	seq.Content = out
-	if !e.text {
-		return
-	}
-	if seq.Style&yaml.FlowStyle != 0 || list.shared || list.raw != seq {
-		e.fail()
-		return
-	}
-	if len(out) == 0 && !e.emptyAfterKey(list.key) {
-		return
+	if len(gone) > 0 && (list.shared || list.raw != list.node) {
+		e.ed.Reformat()
 	}
 	for _, n := range gone {
-		start, end, ok := e.t.ScalarToken(n)
-		if !ok || n.Kind != yaml.ScalarNode || n.Anchor != "" || n.Line < 1 || n.Line > e.t.Lines() {
-			e.fail()
-			return
-		}
-		_, alone := e.itemPrefix(n)
-		after := strings.TrimRight(string(e.f.body[end:e.t.LineEnd(n.Line)]), "\r\n")
-		if !alone || start != e.t.Offset(n.Line, n.Column) || (strings.TrimSpace(after) != "" && !strings.HasPrefix(strings.TrimSpace(after), "#")) {
-			e.fail()
-			return
-		}
-		e.t.CutLines(n.Line, n.Line, yamlsplice.ItemRank(e.t.DashColumn(n)))
+		e.ed.Remove(list.node, n)
 	}
 }
 
-// itemPrefix is the text before list item n on its line, when that is blanks, the item's
-// dash and blanks.
-func (e *editor) itemPrefix(n *yaml.Node) (string, bool) {
-	dash := e.t.DashColumn(n)
-	if dash < 0 || !e.t.BlankBefore(n.Line, dash) {
-		return "", false
-	}
-	return string(e.f.body[e.t.LineStart(n.Line):e.t.Offset(n.Line, n.Column)]), true
-}
-
-// emptyAfterKey writes " []" after the colon of key, written alone on its line, for a block
-// list left empty (a key without a value would be null); otherwise the text is given up.
-func (e *editor) emptyAfterKey(key *yaml.Node) bool {
-	colon, ok := e.t.AfterBareKey(key)
-	if !ok {
-		e.fail()
-		return false
-	}
-	e.add(colon, 0, " []")
-	return true
-}
-
-// appendItems adds IDs at the end of an existing list, in the style of its last item.
+// appendItems adds IDs at the end of an existing list, quoted as its last item is.
 func (e *editor) appendItems(seq *yaml.Node, ids []string) {
 	var st yaml.Style
 	if len(seq.Content) > 0 {
@@ -382,178 +245,30 @@ func (e *editor) appendItems(seq *yaml.Node, ids []string) {
 			st = last.Style & (yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle)
 		}
 	}
-	if e.text {
-		e.appendText(seq, ids, st)
-	}
-	for _, id := range ids {
-		n := strNode(id)
-		n.Style = st
-		seq.Content = append(seq.Content, n)
-	}
-}
-
-func (e *editor) appendText(seq *yaml.Node, ids []string, st yaml.Style) {
-	quoted := make([]string, len(ids))
+	items := make([]*yaml.Node, len(ids))
 	for i, id := range ids {
-		quoted[i] = quote(id, st)
+		items[i] = strNode(id)
+		items[i].Style = st
 	}
-	if seq.Line == 0 {
-		e.fail()
-		return
-	}
-	if seq.Style&yaml.FlowStyle != 0 {
-		if !e.t.AppendToFlow(seq, '[', quoted) {
-			e.fail()
-		}
-		return
-	}
-	last := seq.Content[len(seq.Content)-1]
-	start, _, ok := e.t.ScalarToken(last)
-	if !ok || last.Line == 0 {
-		e.fail()
-		return
-	}
-	prefix, alone := e.itemPrefix(last)
-	if !alone || start < e.t.Offset(last.Line, last.Column) {
-		e.fail()
-		return
-	}
-	lines := make([]string, len(quoted))
-	for i, q := range quoted {
-		lines[i] = prefix + q
-	}
-	e.t.InsertLines(last.Line, lines, yamlsplice.ItemRank(e.t.DashColumn(last)))
-}
-
-// addKey adds key: value at the end of mapping m.
-func (e *editor) addKey(m *yaml.Node, key string, value *yaml.Node) {
-	if m.Style&yaml.FlowStyle != 0 {
-		setFlow(value)
-	}
-	if e.text {
-		e.addKeyText(m, key, value)
-	}
-	m.Content = append(m.Content, strNode(key), value)
-}
-
-func (e *editor) addKeyText(m *yaml.Node, key string, value *yaml.Node) {
-	if m.Line == 0 || m.Style&yaml.FlowStyle == 0 && len(m.Content) == 0 {
-		e.fail()
-		return
-	}
-	if m.Style&yaml.FlowStyle != 0 {
-		if !e.t.AppendToFlow(m, '{', []string{key + ": " + yamlsplice.Flow(value)}) {
-			e.fail()
-		}
-		return
-	}
-	end, ok := e.t.MappingEnd(m)
-	if !ok {
-		e.fail()
-		return
-	}
-	col := m.Content[0].Column
-	e.t.InsertLines(end, e.block(mapNode(key, value), col-1), yamlsplice.KeyRank(col-1))
+	e.ed.Append(seq, items...)
 }
 
 // replaceValue replaces a null value (written as nothing, ~ or null) with a new one.
 func (e *editor) replaceValue(s step, value *yaml.Node) {
-	raw := s.raw
 	holder := s.parent
-	idx := -1
-	if holder != nil {
-		for i := 1; i < len(holder.Content); i += 2 {
-			if holder.Content[i] == raw {
-				idx = i
-			}
-		}
-	}
-	if idx < 0 || (raw.Kind != yaml.ScalarNode && !emptyFlowInBlock(s)) {
-		// The null comes from a merge: give this mapping its own key instead.
-		e.fail()
-		if holder != nil {
-			holder.Content = append(holder.Content, strNode(s.key.Value), value)
-		}
+	if holder == nil {
+		e.ed.Reformat()
 		return
 	}
-	flowParent := holder.Style&yaml.FlowStyle != 0
-	if flowParent {
-		setFlow(value)
-	}
-	if e.text {
-		e.replaceValueText(s, value, flowParent)
-	}
-	holder.Content[idx] = value
-}
-
-func (e *editor) replaceValueText(s step, value *yaml.Node, flowParent bool) {
-	raw, body := s.raw, e.f.body
-	o := e.t.TokenStart(raw)
-	if o < 0 || raw.Line == 0 || o >= len(body) {
-		e.fail()
-		return
-	}
-	if raw.Kind != yaml.ScalarNode { // {} or []: drop it and write the value as a block below
-		close, multiline, ok := e.t.ScanFlow(o)
-		rest := strings.TrimSpace(string(body[min(close+1, len(body)):e.t.LineEnd(raw.Line)]))
-		if !ok || multiline || raw.Line != s.key.Line || (rest != "" && rest[0] != '#') {
-			e.fail()
+	for i := 1; i < len(holder.Content); i += 2 {
+		if holder.Content[i] == s.raw {
+			e.ed.SetValue(holder, holder.Content[i-1], value)
 			return
 		}
-		start := o
-		for start > 0 && (body[start-1] == ' ' || body[start-1] == '\t') {
-			start--
-		}
-		e.add(start, close+1-start, "")
-		e.t.InsertLines(raw.Line, e.valueLines(value, s.key.Column-1), yamlsplice.KeyRank(s.key.Column))
-		return
 	}
-	switch raw.Value {
-	case "~", "null", "Null", "NULL":
-		if o+len(raw.Value) <= len(body) && string(body[o:o+len(raw.Value)]) == raw.Value {
-			e.add(o, len(raw.Value), yamlsplice.Flow(value))
-			return
-		}
-	case "":
-		rest := strings.TrimSpace(string(body[o:e.t.LineEnd(raw.Line)]))
-		if flowParent || raw.Line != s.key.Line || (rest != "" && rest[0] != '#') {
-			break
-		}
-		e.t.InsertLines(raw.Line, e.valueLines(value, s.key.Column-1), yamlsplice.KeyRank(s.key.Column))
-		return
-	}
-	e.fail()
-}
-
-// valueLines renders the block value of a key at column keyCol (0-based), without the key.
-func (e *editor) valueLines(value *yaml.Node, keyCol int) []string {
-	if value.Kind == yaml.SequenceNode {
-		if lines := e.block(mapNode("x", value), keyCol); len(lines) > 0 {
-			return lines[1:]
-		}
-		return nil
-	}
-	return e.block(value, keyCol+e.style.Indent)
-}
-
-// block renders n in block style from column col (0-based), in the file's indentation.
-func (e *editor) block(n *yaml.Node, col int) []string {
-	lines, err := e.style.Block(n)
-	if err != nil {
-		e.fail()
-		return nil
-	}
-	return yamlsplice.Indent(lines, col)
-}
-
-// setFlow marks a new subtree as flow style, as a value inside a flow collection must be.
-func setFlow(n *yaml.Node) {
-	if n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode {
-		n.Style |= yaml.FlowStyle
-	}
-	for _, c := range n.Content {
-		setFlow(c)
-	}
+	// The null comes from a merge: give this mapping its own key instead.
+	e.ed.Reformat()
+	e.ed.AddKey(holder, s.key.Value, value)
 }
 
 // flatten copies a node tree with every alias expanded and every << merge inlined, without

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/manila-setup/manila-setup/internal/neutronid"
-
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 )
 
 // ListKind is one of the two lists this package checks and patches.

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/manila-setup/manila-setup/internal/neutronid"
-
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/manila-setup/manila-setup/internal/editdistance"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
 )
 
 // Check loads and validates an install-config: every problem, in file order.
@@ -646,7 +647,7 @@ func looksLikeList(key string, known []string) int {
 	}
 	for _, k := range known {
 		if !strings.EqualFold(k, "additionalNetworkIDs") && !strings.EqualFold(k, "additionalSecurityGroupIDs") &&
-			distance(n, normKey(k), 2) <= 2 {
+			editdistance.Within(n, normKey(k), 2) <= 2 {
 			return -1
 		}
 	}
@@ -657,8 +658,8 @@ func looksLikeList(key string, known []string) int {
 	case strings.Contains(n, "network") || strings.HasPrefix(n, "additionalnet") || n == "nets" || n == "netids":
 		return int(Networks)
 	}
-	dn := distance(n, "additionalnetworkids", 5)
-	ds := distance(n, "additionalsecuritygroupids", 5)
+	dn := editdistance.Within(n, "additionalnetworkids", 5)
+	ds := editdistance.Within(n, "additionalsecuritygroupids", 5)
 	switch {
 	case dn <= 4 && dn <= ds:
 		return int(Networks)
@@ -680,7 +681,7 @@ func nearTypo(key string, targets, known []string) string {
 		if len(t) > 12 {
 			limit = 3
 		}
-		if d := distance(n, normKey(t), limit); d <= limit && d < bestD {
+		if d := editdistance.Within(n, normKey(t), limit); d <= limit && d < bestD {
 			best, bestD = t, d
 		}
 	}
@@ -689,40 +690,11 @@ func nearTypo(key string, targets, known []string) string {
 	}
 	// A closer match with another known key wins: that is the installer's business.
 	for _, k := range known {
-		if k != best && distance(n, normKey(k), bestD) < bestD {
+		if k != best && editdistance.Within(n, normKey(k), bestD) < bestD {
 			return ""
 		}
 	}
 	return best
-}
-
-// distance is the Levenshtein distance of a and b, or max+1 once it is certainly above max.
-func distance(a, b string, max int) int {
-	if d := len(a) - len(b); d > max || -d > max {
-		return max + 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin > max {
-			return max + 1
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 var hexAndDashes = regexp.MustCompile(`^[0-9a-fA-F-]+$`)

@@ -228,18 +228,11 @@ func TestControlPlaneOperatorsCheck(t *testing.T) {
 // createControlPlane creates the set and writes its status, as the operator reports it.
 func createControlPlane(t *testing.T, ctx context.Context, mc machineclient.Interface, cpms *machinev1.ControlPlaneMachineSet) *machinev1.ControlPlaneMachineSet {
 	t.Helper()
-	status := cpms.Status
-	created, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).Create(ctx, cpms, metav1.CreateOptions{})
+	created, err := machinectl.CreateAtRest(ctx, mc, cpms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	created.Status = status
-	created.Status.ObservedGeneration = created.Generation
-	updated, err := mc.MachineV1().ControlPlaneMachineSets(Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return updated
+	return created
 }
 
 func getControlPlane(t *testing.T, ctx context.Context, mc machineclient.Interface) *machinev1.ControlPlaneMachineSet {

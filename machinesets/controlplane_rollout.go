@@ -222,13 +222,9 @@ func ControlPlaneRollout(ctx context.Context, mc machineclient.Interface, kc kub
 // observeMasters reads the set's masters, lowest index first (then oldest), with whether each
 // has the template's networks and groups and is Running with a Ready Node.
 func observeMasters(ctx context.Context, mc machineclient.Interface, kc kubernetes.Interface, cpms *machinev1.ControlPlaneMachineSet, template *ProviderSpec) ([]master, error) {
-	selector, err := metav1.LabelSelectorAsSelector(&cpms.Spec.Selector)
+	list, err := controlPlaneMachines(ctx, mc, cpms)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: spec.selector: %w", ControlPlaneKind, cpms.Name, err)
-	}
-	list, err := mc.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
-	if err != nil {
-		return nil, listError("Machines", err)
+		return nil, err
 	}
 	var out []master
 	for i := range list.Items {
@@ -266,6 +262,19 @@ func observeMasters(ctx context.Context, mc machineclient.Interface, kc kubernet
 		return out[i].created.Before(out[j].created)
 	})
 	return out, nil
+}
+
+// controlPlaneMachines are the Machines the set selects: its masters.
+func controlPlaneMachines(ctx context.Context, mc machineclient.Interface, cpms *machinev1.ControlPlaneMachineSet) (*machinev1beta1.MachineList, error) {
+	selector, err := metav1.LabelSelectorAsSelector(&cpms.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: spec.selector: %w", ControlPlaneKind, cpms.Name, err)
+	}
+	list, err := mc.MachineV1beta1().Machines(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, listError("Machines", err)
+	}
+	return list, nil
 }
 
 // machineReady: the Machine is Running and its Node is Ready.

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/manila-setup/manila-setup/attach"
-	"github.com/manila-setup/manila-setup/internal/neutronid"
-	"github.com/manila-setup/manila-setup/internal/textdiff"
-
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manila-setup/manila-setup/attach"
+	"github.com/manila-setup/manila-setup/internal/neutronid"
+	"github.com/manila-setup/manila-setup/internal/textdiff"
 )
 
 // providerSpecPointer is the JSON pointer of the providerSpec inside a MachineSet.

@@ -118,3 +118,25 @@ func (p *ProviderSpec) networkIDs() []string {
 	}
 	return slices.DeleteFunc(ids, func(id string) bool { return id == "" })
 }
+
+// ControlPlaneNodes names the Nodes of the masters the ControlPlaneMachineSet selects: the
+// nodes whose pods lose the storage network when its template loses it, since its operator
+// then replaces every master. No set: none.
+func ControlPlaneNodes(ctx context.Context, client machineclient.Interface) ([]string, error) {
+	cpms, err := GetControlPlane(ctx, client)
+	if err != nil || cpms == nil {
+		return nil, err
+	}
+	list, err := controlPlaneMachines(ctx, client, cpms)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []string
+	for _, m := range list.Items {
+		if m.DeletionTimestamp == nil && m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" {
+			nodes = append(nodes, m.Status.NodeRef.Name)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes, nil
+}

@@ -164,15 +164,21 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// Scale marks the victims and sets the replica count, recording the original count first.
-func (r *roller) Scale(ctx context.Context, v rollout.SetView, replicas int32, victims []string) error {
+// Mark puts machine.openshift.io/delete-machine on the Machines: the MachineSet controller
+// deletes them first when it scales down.
+func (r *roller) Mark(ctx context.Context, names []string) error {
 	machines := r.mc.MachineV1beta1().Machines(Namespace)
-	for _, name := range victims {
+	for _, name := range names {
 		mark := []byte(`{"metadata":{"annotations":{"` + DeleteMachineAnnotation + `":"true"}}}`)
 		if _, err := machines.Patch(ctx, name, types.MergePatchType, mark, metav1.PatchOptions{FieldManager: "manila-setup"}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("marking Machine %s for deletion: %w", name, err)
 		}
 	}
+	return nil
+}
+
+// Scale sets the replica count, recording the original count first.
+func (r *roller) Scale(ctx context.Context, v rollout.SetView, replicas int32) error {
 	_, err := r.mc.MachineV1beta1().MachineSets(Namespace).Patch(ctx, v.Name, types.JSONPatchType, rollout.ScalePatch(v, replicas), metav1.PatchOptions{FieldManager: "manila-setup"})
 	return rollout.ScaleError(err)
 }

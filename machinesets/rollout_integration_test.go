@@ -432,7 +432,7 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 	if _, err := mc.MachineV1beta1().MachineSets(Namespace).UpdateStatus(ctx, ms, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Scale(ctx, seen, 4, nil); err != nil {
+	if err := r.Scale(ctx, seen, 4); err != nil {
 		t.Fatalf("scale after a status write: %v", err)
 	}
 	got, _ := mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, ms.Name, metav1.GetOptions{})
@@ -449,7 +449,7 @@ func TestScaleNoticesAnotherWriter(t *testing.T) {
 	}
 	scaleTo(6)
 	seen.Replicas, seen.HasOriginal, seen.HasAnnotations = 4, true, true
-	if err := r.Scale(ctx, seen, 3, nil); !errors.Is(err, rollout.ErrReplicasChanged) {
+	if err := r.Scale(ctx, seen, 3); !errors.Is(err, rollout.ErrReplicasChanged) {
 		t.Fatalf("scale on a stale replica count: %v, want rollout.ErrReplicasChanged", err)
 	}
 	got, _ = mc.MachineV1beta1().MachineSets(Namespace).Get(ctx, ms.Name, metav1.GetOptions{})

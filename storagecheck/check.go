@@ -96,7 +96,9 @@ func Check(ctx context.Context, in Inputs) (*Report, error) {
 	facts.SecretExists = func(ns, name string) (bool, bool) { return sclint.SecretExists(ctx, meta, ns, name) }
 	mountFacts := shareclient.Facts{MachineNetworks: in.MachineNetworks}
 	if len(mountFacts.MachineNetworks) == 0 {
-		mountFacts.MachineNetworks = InstallConfigNetworks(ctx, kube)
+		// Unreadable: the volumes are judged without the machine networks, as the Facts say.
+		ic, _ := deploy.ReadInstallConfig(ctx, kube)
+		mountFacts.MachineNetworks = ic.MachineNetworks
 	}
 	storageID := ""
 	var cloud *openstack.Client

@@ -7,32 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
-
-func TestMachineNetworks(t *testing.T) {
-	for _, tt := range []struct {
-		name, installConfig string
-		want                []netip.Prefix
-	}{
-		{"the install-config's machineNetwork, masked", "networking:\n  machineNetwork:\n  - cidr: 10.196.0.0/16\n  - cidr: 10.0.0.5/24\n",
-			[]netip.Prefix{netip.MustParsePrefix("10.196.0.0/16"), netip.MustParsePrefix("10.0.0.0/24")}},
-		{"no machineNetwork", "networking: {}\n", nil},
-		{"not YAML", "networking: [", nil},
-		{"not a CIDR", "networking: {machineNetwork: [{cidr: nope}]}\n", nil},
-		{"no install-config", "", nil},
-	} {
-		cm := &corev1.ConfigMap{Data: map[string]string{}}
-		if tt.installConfig != "" {
-			cm.Data["install-config"] = tt.installConfig
-		}
-		if got := machineNetworks(cm); !slices.Equal(got, tt.want) {
-			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
 
 func TestVerdicts(t *testing.T) {
 	storage := netip.MustParsePrefix("10.0.0.0/24")

@@ -3,9 +3,7 @@ package storagecheck
 import (
 	"context"
 	"fmt"
-	"net/netip"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
 
@@ -67,32 +64,4 @@ func machineAPIObjects(ctx context.Context, cfg *rest.Config, kube kubernetes.In
 	}
 	in.RunsWorkloads = func(name string) bool { return runs[name] }
 	return in, nil
-}
-
-// InstallConfigNetworks reads the machine networks from kube-system/cluster-config-v1 (what the
-// installer leaves there, and what the operator reads without --machine-network); nil when it
-// cannot be read.
-func InstallConfigNetworks(ctx context.Context, kube kubernetes.Interface) []netip.Prefix {
-	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-config-v1", metav1.GetOptions{})
-	if err != nil {
-		return nil
-	}
-	return machineNetworks(cm)
-}
-
-// machineNetworks are the machine networks of the install-config in cm, read as the operator
-// reads them (operator.MachineNetworksFromInstallConfig); nil when there are none or the
-// install-config cannot be read.
-func machineNetworks(cm *corev1.ConfigMap) []netip.Prefix {
-	cidrs, err := operator.MachineNetworksFromInstallConfig([]byte(cm.Data["install-config"]))
-	if err != nil {
-		return nil
-	}
-	var out []netip.Prefix
-	for _, c := range cidrs {
-		if p, err := netip.ParsePrefix(c); err == nil {
-			out = append(out, p.Masked())
-		}
-	}
-	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/deploy"
 	"github.com/manila-setup/manila-setup/operator/probe"
 	"github.com/manila-setup/manila-setup/operator/probe/probepod"
 )
@@ -103,18 +104,12 @@ const (
 	managedBy      = "manila-setup"
 )
 
-// InstallConfigNetworks reads the cluster's networks and VIPs from the install-config the
-// installer leaves in kube-system/cluster-config-v1; an error (none is empty) when it cannot be
-// read.
+// InstallConfigNetworks are the cluster's networks and VIPs from the install-config the
+// installer leaves in kube-system/cluster-config-v1 (deploy.ReadInstallConfig, the one reader
+// of it); an error (none is empty) when it cannot be read.
 func InstallConfigNetworks(ctx context.Context, kube kubernetes.Interface) (operator.InstallConfigNetworks, error) {
-	if kube == nil {
-		return operator.InstallConfigNetworks{}, nil
-	}
-	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "cluster-config-v1", metav1.GetOptions{})
-	if err != nil {
-		return operator.InstallConfigNetworks{}, fmt.Errorf("reading kube-system/cluster-config-v1 (the install-config): %w", err)
-	}
-	return operator.ParseInstallConfigNetworks([]byte(cm.Data["install-config"])), nil
+	ic, err := deploy.ReadInstallConfig(ctx, kube)
+	return ic.Networks, err
 }
 
 // Check judges the facts of a new Machine.

@@ -90,7 +90,8 @@ func (e *UnseenError) Error() string {
 }
 
 // RemovalRisk finds the pods that the removal would cut off from their Manila volumes, kind by
-// kind: the nodes of the Machine API Machines its rollout replaces, those of the Cluster API
+// kind: the nodes of the Machine API Machines its rollout replaces, those of the masters when
+// it changes the ControlPlaneMachineSet, those of the Cluster API
 // Machines of the sets and deployments it changes (in the openshift-machine-api namespace; in
 // another they are a workload cluster's, unseen), and, in each hosted cluster, those of the
 // NodePools it changes (read with HyperShift's admin kubeconfig; unseen when that fails).
@@ -105,6 +106,14 @@ func (c Cluster) RemovalRisk(ctx context.Context, r Removal) (RemovalRisk, error
 			}
 		}
 		found, err := machinesets.RemovalNodes(ctx, c.Machines, *r.MachineSets, planned)
+		if err != nil {
+			return risk, err
+		}
+		nodes = append(nodes, found...)
+	}
+	if slices.ContainsFunc(r.Planned, func(res attach.Result) bool { return SectionOf(res) == SectionControlPlane && res.Writes() }) {
+		// Its operator replaces every master once the template changes.
+		found, err := machinesets.ControlPlaneNodes(ctx, c.Machines)
 		if err != nil {
 			return risk, err
 		}

@@ -51,22 +51,24 @@ type Selection struct {
 	// ControlPlane selects the ControlPlaneMachineSet: every master is replaced by its
 	// operator once its template changes.
 	ControlPlane bool
+
+	// ClusterAPIScope, when set, selects the Cluster API objects instead of ClusterAPI: of
+	// another namespace, every one of a namespace, the replaced templates kept (`clusterapi
+	// patch`).
+	ClusterAPIScope *clusterapi.Scope
+	// NodePoolScope, when set, selects the NodePools instead of NodePools: of one namespace or
+	// HostedCluster (`nodepools patch`).
+	NodePoolScope *nodepools.Scope
 }
 
-// Report is what Patch did: one row per object, in the order MachineSets, Cluster API objects,
-// NodePools, the ControlPlaneMachineSet, and the Cluster API templates replaced earlier that were looked at.
-type Report struct {
-	Results   []attach.Result             `json:"results"`
-	Templates []clusterapi.TemplateResult `json:"templates,omitempty"`
-}
-
-// Patch attaches opts.Attachment to every kind sel selects. The IDs are checked (and looked up
-// in Neutron, with opts.Checker) once, before anything is written. It stops at the first kind
-// that fails; the rows then say what was done.
-func (c Cluster) Patch(ctx context.Context, sel Selection, opts attach.Options) (*Report, error) {
+// write attaches (or removes) opts to every kind sel selects (force: the ControlPlaneMachineSet
+// also while its masters are not at rest). The IDs are checked (and looked up in Neutron, with
+// opts.Checker) once, before anything is written. It stops at the first kind that fails; the
+// rows then say what was done.
+func (c Cluster) write(ctx context.Context, sel Selection, opts attach.Options, force bool) (*Report, error) {
 	// The NodePools take no security groups: they are checked when another kind takes them.
 	networksOnly := opts.NetworksOnly
-	opts.NetworksOnly = sel.MachineSets == nil && len(sel.ClusterAPI) == 0 && !sel.ControlPlane
+	opts.NetworksOnly = sel.MachineSets == nil && sel.clusterAPI() == nil && !sel.ControlPlane
 	opts, err := opts.Check(ctx)
 	if err != nil {
 		return nil, err
@@ -77,18 +79,18 @@ func (c Cluster) Patch(ctx context.Context, sel Selection, opts attach.Options) 
 		// all before the first kind is written.
 		dry := opts
 		dry.DryRun, dry.Capacity = true, opts.Capacity.Clone()
-		if _, err := c.patch(ctx, sel, dry); err != nil {
+		if _, err := c.patch(ctx, sel, dry, force); err != nil {
 			var refused *attach.CapacityError
 			if errors.As(err, &refused) {
 				return &Report{}, err
 			}
 		}
 	}
-	return c.patch(ctx, sel, opts)
+	return c.patch(ctx, sel, opts, force)
 }
 
-// patch is Patch after the checks.
-func (c Cluster) patch(ctx context.Context, sel Selection, opts attach.Options) (*Report, error) {
+// patch is write after the checks.
+func (c Cluster) patch(ctx context.Context, sel Selection, opts attach.Options, force bool) (*Report, error) {
 	report := &Report{}
 	if sel.MachineSets != nil {
 		results, err := machinesets.Patch(ctx, c.Machines, *sel.MachineSets, opts)
@@ -100,8 +102,8 @@ func (c Cluster) patch(ctx context.Context, sel Selection, opts attach.Options) 
 			return report, err
 		}
 	}
-	if len(sel.ClusterAPI) > 0 {
-		r, err := clusterapi.Patch(ctx, c.Dynamic, clusterapi.Scope{Namespace: clusterapi.OpenShiftNamespace, Names: sel.ClusterAPI}, opts)
+	if scope := sel.clusterAPI(); scope != nil {
+		r, err := clusterapi.Patch(ctx, c.Dynamic, *scope, opts)
 		if r != nil {
 			report.Results = append(report.Results, r.Results...)
 			report.Templates = append(report.Templates, r.Templates...)
@@ -110,18 +112,18 @@ func (c Cluster) patch(ctx context.Context, sel Selection, opts attach.Options) 
 			return report, err
 		}
 	}
-	if len(sel.NodePools) > 0 {
-		results, err := nodepools.Patch(ctx, c.Dynamic, nodepools.Scope{Names: sel.NodePools}, opts)
+	if scope := sel.nodePools(); scope != nil {
+		results, err := nodepools.Patch(ctx, c.Dynamic, *scope, opts)
 		report.Results = append(report.Results, results...)
 		if err != nil {
 			return report, err
 		}
 	}
 	if sel.ControlPlane {
-		// Last: the workers are done before the masters start being replaced. Not forced: the
-		// set is offered only at rest, and is checked again here (a cluster that got busy
-		// since is refused with the reason, as `controlplane patch` without --force is).
-		target := machinesets.ControlPlaneTarget{Client: c.Machines, Operators: c.Dynamic, Room: c.Room}
+		// Last: the workers are done before the masters start being replaced. Unless forced,
+		// the set is checked at rest here (a cluster that got busy since the wizard offered it
+		// is refused with the reason).
+		target := machinesets.ControlPlaneTarget{Client: c.Machines, Operators: c.Dynamic, Room: c.Room, Force: force}
 		results, err := attach.Patch(ctx, target, opts)
 		report.Results = append(report.Results, results...)
 		if err != nil {
@@ -201,8 +203,8 @@ func (c Cluster) Roll(ctx context.Context, sel Selection, opts rollout.Options) 
 			return all, err
 		}
 	}
-	if len(sel.ClusterAPI) > 0 {
-		results, err := clusterapi.Rollout(ctx, c.Dynamic, clusterapi.OpenShiftNamespace, sel.ClusterAPI, opts)
+	if scope := sel.clusterAPI(); scope != nil {
+		results, err := clusterapi.Rollout(ctx, c.Dynamic, scope.Namespace, scope.Names, opts)
 		all = append(all, results...)
 		if err != nil {
 			return all, err

@@ -22,10 +22,14 @@ type Target interface {
 	API() API
 	// Observe reads a set and its Machines (those being deleted included).
 	Observe(ctx context.Context, set string) (SetView, error)
-	// Scale marks the victims with the API's delete-machine annotation, then sets the set's
-	// spec.replicas to replicas if it is still v.Replicas (ScalePatch), recording v.Original
-	// first; ScaleError(err) of its answer.
-	Scale(ctx context.Context, v SetView, replicas int32, victims []string) error
+	// Mark puts the API's delete-machine annotation on the Machines named: the set's
+	// controller deletes such Machines first when it scales down. A Machine gone already is
+	// no error.
+	Mark(ctx context.Context, machines []string) error
+	// Scale sets the set's spec.replicas to replicas if it is still v.Replicas (ScalePatch),
+	// recording v.Original first; ScaleError(err) of its answer. A scale-down comes only a
+	// MarkSettle after its victims were marked (rollSet).
+	Scale(ctx context.Context, v SetView, replicas int32) error
 	// Finish removes what the rollout left: the delete mark of the Machines that stay and the
 	// OriginalReplicasAnnotation (when v.HasOriginal).
 	Finish(ctx context.Context, v SetView) error
@@ -224,7 +228,25 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 			return err
 		case stepScale:
 			r.setPhase(i, Running, st.Phase, st.Replaced, total)
-			if err := r.target.Scale(ctx, v, st.Replicas, st.Victims); err != nil {
+			if unmarked := unmarkedVictims(v, st.Victims); len(unmarked) > 0 {
+				// Marked first, scaled down a moment later, never both at once: the set's
+				// controller reads the Machines from its own cache, and a scale-down that
+				// reaches it before the mark lets it delete any Machine of the set, a new
+				// one with pods on it included. The next look finds the victims marked
+				// (decide picks marked Machines first) and scales.
+				if err := r.target.Mark(ctx, unmarked); err != nil {
+					err = fmt.Errorf("rollout of %s %s/%s: %s: %w", api.SetKind, api.Namespace, name, st.Phase, err)
+					r.setPhase(i, Failed, err.Error(), st.Replaced, total)
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(max(MarkSettle, r.opts.PollInterval)):
+				}
+				continue
+			}
+			if err := r.target.Scale(ctx, v, st.Replicas); err != nil {
 				if (errors.Is(err, ErrReplicasChanged) || apierrors.IsConflict(err)) && refused < 5 {
 					refused++
 					continue // the set changed under us: look again
@@ -244,6 +266,25 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 			}
 		}
 	}
+}
+
+// MarkSettle is how long a rollout waits between marking a Machine for deletion and scaling its
+// set down: longer than the set controller's cache takes to see the mark on a loaded cluster.
+const MarkSettle = 2 * time.Second
+
+// unmarkedVictims are the victims that v does not show marked yet.
+func unmarkedVictims(v SetView, victims []string) []string {
+	marked := map[string]bool{}
+	for _, m := range v.Machines {
+		marked[m.Name] = m.Marked
+	}
+	var out []string
+	for _, name := range victims {
+		if !marked[name] {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // check runs the canary check of a Machine of the set v and records its verdict on the Machine,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,14 +8,10 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/manila-setup/manila-setup/attach"
-	"github.com/manila-setup/manila-setup/attach/rollout"
 	"github.com/manila-setup/manila-setup/internal/neutronid"
 	"github.com/manila-setup/manila-setup/internal/openstack"
-	"github.com/manila-setup/manila-setup/machinesets"
-	"github.com/manila-setup/manila-setup/workers"
 )
 
 // attachFlags are the flags of every command that attaches the storage network (machinesets,
@@ -33,14 +28,11 @@ type attachFlags struct {
 	// attaching (attach.Removal); --network and --security-group then narrow it.
 	Remove bool
 
-	// surge is how many machines the rollout after the patch adds above a set's replicas at
-	// once (--max-surge where the command rolls, else the rollout's default): counted with the
-	// machines against the storage subnet's free addresses.
-	surge *int32
-
-	// findings are what the networks attached would do to the machines (attach.Fitness), found
-	// by options: said on standard error there, and in each object's row of -o json|yaml.
+	// findings are what the networks attached would do to the machines (attach.Fitness), of
+	// Apply's report: said on standard error, and in each object's row of -o json|yaml.
 	findings []networkFinding
+	// said: the report was said (sayReport), before the rollout or after Apply.
+	said bool
 	// cloud is the cloud options connected to (--os-cloud), for the checks after the patch's.
 	cloud *openstack.Client
 }
@@ -164,108 +156,6 @@ func (a *attachFlags) validateRemove() error {
 
 func (a attachFlags) removal() attach.Removal {
 	return attach.Removal{Networks: a.Networks, SecurityGroups: a.SecurityGroups}
-}
-
-// options connects to the cloud of --os-cloud, if any, and applies the network policy (with
-// what cluster says of this cluster, when it is the one whose machines are patched: its nodes'
-// addresses, its networks and VIPs), saying on standard error
-// which network --discover added, which --force let through and which have port security
-// disabled (their port is written without it); it returns the options of the patch, with the
-// IDs to be looked up in Neutron.
-// groupsOnPorts says whether the kind puts the security groups on the storage port (NodePools
-// do not), which a network without port security refuses.
-func (a *attachFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, cluster attach.NetworkPolicy, groupsOnPorts bool) (attach.Options, error) {
-	opts := attach.Options{DryRun: a.DryRun, By: "manila-setup " + version}
-	if a.Remove {
-		// Nothing is looked up: what is removed may be gone from the cloud already.
-		r := a.removal()
-		opts.Remove = &r
-		return opts, nil
-	}
-	if g.OSCloud != "" {
-		// No --ca-bundle or --timeout here: clouds.yaml's cacert and the default timeout.
-		cloud, err := (&cloudOptions{global: g, streams: streams}).connect(ctx)
-		if err != nil {
-			return opts, environmentError(fmt.Errorf("--os-cloud %s: %w", g.OSCloud, err))
-		}
-		a.cloud = cloud
-		opts.Checker = attach.NeutronChecker{Client: cloud}
-		policy := cluster // what the cluster says: its nodes' addresses, its networks and VIPs
-		policy.Discover, policy.Force, policy.SecurityGroups = a.Discover, a.Force, groupsOnPorts && len(a.SecurityGroups) > 0
-		nets, err := attach.ResolveNetworks(ctx, cloud, a.Networks, policy)
-		if err != nil {
-			return opts, networkPolicyExit(err)
-		}
-		if d := nets.Discovered; d != nil {
-			fmt.Fprintf(streams.ErrOut, "discovered: network %s: %s\n", d.Network.Label(), strings.Join(d.Reasons, "; "))
-		}
-		for _, p := range nets.Forced {
-			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s (--force: attaching it anyway)\n", p.Index, p.ID, p.Problem)
-			if p.Finding != nil {
-				a.findings = append(a.findings, networkFinding{network: p.ID, Finding: *p.Finding, Forced: true})
-			}
-		}
-		for _, p := range nets.Warnings {
-			fmt.Fprintf(streams.ErrOut, "warning: --network[%d] %s: %s\n", p.Index, p.ID, p.Problem)
-			if p.Finding != nil {
-				a.findings = append(a.findings, networkFinding{network: p.ID, Finding: *p.Finding})
-			}
-		}
-		for _, id := range nets.PortSecurityDisabled {
-			fmt.Fprintf(streams.ErrOut, "note: network %s has port security disabled: its port is written without port security, security groups and allowed address pairs\n", id)
-		}
-		a.Networks = nets.IDs
-		opts.Attachment = nets.Attachment(a.SecurityGroups)
-		if opts.Capacity, err = a.capacity(ctx, cloud, streams); err != nil {
-			return opts, err
-		}
-		return opts, nil
-	}
-	opts.Attachment = a.attachment()
-	return opts, nil
-}
-
-// capacity is the check of the free addresses of the networks to attach (attach.CapacityCheck):
-// refused unless --force, which says it on standard error; a dry run says what the patch
-// would refuse and shows its diffs.
-func (a *attachFlags) capacity(ctx context.Context, cloud *openstack.Client, streams IOStreams) (*attach.CapacityCheck, error) {
-	caps, err := attach.CapacityOf(ctx, cloud, a.Networks)
-	if err != nil {
-		return nil, environmentError(fmt.Errorf("nothing patched: counting the free addresses of the storage network: %w", err))
-	}
-	surge := int32(rollout.DefaultMaxSurge)
-	if a.surge != nil {
-		surge = *a.surge
-	}
-	check := &attach.CapacityCheck{Networks: caps, Surge: int(surge), Force: a.Force || a.DryRun}
-	check.Warn = func(e *attach.CapacityError) {
-		if a.Force {
-			fmt.Fprintf(streams.ErrOut, "warning: %v (--force: attaching it anyway)\n", e)
-		} else {
-			fmt.Fprintf(streams.ErrOut, "note: without --dry-run the patch would be refused: %v\n", e)
-		}
-	}
-	return check, nil
-}
-
-// clusterPolicy is what this cluster tells the network policy: its nodes' addresses (a subnet
-// holding one is the machines' own network), and its install-config's networks and VIPs (a
-// storage subnet must neither overlap nor hold them). What cannot be read is not checked, and
-// the error says which.
-func clusterPolicy(ctx context.Context, kube kubernetes.Interface) (attach.NetworkPolicy, error) {
-	var p attach.NetworkPolicy
-	var errs []error
-	addrs, err := machinesets.NodeAddresses(ctx, kube)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("%v: cannot tell whether a network is the machines' own", err))
-	}
-	p.NodeAddresses = addrs
-	networks, err := workers.InstallConfigNetworks(ctx, kube)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("%v: a storage subnet is not checked against the cluster's networks and VIPs", err))
-	}
-	p.MachineNetworks, p.VIPs = networks.All(), networks.VIPs
-	return p, errors.Join(errs...)
 }
 
 // networkPolicyExit gives an error of attach.ResolveNetworks its words and exit code: a network

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
@@ -175,68 +174,32 @@ func (o *clusterAPIPatchOptions) Validate() error {
 }
 
 func (o *clusterAPIPatchOptions) Run(ctx context.Context) error {
-	// Cluster API clusters' nodes are not always this cluster's: the machines' own network is
-	// not told, only the Manila exports.
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, attach.NetworkPolicy{}, true)
-	if err != nil {
-		return err
-	}
 	scope := clusterapi.Scope{Namespace: o.Namespace, Names: o.Names, KeepTemplates: o.KeepTemplates}
+	req, err := o.attachFlags.request(ctx, o.g, o.streams, workers.Selection{ClusterAPIScope: &scope}, inputfile.ClusterAPI)
+	if err != nil {
+		return err
+	}
 	if o.File != "" {
-		return o.runFile(ctx, scope, opts)
-	}
-	cluster, err := o.g.clients(ctx)
-	if err != nil {
-		return err
-	}
-	dyn := cluster.dynamic
-	if opts.Remove != nil && !o.DryRun {
-		if err := o.checkMounts(ctx, dyn, scope, opts); err != nil {
+		_, err := o.applyFile(ctx, o.g, o.streams, req, func(w io.Writer, res *attach.FileResult) error {
+			if len(res.Appended) == 0 {
+				return nil
+			}
+			_, err := fmt.Fprintf(w, "new OpenStackMachineTemplate(s) appended: %s; the old ones stay in the file until no Machine uses them\n", strings.Join(res.Appended, ", "))
 			return err
-		}
-	}
-	report, err := clusterapi.Patch(ctx, dyn, scope, opts)
-	if printErr := printClusterAPIReport(o.g, o.streams, report, o.DryRun, &o.attachFlags); printErr != nil && err == nil {
-		err = printErr
-	}
-	if err := patchErrorExit(err); err != nil {
+		})
 		return err
-	}
-	return clusterAPIInvalid(o.g, report)
-}
-
-// checkMounts refuses a removal while pods on the nodes of the Machines it replaces use Manila
-// volumes (a MachineDeployment replaces them at once, a MachineSet with 'clusterapi rollout'),
-// or when those nodes are a workload cluster's, unless --force (workers.RemovalRisk).
-func (o *clusterAPIPatchOptions) checkMounts(ctx context.Context, dyn dynamic.Interface, scope clusterapi.Scope, opts attach.Options) error {
-	dry := opts
-	dry.DryRun = true
-	planned, err := clusterapi.Patch(ctx, dyn, scope, dry)
-	if err != nil {
-		return patchErrorExit(err)
 	}
 	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
-	return refuseRemovalRisk(ctx, clients.workers(), workers.Removal{Planned: planned.Results}, o.Force, o.streams, "")
-}
-
-// runFile patches the Cluster API objects of -f instead of the cluster's (GitOps).
-func (o *clusterAPIPatchOptions) runFile(ctx context.Context, scope clusterapi.Scope, opts attach.Options) error {
-	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.ClusterAPI, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
-		return clusterapi.PatchFile(ctx, name, data, scope, opts)
-	}, func(w io.Writer, res *attach.FileResult) error {
-		if len(res.Appended) == 0 {
-			return nil
-		}
-		_, err := fmt.Fprintf(w, "new OpenStackMachineTemplate(s) appended: %s; the old ones stay in the file until no Machine uses them\n", strings.Join(res.Appended, ", "))
-		return err
-	})
-	if err != nil {
+	report, err := clients.workers().Apply(ctx, req)
+	if err := o.printApplied(o.streams, report, err, func(r *workers.Report) error {
+		return printClusterAPIReport(o.g, o.streams, &clusterapi.Report{Results: r.Results, Templates: r.Templates}, o.DryRun, &o.attachFlags)
+	}); err != nil {
 		return err
 	}
-	return clusterAPIInvalid(o.g, &clusterapi.Report{Results: res.Results})
+	return invalidRow(o.g, report)
 }
 
 // printClusterAPIReport prints what Patch did: a line per set, the diffs of a dry run, the
@@ -286,22 +249,6 @@ func printClusterAPIReport(g *GlobalOptions, streams IOStreams, report *clustera
 				seen[r.Kind] = true
 				fmt.Fprintf(out, "%s: %s.\n", r.Kind, r.Rolls)
 			}
-		}
-	}
-	return nil
-}
-
-// clusterAPIInvalid is exit 1 when a selected set's template is missing or unreadable.
-func clusterAPIInvalid(g *GlobalOptions, report *clusterapi.Report) error {
-	if report == nil {
-		return nil
-	}
-	for _, r := range report.Results {
-		if r.Action == attach.ActionInvalid {
-			if g.Output != outputText {
-				return silentFailure(exitInvalid)
-			}
-			return invalidInput(fmt.Errorf("%s %s/%s cannot be patched: %s", r.Kind, r.Namespace, r.Name, r.Reason))
 		}
 	}
 	return nil

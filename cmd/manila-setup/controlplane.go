@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/machinesets"
+	"github.com/manila-setup/manila-setup/workers"
 )
 
 func newControlPlaneCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -151,7 +151,9 @@ back, keeping FILE.bak; --dry-run prints the diff), every other object of the fi
 MachineSets included, kept byte for byte. A file has no status: its set's spec is checked
 (Inactive and Recreate are refused), its masters are not.
 
-` + removeHelp,
+` + removeHelp + ` A removal, too, makes the operator replace every
+master: on a cluster it is refused (exit 1, naming the pods, claims and nodes) while pods on the
+masters use Manila volumes; --force removes anyway, --dry-run says it would be refused.`,
 		Example: `  manila-setup controlplane patch --network 5f0c3b7e-2a4d-4c1e-9b8a-0d6e1f2a3b4c --security-group 77c0a1d2-... --dry-run
   manila-setup controlplane patch --discover --security-group 77c0a1d2-...
   manila-setup controlplane patch --remove --dry-run
@@ -164,7 +166,7 @@ MachineSets included, kept byte for byte. A file has no status: its set's spec i
 	f.StringSliceVar(&o.SecurityGroups, "security-group", nil, "ID of a security group to add (repeat or comma-separate)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the unified diff of the template and write nothing")
 	f.BoolVar(&o.Discover, "discover", false, "attach the network Manila exports on, as 'manila-setup networks discover' finds it (needs a cloud)")
-	f.BoolVar(&o.Force, "force", false, "change the set while its masters are not at rest; attach a network even where no Manila export location lies, or the machines' own, or its subnets lack free addresses")
+	f.BoolVar(&o.Force, "force", false, "change the set while its masters are not at rest; attach a network even where no Manila export location lies, or the machines' own, or its subnets lack free addresses; with --remove, remove while pods on the masters use Manila volumes")
 	f.BoolVar(&o.Remove, "remove", false, "remove what manila-setup attached (the "+attach.Annotation+" record), and nothing else; with --network/--security-group only those")
 	f.StringVarP(&o.File, "filename", "f", "", "patch the ControlPlaneMachineSet of this file (- for standard input) instead of the cluster's")
 	f.BoolVar(&o.Rollout, "rollout", false, "then replace the masters and wait until all are on the template and ready (as 'controlplane rollout')")
@@ -191,61 +193,38 @@ func (o *controlPlanePatchOptions) Validate() error {
 func (o *controlPlanePatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *controlPlanePatchOptions) Run(ctx context.Context) error {
+	req, err := o.attachFlags.request(ctx, o.g, o.streams, workers.Selection{ControlPlane: true}, inputfile.ControlPlane)
+	if err != nil {
+		return err
+	}
 	if o.File != "" {
 		// A file has no cluster: its set's spec is checked, not its masters.
-		opts, err := o.attachFlags.options(ctx, o.g, o.streams, attach.NetworkPolicy{}, true)
-		if err != nil {
-			return err
-		}
-		res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.ControlPlane, opts, machinesets.PatchControlPlaneFile, nil)
-		if err != nil {
-			return err
-		}
-		return o.invalidResults(res.Results)
+		_, err := o.applyFile(ctx, o.g, o.streams, req, nil)
+		return err
 	}
 	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
-	var cluster attach.NetworkPolicy
-	if o.g.OSCloud != "" {
-		if cluster, err = clusterPolicy(ctx, clients.kube); err != nil {
-			fmt.Fprintf(o.streams.ErrOut, "warning: %v\n", err)
+	if o.Rollout {
+		masters, err := o.roll.options(ctx, o.g, o.streams, clients)
+		if err != nil {
+			return err
+		}
+		req.Rollout = &workers.Rollout{Masters: masters}
+		req.Patched = func(report *workers.Report) {
+			o.sayReport(o.streams.ErrOut, report)
+			_ = o.print(report.Results)
 		}
 	}
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, cluster, true)
-	if err != nil {
+	report, err := clients.workers().Apply(ctx, req)
+	if report != nil && report.Masters != nil {
+		return o.roll.report(o.g, o.streams, *report.Masters, err)
+	}
+	if err := o.printApplied(o.streams, report, err, func(r *workers.Report) error { return o.print(r.Results) }); err != nil {
 		return err
 	}
-	target := machinesets.ControlPlaneTarget{Client: clients.machines, Operators: clients.dynamic, Force: o.Force}
-	if o.cloud != nil {
-		target.Room = o.cloud.RoomForServer
-	}
-	results, err := attach.Patch(ctx, target, opts)
-	var refused *machinesets.ControlPlaneRefusedError
-	if errors.As(err, &refused) {
-		return invalidInput(err)
-	}
-	if printErr := o.print(results); printErr != nil && err == nil {
-		err = printErr
-	}
-	if err := patchErrorExit(err); err != nil {
-		return err
-	}
-	if err := o.invalidResults(results); err != nil || !o.Rollout {
-		return err
-	}
-	return o.roll.run(ctx, o.g, o.streams)
-}
-
-// invalidResults is exit 1 when the set's providerSpec is broken.
-func (o *controlPlanePatchOptions) invalidResults(results []attach.Result) error {
-	for _, r := range results {
-		if r.Action == attach.ActionInvalid {
-			return invalidInput(fmt.Errorf("%s %s/%s cannot be patched: %s", machinesets.ControlPlaneKind, machinesets.Namespace, r.Name, r.Reason))
-		}
-	}
-	return nil
+	return invalidRow(o.g, report)
 }
 
 func (o *controlPlanePatchOptions) print(results []attach.Result) error {

@@ -100,14 +100,7 @@ func TestControlPlaneCommands(t *testing.T) {
 // status its operator reports at rest (3 masters, all updated and ready, this generation seen).
 func createControlPlaneMachineSet(t *testing.T, ctx context.Context, mc machineclient.Interface, infraID string) {
 	t.Helper()
-	cpms := machinectl.ControlPlaneMachineSet(infraID)
-	status := cpms.Status
-	created, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).Create(ctx, cpms, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status, created.Status.ObservedGeneration = status, created.Generation
-	if _, err := mc.MachineV1().ControlPlaneMachineSets(machinesets.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if _, err := machinectl.CreateAtRest(ctx, mc, machinectl.ControlPlaneMachineSet(infraID)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -42,19 +42,33 @@ func (r *controlPlaneRolloutFlags) run(ctx context.Context, g *GlobalOptions, st
 	if err != nil {
 		return err
 	}
-	var opts rollout.Options
-	if err := r.canaryFlags.options(ctx, g, streams, clients.kube, &opts); err != nil {
+	opts, err := r.options(ctx, g, streams, clients)
+	if err != nil {
 		return err
 	}
+	p, err := machinesets.ControlPlaneRollout(ctx, clients.machines, clients.kube, opts)
+	return r.report(g, streams, p, err)
+}
+
+// options are how the masters are followed: the canary, and a line per change as text.
+func (r *controlPlaneRolloutFlags) options(ctx context.Context, g *GlobalOptions, streams IOStreams, clients *clusterClients) (machinesets.ControlPlaneRolloutOptions, error) {
+	var opts rollout.Options
+	if err := r.canaryFlags.options(ctx, g, streams, clients.kube, &opts); err != nil {
+		return machinesets.ControlPlaneRolloutOptions{}, err
+	}
 	text := g.Output == outputText
-	p, err := machinesets.ControlPlaneRollout(ctx, clients.machines, clients.kube, machinesets.ControlPlaneRolloutOptions{
+	return machinesets.ControlPlaneRolloutOptions{
 		PollInterval: r.PollInterval, Timeout: r.Timeout, Canary: opts.Canary, Resume: r.Resume, Operators: clients.dynamic,
 		Progress: func(p machinesets.ControlPlaneProgress) {
 			if text {
 				fmt.Fprintf(streams.Out, "%s  %d/%d masters on the template  %s\n", time.Now().Format("15:04:05"), p.OnTemplate, p.Replicas, p.Phase)
 			}
-		}})
-	if !text {
+		}}, nil
+}
+
+// report says how the masters' replacement ended, and gives it its exit code.
+func (r *controlPlaneRolloutFlags) report(g *GlobalOptions, streams IOStreams, p machinesets.ControlPlaneProgress, err error) error {
+	if g.Output != outputText {
 		if printErr := printStructured(streams.Out, g.Output, p); printErr != nil && err == nil {
 			err = printErr
 		}

@@ -5,14 +5,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 
 	"github.com/manila-setup/manila-setup/diagnose"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
-	"github.com/manila-setup/manila-setup/storagecheck"
+	"github.com/manila-setup/manila-setup/operator/deploy"
 )
 
 // DiagnoseOptions are the flags of `diagnose`.
@@ -78,13 +75,13 @@ func (o *DiagnoseOptions) Validate() error {
 }
 
 func (o *DiagnoseOptions) Run(ctx context.Context) error {
-	cfg, err := o.g.restConfig(ctx)
+	c, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
 	ns := o.Namespace
 	if ns == "" {
-		if ns, err = kubeconfig.Namespace(ctx, kubeconfig.Options{Path: o.g.Kubeconfig}); err != nil {
+		if ns, err = kubeconfig.Namespace(ctx, o.g.kubeOptions("")); err != nil {
 			return environmentError(err)
 		}
 	}
@@ -92,19 +89,10 @@ func (o *DiagnoseOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return environmentError(err)
-	}
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return environmentError(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return environmentError(err)
-	}
-	in := diagnose.Inputs{Kube: kube, Meta: meta, Dynamic: dyn, CloudName: o.g.OSCloud, MachineNetworks: storagecheck.InstallConfigNetworks(ctx, kube)}
+	kube := c.kube
+	// Unreadable: the checks go without the machine networks, and say what they could not tell.
+	ic, _ := deploy.ReadInstallConfig(ctx, kube)
+	in := diagnose.Inputs{Kube: kube, Meta: c.meta, Dynamic: c.dynamic, CloudName: o.g.OSCloud, MachineNetworks: ic.MachineNetworks}
 	if o.g.OSCloud != "" {
 		in.Cloud = o.cloudOpt.connect
 	}

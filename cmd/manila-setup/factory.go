@@ -10,9 +10,11 @@ import (
 	"time"
 
 	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
+	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/internal/kubeconfig"
@@ -27,23 +29,46 @@ import (
 // userAgent names this CLI in the API server's audit log and in the cloud's logs.
 func userAgent() string { return "manila-setup/" + version }
 
-// restConfig is the commands' cluster configuration: --kubeconfig (a path list allowed), else
-// $KUBECONFIG, else ~/.kube/config, read by internal/kubeconfig, with this CLI's user agent.
+// kubeOptions is how the commands read the kubeconfig: --kubeconfig (a path list allowed), else
+// $KUBECONFIG, else ~/.kube/config, with this CLI's user agent; kubeContext "" is its current
+// context.
+func (g *GlobalOptions) kubeOptions(kubeContext string) kubeconfig.Options {
+	return kubeconfig.Options{Path: g.Kubeconfig, Context: kubeContext, UserAgent: userAgent()}
+}
+
+// restConfig is the commands' cluster configuration (kubeOptions), read by internal/kubeconfig.
 // Errors are environment errors (exit 2) and name the kubeconfig; ctx ends the read of a
 // kubeconfig that is a stream.
 func (g *GlobalOptions) restConfig(ctx context.Context) (*rest.Config, error) {
-	cfg, err := kubeconfig.RESTConfig(ctx, kubeconfig.Options{Path: g.Kubeconfig, UserAgent: userAgent()})
+	return restConfigOf(ctx, g.kubeOptions(""))
+}
+
+func restConfigOf(ctx context.Context, o kubeconfig.Options) (*rest.Config, error) {
+	cfg, err := kubeconfig.RESTConfig(ctx, o)
 	if err != nil {
 		return nil, environmentError(err)
 	}
 	return cfg, nil
 }
 
+// restConfigOrPod is restConfig, except in a pod without a kubeconfig (oc adm must-gather runs
+// the image so, with a cluster-admin service account): there it is the pod's service account.
+func (g *GlobalOptions) restConfigOrPod(ctx context.Context) (*rest.Config, error) {
+	if _, err := os.Stat(g.Kubeconfig); err != nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return restConfigOf(ctx, kubeconfig.Options{InCluster: true, UserAgent: userAgent()})
+	}
+	return g.restConfig(ctx)
+}
+
 // clusterClients are the clients of the cluster of --kubeconfig that the commands use.
 type clusterClients struct {
+	// host is the API server's address, for messages.
+	host     string
 	machines machineclient.Interface
 	kube     kubernetes.Interface
-	dynamic  dynamic.Interface // Cluster API objects, NodePools, HostedClusters
+	dynamic  dynamic.Interface  // Cluster API objects, NodePools, HostedClusters
+	meta     metadata.Interface // the objects diagnose only needs the metadata of
+	operator operatorclient.Interface
 }
 
 // workers is the use case over these clients.
@@ -55,6 +80,15 @@ func (c *clusterClients) workers() workers.Cluster {
 // that asks again gets the same clients. Errors are environment errors. GlobalOptions.newClients,
 // when set, makes them instead (fake clients for a unit test where a real server adds nothing).
 func (g *GlobalOptions) clients(ctx context.Context) (*clusterClients, error) {
+	return g.clientsWith(ctx, g.restConfig)
+}
+
+// podClients are clients, from restConfigOrPod: for must-gather, which also runs in a pod.
+func (g *GlobalOptions) podClients(ctx context.Context) (*clusterClients, error) {
+	return g.clientsWith(ctx, g.restConfigOrPod)
+}
+
+func (g *GlobalOptions) clientsWith(ctx context.Context, config func(context.Context) (*rest.Config, error)) (*clusterClients, error) {
 	if g.cluster != nil {
 		return g.cluster, nil
 	}
@@ -63,7 +97,7 @@ func (g *GlobalOptions) clients(ctx context.Context) (*clusterClients, error) {
 		g.cluster = c
 		return c, err
 	}
-	cfg, err := g.restConfig(ctx)
+	cfg, err := config(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +109,24 @@ func (g *GlobalOptions) clients(ctx context.Context) (*clusterClients, error) {
 	return c, nil
 }
 
-// clientsFor makes the clients of cfg.
+// wizardRequestTimeout bounds each request of the wizard to the cluster: its screens wait for
+// the answers, and a cluster that does not answer must not hold them without end.
+const wizardRequestTimeout = 30 * time.Second
+
+// contextClients are the clients of the context kubeContext of --kubeconfig ("" its current
+// one), each request bounded by wizardRequestTimeout: for the wizard, whose first screen chooses
+// the context, and which may go back and choose another (so they are not kept as clients are).
+func (g *GlobalOptions) contextClients(ctx context.Context, kubeContext string) (*clusterClients, error) {
+	o := g.kubeOptions(kubeContext)
+	o.Timeout = wizardRequestTimeout
+	cfg, err := kubeconfig.RESTConfig(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return clientsFor(cfg)
+}
+
+// clientsFor makes the clients of cfg; nothing is contacted.
 func clientsFor(cfg *rest.Config) (*clusterClients, error) {
 	mc, err := machineclient.NewForConfig(cfg)
 	if err != nil {
@@ -89,7 +140,15 @@ func clientsFor(cfg *rest.Config) (*clusterClients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clusterClients{machines: mc, kube: kc, dynamic: dyn}, nil
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	oc, err := operatorclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clusterClients{host: cfg.Host, machines: mc, kube: kc, dynamic: dyn, meta: meta, operator: oc}, nil
 }
 
 // wrapOpenStackTransport lets tests count and inspect the CLI's HTTP requests. Nil in production.

@@ -21,6 +21,7 @@ import (
 	"github.com/manila-setup/manila-setup/cmd/manila-setup/rolloutview"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
 	"github.com/manila-setup/manila-setup/internal/filepatch"
+	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/internal/openstack"
 	"github.com/manila-setup/manila-setup/machinesets"
 	"github.com/manila-setup/manila-setup/workers"
@@ -208,7 +209,8 @@ type machineSetsPatchOptions struct {
 	Selector string
 	roll     patchRolloutFlags
 
-	clients *clusterClients
+	progress       *rolloutview.ProgressPrinter
+	patchedPrinted bool // by printBeforeRollout
 }
 
 func newMachineSetsPatchCommand(g *GlobalOptions, streams IOStreams) *cobra.Command {
@@ -286,99 +288,73 @@ func (o *machineSetsPatchOptions) Validate() error {
 func (o *machineSetsPatchOptions) Complete(*cobra.Command, []string) error { return nil }
 
 func (o *machineSetsPatchOptions) Run(ctx context.Context) error {
-	var cluster attach.NetworkPolicy
-	if o.File == "" { // a file has no cluster, and no nodes to ask
-		clients, err := o.g.clients(ctx)
-		if err != nil {
-			return err
-		}
-		o.clients = clients
-		if o.g.OSCloud != "" {
-			if cluster, err = clusterPolicy(ctx, clients.kube); err != nil {
-				fmt.Fprintf(o.streams.ErrOut, "warning: %v\n", err)
-			}
-		}
-	}
-	if o.roll.Rollout {
-		o.surge = &o.roll.MaxSurge
-	}
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, cluster, true)
+	sel := machinesets.Selection{Names: o.Names, Selector: o.Selector}
+	req, err := o.attachFlags.request(ctx, o.g, o.streams, workers.Selection{MachineSets: &sel}, inputfile.MachineSets)
 	if err != nil {
 		return err
 	}
-	sel := machinesets.Selection{Names: o.Names, Selector: o.Selector}
-	if o.File != "" {
-		return o.runFile(ctx, sel, opts)
+	if o.File != "" { // a file has no cluster, and no nodes to ask
+		_, err := o.applyFile(ctx, o.g, o.streams, req, nil)
+		return err
+	}
+	clients, err := o.g.clients(ctx)
+	if err != nil {
+		return err
 	}
 	if o.roll.Rollout {
-		// Refused before anything is written: the sets whose rollout would take the storage
-		// network off nodes where pods use Manila volumes.
-		if err := o.checkMounts(ctx, sel, opts, ""); err != nil {
-			return err
+		// A dry run rolls nothing: its surge is counted against the free addresses, and no
+		// canary is made.
+		ropts := rollout.Options{MaxSurge: o.roll.MaxSurge}
+		if !o.DryRun {
+			if ropts, err = o.roll.options(ctx, o.g, o.streams, clients.kube, o.printer().Update); err != nil {
+				return err
+			}
 		}
+		req.Rollout = &workers.Rollout{Sets: ropts}
+		req.Patched = o.printBeforeRollout
 	}
-	report, err := o.clients.workers().Patch(ctx, workers.Selection{MachineSets: &sel}, opts)
-	var results []attach.Result
+	report, err := clients.workers().Apply(ctx, req)
+	o.sayReport(o.streams.ErrOut, report)
 	if report != nil {
-		results = report.Results
 		for _, t := range report.Templates {
 			if t.Deleted {
 				fmt.Fprintf(o.streams.ErrOut, "template %s/%s deleted: no set and no Machine uses it any more\n", clusterapi.OpenShiftNamespace, t.Name)
 			}
 		}
 	}
-	if o.roll.Rollout && !o.DryRun && err == nil && o.invalidResults(results) == nil {
-		return o.rollAfter(ctx, sel, results)
+	if req.Rollout != nil && o.patchedPrinted {
+		return o.printRollout(report, err)
 	}
-	if printErr := o.print(results); printErr != nil && err == nil {
-		err = printErr
-	}
-	if err := patchErrorExit(err); err != nil {
+	if err := o.printApplied(o.streams, report, err, func(r *workers.Report) error { return o.print(r.Results) }); err != nil {
 		return err
 	}
-	return o.invalidResults(results)
+	return invalidRow(o.g, report)
 }
 
-// checkMounts refuses the rollout of a removal while pods on the nodes it replaces use Manila
-// volumes, unless --force; a dry run only says that it would be refused.
-func (o *machineSetsPatchOptions) checkMounts(ctx context.Context, sel machinesets.Selection, opts attach.Options, done string) error {
-	var planned []attach.Result
-	if opts.Remove != nil {
-		dry := opts
-		dry.DryRun = true
-		report, err := o.clients.workers().Patch(ctx, workers.Selection{MachineSets: &sel}, dry)
-		if err != nil {
-			return patchErrorExit(err)
-		}
-		planned = report.Results
+// printer shows the rollout's progress (one per command: the patch's rollout).
+func (o *machineSetsPatchOptions) printer() *rolloutview.ProgressPrinter {
+	if o.progress == nil {
+		o.progress = newRolloutPrinter(o.g, o.streams)
 	}
-	err := refuseRemovalRisk(ctx, o.clients.workers(), workers.Removal{Planned: planned, MachineSets: &sel}, o.Force, o.streams, done)
-	if err != nil && o.DryRun {
-		fmt.Fprintf(o.streams.ErrOut, "note: without --dry-run the rollout would be refused: %v\n", err)
-		return nil
-	}
-	return err
+	return o.progress
 }
 
-// rollAfter prints what the patch did, then rolls the selected sets: the rollout of
-// `machinesets rollout`, in the same command. With -o json|yaml standard output holds one
-// object: the patch's results and the rollout's sets.
-func (o *machineSetsPatchOptions) rollAfter(ctx context.Context, sel machinesets.Selection, results []attach.Result) error {
+// printBeforeRollout prints what the patch did, before the rollout's progress.
+func (o *machineSetsPatchOptions) printBeforeRollout(report *workers.Report) {
+	o.patchedPrinted = true
+	o.sayReport(o.streams.ErrOut, report)
 	if o.g.Output == outputText {
-		if _, err := writePatchTable(o.streams.Out, results); err != nil {
-			return err
-		}
-		writePatchWarnings(o.streams.ErrOut, results)
+		_, _ = writePatchTable(o.streams.Out, report.Results)
+		writePatchWarnings(o.streams.ErrOut, report.Results)
 		fmt.Fprintln(o.streams.Out)
 	}
-	printer := newRolloutPrinter(o.g, o.streams)
-	ropts, err := o.roll.options(ctx, o.g, o.streams, o.clients.kube, printer.Update)
-	if err != nil {
-		return err
-	}
-	progress, err := o.clients.workers().Roll(ctx, workers.Selection{MachineSets: &sel}, ropts)
+}
+
+// printRollout ends a patch with --rollout: with -o json|yaml standard output holds one
+// object, the patch's results and the rollout's sets.
+func (o *machineSetsPatchOptions) printRollout(report *workers.Report, err error) error {
 	if o.g.Output != outputText {
-		out := map[string]any{"results": o.resultsJSON(results), "rollout": progress}
+		out := map[string]any{"results": o.resultsJSON(report.Results), "rollout": report.Rollout}
 		if perr := printStructured(o.streams.Out, o.g.Output, out); perr != nil && err == nil {
 			err = perr
 		}
@@ -404,19 +380,6 @@ func patchErrorExit(err error) error {
 	default:
 		return environmentError(err)
 	}
-}
-
-// invalidResults is exit 1 when a selected MachineSet's providerSpec is broken.
-func (o *machineSetsPatchOptions) invalidResults(results []attach.Result) error {
-	for _, r := range results {
-		if r.Action == attach.ActionInvalid {
-			if o.g.Output != outputText {
-				return silentFailure(exitInvalid)
-			}
-			return invalidInput(fmt.Errorf("MachineSet %s/%s cannot be patched: %s", machinesets.Namespace, r.Name, r.Reason))
-		}
-	}
-	return nil
 }
 
 func (o *machineSetsPatchOptions) print(results []attach.Result) error {

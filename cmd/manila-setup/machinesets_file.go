@@ -1,59 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 
-	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/atomicfile"
-	"github.com/manila-setup/manila-setup/internal/inputfile"
 	"github.com/manila-setup/manila-setup/internal/textdiff"
-	"github.com/manila-setup/manila-setup/machinesets"
 )
-
-// runFile patches the MachineSets of -f instead of the cluster's (GitOps).
-func (o *machineSetsPatchOptions) runFile(ctx context.Context, sel machinesets.Selection, opts attach.Options) error {
-	res, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.MachineSets, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
-		return machinesets.PatchFile(ctx, name, data, sel, opts)
-	}, nil)
-	if err != nil {
-		return err
-	}
-	return o.invalidResults(res.Results)
-}
-
-// runPatchFile patches the objects of -f instead of the cluster's (GitOps), the same way for
-// every kind: kind bounds what -f may hold; patch is the kind's PatchFile; note, when set, adds lines to the table.
-func runPatchFile(ctx context.Context, g *GlobalOptions, streams IOStreams, a attachFlags, kind inputfile.Kind, opts attach.Options,
-	patch func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error),
-	note func(w io.Writer, res *attach.FileResult) error) (*attach.FileResult, error) {
-	name, data, err := readInput(ctx, a.File, streams.In, kind, func(err error) error { return invalidInput(fmt.Errorf("-f: %w", err)) })
-	if err != nil {
-		return nil, err
-	}
-	opts.DryRun = false // the file's diff is the dry run
-	res, err := patch(ctx, name, data, opts)
-	if err := patchErrorExit(err); err != nil {
-		return nil, err
-	}
-	if err := stoppedBeforeWriting(ctx, name); err != nil {
-		return nil, err
-	}
-	err = emitPatchedFile(g, streams, a.DryRun, a.InPlace, patchedFile{
-		path: a.File, name: name, data: data, out: res.Output, reformatted: res.Reformatted, objects: res.Objects,
-		results: a.resultsJSON(res.Results),
-		table: func(w io.Writer) error {
-			if _, err := writePatchTable(w, res.Results); err != nil || note == nil {
-				return err
-			}
-			return note(w, res)
-		},
-	})
-	writePatchWarnings(streams.ErrOut, res.Results)
-	return res, err
-}
 
 // fileFlagsError checks -f with --in-place and --dry-run.
 func fileFlagsError(file string, inPlace, dryRun bool) error {

@@ -3,16 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
-	"github.com/manila-setup/manila-setup/internal/kubeconfig"
 	"github.com/manila-setup/manila-setup/mustgather"
 )
 
@@ -65,33 +60,13 @@ func (o *MustGatherOptions) Validate() error {
 	return nil
 }
 
-// restConfig is the kubeconfig's, or, in a pod without a kubeconfig (oc adm must-gather runs
-// the image so, with a cluster-admin service account), the pod's service account.
-func (o *MustGatherOptions) restConfig(ctx context.Context) (*rest.Config, error) {
-	if _, err := os.Stat(o.g.Kubeconfig); err != nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		cfg, err := kubeconfig.RESTConfig(ctx, kubeconfig.Options{InCluster: true, UserAgent: userAgent()})
-		if err != nil {
-			return nil, environmentError(err)
-		}
-		return cfg, nil
-	}
-	return o.g.restConfig(ctx)
-}
-
 func (o *MustGatherOptions) Run(ctx context.Context) error {
-	cfg, err := o.restConfig(ctx)
+	// In a pod without a kubeconfig, the pod's service account (oc adm must-gather).
+	c, err := o.g.podClients(ctx)
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return environmentError(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return environmentError(err)
-	}
-	opts := mustgather.Options{Kube: kube, Dynamic: dyn, Dir: o.DestDir}
+	opts := mustgather.Options{Kube: c.kube, Dynamic: c.dynamic, Dir: o.DestDir}
 	if o.g.OSCloud != "" {
 		opts.Cloud = o.cloudOpt.connect
 	}

@@ -134,6 +134,13 @@ func (o *NetworksAttachOptions) Run(ctx context.Context) error {
 		ConnectCloud: func(ctx context.Context, cloud string) (*openstack.Client, error) {
 			return o.connectTo(ctx, cloud, nil)
 		},
+		ConnectCluster: func(ctx context.Context, kubeContext string) (wizard.ClusterClients, error) {
+			c, err := o.global.contextClients(ctx, kubeContext)
+			if err != nil {
+				return wizard.ClusterClients{}, err
+			}
+			return wizard.ClusterClients{Host: c.host, Machines: c.machines, Kube: c.kube, Operator: c.operator, Dynamic: c.dynamic}, nil
+		},
 		CommandFlags: repeatedGlobalFlags(o.global, os.Getenv),
 	})
 	model := wizard.New(wizard.Options{Backend: backend, DryRun: o.DryRun, Context: ctx})

@@ -6,7 +6,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/internal/cmdrun"
@@ -161,49 +160,21 @@ func (o *nodePoolsPatchOptions) Validate() error {
 }
 
 func (o *nodePoolsPatchOptions) Run(ctx context.Context) error {
-	// The nodes of hosted clusters are not on this cluster: the machines' own network cannot be
-	// told, only the Manila exports.
-	opts, err := o.attachFlags.options(ctx, o.g, o.streams, attach.NetworkPolicy{}, false)
-	if err != nil {
-		return err
-	}
 	scope := nodepools.Scope{Namespace: o.Namespace, HostedCluster: o.HostedCluster, Names: o.Names}
+	req, err := o.attachFlags.request(ctx, o.g, o.streams, workers.Selection{NodePoolScope: &scope}, inputfile.NodePools)
+	if err != nil {
+		return err
+	}
 	if o.File != "" {
-		_, err := runPatchFile(ctx, o.g, o.streams, o.attachFlags, inputfile.NodePools, opts, func(ctx context.Context, name string, data []byte, opts attach.Options) (*attach.FileResult, error) {
-			return nodepools.PatchFile(ctx, name, data, scope, opts)
-		}, nil)
+		_, err := o.applyFile(ctx, o.g, o.streams, req, nil)
 		return err
 	}
-	cluster, err := o.g.clients(ctx)
+	clients, err := o.g.clients(ctx)
 	if err != nil {
 		return err
 	}
-	dyn := cluster.dynamic
-	if opts.Remove != nil && !o.DryRun {
-		if err := o.checkMounts(ctx, dyn, scope, opts); err != nil {
-			return err
-		}
-	}
-	results, err := nodepools.Patch(ctx, dyn, scope, opts)
-	if printErr := o.print(results); printErr != nil && err == nil {
-		err = printErr
-	}
-	return patchErrorExit(err)
-}
-
-// checkMounts refuses a removal that changes NodePools while pods on their nodes use Manila
-// volumes, unless --force: HyperShift replaces those nodes at once, and the new ones have no
-// port on the storage network. The pods are in the hosted clusters; a NodePool whose hosted
-// cluster cannot be read is refused too, with the reason, since its pods are out of sight
-// (workers.RemovalRisk).
-func (o *nodePoolsPatchOptions) checkMounts(ctx context.Context, dyn dynamic.Interface, scope nodepools.Scope, opts attach.Options) error {
-	dry := opts
-	dry.DryRun = true
-	planned, err := nodepools.Patch(ctx, dyn, scope, dry)
-	if err != nil {
-		return patchErrorExit(err)
-	}
-	return refuseRemovalRisk(ctx, workers.Cluster{Dynamic: dyn}, workers.Removal{Planned: planned}, o.Force, o.streams, "")
+	report, err := clients.workers().Apply(ctx, req)
+	return o.printApplied(o.streams, report, err, func(r *workers.Report) error { return o.print(r.Results) })
 }
 
 func (o *nodePoolsPatchOptions) print(results []attach.Result) error {

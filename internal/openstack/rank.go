@@ -98,103 +98,156 @@ var storageName = regexp.MustCompile(`(?i)(storage|manila|nfs|cephfs|share|filer
 // Rank finds the networks that hold Manila's export addresses (longest-prefix match over the
 // subnets of networks) and those that share networks use, and orders them best first.
 func Rank(networks []Network, ev Evidence) Ranking {
-	type subnetRef struct {
-		net    *Network
-		subnet Subnet
+	r := newRanker(networks)
+	r.addExports(ev.Exports)
+	for _, h := range ev.Hostnames {
+		// A host name is not resolved: it says nothing of where the storage is, only that a
+		// share is exported there.
+		r.addUnmatched("name:"+h.Hostname, UnmatchedExport{Hostname: h.Hostname}, h.ShareID)
 	}
-	// Subnets indexed by prefix: a longest-prefix match costs one map lookup per prefix length
-	// in use, whatever the number of networks.
-	index := map[netip.Prefix][]subnetRef{}
-	var lengths []int // distinct (bits, family) in use, longest first
+	r.addShareNetworks(ev.ShareNetworks)
+	for _, st := range r.states {
+		r.rk.Candidates = append(r.rk.Candidates, st.candidate())
+	}
+	if len(r.rk.Candidates) == 0 && len(ev.Exports) == 0 && len(ev.Hostnames) == 0 {
+		// Manila shows nothing at all: a guess from the names is better than no answer.
+		r.rk.Candidates = nameGuesses(networks)
+	}
+	return r.sorted()
+}
+
+// subnetRef is one subnet of one network.
+type subnetRef struct {
+	net    *Network
+	subnet Subnet
+}
+
+// subnetIndex finds the subnets that contain an address. Subnets are indexed by prefix: a
+// longest-prefix match costs one map lookup per prefix length in use, whatever the number of
+// networks.
+type subnetIndex struct {
+	byPrefix map[netip.Prefix][]subnetRef
+	lengths  []int // distinct prefix lengths in use, longest first
+}
+
+func newSubnetIndex(networks []Network) subnetIndex {
 	type lengthKey struct {
 		bits int
 		v6   bool
 	}
+	x := subnetIndex{byPrefix: map[netip.Prefix][]subnetRef{}}
 	seenLen := map[lengthKey]bool{}
-	byID := map[string]*Network{}
 	for i := range networks {
 		n := &networks[i]
-		byID[n.ID] = n
 		for _, s := range n.Subnets {
 			if !s.CIDR.IsValid() {
 				continue
 			}
 			p := s.CIDR.Masked()
-			index[p] = append(index[p], subnetRef{n, s})
+			x.byPrefix[p] = append(x.byPrefix[p], subnetRef{n, s})
 			if k := (lengthKey{p.Bits(), p.Addr().Is6()}); !seenLen[k] {
 				seenLen[k] = true
-				lengths = append(lengths, p.Bits())
+				x.lengths = append(x.lengths, p.Bits())
 			}
 		}
 	}
-	slices.Sort(lengths)
-	slices.Reverse(lengths)
-	lengths = slices.Compact(lengths)
-	// lookup returns the subnets containing a, the most specific ones first.
-	lookup := func(a netip.Addr) (best, wider []subnetRef) {
-		for _, bits := range lengths {
-			if bits > a.BitLen() {
-				continue
-			}
-			p, err := a.Prefix(bits)
-			if err != nil {
-				continue
-			}
-			refs := index[p]
-			if len(refs) == 0 {
-				continue
-			}
-			if best == nil {
-				best = refs
-			} else {
-				wider = append(wider, refs...)
-			}
-		}
-		return best, wider
-	}
+	slices.Sort(x.lengths)
+	slices.Reverse(x.lengths)
+	x.lengths = slices.Compact(x.lengths)
+	return x
+}
 
-	type netState struct {
-		cand        Candidate
-		shares      map[string]bool // share ID -> has a preferred address here
-		exports     map[netip.Addr]*NetworkExport
-		exportShare map[netip.Addr]map[string]bool
-		widerOf     map[string]bool // notes about less specific subnets elsewhere
-		snNames     []string
-	}
-	states := map[string]*netState{}
-	state := func(n *Network) *netState {
-		s := states[n.ID]
-		if s == nil {
-			s = &netState{cand: Candidate{Network: *n}, shares: map[string]bool{}, exports: map[netip.Addr]*NetworkExport{},
-				exportShare: map[netip.Addr]map[string]bool{}, widerOf: map[string]bool{}}
-			states[n.ID] = s
+// lookup returns the subnets containing a: the most specific ones (best), and the less
+// specific ones that contain it too (wider).
+func (x subnetIndex) lookup(a netip.Addr) (best, wider []subnetRef) {
+	for _, bits := range x.lengths {
+		if bits > a.BitLen() {
+			continue
 		}
-		return s
-	}
-
-	var rk Ranking
-	unmatched := map[string]*UnmatchedExport{}
-	unmatchedShares := map[string]map[string]bool{}
-	addUnmatched := func(key string, u UnmatchedExport, shareID string) {
-		if unmatched[key] == nil {
-			unmatched[key] = &u
-			unmatchedShares[key] = map[string]bool{}
+		p, err := a.Prefix(bits)
+		if err != nil {
+			continue
 		}
-		unmatchedShares[key][shareID] = true
-		unmatched[key].Shares = len(unmatchedShares[key])
+		refs := x.byPrefix[p]
+		if len(refs) == 0 {
+			continue
+		}
+		if best == nil {
+			best = refs
+		} else {
+			wider = append(wider, refs...)
+		}
 	}
+	return best, wider
+}
 
-	for _, ex := range ev.Exports {
+// netState is what the evidence says of one network, while it is gathered.
+type netState struct {
+	cand        Candidate
+	shares      map[string]bool // share ID -> has a preferred address here
+	exports     map[netip.Addr]*NetworkExport
+	exportShare map[netip.Addr]map[string]bool
+	widerOf     map[string]bool // notes about less specific subnets elsewhere
+	snNames     []string
+}
+
+// ranker gathers the evidence network by network (states) and what lies in no network
+// (unmatched), for Rank.
+type ranker struct {
+	index           subnetIndex
+	byID            map[string]*Network
+	states          map[string]*netState
+	unmatched       map[string]*UnmatchedExport
+	unmatchedShares map[string]map[string]bool
+	rk              Ranking
+}
+
+func newRanker(networks []Network) *ranker {
+	r := &ranker{index: newSubnetIndex(networks), byID: map[string]*Network{}, states: map[string]*netState{},
+		unmatched: map[string]*UnmatchedExport{}, unmatchedShares: map[string]map[string]bool{}}
+	for i := range networks {
+		r.byID[networks[i].ID] = &networks[i]
+	}
+	return r
+}
+
+// state is the state of n, made on first use.
+func (r *ranker) state(n *Network) *netState {
+	s := r.states[n.ID]
+	if s == nil {
+		s = &netState{cand: Candidate{Network: *n}, shares: map[string]bool{}, exports: map[netip.Addr]*NetworkExport{},
+			exportShare: map[netip.Addr]map[string]bool{}, widerOf: map[string]bool{}}
+		r.states[n.ID] = s
+	}
+	return s
+}
+
+// addUnmatched counts a share exported where no subnet of the project lies (key: the address,
+// or the host name).
+func (r *ranker) addUnmatched(key string, u UnmatchedExport, shareID string) {
+	if r.unmatched[key] == nil {
+		r.unmatched[key] = &u
+		r.unmatchedShares[key] = map[string]bool{}
+	}
+	r.unmatchedShares[key][shareID] = true
+	r.unmatched[key].Shares = len(r.unmatchedShares[key])
+}
+
+// addExports places each export address in the most specific subnets that contain it. Every
+// network with an equally specific subnet gets it (and is told it is ambiguous); a less
+// specific subnet of another network gets a note, not the export.
+func (r *ranker) addExports(exports []ShareExport) {
+	for _, ex := range exports {
 		if !ex.Address.IsValid() {
 			continue
 		}
-		hits, wider := lookup(ex.Address)
+		hits, wider := r.index.lookup(ex.Address)
 		if len(hits) == 0 {
-			addUnmatched(ex.Address.String(), UnmatchedExport{Address: ex.Address}, ex.ShareID)
+			r.addUnmatched(ex.Address.String(), UnmatchedExport{Address: ex.Address}, ex.ShareID)
 			continue
 		}
 		for _, h := range hits {
-			st := state(h.net)
+			st := r.state(h.net)
 			st.shares[ex.ShareID] = st.shares[ex.ShareID] || ex.Preferred
 			ne := st.exports[ex.Address]
 			if ne == nil {
@@ -213,95 +266,107 @@ func Rank(networks []Network, ev Evidence) Ranking {
 			}
 		}
 	}
-	for _, h := range ev.Hostnames {
-		addUnmatched("name:"+h.Hostname, UnmatchedExport{Hostname: h.Hostname}, h.ShareID)
-	}
+}
 
-	for _, sn := range ev.ShareNetworks {
+// addShareNetworks names, on each network, the share networks that place share servers there
+// (DHSS=true back ends); one on a network the project cannot see is a note.
+func (r *ranker) addShareNetworks(shareNetworks []ShareNetwork) {
+	for _, sn := range shareNetworks {
 		for _, sub := range sn.Subnets {
 			if sub.NeutronNetID == "" {
 				continue
 			}
-			n := byID[sub.NeutronNetID]
+			n := r.byID[sub.NeutronNetID]
 			if n == nil {
-				rk.Notes = append(rk.Notes, fmt.Sprintf("share network %s uses network %s, which this project cannot see", coalesce(sn.Name, sn.ID), sub.NeutronNetID))
+				r.rk.Notes = append(r.rk.Notes, fmt.Sprintf("share network %s uses network %s, which this project cannot see", coalesce(sn.Name, sn.ID), sub.NeutronNetID))
 				continue
 			}
-			st := state(n)
+			st := r.state(n)
 			name := coalesce(sn.Name, sn.ID)
 			if !slices.Contains(st.snNames, name) {
 				st.snNames = append(st.snNames, name)
 			}
 		}
 	}
+}
 
-	for _, st := range states {
-		c := &st.cand
-		for _, preferred := range st.shares {
-			if preferred {
-				c.Score += scorePreferredShare
-			} else {
-				c.Score += scoreShare
-			}
-		}
-		c.Shares = len(st.shares)
-		c.Score += scoreShareNetwork * len(st.snNames)
-		slices.Sort(st.snNames)
-		c.ShareNetworks = st.snNames
-		for _, ne := range st.exports {
-			c.Exports = append(c.Exports, *ne)
-		}
-		slices.SortFunc(c.Exports, func(a, b NetworkExport) int { return a.Address.Compare(b.Address) })
-
-		if c.Shares > 0 {
-			c.Confidence = ConfidenceHigh
-			c.Reasons = append(c.Reasons, exportReasons(c.Exports, c.Shares)...)
+// candidate scores the network of st and says why: its shares (preferred addresses weigh
+// more), its share networks, less for an ambiguous export, a little more when shared.
+func (st *netState) candidate() Candidate {
+	c := st.cand
+	for _, preferred := range st.shares {
+		if preferred {
+			c.Score += scorePreferredShare
 		} else {
-			c.Confidence = ConfidenceMedium
-		}
-		if len(c.ShareNetworks) > 0 {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("share network%s %s place%s share servers (driver_handles_share_servers=true) on it",
-				plural(len(c.ShareNetworks)), quoteList(c.ShareNetworks), singularVerb(len(c.ShareNetworks))))
-		}
-		for _, e := range c.Exports {
-			if e.Ambiguous {
-				c.Reasons = append(c.Reasons, fmt.Sprintf("%s is also inside an equally specific subnet of another network: check which one the storage really is on", e.Address))
-				c.Score -= scoreShare / 2
-				break
-			}
-		}
-		wider := make([]string, 0, len(st.widerOf))
-		for w := range st.widerOf {
-			wider = append(wider, w)
-		}
-		slices.Sort(wider)
-		c.Reasons = append(c.Reasons, wider...)
-		if c.Network.Shared {
-			c.Score += scoreShared
-			c.Reasons = append(c.Reasons, "shared with all projects, as provider storage networks usually are")
-		}
-		rk.Candidates = append(rk.Candidates, *c)
-	}
-
-	if len(rk.Candidates) == 0 && len(ev.Exports) == 0 && len(ev.Hostnames) == 0 {
-		for _, n := range networks {
-			if storageName.MatchString(n.Name) {
-				c := Candidate{Network: n, Score: scoreNameHint, Confidence: ConfidenceLow,
-					Reasons: []string{fmt.Sprintf("Manila shows no share or share network yet; guessed from the name %q only", n.Name)}}
-				if n.Shared {
-					c.Score += scoreShared
-					c.Reasons = append(c.Reasons, "shared with all projects, as provider storage networks usually are")
-				}
-				rk.Candidates = append(rk.Candidates, c)
-			}
+			c.Score += scoreShare
 		}
 	}
+	c.Shares = len(st.shares)
+	c.Score += scoreShareNetwork * len(st.snNames)
+	slices.Sort(st.snNames)
+	c.ShareNetworks = st.snNames
+	for _, ne := range st.exports {
+		c.Exports = append(c.Exports, *ne)
+	}
+	slices.SortFunc(c.Exports, func(a, b NetworkExport) int { return a.Address.Compare(b.Address) })
 
+	if c.Shares > 0 {
+		c.Confidence = ConfidenceHigh
+		c.Reasons = append(c.Reasons, exportReasons(c.Exports, c.Shares)...)
+	} else {
+		c.Confidence = ConfidenceMedium
+	}
+	if len(c.ShareNetworks) > 0 {
+		c.Reasons = append(c.Reasons, fmt.Sprintf("share network%s %s place%s share servers (driver_handles_share_servers=true) on it",
+			plural(len(c.ShareNetworks)), quoteList(c.ShareNetworks), singularVerb(len(c.ShareNetworks))))
+	}
+	for _, e := range c.Exports {
+		if e.Ambiguous {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s is also inside an equally specific subnet of another network: check which one the storage really is on", e.Address))
+			c.Score -= scoreShare / 2
+			break
+		}
+	}
+	wider := make([]string, 0, len(st.widerOf))
+	for w := range st.widerOf {
+		wider = append(wider, w)
+	}
+	slices.Sort(wider)
+	c.Reasons = append(c.Reasons, wider...)
+	if c.Network.Shared {
+		c.Score += scoreShared
+		c.Reasons = append(c.Reasons, "shared with all projects, as provider storage networks usually are")
+	}
+	return c
+}
+
+// nameGuesses are the networks whose names suggest storage, with the lowest confidence: what
+// Rank offers when Manila shows no share and no share network yet.
+func nameGuesses(networks []Network) []Candidate {
+	var out []Candidate
+	for _, n := range networks {
+		if storageName.MatchString(n.Name) {
+			c := Candidate{Network: n, Score: scoreNameHint, Confidence: ConfidenceLow,
+				Reasons: []string{fmt.Sprintf("Manila shows no share or share network yet; guessed from the name %q only", n.Name)}}
+			if n.Shared {
+				c.Score += scoreShared
+				c.Reasons = append(c.Reasons, "shared with all projects, as provider storage networks usually are")
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sorted is the ranking, best first (score, then shares, then name and ID, so that equal
+// candidates keep one order), with the unmatched exports by address and host name.
+func (r *ranker) sorted() Ranking {
+	rk := r.rk
 	slices.SortFunc(rk.Candidates, func(a, b Candidate) int {
 		return cmp.Or(-cmp.Compare(a.Score, b.Score), -cmp.Compare(a.Shares, b.Shares),
 			cmp.Compare(a.Network.Name, b.Network.Name), cmp.Compare(a.Network.ID, b.Network.ID))
 	})
-	for _, u := range unmatched {
+	for _, u := range r.unmatched {
 		rk.Unmatched = append(rk.Unmatched, *u)
 	}
 	slices.SortFunc(rk.Unmatched, func(a, b UnmatchedExport) int {
@@ -310,7 +375,6 @@ func Rank(networks []Network, ev Evidence) Ranking {
 	return rk
 }
 
-// exportReasons words the exports of one network: per subnet, which addresses and how many shares.
 func exportReasons(exports []NetworkExport, shares int) []string {
 	type group struct {
 		subnet string

@@ -14,9 +14,11 @@ func TestRemove(t *testing.T) {
 			[]string{"/l/0", "/l/1"}, false},
 		{"a key and its value", "m:\n  a: '{\"x\":1}'\n  b: 2 # kept\n", "m:\n  b: 2 # kept\n", []string{"/m/a"}, false},
 		{"a key whose value is a list", "m:\n  l:\n  - 1\n  - 2\n  k: v\n", "m:\n  k: v\n", []string{"/m/l"}, false},
-		{"the last item of a list", "l:\n- a\nk: v\n", "l: []\nk: v\n", []string{"/l/0"}, true},
+		{"the last item of a list, [] after the key", "l:\n- a\nk: v\n", "l: []\nk: v\n", []string{"/l/0"}, false},
 		{"CRLF kept", "l:\r\n- a\r\n- b\r\n", "l:\r\n- a\r\n", []string{"/l/1"}, false},
-		{"an item of a flow list", "l: [a, b]\n", "l: [a]\n", []string{"/l/1"}, true},
+		{"an item of a flow list, cut from its brackets", "l: [a, b] # two\n", "l: [a] # two\n", []string{"/l/1"}, false},
+		{"the first items of a flow list", "l: [a, 'b', c]\n", "l: [c]\n", []string{"/l/0", "/l/0"}, false},
+		{"the last key of a mapping", "m:\n  a: 1\nk: v\n", "m: {}\nk: v\n", []string{"/m/a"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := Parse([]byte(c.in))

@@ -29,8 +29,12 @@ func TestAdd(t *testing.T) {
 		{"null and [] replaced in place", "s:\n  n: null\n  e: []\n  z: 1\n", "s:\n  n:\n  - 1\n  e:\n  - 2\n  z: 1\n",
 			[]op{{"/s/n", `[1]`}, {"/s/e/-", `2`}}, false},
 		{"CRLF, no newline at the end", "l:\r\n- a", "l:\r\n- a\r\n- b\r\n", []op{{"/l/-", `"b"`}}, false},
-		{"flow list", "l: [a]\n", "l: [a, b]\n", []op{{"/l/-", `"b"`}}, true},
-		{"flow list, CRLF kept", "l: [a]\r\nk: v\r\n", "l: [a, b]\r\nk: v\r\n", []op{{"/l/-", `"b"`}}, true},
+		{"flow list", "l: [a]\n", "l: [a, b]\n", []op{{"/l/-", `"b"`}}, false},
+		{"flow list, CRLF kept", "l: [a]\r\nk: v\r\n", "l: [a, b]\r\nk: v\r\n", []op{{"/l/-", `"b"`}}, false},
+		{"flow mapping, a value that needs quotes", "m: {a: 1}  # c\n", "m: {a: 1, b: 'x, y', c: [1]}  # c\n", []op{{"/m/b", `"x, y"`}, {"/m/c", `[1]`}}, false},
+		{"flow list on two lines, written anew on one", "l: [a,\n  b]\nk: v\n", "l: [a, b, c]\nk: v\n", []op{{"/l/-", `"c"`}}, false},
+		{"two items into [], then a key into one", "l: []\n", "l:\n- a: 1\n  b: 2\n- c\n", []op{{"/l/-", `{"a":1}`}, {"/l/-", `"c"`}, {"/l/0/b", `2`}}, false},
+		{"a key into {} on the key's line", "m: {} # none\n", "m: # none\n  k:\n  - 1\n", []op{{"/m/k", `[1]`}}, false},
 		{"a value replaced", "k: 1\n", "k: 2\n", []op{{"/k", `2`}}, false},
 		{"a name replaced, quoted or not", "ref:\n  name: old\n  kind: 'T'\nx: \"a\"\n", "ref:\n  name: new-1\n  kind: U\nx: b\n",
 			[]op{{"/ref/name", `"new-1"`}, {"/ref/kind", `"U"`}, {"/x", `"b"`}}, false},
@@ -38,7 +42,7 @@ func TestAdd(t *testing.T) {
 		{"a value with a comment", "k: a # keep\nj: 'x' #k\n", "k: c # keep\nj: \"1\" #k\n", []op{{"/k", `"c"`}, {"/j", `"1"`}}, false},
 		{"a double-quoted value", "k: \"a\\\"b\" # c\n", "k: d # c\n", []op{{"/k", `"d"`}}, false},
 		{"a list replaced by a scalar", "k:\n- a\n", "k: b\n", []op{{"/k", `"b"`}}, true},
-		{"a block scalar at the end", "l:\n- |\n  text\n", "l:\n  - |\n    text\n  - b\n", []op{{"/l/-", `"b"`}}, true},
+		{"a block scalar at the end, written out in the file's indentation", "l:\n- |\n  text\n", "l:\n- |\n  text\n- b\n", []op{{"/l/-", `"b"`}}, true},
 	} {
 		s, err := Parse([]byte(c.in))
 		if err != nil {

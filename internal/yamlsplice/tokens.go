@@ -137,6 +137,28 @@ func (t *Text) AfterBareKey(key *yaml.Node) (int, bool) {
 // ScanFlow finds the bracket closing the flow collection that opens at offset o, and whether
 // the collection spans lines.
 func (t *Text) ScanFlow(o int) (close int, multiline, ok bool) {
+	close, multiline, _, ok = t.scanFlow(o)
+	return close, multiline, ok
+}
+
+// FlowSpan is the text of flow collection n: the offsets of its opening and closing
+// brackets, and whether a comment sits inside (text that writing the collection anew would
+// lose); false when the closing bracket cannot be told from the text.
+func (t *Text) FlowSpan(n *yaml.Node) (o, close int, comment, ok bool) {
+	o = t.TokenStart(n)
+	if o < 0 || o >= len(t.body) || (t.body[o] != '[' && t.body[o] != '{') {
+		return 0, 0, false, false
+	}
+	close, _, comment, ok = t.scanFlow(o)
+	// A quote inside a plain scalar (a"b) misleads the scan: the bracket must come after
+	// every node of the collection.
+	if !ok || t.lastOffset(n) >= close {
+		return 0, 0, false, false
+	}
+	return o, close, comment, true
+}
+
+func (t *Text) scanFlow(o int) (close int, multiline, comment, ok bool) {
 	body := t.body
 	depth := 0
 	for i := o; i < len(body); i++ {
@@ -146,7 +168,7 @@ func (t *Text) ScanFlow(o int) (close int, multiline, ok bool) {
 		case ']', '}':
 			depth--
 			if depth == 0 {
-				return i, multiline, true
+				return i, multiline, comment, true
 			}
 		case '"':
 			for i++; i < len(body) && body[i] != '"'; i++ {
@@ -174,13 +196,13 @@ func (t *Text) ScanFlow(o int) (close int, multiline, ok bool) {
 				for i < len(body) && body[i] != '\n' {
 					i++
 				}
-				multiline = true
+				multiline, comment = true, true
 			}
 		case '\n', '\r':
 			multiline = true
 		}
 	}
-	return 0, false, false
+	return 0, false, false, false
 }
 
 // FlowOnOneLine finds flow collection n ("[...]" or "{...}", opening with open) written on one

@@ -36,8 +36,9 @@ type Text struct {
 type edit struct {
 	off, del int
 	text     string
-	rank     int // orders edits at the same offset, lowest first
-	seq      int // then the order they were queued in
+	rank     int  // orders edits at the same offset, lowest first
+	seq      int  // then the order they were queued in
+	cover    bool // the text is the range written anew: edits inside it are in it already
 }
 
 // New is the text body, with no edit queued.
@@ -124,6 +125,13 @@ func (t *Text) Replace(off, del int, text string, rank int) {
 	t.edits = append(t.edits, edit{off: off, del: del, text: text, rank: rank, seq: len(t.edits)})
 }
 
+// Cover queues text to go in at off in place of the del bytes there, as the whole new text
+// of that range: edits queued inside the range (before or after) are dropped by Apply, as
+// the caller wrote their change into text. Lines inserted at either end are kept.
+func (t *Text) Cover(off, del int, text string) {
+	t.edits = append(t.edits, edit{off: off, del: del, text: text, seq: len(t.edits), cover: true})
+}
+
 // InsertLines queues whole lines (each given without a line break) to go in after line n.
 func (t *Text) InsertLines(n int, lines []string, rank int) {
 	text := strings.Join(lines, t.NL) + t.NL
@@ -169,7 +177,7 @@ func KeyRank(col int) int { return -2*col + 1 }
 // would be inserted into an entry that is cut (the caller then writes its tree out as a
 // whole).
 func (t *Text) Apply() ([]byte, bool) {
-	edits := slices.Clone(t.edits)
+	edits := t.uncovered()
 	sort.Slice(edits, func(i, j int) bool {
 		a, b := edits[i], edits[j]
 		if a.off != b.off {
@@ -195,4 +203,39 @@ func (t *Text) Apply() ([]byte, bool) {
 	}
 	b.Write(t.body[pos:])
 	return b.Bytes(), true
+}
+
+// uncovered are the queued edits without those inside the range of a Cover (another
+// Cover's too).
+func (t *Text) uncovered() []edit {
+	var covers []edit
+	for _, e := range t.edits {
+		if e.cover {
+			covers = append(covers, e)
+		}
+	}
+	if len(covers) == 0 {
+		return slices.Clone(t.edits)
+	}
+	inside := func(e, c edit) bool {
+		end := c.off + c.del
+		if e.seq == c.seq || e.off < c.off || e.off+e.del > end {
+			return false
+		}
+		if e.cover && e.off == c.off && e.del == c.del {
+			return e.seq < c.seq // the same range twice: the last one queued stays
+		}
+		return e.del > 0 || (e.off > c.off && e.off < end)
+	}
+	var out []edit
+next:
+	for _, e := range t.edits {
+		for _, c := range covers {
+			if inside(e, c) {
+				continue next
+			}
+		}
+		out = append(out, e)
+	}
+	return out
 }

@@ -77,17 +77,9 @@ const CSVPath = "manifests/" + PackageName + ".clusterserviceversion.yaml"
 
 // Files returns the bundle's files by path relative to the bundle directory.
 func Files(opts Options) (map[string][]byte, error) {
-	version := strings.TrimPrefix(opts.Version, "v")
-	if !semverRE.MatchString(version) {
-		return nil, fmt.Errorf("version: Invalid value: %q: an OLM bundle needs a semantic version such as 0.4.0 (build from a tag, or give --version)", opts.Version)
-	}
-	replaces := strings.TrimPrefix(opts.Replaces, "v")
-	if replaces != "" && (!semverRE.MatchString(replaces) || replaces == version) {
-		return nil, fmt.Errorf("replaces: Invalid value: %q: the semantic version of an earlier bundle, not %s", opts.Replaces, version)
-	}
-	skipRange := opts.SkipRange
-	if skipRange == "" {
-		skipRange = ">=0.0.0 <" + version
+	v, err := versionsOf(opts)
+	if err != nil {
+		return nil, err
 	}
 	rendered, err := operator.Render(operator.RenderOptions{Namespace: namespaceToken, OperatorImage: opts.OperatorImage, Images: opts.Images})
 	if err != nil {
@@ -97,73 +89,142 @@ func Files(opts Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{}
-	var (
-		serviceAccount     string
-		permissions        []rbacv1.PolicyRule
-		clusterPermissions []rbacv1.PolicyRule
-		deployment         *appsv1.Deployment
-		example            map[string]any
-	)
-	for _, u := range objs {
-		switch kind, ns := u.GetKind(), u.GetNamespace(); {
-		case kind == "CustomResourceDefinition", kind == "Namespace", kind == "ClusterRoleBinding", kind == "RoleBinding":
-			// See the package comment.
-		case kind == "ClusterCSIDriver":
-			example = u.Object
-		case kind == "ServiceAccount":
-			serviceAccount = u.GetName()
-		case kind == "ClusterRole":
-			var r rbacv1.ClusterRole
-			if err := fromUnstructured(u, &r); err != nil {
-				return nil, err
-			}
-			clusterPermissions = append(clusterPermissions, r.Rules...)
-		case kind == "Role" && ns == namespaceToken:
-			var r rbacv1.Role
-			if err := fromUnstructured(u, &r); err != nil {
-				return nil, err
-			}
-			permissions = append(permissions, r.Rules...)
-		case kind == "Role":
-			// A CSV grants in the install namespace or cluster-wide, nothing between: a Role in
-			// another namespace (kube-system's install-config) becomes a cluster rule limited to
-			// the same object names.
-			var r rbacv1.Role
-			if err := fromUnstructured(u, &r); err != nil {
-				return nil, err
-			}
-			for _, rule := range r.Rules {
-				if len(rule.ResourceNames) == 0 {
-					return nil, fmt.Errorf("bundle: Role %s/%s grants on every object of its namespace; a CSV could grant that only cluster-wide", ns, u.GetName())
-				}
-				clusterPermissions = append(clusterPermissions, rule)
-			}
-		case kind == "Deployment":
-			deployment = &appsv1.Deployment{}
-			if err := fromUnstructured(u, deployment); err != nil {
-				return nil, err
-			}
-		case kind == "ConfigMap", kind == "NetworkPolicy":
-			// Created by OLM in the install namespace.
-			u.SetNamespace("")
-			b, err := yaml.Marshal(u.Object)
-			if err != nil {
-				return nil, err
-			}
-			files["manifests/"+u.GetName()+"."+strings.ToLower(kind)+".yaml"] = b
-		default:
-			return nil, fmt.Errorf("bundle: the rendered manifests hold a %s (%s), which the bundle does not place yet", kind, u.GetName())
-		}
-	}
-	if deployment == nil || serviceAccount == "" || example == nil {
-		return nil, fmt.Errorf("bundle: the rendered manifests lack the operator's Deployment, ServiceAccount or ClusterCSIDriver")
-	}
-	if err := installNamespaceFromDownwardAPI(deployment); err != nil {
+	p, err := place(objs)
+	if err != nil {
 		return nil, err
 	}
+	csv, err := clusterServiceVersion(opts, v, p)
+	if err != nil {
+		return nil, err
+	}
+	b, err := yaml.Marshal(csv)
+	if err != nil {
+		return nil, err
+	}
+	files := p.files
+	files[CSVPath] = b
+	for path, b := range files {
+		if strings.Contains(string(b), namespaceToken) {
+			return nil, fmt.Errorf("bundle: %s still names the install namespace literally; it must come from OLM", path)
+		}
+	}
 
-	exampleYAML, err := yaml.Marshal(example)
+	annotations := Annotations()
+	b, err = yaml.Marshal(map[string]any{"annotations": annotations})
+	if err != nil {
+		return nil, err
+	}
+	files["metadata/annotations.yaml"] = b
+	files["bundle.Dockerfile"] = dockerfile(annotations)
+	return files, nil
+}
+
+// versions are the bundle's version and its place in the upgrade path, without a leading v.
+type versions struct {
+	version, replaces, skipRange string
+}
+
+// versionsOf checks the versions of opts: OLM orders bundles by semantic version, so each must
+// be one; skipRange defaults to every older version.
+func versionsOf(opts Options) (versions, error) {
+	v := versions{version: strings.TrimPrefix(opts.Version, "v"), replaces: strings.TrimPrefix(opts.Replaces, "v"), skipRange: opts.SkipRange}
+	if !semverRE.MatchString(v.version) {
+		return v, fmt.Errorf("version: Invalid value: %q: an OLM bundle needs a semantic version such as 0.4.0 (build from a tag, or give --version)", opts.Version)
+	}
+	if v.replaces != "" && (!semverRE.MatchString(v.replaces) || v.replaces == v.version) {
+		return v, fmt.Errorf("replaces: Invalid value: %q: the semantic version of an earlier bundle, not %s", opts.Replaces, v.version)
+	}
+	if v.skipRange == "" {
+		v.skipRange = ">=0.0.0 <" + v.version
+	}
+	return v, nil
+}
+
+// placed is where the rendered objects go in a bundle: the CSV's install strategy (service
+// account, permissions, Deployment), its example (the ClusterCSIDriver), and the files of the
+// objects OLM creates as they are.
+type placed struct {
+	serviceAccount     string
+	permissions        []rbacv1.PolicyRule
+	clusterPermissions []rbacv1.PolicyRule
+	deployment         *appsv1.Deployment
+	example            map[string]any
+	files              map[string][]byte
+}
+
+// place sorts the objects that operator.Render prints into a bundle's places. An object of a
+// kind it does not know is an error, so that a new manifest is not silently left out.
+func place(objs []*unstructured.Unstructured) (placed, error) {
+	p := placed{files: map[string][]byte{}}
+	for _, u := range objs {
+		if err := p.add(u); err != nil {
+			return p, err
+		}
+	}
+	if p.deployment == nil || p.serviceAccount == "" || p.example == nil {
+		return p, fmt.Errorf("bundle: the rendered manifests lack the operator's Deployment, ServiceAccount or ClusterCSIDriver")
+	}
+	return p, installNamespaceFromDownwardAPI(p.deployment)
+}
+
+// add places one object.
+func (p *placed) add(u *unstructured.Unstructured) error {
+	switch kind, ns := u.GetKind(), u.GetNamespace(); {
+	case kind == "CustomResourceDefinition", kind == "Namespace", kind == "ClusterRoleBinding", kind == "RoleBinding":
+		// See the package comment.
+	case kind == "ClusterCSIDriver":
+		p.example = u.Object
+	case kind == "ServiceAccount":
+		p.serviceAccount = u.GetName()
+	case kind == "ClusterRole":
+		var r rbacv1.ClusterRole
+		if err := fromUnstructured(u, &r); err != nil {
+			return err
+		}
+		p.clusterPermissions = append(p.clusterPermissions, r.Rules...)
+	case kind == "Role" && ns == namespaceToken:
+		var r rbacv1.Role
+		if err := fromUnstructured(u, &r); err != nil {
+			return err
+		}
+		p.permissions = append(p.permissions, r.Rules...)
+	case kind == "Role":
+		// A CSV grants in the install namespace or cluster-wide, nothing between: a Role in
+		// another namespace (kube-system's install-config) becomes a cluster rule limited to
+		// the same object names.
+		var r rbacv1.Role
+		if err := fromUnstructured(u, &r); err != nil {
+			return err
+		}
+		for _, rule := range r.Rules {
+			if len(rule.ResourceNames) == 0 {
+				return fmt.Errorf("bundle: Role %s/%s grants on every object of its namespace; a CSV could grant that only cluster-wide", ns, u.GetName())
+			}
+			p.clusterPermissions = append(p.clusterPermissions, rule)
+		}
+	case kind == "Deployment":
+		p.deployment = &appsv1.Deployment{}
+		if err := fromUnstructured(u, p.deployment); err != nil {
+			return err
+		}
+	case kind == "ConfigMap", kind == "NetworkPolicy":
+		// Created by OLM in the install namespace.
+		u.SetNamespace("")
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return err
+		}
+		p.files["manifests/"+u.GetName()+"."+strings.ToLower(kind)+".yaml"] = b
+	default:
+		return fmt.Errorf("bundle: the rendered manifests hold a %s (%s), which the bundle does not place yet", kind, u.GetName())
+	}
+	return nil
+}
+
+// clusterServiceVersion is the CSV of the bundle: what the catalog shows of the operator, the
+// install strategy from p, and its place in the upgrade path.
+func clusterServiceVersion(opts Options, v versions, p placed) (map[string]any, error) {
+	exampleYAML, err := yaml.Marshal(p.example)
 	if err != nil {
 		return nil, err
 	}
@@ -171,28 +232,8 @@ func Files(opts Options) (map[string][]byte, error) {
 		"apiVersion": "operators.coreos.com/v1alpha1",
 		"kind":       "ClusterServiceVersion",
 		"metadata": map[string]any{
-			"name": PackageName + ".v" + version,
-			"annotations": map[string]any{
-				"capabilities":   "Basic Install",
-				"categories":     "Storage",
-				"containerImage": opts.OperatorImage,
-				"description":    "Deploys the OpenStack Manila CSI driver (ReadWriteMany NFS shares) and keeps one StorageClass per Manila share type.",
-				"repository":     "https://github.com/manila-setup/manila-setup",
-				"support":        "manila-setup",
-				"operatorframework.io/suggested-namespace": SuggestedNamespace,
-				// OpenShift's feature annotations: every image is listed in relatedImages (so a
-				// mirror has them all); OpenStack calls go through the cluster Proxy.
-				"features.operators.openshift.io/disconnected":     "true",
-				"features.operators.openshift.io/proxy-aware":      "true",
-				"features.operators.openshift.io/fips-compliant":   "false",
-				"features.operators.openshift.io/tls-profiles":     "false",
-				"features.operators.openshift.io/token-auth-aws":   "false",
-				"features.operators.openshift.io/token-auth-azure": "false",
-				"features.operators.openshift.io/token-auth-gcp":   "false",
-				"features.operators.openshift.io/cnf":              "false",
-				"features.operators.openshift.io/cni":              "false",
-				"features.operators.openshift.io/csi":              "true",
-			},
+			"name":        PackageName + ".v" + v.version,
+			"annotations": catalogAnnotations(opts),
 			"labels": map[string]any{
 				"operatorframework.io/arch.amd64": "supported",
 				"operatorframework.io/arch.arm64": "supported",
@@ -202,7 +243,7 @@ func Files(opts Options) (map[string][]byte, error) {
 		"spec": map[string]any{
 			"displayName": "Manila CSI driver (manila-setup)",
 			"description": description + "\n\n```yaml\n" + string(exampleYAML) + "```\n",
-			"version":     version,
+			"version":     v.version,
 			"maturity":    "alpha",
 			"provider":    map[string]any{"name": "manila-setup", "url": "https://github.com/manila-setup/manila-setup"},
 			"links":       []any{map[string]any{"name": "Source", "url": "https://github.com/manila-setup/manila-setup"}},
@@ -219,12 +260,12 @@ func Files(opts Options) (map[string][]byte, error) {
 			"install": map[string]any{
 				"strategy": "deployment",
 				"spec": map[string]any{
-					"clusterPermissions": []any{map[string]any{"serviceAccountName": serviceAccount, "rules": clusterPermissions}},
-					"permissions":        []any{map[string]any{"serviceAccountName": serviceAccount, "rules": permissions}},
+					"clusterPermissions": []any{map[string]any{"serviceAccountName": p.serviceAccount, "rules": p.clusterPermissions}},
+					"permissions":        []any{map[string]any{"serviceAccountName": p.serviceAccount, "rules": p.permissions}},
 					"deployments": []any{map[string]any{
-						"name":  deployment.Name,
-						"label": deployment.Labels,
-						"spec":  deployment.Spec,
+						"name":  p.deployment.Name,
+						"label": p.deployment.Labels,
+						"spec":  p.deployment.Spec,
 					}},
 				},
 			},
@@ -234,34 +275,41 @@ func Files(opts Options) (map[string][]byte, error) {
 	}
 	// The upgrade path a catalog takes: this version replaces the one before it in the channel,
 	// and may be reached straight from any in skipRange (one bundle for every older install).
-	if replaces != "" {
-		csv["spec"].(map[string]any)["replaces"] = PackageName + ".v" + replaces
+	if v.replaces != "" {
+		csv["spec"].(map[string]any)["replaces"] = PackageName + ".v" + v.replaces
 	}
-	if skipRange != "none" {
-		csv["metadata"].(map[string]any)["annotations"].(map[string]any)["olm.skipRange"] = skipRange
+	if v.skipRange != "none" {
+		csv["metadata"].(map[string]any)["annotations"].(map[string]any)["olm.skipRange"] = v.skipRange
 	}
 	if opts.MustGatherImage != "" {
 		csv["metadata"].(map[string]any)["annotations"].(map[string]any)["operators.openshift.io/must-gather-image"] = opts.MustGatherImage
 	}
-	b, err := yaml.Marshal(csv)
-	if err != nil {
-		return nil, err
-	}
-	files[CSVPath] = b
-	for path, b := range files {
-		if strings.Contains(string(b), namespaceToken) {
-			return nil, fmt.Errorf("bundle: %s still names the install namespace literally; it must come from OLM", path)
-		}
-	}
+	return csv, nil
+}
 
-	annotations := Annotations()
-	b, err = yaml.Marshal(map[string]any{"annotations": annotations})
-	if err != nil {
-		return nil, err
+// catalogAnnotations are what the catalog shows and filters the operator by.
+func catalogAnnotations(opts Options) map[string]any {
+	return map[string]any{
+		"capabilities":   "Basic Install",
+		"categories":     "Storage",
+		"containerImage": opts.OperatorImage,
+		"description":    "Deploys the OpenStack Manila CSI driver (ReadWriteMany NFS shares) and keeps one StorageClass per Manila share type.",
+		"repository":     "https://github.com/manila-setup/manila-setup",
+		"support":        "manila-setup",
+		"operatorframework.io/suggested-namespace": SuggestedNamespace,
+		// OpenShift's feature annotations: every image is listed in relatedImages (so a
+		// mirror has them all); OpenStack calls go through the cluster Proxy.
+		"features.operators.openshift.io/disconnected":     "true",
+		"features.operators.openshift.io/proxy-aware":      "true",
+		"features.operators.openshift.io/fips-compliant":   "false",
+		"features.operators.openshift.io/tls-profiles":     "false",
+		"features.operators.openshift.io/token-auth-aws":   "false",
+		"features.operators.openshift.io/token-auth-azure": "false",
+		"features.operators.openshift.io/token-auth-gcp":   "false",
+		"features.operators.openshift.io/cnf":              "false",
+		"features.operators.openshift.io/cni":              "false",
+		"features.operators.openshift.io/csi":              "true",
 	}
-	files["metadata/annotations.yaml"] = b
-	files["bundle.Dockerfile"] = dockerfile(annotations)
-	return files, nil
 }
 
 // Annotations are the bundle's metadata, also the labels of its image.

@@ -21,16 +21,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/platform"
-
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configlisters "github.com/openshift/client-go/config/listers/config/v1"
 	"golang.org/x/net/http/httpproxy"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/platform"
 )
 
 const (

@@ -23,11 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manila-setup/manila-setup/operator"
-	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
-	"github.com/manila-setup/manila-setup/operator/deploy"
-	"github.com/manila-setup/manila-setup/operator/platform"
-
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/sharedfilesystems/v2/sharetypes"
 	configv1 "github.com/openshift/api/config/v1"
@@ -46,6 +41,10 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/manila-setup/manila-setup/operator"
+	"github.com/manila-setup/manila-setup/operator/controllers/machinery"
+	"github.com/manila-setup/manila-setup/operator/deploy"
+	"github.com/manila-setup/manila-setup/operator/platform"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 

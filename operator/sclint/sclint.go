@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 
+	"github.com/manila-setup/manila-setup/internal/editdistance"
 	"github.com/manila-setup/manila-setup/operator"
 	"github.com/manila-setup/manila-setup/operator/shareclient"
 )
@@ -194,7 +195,7 @@ func knownKey(k string) (bool, string) {
 			best, bestDist = c, 0
 			break
 		}
-		if d := distance(strings.ToLower(c), strings.ToLower(name)); d < bestDist {
+		if d := editdistance.Levenshtein(strings.ToLower(c), strings.ToLower(name)); d < bestDist {
 			best, bestDist = c, d
 		}
 	}
@@ -205,25 +206,4 @@ func knownKey(k string) (bool, string) {
 		best = csiPrefix + best
 	}
 	return false, best
-}
-
-// distance is the Levenshtein distance of two short strings.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -140,8 +140,11 @@ func (s *sandbox) substitutions() map[string]string {
 // releaseVersion is the version bin/manila-setup is built with here.
 const releaseVersion = "v0.0.0-helpexamples"
 
-// sandboxInfraID is the infrastructure name make demo's cluster has.
-const sandboxInfraID = "ostest-demo1"
+// sandboxInfraID is the infrastructure name of this test's make demo cluster (DEMO_INFRA_ID):
+// not the default ostest-demo1 of test/userguide's sandbox, which runs on the same cloud at the
+// same time. The sandboxes' servers are named after it, and each one's teardown deletes the
+// servers of its name.
+const sandboxInfraID = "ostest-helpex1"
 
 // files are the files the examples name, relative to their working folder, and where each
 // comes from: a fresh copy for every example, so that one that writes changes no other's.
@@ -209,7 +212,8 @@ func startSandbox(t *testing.T) *sandbox {
 	// and refuses a commit hash (an untagged checkout) with a usage error that names --version.
 	// No real node: the examples are the CLI's, which a kwok cluster answers alike, and the
 	// machine's one real node is for the tests that run pods (test/e2e, test/userguide).
-	s.env = append(os.Environ(), "MANILA_SETUP_SANDBOX="+dir, "VERSION="+releaseVersion, "DEMO_REAL_NODE=off")
+	s.env = append(os.Environ(), "MANILA_SETUP_SANDBOX="+dir, "VERSION="+releaseVersion, "DEMO_REAL_NODE=off",
+		"DEMO_INFRA_ID="+sandboxInfraID)
 	t.Cleanup(func() {
 		if out, err := s.make("demo-down"); err != nil {
 			t.Errorf("make demo-down: %v\n%s", err, out)

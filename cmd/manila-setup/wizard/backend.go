@@ -27,18 +27,11 @@ type Backend interface {
 	// Inventory reads the kinds of machines of kinds and how far each object has want
 	// (workers.Cluster.Inventory): the rows the wizard offers.
 	Inventory(ctx context.Context, want attach.Attachment, kinds workers.Kinds) (*workers.Inventory, error)
-	// Patch attaches a to what sel selects, every kind at once (workers.Cluster.Patch), with
-	// the IDs checked in Neutron first (dryRun: computes the diffs only). One row per object.
-	Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error)
-	// Remove takes off the objects sel selects what their records (attach.Annotation) say
-	// manila-setup attached, and nothing else, as `machinesets patch --remove` does
-	// (workers.Cluster.Patch with attach.Options.Remove); dryRun computes the diffs only.
-	Remove(ctx context.Context, sel workers.Selection, dryRun bool) ([]attach.Result, error)
-	// RemovalRisk is what stands in the way of taking off what planned (Remove's dry run)
-	// removes from what sel selects (workers.Cluster.RemovalRisk): the pods on Manila volumes on
-	// the nodes whose machines are replaced, and nodes that could not be read. The commands
-	// refuse the same without --force.
-	RemovalRisk(ctx context.Context, sel workers.Selection, planned []attach.Result) (workers.RemovalRisk, error)
+	// Apply makes the change req asks, as the patch commands do (workers.Cluster.Apply: the
+	// IDs checked in Neutron, the capacity counted, the removal risk refused unless
+	// req.Force). The wizard's requests are Chosen (the user saw the network's findings) and
+	// roll the MachineSets Later, in a step of their own (Roll). One row per object.
+	Apply(ctx context.Context, req workers.Request) (*workers.Report, error)
 	// Roll replaces the machines of what sel selects (workers.Cluster.Roll), reporting every
 	// change: the MachineSets (through their Cluster API copy where Cluster API is
 	// authoritative), then the standalone Cluster API MachineSets; MachineDeployments and
@@ -86,7 +79,7 @@ type Connection struct {
 	// the machines' own network.
 	NodeAddresses []netip.Addr
 	// Fitness is what the cluster's install-config says a storage subnet must neither overlap
-	// nor hold (its networks and VIPs, workers.InstallConfigNetworks), for attach.Fitness.
+	// nor hold (its networks and VIPs, deploy.ReadInstallConfig), for attach.Fitness.
 	Fitness attach.FitnessOptions
 }
 

@@ -51,7 +51,7 @@ func TestWizardRefusesAFullStorageSubnet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewLiveBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, UserAgent: "manila-setup/test", By: "manila-setup test",
+	b := testBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, UserAgent: "manila-setup/test", By: "manila-setup test",
 		PollInterval: 50 * time.Millisecond, RolloutTimeout: time.Minute})
 	// Wide enough that the refusal's sentences are not wrapped.
 	tm := teatest.NewTestModel(t, New(Options{Backend: b, Context: ctx}), teatest.WithInitialTermSize(1000, 50))

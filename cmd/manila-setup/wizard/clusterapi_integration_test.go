@@ -155,7 +155,7 @@ func TestWizardClusterAPI(t *testing.T) {
 	walk := func(t *testing.T, dry bool, final string) Model {
 		t.Helper()
 		start := time.Now()
-		b := NewLiveBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test", By: "manila-setup test",
+		b := testBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test", By: "manila-setup test",
 			PollInterval: 50 * time.Millisecond, RolloutTimeout: 5 * time.Minute})
 		tm := teatest.NewTestModel(t, New(Options{Backend: b, DryRun: dry, Context: ctx}), teatest.WithInitialTermSize(160, 50))
 		scr := &terminal{}

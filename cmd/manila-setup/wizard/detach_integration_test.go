@@ -60,7 +60,7 @@ func TestWizardDetach(t *testing.T) {
 	storageNet := cloud.Seed.Networks["storage"]
 	set := infraID + "-worker-1"
 
-	backend := NewLiveBackend(LiveConfig{
+	backend := testBackend(LiveConfig{
 		Kubeconfig: c.Kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo,
 		UserAgent: "manila-setup/test", By: "manila-setup test",
 		PollInterval: 200 * time.Millisecond, RolloutTimeout: 5 * time.Minute,
@@ -69,7 +69,7 @@ func TestWizardDetach(t *testing.T) {
 		t.Fatal(err)
 	}
 	sel := workers.Selection{MachineSets: &machinesets.Selection{Names: []string{set}}}
-	if _, err := backend.Patch(ctx, attach.Attachment{Networks: []string{storageNet}}, sel, false); err != nil {
+	if _, err := backend.Apply(ctx, attachRequest(attach.Attachment{Networks: []string{storageNet}}, sel, false)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := backend.Roll(ctx, sel, func(rollout.SetProgress) {}); err != nil {

@@ -208,6 +208,29 @@ func (f *fakeBackend) Inventory(_ context.Context, _ attach.Attachment, kinds wo
 	return workers.Assemble(kinds, l)
 }
 
+// Apply answers as workers.Cluster.Apply does: an attachment as Patch below; a removal checks
+// the mounts (RemovalRisk) before it writes, refused unless forced, and a dry run returns the
+// risk with the rows.
+func (f *fakeBackend) Apply(ctx context.Context, req workers.Request) (*workers.Report, error) {
+	if req.Remove == nil {
+		results, err := f.Patch(ctx, req.Attachment, req.Selection, req.DryRun)
+		return &workers.Report{Results: results}, err
+	}
+	report := &workers.Report{}
+	risk, err := f.RemovalRisk(ctx, req.Selection, nil)
+	if err != nil {
+		return report, err
+	}
+	report.Risk = &risk
+	warnings, err := risk.Verdict(req.Force, "")
+	if err != nil && !req.DryRun {
+		return report, err
+	}
+	report.Warnings = warnings
+	report.Results, err = f.Remove(ctx, req.Selection, req.DryRun)
+	return report, err
+}
+
 // Patch answers as workers.Cluster.Patch does: the MachineSets, the Cluster API objects, the
 // NodePools, one after the other, stopping at the first that fails.
 func (f *fakeBackend) Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error) {

@@ -38,8 +38,7 @@ func TestNetworkScreenSaysWhatTheNetworkDoesToNodes(t *testing.T) {
 	cand.Network = storage
 	d = &openstack.Discovery{Networks: []openstack.Network{storage}, Ranking: openstack.Ranking{Candidates: []openstack.Candidate{cand}}}
 	n = networkModel{}.withDiscovery(d, "")
-	next, _ := n.key(&session{}, tea.KeyMsg{Type: tea.KeyEnter})
-	n = next.(networkModel)
+	n, _ = n.key(&session{}, tea.KeyMsg{Type: tea.KeyEnter})
 	if !strings.Contains(n.confirming, "no subnet has DHCP enabled") || !n.needsForce([]string{storage.ID}) {
 		t.Errorf("a network that gives no address: confirming %q, needs --force %v", n.confirming, n.needsForce([]string{storage.ID}))
 	}

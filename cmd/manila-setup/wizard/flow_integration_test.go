@@ -194,7 +194,7 @@ func TestWizardFullFlow(t *testing.T) {
 	installDriverStatus(t, ctx, c)
 	storageNet, nfsGroup := cloud.Seed.Networks["storage"], cloud.Seed.SecurityGroups["nfs"]
 
-	backend := NewLiveBackend(LiveConfig{
+	backend := testBackend(LiveConfig{
 		Kubeconfig: c.Kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo,
 		UserAgent: "manila-setup/test", By: "manila-setup test",
 		PollInterval: 200 * time.Millisecond, RolloutTimeout: 5 * time.Minute, CheckTimeout: 4 * time.Second,
@@ -371,7 +371,7 @@ func TestWizardDryRunAndAFailingContext(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	backend := NewLiveBackend(LiveConfig{Kubeconfig: path, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test"})
+	backend := testBackend(LiveConfig{Kubeconfig: path, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test"})
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, DryRun: true, Context: ctx}), teatest.WithInitialTermSize(80, 24))
 	scr := &terminal{}
 	go scr.copyFrom(tm.Output())
@@ -459,7 +459,7 @@ func TestWizardChangesTheStorageSubnet(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	backend := NewLiveBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, UserAgent: "manila-setup/test"})
+	backend := testBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: p.CloudsFile, Cloud: ostest.CloudName, UserAgent: "manila-setup/test"})
 	start := time.Now()
 	// Wide enough that no line the test looks for wraps.
 	tm := teatest.NewTestModel(t, New(Options{Backend: backend, Context: ctx}), teatest.WithInitialTermSize(220, 50))

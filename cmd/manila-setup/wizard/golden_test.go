@@ -33,8 +33,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// screens reach each screen (and some states of it) from a fresh wizard on the fake backend.
-var screens = []struct {
+// goldenScreens reach each screen (and some states of it) from a fresh wizard on the fake backend.
+var goldenScreens = []struct {
 	name string
 	get  func(t *testing.T, w, h int) *driver
 }{
@@ -204,7 +204,7 @@ func rolling(t *testing.T, w, h int) *driver {
 }
 
 func TestGoldenViews(t *testing.T) {
-	for _, s := range screens {
+	for _, s := range goldenScreens {
 		for _, size := range [][2]int{{60, 20}, {80, 24}, {120, 40}} {
 			name := fmt.Sprintf("%s-%dx%d", s.name, size[0], size[1])
 			t.Run(name, func(t *testing.T) {

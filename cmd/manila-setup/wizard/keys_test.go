@@ -27,8 +27,8 @@ func TestKeyLineSaysWhatKeysDo(t *testing.T) {
 		t.Errorf("the guard's key line: %q", line)
 	}
 	d.press("esc")
-	if d.m.step != stepNetwork || d.m.network().confirming != "" {
-		t.Errorf("esc at the guard: step %d, confirming %q; want the network screen, no question", d.m.step, d.m.network().confirming)
+	if d.m.step != stepNetwork || d.m.screens.network.confirming != "" {
+		t.Errorf("esc at the guard: step %d, confirming %q; want the network screen, no question", d.m.step, d.m.screens.network.confirming)
 	}
 
 	// A filter that is kept: esc clears it before it goes back.
@@ -36,8 +36,8 @@ func TestKeyLineSaysWhatKeysDo(t *testing.T) {
 		t.Errorf("the key line with a filter: %q", line)
 	}
 	d.press("esc")
-	if d.m.step != stepNetwork || d.m.network().filter != "" {
-		t.Errorf("esc with a filter: step %d, filter %q", d.m.step, d.m.network().filter)
+	if d.m.step != stepNetwork || d.m.screens.network.filter != "" {
+		t.Errorf("esc with a filter: step %d, filter %q", d.m.step, d.m.screens.network.filter)
 	}
 	if line := keyLine(d); !strings.Contains(line, "esc back") {
 		t.Errorf("the key line without a filter: %q", line)
@@ -49,18 +49,18 @@ func TestKeyLineSaysWhatKeysDo(t *testing.T) {
 		t.Errorf("the rollout's key line: %q", line)
 	}
 	d.press("q")
-	if d.m.quit || !d.m.apply().confirmStop {
-		t.Errorf("q during the rollout: quit %v, asked to stop %v", d.m.quit, d.m.apply().confirmStop)
+	if d.m.quit || !d.m.screens.apply.confirmStop {
+		t.Errorf("q during the rollout: quit %v, asked to stop %v", d.m.quit, d.m.screens.apply.confirmStop)
 	}
 	if line := keyLine(d); strings.Contains(line, "? help") || strings.Contains(line, "q quit") {
 		t.Errorf("the stop question's key line: %q", line)
 	}
 	d.press("?")
-	if d.m.help || !d.m.apply().confirmStop {
-		t.Errorf("? at the stop question: help %v, still asking %v", d.m.help, d.m.apply().confirmStop)
+	if d.m.help || !d.m.screens.apply.confirmStop {
+		t.Errorf("? at the stop question: help %v, still asking %v", d.m.help, d.m.screens.apply.confirmStop)
 	}
 	d.press("n")
-	if d.m.apply().confirmStop || !d.m.apply().running() {
-		t.Errorf("n at the stop question: asking %v, running %v", d.m.apply().confirmStop, d.m.apply().running())
+	if d.m.screens.apply.confirmStop || !d.m.screens.apply.running() {
+		t.Errorf("n at the stop question: asking %v, running %v", d.m.screens.apply.confirmStop, d.m.screens.apply.running())
 	}
 }

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/manila-setup/manila-setup/attach"
 	"github.com/manila-setup/manila-setup/attach/rollout"
@@ -36,8 +35,6 @@ type LiveConfig struct {
 	Kubeconfig string // a path, or a list of paths like $KUBECONFIG
 	CloudsFile string // clouds.yaml; empty: the usual places
 	Cloud      string // preselected cloud; empty: $OS_CLOUD, "openstack", the only one
-	CABundle   string
-	Timeout    time.Duration // per OpenStack request
 	UserAgent  string
 	By         string // recorded in the MachineSets' attachment annotation
 
@@ -46,10 +43,12 @@ type LiveConfig struct {
 	CheckTimeout   time.Duration // of the multi-writer check; zero: 3 minutes
 	CheckImage     string        // of the writer pods; empty: rwxcheck.DefaultImage
 
-	// ConnectCloud, when set, is how the command connects to a cloud (its flags, user agent
-	// and transport), so that the wizard reaches the cloud as the command's other subcommands
-	// do; nil: openstack.Connect with CloudsFile, CABundle, Timeout and UserAgent.
-	ConnectCloud func(ctx context.Context, cloud string) (*openstack.Client, error)
+	// ConnectCloud and ConnectCluster are how the command connects to a cloud and to a context
+	// of its kubeconfig (its flags, user agent, CA bundle, timeouts and transport), so that the
+	// wizard reaches both as the command's other subcommands do; the wizard makes no client
+	// of its own. Both are required.
+	ConnectCloud   func(ctx context.Context, cloud string) (*openstack.Client, error)
+	ConnectCluster func(ctx context.Context, kubeContext string) (ClusterClients, error)
 
 	// CommandFlags are the global flags the wizard was started with that its equivalent
 	// commands must repeat to act on the same cluster and clouds.yaml (--kubeconfig,
@@ -69,21 +68,36 @@ type LiveBackend struct {
 	dyn   dynamic.Interface
 }
 
+// ClusterClients are the clients of the cluster the wizard works on.
+type ClusterClients struct {
+	// Host is the API server's address, for the screens.
+	Host     string
+	Machines machineclient.Interface
+	Kube     kubernetes.Interface
+	Operator operatorclient.Interface
+	Dynamic  dynamic.Interface
+}
+
+// errNoConnector is a LiveConfig without ConnectCloud or ConnectCluster.
+var errNoConnector = errors.New("the wizard was given no way to connect (LiveConfig.ConnectCloud, ConnectCluster)")
+
 // NewLiveBackend returns a backend for cfg; nothing is contacted before Connect.
 func NewLiveBackend(cfg LiveConfig) *LiveBackend { return &LiveBackend{cfg: cfg} }
 
-// kubeOptions is how the wizard reads the cluster: as every command does (internal/kubeconfig).
-func (l *LiveBackend) kubeOptions(kubeContext string) kubeconfig.Options {
-	return kubeconfig.Options{Path: l.cfg.Kubeconfig, Context: kubeContext, UserAgent: l.cfg.UserAgent, Timeout: 30 * time.Second}
+// connectCloud authenticates to cloud, as the command says.
+func (l *LiveBackend) connectCloud(ctx context.Context, cloud string) (*openstack.Client, error) {
+	if l.cfg.ConnectCloud == nil {
+		return nil, errNoConnector
+	}
+	return l.cfg.ConnectCloud(ctx, cloud)
 }
 
-// connectCloud authenticates to cloud, as the command does when it says how.
-func (l *LiveBackend) connectCloud(ctx context.Context, cloud string) (*openstack.Client, error) {
-	if l.cfg.ConnectCloud != nil {
-		return l.cfg.ConnectCloud(ctx, cloud)
+// connectCluster makes the clients of kubeContext, as the command says.
+func (l *LiveBackend) connectCluster(ctx context.Context, kubeContext string) (ClusterClients, error) {
+	if l.cfg.ConnectCluster == nil {
+		return ClusterClients{}, errNoConnector
 	}
-	return openstack.Connect(ctx, openstack.Config{Cloud: cloud, CloudsFile: l.cfg.CloudsFile, CABundle: l.cfg.CABundle,
-		Timeout: l.cfg.Timeout, UserAgent: l.cfg.UserAgent})
+	return l.cfg.ConnectCluster(ctx, kubeContext)
 }
 
 // Targets reads clouds.yaml and the kubeconfig; it authenticates nowhere.
@@ -107,7 +121,7 @@ func (l *LiveBackend) Targets() Targets {
 
 	// Bounded, and run as a command of the screen: a kubeconfig that is a stream nobody writes
 	// never blocks the wizard, whose own keys quit it.
-	raw, err := kubeconfig.Raw(context.Background(), l.kubeOptions(""))
+	raw, err := kubeconfig.Raw(context.Background(), kubeconfig.Options{Path: l.cfg.Kubeconfig})
 	switch {
 	case err != nil:
 		t.ContextsErr = err.Error()
@@ -131,12 +145,8 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		wg         sync.WaitGroup
 		client     *openstack.Client
 		cloudErr   error
-		restCfg    *rest.Config
+		kube       ClusterClients
 		clusterErr error
-		mc         machineclient.Interface
-		kc         kubernetes.Interface
-		oc         operatorclient.Interface
-		dyn        dynamic.Interface
 		cluster    workers.Served
 	)
 	wg.Add(2)
@@ -149,23 +159,11 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 	}()
 	go func() {
 		defer wg.Done()
-		if restCfg, clusterErr = kubeconfig.RESTConfig(ctx, l.kubeOptions(kubeContext)); clusterErr != nil {
+		if kube, clusterErr = l.connectCluster(ctx, kubeContext); clusterErr != nil {
 			return
 		}
-		if mc, clusterErr = machineclient.NewForConfig(restCfg); clusterErr != nil {
-			return
-		}
-		if kc, clusterErr = kubernetes.NewForConfig(restCfg); clusterErr != nil {
-			return
-		}
-		if oc, clusterErr = operatorclient.NewForConfig(restCfg); clusterErr != nil {
-			return
-		}
-		if dyn, clusterErr = dynamic.NewForConfig(restCfg); clusterErr != nil {
-			return
-		}
-		where := fmt.Sprintf("cluster %s (context %q)", restCfg.Host, kubeContext)
-		use := workers.Cluster{Machines: mc, Kube: kc, Dynamic: dyn}
+		where := fmt.Sprintf("cluster %s (context %q)", kube.Host, kubeContext)
+		use := workers.Cluster{Machines: kube.Machines, Kube: kube.Kube, Dynamic: kube.Dynamic}
 		if cluster, clusterErr = use.Detect(ctx, where); clusterErr == nil {
 			conn.NodeAddresses, conn.Fitness = use.OwnNetworks(ctx)
 		}
@@ -175,9 +173,9 @@ func (l *LiveBackend) Connect(ctx context.Context, cloud, kubeContext string) (C
 		return conn, err
 	}
 	l.mu.Lock()
-	l.cloud, l.mc, l.kc, l.oc, l.dyn = client, mc, kc, oc, dyn
+	l.cloud, l.mc, l.kc, l.oc, l.dyn = client, kube.Machines, kube.Kube, kube.Operator, kube.Dynamic
 	l.mu.Unlock()
-	conn.Region, conn.Identity, conn.Cluster = client.Region(), client.Identity(), restCfg.Host
+	conn.Region, conn.Identity, conn.Cluster = client.Region(), client.Identity(), kube.Host
 	conn.Served = cluster
 	return conn, nil
 }
@@ -256,60 +254,18 @@ func (l *LiveBackend) cluster() workers.Cluster {
 	return c
 }
 
-// Patch is what `machinesets patch`, `clusterapi patch` and `nodepools patch` do, at once, with
-// the IDs checked in Neutron first.
-func (l *LiveBackend) Patch(ctx context.Context, a attach.Attachment, sel workers.Selection, dryRun bool) ([]attach.Result, error) {
+// Apply is what the patch commands do (workers.Cluster.Apply), with the cloud connected to
+// and the wizard's name in the record.
+func (l *LiveBackend) Apply(ctx context.Context, req workers.Request) (*workers.Report, error) {
 	c, _, _, _ := l.clients()
 	if l.dynamic() == nil {
 		return nil, errNotConnected
 	}
-	if c != nil && len(a.PortSecurityDisabled) == 0 {
-		// A network without port security gets ports written without it, as the commands
-		// write them (attach.Resolve): ask Neutron which of the networks are such.
-		nets, err := c.Networks(ctx, a.Networks...)
-		if err != nil {
-			return nil, err
-		}
-		a.PortSecurityDisabled = attach.PortSecurityOff(nets, a.Networks)
+	if req.Remove == nil {
+		req.Cloud = c
 	}
-	opts := attach.Options{Attachment: a, DryRun: dryRun, By: l.cfg.By}
-	if c != nil {
-		opts.Checker = attach.NeutronChecker{Client: c}
-		// The free addresses of the storage subnets, as the commands count them: the review
-		// (a dry run) refuses with the same words as `machinesets patch` without --force.
-		caps, err := attach.CapacityOf(ctx, c, a.Networks)
-		if err != nil {
-			return nil, err
-		}
-		opts.Capacity = &attach.CapacityCheck{Networks: caps, Surge: rollout.DefaultMaxSurge}
-	}
-	report, err := l.cluster().Patch(ctx, sel, opts)
-	if report == nil {
-		return nil, err
-	}
-	return report.Results, err
-}
-
-// Remove is what `machinesets patch --remove` does: what the records name, nothing looked up in
-// Neutron (what is removed may be gone from the cloud already).
-func (l *LiveBackend) Remove(ctx context.Context, sel workers.Selection, dryRun bool) ([]attach.Result, error) {
-	if l.dynamic() == nil {
-		return nil, errNotConnected
-	}
-	report, err := l.cluster().Patch(ctx, sel, attach.Options{Remove: &attach.Removal{}, DryRun: dryRun, By: l.cfg.By})
-	if report == nil {
-		return nil, err
-	}
-	return report.Results, err
-}
-
-// RemovalRisk is the check the patch commands make before a removal (workers.RemovalRisk), for
-// every kind the selection holds.
-func (l *LiveBackend) RemovalRisk(ctx context.Context, sel workers.Selection, planned []attach.Result) (workers.RemovalRisk, error) {
-	if l.dynamic() == nil {
-		return workers.RemovalRisk{}, errNotConnected
-	}
-	return l.cluster().RemovalRisk(ctx, workers.Removal{Planned: planned, MachineSets: sel.MachineSets})
+	req.By = l.cfg.By
+	return l.cluster().Apply(ctx, req)
 }
 
 func (l *LiveBackend) dynamic() dynamic.Interface {

@@ -76,7 +76,7 @@ type Model struct {
 	groups    []openstack.SecurityGroup
 	groupsErr string
 
-	screens [stepCount]screen
+	screens screens
 
 	// changed are the subnets the wizard changed in Neutron (on the user's yes at the review),
 	// with what it set: the closing words say so, whatever else happened.
@@ -101,9 +101,9 @@ func New(opts Options) Model {
 		opts.NodePoolPoll = 5 * time.Second
 	}
 	sp := spinner.New(spinner.WithSpinner(spinner.Line))
-	return Model{opts: opts, ctx: opts.Context, width: 80, height: 24, spin: sp, screens: [stepCount]screen{
-		newConnectModel(), newNetworkModel(), waitingGroups(nil),
-		setsModel{}, reviewModel{}, applyModel{}, newVerifyModel(opts.DryRun, nil)}}
+	return Model{opts: opts, ctx: opts.Context, width: 80, height: 24, spin: sp, screens: screens{
+		connect: newConnectModel(), network: newNetworkModel(), sgs: waitingGroups(nil),
+		verify: newVerifyModel(opts.DryRun, nil)}}
 }
 
 // Outcome reports how the wizard ended.
@@ -235,8 +235,16 @@ func setsCmd(ctx context.Context, b Backend, key string, want attach.Attachment,
 // nothing is written.
 func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, sel workers.Selection) tea.Cmd {
 	return func() tea.Msg {
-		results, err := b.Patch(ctx, a, sel, true)
-		return planMsg{key: key, results: results, err: err}
+		report, err := b.Apply(ctx, attachRequest(a, sel, true))
+		msg := planMsg{key: key, err: err}
+		if report != nil {
+			msg.results = report.Results
+			// The review refuses what the patch would: the words of the command without --force.
+			if len(report.Refused) > 0 && err == nil {
+				msg.err = report.Refused[0]
+			}
+		}
+		return msg
 	}
 }
 
@@ -244,13 +252,28 @@ func planCmd(ctx context.Context, b Backend, key string, a attach.Attachment, se
 // rollout would take the storage network from; nothing is written.
 func detachPlanCmd(ctx context.Context, b Backend, key string, sel workers.Selection) tea.Cmd {
 	return func() tea.Msg {
-		results, err := b.Remove(ctx, sel, true)
-		msg := planMsg{key: key, results: results, err: err}
-		if err == nil {
-			msg.risk, msg.err = b.RemovalRisk(ctx, sel, results)
+		report, err := b.Apply(ctx, detachRequest(sel, false, true))
+		msg := planMsg{key: key, err: err}
+		if report != nil {
+			msg.results = report.Results
+			if report.Risk != nil {
+				msg.risk = *report.Risk
+			}
 		}
 		return msg
 	}
+}
+
+// attachRequest is the wizard's attachment: of the networks the user chose, the MachineSets
+// rolled in a step of their own.
+func attachRequest(a attach.Attachment, sel workers.Selection, dryRun bool) workers.Request {
+	return workers.Request{Selection: sel, Attachment: a, Chosen: true, DryRun: dryRun, Rollout: &workers.Rollout{Later: true}}
+}
+
+// detachRequest is the wizard's removal of what the records name, refused while pods use
+// Manila volumes over it unless force (the user said so on the review).
+func detachRequest(sel workers.Selection, force, dryRun bool) workers.Request {
+	return workers.Request{Selection: sel, Remove: &attach.Removal{}, Force: force, DryRun: dryRun, Rollout: &workers.Rollout{Later: true}}
 }
 
 func nav(d int) tea.Cmd { return func() tea.Msg { return navMsg(d) } }
@@ -273,7 +296,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.quitNow()
 
 	case connectedMsg:
-		if msg.seq != m.connect().seq {
+		if msg.seq != m.screens.connect.seq {
 			return m, nil // an answer for a choice that has changed since
 		}
 		m, _ = m.dispatch(msg)
@@ -283,8 +306,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		conn := msg.conn
 		m.conn = &conn
 		m.discovery, m.groups, m.groupsErr = nil, nil, ""
-		m.screens[stepNetwork] = newNetworkModel()
-		m.screens[stepGroups] = waitingGroups(nil)
+		m.screens.network = newNetworkModel()
+		m.screens.sgs = waitingGroups(nil)
 		// Everything the next screens need starts loading now, while the user reads.
 		return m, tea.Batch(discoverCmd(m.ctx, m.opts.Backend), groupsCmd(m.ctx, m.opts.Backend))
 	case discoveryMsg:
@@ -303,15 +326,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m, cmd := m.dispatch(msg)
 		if msg.network != nil {
 			// The network as Neutron now describes it, on the network screen too.
-			m.discovery = m.network().disc
+			m.discovery = m.screens.network.disc
 		}
 		return m, cmd
 	case patchedMsg, rolloutStartedMsg, progressMsg, rolloutDoneMsg, clockMsg, followMsg, followPollMsg:
 		m, cmd := m.dispatch(msg)
-		if o := m.apply().outcome(); o.Summary != "" {
+		if o := m.screens.apply.outcome(); o.Summary != "" {
 			m.outcome = o
-			if o.Applied && len(m.review().fit.warnings) > 0 {
-				m.outcome.Summary += " " + acknowledged(m.review().fit)
+			if o.Applied && len(m.screens.review.fit.warnings) > 0 {
+				m.outcome.Summary += " " + acknowledged(m.screens.review.fit)
 			}
 			if len(m.changed) > 0 {
 				m.outcome.Summary += " " + m.changedNote()
@@ -326,10 +349,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m Model) dispatch(msg tea.Msg) (Model, tea.Cmd) {
 	s := m.session()
 	var cmds []tea.Cmd
-	for i, sc := range m.screens {
-		var cmd tea.Cmd
-		m.screens[i], cmd = sc.update(s, msg, stepID(i) == m.step)
-		cmds = append(cmds, cmd)
+	for step := range stepCount {
+		cmds = append(cmds, m.screens.at(step).update(s, msg, step == m.step))
 	}
 	return m, tea.Batch(cmds...)
 }
@@ -345,7 +366,7 @@ func (m Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	s := m.session()
-	cur := m.screens[m.step]
+	cur := m.screens.at(m.step)
 	switch g := cur.grabs(s); {
 	case g == grabAll, g == grabQuit && key.Matches(k, keyQuit):
 	case g == grabTyping && key.Matches(k, keyCtrlC), g == grabNone && key.Matches(k, keyQuit):
@@ -354,9 +375,7 @@ func (m Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.help = true // the screen's work goes on underneath
 		return m, nil
 	}
-	var cmd tea.Cmd
-	m.screens[m.step], cmd = cur.key(s, k)
-	return m, cmd
+	return m, cur.key(s, k)
 }
 
 // quitNow ends the wizard, saying what was (not) changed unless a screen already said more.
@@ -381,20 +400,10 @@ func (m Model) navigate(d int) (tea.Model, tea.Cmd) {
 	if m.step+1 >= stepCount {
 		return m, nil
 	}
-	var cmd tea.Cmd
-	m.screens[m.step+1], cmd = m.screens[m.step+1].enter(m.session())
+	cmd := m.screens.at(m.step + 1).enter(m.session())
 	m.step++
 	return m, cmd
 }
-
-// The screens as they are now.
-func (m Model) connect() connectModel { return m.screens[stepConnect].(connectModel) }
-func (m Model) network() networkModel { return m.screens[stepNetwork].(networkModel) }
-func (m Model) sgs() groupsModel      { return m.screens[stepGroups].(groupsModel) }
-func (m Model) sets() setsModel       { return m.screens[stepSets].(setsModel) }
-func (m Model) review() reviewModel   { return m.screens[stepReview].(reviewModel) }
-func (m Model) apply() applyModel     { return m.screens[stepApply].(applyModel) }
-func (m Model) verify() verifyModel   { return m.screens[stepVerify].(verifyModel) }
 
 func attachmentKey(a attach.Attachment) string {
 	return strings.Join(a.Networks, ",") + "|" + strings.Join(a.SecurityGroups, ",")
@@ -428,7 +437,7 @@ func (m Model) session() *session {
 
 // keys are the current screen's keys, then those of the wizard in force.
 func (m Model) keys(s *session) []key.Binding {
-	cur := m.screens[m.step]
+	cur := m.screens.at(m.step)
 	return append(cur.keys(s), wizardKeys(cur.grabs(s))...)
 }
 
@@ -438,7 +447,7 @@ func (m Model) View() string {
 		return ""
 	}
 	s := m.session()
-	cur := m.screens[m.step]
+	cur := m.screens.at(m.step)
 	w := s.width
 	title := fmt.Sprintf("manila-setup networks attach · %d/%d %s", int(m.step)+1, stepCount, cur.title(s))
 	if m.opts.DryRun {

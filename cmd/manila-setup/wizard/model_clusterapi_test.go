@@ -41,10 +41,10 @@ func newClusterAPIBackend() *fakeBackend {
 // clusterapi's reason.
 func TestSetsOfferClusterAPI(t *testing.T) {
 	d := toSets(t, newClusterAPIBackend(), false, 120, 40)
-	if got := chosenKeys(d.m.sets(), workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
 		t.Errorf("MachineSets preselected: %v", got)
 	}
-	if got := chosenKeys(d.m.sets(), workers.SectionClusterAPI); !slices.Equal(got, []string{"machineset/capi-gpu", "machinedeployment/capi-md"}) {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionClusterAPI); !slices.Equal(got, []string{"machineset/capi-gpu", "machinedeployment/capi-md"}) {
 		t.Errorf("Cluster API objects preselected: %v", got)
 	}
 	v := view(d)
@@ -58,13 +58,13 @@ func TestSetsOfferClusterAPI(t *testing.T) {
 	}
 	// capi-gpu, capi-md-7f9c4: the first toggles, the second cannot be chosen.
 	d.press("down", "down", "down", "down", "space")
-	if slices.Contains(chosenKeys(d.m.sets(), workers.SectionClusterAPI), "machineset/capi-gpu") {
-		t.Errorf("space on capi-gpu: %v", chosenKeys(d.m.sets(), workers.SectionClusterAPI))
+	if slices.Contains(chosenKeys(d.m.screens.sets, workers.SectionClusterAPI), "machineset/capi-gpu") {
+		t.Errorf("space on capi-gpu: %v", chosenKeys(d.m.screens.sets, workers.SectionClusterAPI))
 	}
 	d.press("down", "space")
 	mustContain(t, view(d), "Cluster API MachineSet capi-md-7f9c4 cannot be chosen: made by MachineDeployment capi-md")
-	if len(chosenKeys(d.m.sets(), workers.SectionClusterAPI)) != 1 {
-		t.Errorf("chosen: %v", chosenKeys(d.m.sets(), workers.SectionClusterAPI))
+	if len(chosenKeys(d.m.screens.sets, workers.SectionClusterAPI)) != 1 {
+		t.Errorf("chosen: %v", chosenKeys(d.m.screens.sets, workers.SectionClusterAPI))
 	}
 }
 
@@ -76,11 +76,11 @@ func TestSetsGoOnWhenClusterAPICannotBeRead(t *testing.T) {
 	d := toSets(t, b, false, 120, 40)
 	v := view(d)
 	mustContain(t, v, "note: the Cluster API objects of openshift-cluster-api could not be read", "cannot list resource", "ostest-x7k2p-worker-0")
-	if got := chosenKeys(d.m.sets(), workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0"}) {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0"}) {
 		t.Errorf("MachineSets preselected: %v", got)
 	}
-	if len(chosenKeys(d.m.sets(), workers.SectionClusterAPI)) != 0 {
-		t.Errorf("Cluster API objects chosen: %v", chosenKeys(d.m.sets(), workers.SectionClusterAPI))
+	if len(chosenKeys(d.m.screens.sets, workers.SectionClusterAPI)) != 0 {
+		t.Errorf("Cluster API objects chosen: %v", chosenKeys(d.m.screens.sets, workers.SectionClusterAPI))
 	}
 }
 
@@ -92,7 +92,7 @@ func TestSetsWithoutTheCopyStayNotSelectable(t *testing.T) {
 	b.capi = nil
 	b.sets[2].StorageNetwork, b.sets[2].SecurityGroups, b.sets[2].Note = attach.StateNA, attach.StateNA, "it is migrating between the Machine API and Cluster API"
 	d := toSets(t, b, false, 200, 40)
-	if got := chosenKeys(d.m.sets(), workers.SectionMachineSets); len(got) != 0 {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionMachineSets); len(got) != 0 {
 		t.Errorf("chosen: %v", got)
 	}
 	mustContain(t, view(d), "its Cluster API copy openshift-cluster-api/ostest-x7k2p-worker-1 cannot be read", "it is migrating between")

@@ -18,17 +18,17 @@ import (
 // keeps its screen as it was.
 func TestSetsOfferTheControlPlaneUnchosen(t *testing.T) {
 	d := toSets(t, newControlPlaneBackend(), false, 120, 40)
-	if got := chosenKeys(d.m.sets(), workers.SectionControlPlane); got != nil {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionControlPlane); got != nil {
 		t.Fatalf("the control plane is preselected: %v", got)
 	}
 	mustContain(t, view(d), "4/7 MachineSets, control plane", "2 of 3 MachineSets and 0 of 1 ControlPlaneMachineSet selected",
 		"Control plane the masters, through the ControlPlaneMachineSet of openshift-machine-api",
 		"[ ] cluster               missing      replaces the 3 masters, one at a time", "Control plane: never preselected")
 	d.press("down", "down", "down", "space")
-	if got := chosenKeys(d.m.sets(), workers.SectionControlPlane); !slices.Equal(got, []string{"controlplanemachineset/cluster"}) {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionControlPlane); !slices.Equal(got, []string{"controlplanemachineset/cluster"}) {
 		t.Fatalf("space on the set: chosen %v", got)
 	}
-	if sel := workers.Select(d.m.sets().chosen()); !sel.ControlPlane || sel.MachineSets == nil {
+	if sel := workers.Select(d.m.screens.sets.chosen()); !sel.ControlPlane || sel.MachineSets == nil {
 		t.Errorf("selection %+v: want the MachineSets and the control plane", sel)
 	}
 	d.press("d")
@@ -49,7 +49,7 @@ func TestSetsRefuseABusyControlPlane(t *testing.T) {
 	b.controlPlane.Note = "ClusterOperator etcd is Degraded (EtcdMembersDegraded: 2 of 3 members are available)"
 	d := toSets(t, b, false, 120, 40)
 	d.press("down", "down", "down", "space")
-	if got := chosenKeys(d.m.sets(), workers.SectionControlPlane); got != nil {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionControlPlane); got != nil {
 		t.Fatalf("a busy control plane was chosen: %v", got)
 	}
 	mustContain(t, view(d), " -  cluster               missing      ClusterOperator etcd is Degraded",
@@ -65,7 +65,7 @@ func TestControlPlaneReviewAndApply(t *testing.T) {
 	d.press("down", "down", "down", "space", "enter")
 	mustContain(t, view(d), "ControlPlaneMachineSet cluster: adds network "+fakeStorageNet+", security group",
 		"replaces the 3 masters one at a time (its operator, RollingUpdate)", "--- ControlPlaneMachineSet cluster spec.template.machines_v1beta1_machine_openshift_io")
-	cmds := strings.Join(d.m.review().commands, "\n")
+	cmds := strings.Join(d.m.screens.review.commands, "\n")
 	for _, want := range []string{"controlplane patch --network " + fakeStorageNet + " --security-group " + fakeNFSGroup, "manila-setup controlplane rollout"} {
 		if !strings.Contains(cmds, want) {
 			t.Errorf("commands lack %q:\n%s", want, cmds)

@@ -33,8 +33,8 @@ func toDetachReview(t *testing.T, b *fakeBackend) *driver {
 	d.press("down", "down", "down")
 	mustContain(t, view(d), "d detach")
 	d.press("d")
-	if d.m.step != stepReview || !d.m.review().detach {
-		t.Fatalf("d on an attached set: step %d detach %v", d.m.step, d.m.review().detach)
+	if d.m.step != stepReview || !d.m.screens.review.detach {
+		t.Fatalf("d on an attached set: step %d detach %v", d.m.step, d.m.screens.review.detach)
 	}
 	return d
 }
@@ -45,7 +45,7 @@ func TestDetachReviewsTheRemovalThenPatchesAndRolls(t *testing.T) {
 	if !slices.Equal(b.removed, []string{"dry:ostest-x7k2p-worker-1"}) || len(b.patched) != 0 {
 		t.Fatalf("the review wrote something: removed %v patched %v", b.removed, b.patched)
 	}
-	all := ansi.Strip(strings.Join(d.m.review().content(300, false), "\n"))
+	all := ansi.Strip(strings.Join(d.m.screens.review.content(300, false), "\n"))
 	mustContain(t, all, "MachineSet ostest-x7k2p-worker-1: removes network "+fakeStorageNet+", security group "+fakeNFSGroup,
 		"what was added by hand stays", "-  uuid: "+fakeStorageNet,
 		"manila-setup --os-cloud mycloud machinesets patch --remove --name ostest-x7k2p-worker-1 --rollout")
@@ -53,8 +53,8 @@ func TestDetachReviewsTheRemovalThenPatchesAndRolls(t *testing.T) {
 
 	d.press("enter")
 	d.settle(time.Second)
-	if d.m.step != stepApply || d.m.apply().phase != applyDone {
-		t.Fatalf("apply: step %d phase %s err %s", d.m.step, d.m.apply().phase, d.m.apply().err)
+	if d.m.step != stepApply || d.m.screens.apply.phase != applyDone {
+		t.Fatalf("apply: step %d phase %s err %s", d.m.step, d.m.screens.apply.phase, d.m.screens.apply.err)
 	}
 	if !slices.Contains(b.removed, "ostest-x7k2p-worker-1") || !slices.Equal(b.rolled, []string{"ostest-x7k2p-worker-1"}) || len(b.patched) != 0 {
 		t.Fatalf("removed %v rolled %v patched %v", b.removed, b.rolled, b.patched)
@@ -83,20 +83,20 @@ func TestDetachIsRefusedWhilePodsUseManilaVolumesUnlessForcedTwice(t *testing.T)
 	d.press("f")
 	mustContain(t, view(d), "Detach anyway?", "pod app/web-0 on node worker-a", "y: detach anyway")
 	d.press("n")
-	if d.m.review().forced || d.m.review().forcing {
+	if d.m.screens.review.forced || d.m.screens.review.forcing {
 		t.Fatal("n forced the detach")
 	}
 	d.press("f", "y")
-	if !d.m.review().forced {
+	if !d.m.screens.review.forced {
 		t.Fatal("y did not force the detach")
 	}
-	all := ansi.Strip(strings.Join(d.m.review().content(300, false), "\n"))
+	all := ansi.Strip(strings.Join(d.m.screens.review.content(300, false), "\n"))
 	mustContain(t, all, "Forced: enter detaches", "machinesets patch --remove --name ostest-x7k2p-worker-1 --rollout --force")
 
 	d.press("enter")
 	d.settle(time.Second)
-	if d.m.apply().phase != applyDone || !slices.Contains(b.removed, "ostest-x7k2p-worker-1") || b.mountChecks != 1 {
-		t.Fatalf("forced: phase %s err %s removed %v mount checks %d", d.m.apply().phase, d.m.apply().err, b.removed, b.mountChecks)
+	if d.m.screens.apply.phase != applyDone || !slices.Contains(b.removed, "ostest-x7k2p-worker-1") || b.mountChecks != 2 {
+		t.Fatalf("forced: phase %s err %s removed %v mount checks %d", d.m.screens.apply.phase, d.m.screens.apply.err, b.removed, b.mountChecks)
 	}
 }
 
@@ -107,8 +107,8 @@ func TestDetachChecksTheMountsAgainBeforePatching(t *testing.T) {
 	b.mounts = []attach.Mount{{Node: "worker-a", Pod: "app/web-0", Claim: "app/data", Volume: "pvc-1"}}
 	d.press("enter")
 	d.settle(time.Second)
-	if d.m.apply().phase != applyFailed || slices.Contains(b.removed, "ostest-x7k2p-worker-1") || len(b.rolled) != 0 {
-		t.Fatalf("phase %s removed %v rolled %v", d.m.apply().phase, b.removed, b.rolled)
+	if d.m.screens.apply.phase != applyFailed || slices.Contains(b.removed, "ostest-x7k2p-worker-1") || len(b.rolled) != 0 {
+		t.Fatalf("phase %s removed %v rolled %v", d.m.screens.apply.phase, b.removed, b.rolled)
 	}
 	if o := d.m.Outcome(); o.Applied || !strings.Contains(o.Summary, "The detach did not finish: refusing to replace the machines") {
 		t.Fatalf("outcome %+v", o)

@@ -58,7 +58,7 @@ func TestReviewAppliesNothingBeforeTheWarningsAreAcknowledged(t *testing.T) {
 	mustSay(t, view(d), "✗ nothing is applied before the warnings are acknowledged: press a")
 
 	d.press("a", "a") // a takes the acknowledgement back
-	if !d.m.review().fit.blocks() {
+	if !d.m.screens.review.fit.blocks() {
 		t.Fatal("a pressed twice still counts as acknowledged")
 	}
 	d.press("a")
@@ -68,8 +68,8 @@ func TestReviewAppliesNothingBeforeTheWarningsAreAcknowledged(t *testing.T) {
 	}
 	d.press("enter")
 	d.settle(time.Second)
-	if d.m.step != stepApply || d.m.apply().phase != applyDone {
-		t.Fatalf("after the acknowledgement: step %d phase %s", d.m.step, d.m.apply().phase)
+	if d.m.step != stepApply || d.m.screens.apply.phase != applyDone {
+		t.Fatalf("after the acknowledgement: step %d phase %s", d.m.step, d.m.screens.apply.phase)
 	}
 	if o := d.m.Outcome(); !strings.Contains(o.Summary, "The storage network's warnings (default-route, dns-announced) were acknowledged") {
 		t.Errorf("closing words: %q", o.Summary)
@@ -93,13 +93,13 @@ func TestReviewKeepsTheAcknowledgementOfTheSameWarnings(t *testing.T) {
 	mustSay(t, view(d), "Dry run: the change is shown, not made. Any key goes back.", "any key back")
 	d.press("y")
 	d.settle(100 * time.Millisecond)
-	if len(b.subnetUpdates) != 0 || b.networkReads != 0 || d.m.review().fit.asking {
+	if len(b.subnetUpdates) != 0 || b.networkReads != 0 || d.m.screens.review.fit.asking {
 		t.Fatalf("a dry run changed the subnet: %+v", b.subnetUpdates)
 	}
 	d.press("a", "esc", "enter")
 	d.settle(200 * time.Millisecond)
-	if d.m.step != stepReview || d.m.review().fit.blocks() {
-		t.Fatalf("back and again: step %d, still to acknowledge %v", d.m.step, d.m.review().fit.blocks())
+	if d.m.step != stepReview || d.m.screens.review.fit.blocks() {
+		t.Fatalf("back and again: step %d, still to acknowledge %v", d.m.step, d.m.screens.review.fit.blocks())
 	}
 }
 
@@ -117,8 +117,8 @@ func TestReviewChangesTheSubnetOnlyOnYes(t *testing.T) {
 			"Change the subnets now? y changes them, n (the default) goes back.", "y change the subnets")
 		d.press(no)
 		d.settle(100 * time.Millisecond)
-		if len(b.subnetUpdates) != 0 || d.m.review().fit.asking || d.m.step != stepReview {
-			t.Fatalf("%q at the question: updates %+v, asking %v, step %d", no, b.subnetUpdates, d.m.review().fit.asking, d.m.step)
+		if len(b.subnetUpdates) != 0 || d.m.screens.review.fit.asking || d.m.step != stepReview {
+			t.Fatalf("%q at the question: updates %+v, asking %v, step %d", no, b.subnetUpdates, d.m.screens.review.fit.asking, d.m.step)
 		}
 	}
 	d.press("c", "y")
@@ -130,16 +130,16 @@ func TestReviewChangesTheSubnetOnlyOnYes(t *testing.T) {
 	screen := view(d)
 	mustSay(t, screen, `✓ subnet storage-subnet (storage-subnet-id) changed: gateway_ip null, dns_nameservers ["0.0.0.0"]`,
 		"read again from Neutron, hands the nodes no default route and no DNS server: nothing left to acknowledge")
-	if strings.Contains(screen, "its gateway 10.0.0.1") || strings.Contains(screen, "acknowledge the warnings") || d.m.review().fit.blocks() {
+	if strings.Contains(screen, "its gateway 10.0.0.1") || strings.Contains(screen, "acknowledge the warnings") || d.m.screens.review.fit.blocks() {
 		t.Errorf("the warnings stayed after the change:\n%s", screen)
 	}
-	if s := d.m.network().chosen().Subnets[0]; s.Gateway.IsValid() || !slices.Equal(s.DNS, []string{"0.0.0.0"}) {
+	if s := d.m.screens.network.chosen().Subnets[0]; s.Gateway.IsValid() || !slices.Equal(s.DNS, []string{"0.0.0.0"}) {
 		t.Errorf("the network screen still has the old subnet: %+v", s)
 	}
 	d.press("enter")
 	d.settle(time.Second)
-	if d.m.step != stepApply || d.m.apply().phase != applyDone {
-		t.Fatalf("after the change: step %d phase %s", d.m.step, d.m.apply().phase)
+	if d.m.step != stepApply || d.m.screens.apply.phase != applyDone {
+		t.Fatalf("after the change: step %d phase %s", d.m.step, d.m.screens.apply.phase)
 	}
 	if o := d.m.Outcome(); !strings.Contains(o.Summary, `Changed in Neutron: subnet storage-subnet (storage-subnet-id) (gateway_ip null, dns_nameservers ["0.0.0.0"]).`) ||
 		strings.Contains(o.Summary, "acknowledged") {
@@ -160,8 +160,8 @@ func TestReviewSaysWhenTheRoleDoesNotAllowTheChange(t *testing.T) {
 		"The cloud's administrator can make the change:", "  openstack subnet set --gateway none storage-subnet-id",
 		"  openstack subnet set --no-dns-nameservers --dns-nameserver 0.0.0.0 storage-subnet-id",
 		"You can still acknowledge the warnings (a) and go on", "its gateway 10.0.0.1 is handed out by DHCP")
-	if len(b.subnetUpdates) != 0 || !d.m.review().fit.blocks() {
-		t.Fatalf("after the refusal: updates %+v, still to acknowledge %v", b.subnetUpdates, d.m.review().fit.blocks())
+	if len(b.subnetUpdates) != 0 || !d.m.screens.review.fit.blocks() {
+		t.Fatalf("after the refusal: updates %+v, still to acknowledge %v", b.subnetUpdates, d.m.screens.review.fit.blocks())
 	}
 	d.press("a", "enter")
 	d.settle(time.Second)

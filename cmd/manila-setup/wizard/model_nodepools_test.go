@@ -44,10 +44,10 @@ func TestConnectNotesWhatCouldNotBeRead(t *testing.T) {
 // from the MachineSets into the NodePools.
 func TestSetsOfferNodePools(t *testing.T) {
 	d := toSets(t, newManagementBackend(true), false, 120, 40)
-	if got := chosenKeys(d.m.sets(), workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
 		t.Errorf("MachineSets preselected: %v", got)
 	}
-	if got := chosenKeys(d.m.sets(), workers.SectionNodePools); !slices.Equal(got, []string{"clusters/hc1-gpu", "clusters/hc1-workers", "clusters/hc2-workers"}) {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionNodePools); !slices.Equal(got, []string{"clusters/hc1-gpu", "clusters/hc1-workers", "clusters/hc2-workers"}) {
 		t.Errorf("NodePools preselected: %v", got)
 	}
 	mustContain(t, view(d), "4/7 MachineSets, NodePools", "2 of 4 MachineSets and 3 of 4 NodePools selected",
@@ -55,19 +55,19 @@ func TestSetsOfferNodePools(t *testing.T) {
 		" -  clusters/hc3-kubevirt hc3            2        not OpenStack (KubeVirt)")
 
 	d.press("down", "down", "down", "down", "down", "space") // hc1-workers, the second NodePool
-	if got := chosenKeys(d.m.sets(), workers.SectionNodePools); slices.Contains(got, "clusters/hc1-workers") || len(got) != 2 {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionNodePools); slices.Contains(got, "clusters/hc1-workers") || len(got) != 2 {
 		t.Errorf("space on hc1-workers: %v", got)
 	}
 	d.press("down", "down", "space")
-	if slices.Contains(chosenKeys(d.m.sets(), workers.SectionNodePools), "clusters/hc3-kubevirt") {
+	if slices.Contains(chosenKeys(d.m.screens.sets, workers.SectionNodePools), "clusters/hc3-kubevirt") {
 		t.Error("a KubeVirt NodePool could be chosen")
 	}
 	mustContain(t, view(d), "NodePool clusters/hc3-kubevirt cannot be chosen: not OpenStack (KubeVirt)")
 
 	// Nothing of either kind: enter does not go on.
 	d.press("up", "space", "up", "up", "space", "up", "space", "up", "space")
-	if len(chosenKeys(d.m.sets(), workers.SectionMachineSets))+len(chosenKeys(d.m.sets(), workers.SectionNodePools)) != 0 {
-		t.Fatalf("still chosen: %v %v", chosenKeys(d.m.sets(), workers.SectionMachineSets), chosenKeys(d.m.sets(), workers.SectionNodePools))
+	if len(chosenKeys(d.m.screens.sets, workers.SectionMachineSets))+len(chosenKeys(d.m.screens.sets, workers.SectionNodePools)) != 0 {
+		t.Fatalf("still chosen: %v %v", chosenKeys(d.m.screens.sets, workers.SectionMachineSets), chosenKeys(d.m.screens.sets, workers.SectionNodePools))
 	}
 	d.press("enter")
 	if d.m.step != stepSets {
@@ -86,7 +86,7 @@ func TestReviewShowsNodePoolDiffsAndTheGroupsTheyCannotTake(t *testing.T) {
 	if !slices.Equal(b.poolsPatched, []string{"dry:clusters/hc1-gpu", "dry:clusters/hc1-workers", "dry:clusters/hc2-workers"}) {
 		t.Fatalf("review wrote NodePools: %v", b.poolsPatched)
 	}
-	all := ansi.Strip(strings.Join(d.m.review().content(400, false), "\n"))
+	all := ansi.Strip(strings.Join(d.m.screens.review.content(400, false), "\n"))
 	mustContain(t, all,
 		"MachineSet ostest-x7k2p-worker-0: adds network "+fakeStorageNet,
 		"NodePool clusters/hc1-gpu: unchanged, already attached",
@@ -111,8 +111,8 @@ func toPoolsOnly(t *testing.T, b *fakeBackend, dry bool) *driver {
 	t.Helper()
 	d := toSets(t, b, dry, 120, 40)
 	d.press("down", "down", "space", "down", "space", "enter")
-	if d.m.step != stepReview || len(chosenKeys(d.m.sets(), workers.SectionMachineSets)) != 0 {
-		t.Fatalf("step %d, MachineSets chosen %v", d.m.step, chosenKeys(d.m.sets(), workers.SectionMachineSets))
+	if d.m.step != stepReview || len(chosenKeys(d.m.screens.sets, workers.SectionMachineSets)) != 0 {
+		t.Fatalf("step %d, MachineSets chosen %v", d.m.step, chosenKeys(d.m.screens.sets, workers.SectionMachineSets))
 	}
 	return d
 }
@@ -124,14 +124,14 @@ func toPoolsOnly(t *testing.T, b *fakeBackend, dry bool) *driver {
 func TestApplyPatchesNodePoolsAndLeavesTheRollToHyperShift(t *testing.T) {
 	b := newManagementBackend(true)
 	d := toPoolsOnly(t, b, false)
-	all := ansi.Strip(strings.Join(d.m.review().content(400, false), "\n"))
+	all := ansi.Strip(strings.Join(d.m.screens.review.content(400, false), "\n"))
 	if strings.Contains(all, "machinesets patch") || strings.Contains(all, "machinesets rollout") || !strings.Contains(all, "(it acts on the kubeconfig's current context") {
 		t.Errorf("commands for NodePools alone:\n%s", all)
 	}
 	d.press("enter")
 	d.settle(300 * time.Millisecond)
-	if d.m.apply().phase != applyDone {
-		t.Fatalf("phase %s err %s", d.m.apply().phase, d.m.apply().err)
+	if d.m.screens.apply.phase != applyDone {
+		t.Fatalf("phase %s err %s", d.m.screens.apply.phase, d.m.screens.apply.err)
 	}
 	for _, p := range b.patched {
 		if !strings.HasPrefix(p, "dry:") {
@@ -188,8 +188,8 @@ func TestApplyMixedRollsMachineSetsAndPatchesNodePools(t *testing.T) {
 	d := toReview(t, b, false, 120, 40)
 	d.press("enter")
 	d.settle(time.Second)
-	if d.m.apply().phase != applyDone {
-		t.Fatalf("phase %s err %s", d.m.apply().phase, d.m.apply().err)
+	if d.m.screens.apply.phase != applyDone {
+		t.Fatalf("phase %s err %s", d.m.screens.apply.phase, d.m.screens.apply.err)
 	}
 	if !slices.Equal(b.rolled, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) || !slices.Contains(b.poolsPatched, "clusters/hc2-workers") {
 		t.Fatalf("rolled %v, NodePools patched %v", b.rolled, b.poolsPatched)
@@ -211,8 +211,8 @@ func TestApplyReportsANodePoolPatchFailure(t *testing.T) {
 	b.poolPatchErr = errFake
 	d.press("enter")
 	d.settle(200 * time.Millisecond)
-	if d.m.apply().phase != applyFailed || len(b.rolled) != 0 {
-		t.Fatalf("phase %s, rolled %v", d.m.apply().phase, b.rolled)
+	if d.m.screens.apply.phase != applyFailed || len(b.rolled) != 0 {
+		t.Fatalf("phase %s, rolled %v", d.m.screens.apply.phase, b.rolled)
 	}
 	// The MachineSets were patched before: the outcome says something was written.
 	if o := d.m.Outcome(); o.Err == nil || !o.Applied {

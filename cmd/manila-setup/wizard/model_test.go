@@ -30,20 +30,20 @@ func mustContain(t *testing.T, screen string, want ...string) {
 func TestConnectChecksThePreselectionInTheBackground(t *testing.T) {
 	b := newFakeBackend()
 	d := start(t, b, false, 80, 24)
-	if d.m.step != stepConnect || !d.m.connect().ready() || b.connects != 1 {
-		t.Fatalf("after Init: step %d ready %v connects %d", d.m.step, d.m.connect().ready(), b.connects)
+	if d.m.step != stepConnect || !d.m.screens.connect.ready() || b.connects != 1 {
+		t.Fatalf("after Init: step %d ready %v connects %d", d.m.step, d.m.screens.connect.ready(), b.connects)
 	}
 	mustContain(t, view(d), "› mycloud", "• admin", `✓ cloud mycloud (region RegionOne) as user "demo", project "demo"`,
 		"cluster https://api.ostest.example.com:6443 (context admin): 4 MachineSets", "enter next")
 
 	// Another cloud: the old check no longer counts, enter checks the new choice.
 	d.press("down")
-	if d.m.connect().ready() {
+	if d.m.screens.connect.ready() {
 		t.Fatal("a changed choice still counts as checked")
 	}
 	mustContain(t, view(d), "The choice changed: press enter to check it.")
 	d.press("tab", "down", "enter")
-	if !d.m.connect().ready() || d.m.conn.Cloud != "other" || d.m.conn.Context != "dev" || b.connects != 2 {
+	if !d.m.screens.connect.ready() || d.m.conn.Cloud != "other" || d.m.conn.Context != "dev" || b.connects != 2 {
 		t.Fatalf("after re-check: %+v connects %d", d.m.conn, b.connects)
 	}
 	d.press("enter")
@@ -63,8 +63,8 @@ func TestConnectFailureExplainsAndRetries(t *testing.T) {
 	}
 	b.connectErr = nil
 	d.press("r")
-	if !d.m.connect().ready() || b.connects != 3 {
-		t.Fatalf("retry: ready %v connects %d", d.m.connect().ready(), b.connects)
+	if !d.m.screens.connect.ready() || b.connects != 3 {
+		t.Fatalf("retry: ready %v connects %d", d.m.screens.connect.ready(), b.connects)
 	}
 }
 
@@ -72,7 +72,7 @@ func TestConnectIgnoresALateAnswer(t *testing.T) {
 	m := New(Options{Backend: newFakeBackend()})
 	next, _ := m.Update(targetsMsg{newFakeBackend().Targets()})
 	m = next.(Model)
-	next, _ = m.Update(connectedMsg{seq: m.connect().seq + 5, conn: Connection{Cloud: "stale"}})
+	next, _ = m.Update(connectedMsg{seq: m.screens.connect.seq + 5, conn: Connection{Cloud: "stale"}})
 	if next.(Model).conn != nil {
 		t.Fatal("an answer to an older check was taken")
 	}
@@ -90,41 +90,41 @@ func toNetwork(t testing.TB, b *fakeBackend, dry bool, w, h int) *driver {
 
 func TestNetworkPreselectsTheDiscoveredOneWithTheReason(t *testing.T) {
 	d := toNetwork(t, newFakeBackend(), false, 80, 24)
-	if n := d.m.network().chosen(); n == nil || n.ID != fakeStorageNet {
+	if n := d.m.screens.network.chosen(); n == nil || n.ID != fakeStorageNet {
 		t.Fatalf("preselected %+v", n)
 	}
 	mustContain(t, view(d), "3 of 3 networks", "› * storage", "subnets: storage-subnet 10.0.0.0/24, shared",
 		"✓ export addresses 10.0.0.10 (preferred), 10.0.0.20 in subnet")
 
 	d.press("/", "d", "e", "c")
-	if len(d.m.network().shown) != 1 || d.m.network().chosen().Name != "decoy" {
-		t.Fatalf("filter dec: %v", d.m.network().shown)
+	if len(d.m.screens.network.shown) != 1 || d.m.screens.network.chosen().Name != "decoy" {
+		t.Fatalf("filter dec: %v", d.m.screens.network.shown)
 	}
 	mustContain(t, view(d), "1 of 3 networks", "filter: dec", "! no Manila export location lies in this network's subnets")
 	d.press("q") // typed into the filter, not quitting
-	if d.m.quit || d.m.network().filter != "decq" {
-		t.Fatalf("q while filtering: quit %v filter %q", d.m.quit, d.m.network().filter)
+	if d.m.quit || d.m.screens.network.filter != "decq" {
+		t.Fatalf("q while filtering: quit %v filter %q", d.m.quit, d.m.screens.network.filter)
 	}
 	mustContain(t, view(d), "no network matches the filter")
 	d.press("backspace", "enter") // leave the filter, keep it
-	if d.m.network().filtering || d.m.network().filter != "dec" {
-		t.Fatalf("after enter: filtering %v filter %q", d.m.network().filtering, d.m.network().filter)
+	if d.m.screens.network.filtering || d.m.screens.network.filter != "dec" {
+		t.Fatalf("after enter: filtering %v filter %q", d.m.screens.network.filtering, d.m.screens.network.filter)
 	}
 	d.press("esc") // clears the filter first
-	if d.m.step != stepNetwork || d.m.network().filter != "" || len(d.m.network().shown) != 3 {
-		t.Fatalf("esc with a filter: step %d filter %q", d.m.step, d.m.network().filter)
+	if d.m.step != stepNetwork || d.m.screens.network.filter != "" || len(d.m.screens.network.shown) != 3 {
+		t.Fatalf("esc with a filter: step %d filter %q", d.m.step, d.m.screens.network.filter)
 	}
 	d.press("/10.196", "enter") // typed fast: one read
-	if d.m.network().chosen().Name != "tenant" {
-		t.Fatalf("filter by CIDR chose %s", d.m.network().chosen().Name)
+	if d.m.screens.network.chosen().Name != "tenant" {
+		t.Fatalf("filter by CIDR chose %s", d.m.screens.network.chosen().Name)
 	}
 	d.press("esc", "s", "t", "o") // typing without "/" filters too
-	if !d.m.network().filtering || d.m.network().filter != "sto" || d.m.network().chosen().Name != "storage" {
-		t.Fatalf("type to filter: filtering %v filter %q", d.m.network().filtering, d.m.network().filter)
+	if !d.m.screens.network.filtering || d.m.screens.network.filter != "sto" || d.m.screens.network.chosen().Name != "storage" {
+		t.Fatalf("type to filter: filtering %v filter %q", d.m.screens.network.filtering, d.m.screens.network.filter)
 	}
 	d.press("esc") // leaves and clears the filter
-	if d.m.network().filtering || d.m.network().filter != "" || d.m.step != stepNetwork {
-		t.Fatalf("esc while filtering: filtering %v filter %q step %d", d.m.network().filtering, d.m.network().filter, d.m.step)
+	if d.m.screens.network.filtering || d.m.screens.network.filter != "" || d.m.step != stepNetwork {
+		t.Fatalf("esc while filtering: filtering %v filter %q step %d", d.m.screens.network.filtering, d.m.screens.network.filter, d.m.step)
 	}
 	d.press("esc")
 	if d.m.step != stepConnect {
@@ -145,7 +145,7 @@ func toGroups(t testing.TB, b *fakeBackend, dry bool, w, h int) *driver {
 func TestGroupsSuggestThoseThatLetNFSOut(t *testing.T) {
 	d := toGroups(t, newFakeBackend(), false, 80, 24)
 	var order []string
-	for _, r := range d.m.sgs().rows {
+	for _, r := range d.m.screens.sgs.rows {
 		order = append(order, r.g.Name)
 	}
 	if !slices.Equal(order, []string{"nfs", "default", "block-egress"}) {
@@ -153,7 +153,7 @@ func TestGroupsSuggestThoseThatLetNFSOut(t *testing.T) {
 	}
 	mustContain(t, view(d), "0 selected of 3", "suggested: allows NFS egress to 10.0.0.10", "no egress rule for NFS to 10.0.0.10")
 	d.press("space")
-	if got := d.m.sgs().chosen(); !slices.Equal(got, []string{fakeNFSGroup}) {
+	if got := d.m.screens.sgs.chosen(); !slices.Equal(got, []string{fakeNFSGroup}) {
 		t.Fatalf("chosen %v", got)
 	}
 	mustContain(t, view(d), "[x] nfs", "together: NFS over NFSv4 is allowed by security groups nfs")
@@ -164,7 +164,7 @@ func TestGroupsSuggestThoseThatLetNFSOut(t *testing.T) {
 		t.Fatal("esc did not go back")
 	}
 	d.press("enter") // the same network: the selection is kept
-	if got := d.m.sgs().chosen(); !slices.Equal(got, []string{fakeNFSGroup}) {
+	if got := d.m.screens.sgs.chosen(); !slices.Equal(got, []string{fakeNFSGroup}) {
 		t.Fatalf("selection after going back and forth: %v", got)
 	}
 }
@@ -181,18 +181,18 @@ func toSets(t testing.TB, b *fakeBackend, dry bool, w, h int) *driver {
 
 func TestSetsPreselectWorkersAndNeverTheControlPlane(t *testing.T) {
 	d := toSets(t, newFakeBackend(), false, 80, 24)
-	if got := chosenKeys(d.m.sets(), workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
+	if got := chosenKeys(d.m.screens.sets, workers.SectionMachineSets); !slices.Equal(got, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
 		t.Fatalf("preselected %v", got)
 	}
 	mustContain(t, view(d), "2 of 4 MachineSets selected", "[ ] ostest-x7k2p-infra-0", "control plane: never touched", "has it")
 	d.press("down", "space")
-	if slices.Contains(chosenKeys(d.m.sets(), workers.SectionMachineSets), "ostest-x7k2p-master") {
+	if slices.Contains(chosenKeys(d.m.screens.sets, workers.SectionMachineSets), "ostest-x7k2p-master") {
 		t.Fatal("the control plane could be chosen")
 	}
 	mustContain(t, view(d), "MachineSet ostest-x7k2p-master cannot be chosen")
 	d.press("down", "space", "down", "space")
-	if len(chosenKeys(d.m.sets(), workers.SectionMachineSets)) != 0 {
-		t.Fatalf("deselected all, still %v", chosenKeys(d.m.sets(), workers.SectionMachineSets))
+	if len(chosenKeys(d.m.screens.sets, workers.SectionMachineSets)) != 0 {
+		t.Fatalf("deselected all, still %v", chosenKeys(d.m.screens.sets, workers.SectionMachineSets))
 	}
 	d.press("enter")
 	if d.m.step != stepSets {
@@ -218,21 +218,21 @@ func TestReviewShowsTheDiffAndTheCommands(t *testing.T) {
 	if !slices.Equal(b.patched, []string{"dry:ostest-x7k2p-worker-0", "dry:ostest-x7k2p-worker-1"}) {
 		t.Fatalf("review wrote something: %v", b.patched)
 	}
-	all := ansi.Strip(strings.Join(d.m.review().content(120, false), "\n"))
+	all := ansi.Strip(strings.Join(d.m.screens.review.content(120, false), "\n"))
 	mustContain(t, all, "MachineSet ostest-x7k2p-worker-0: adds network "+fakeStorageNet+", security group",
 		"MachineSet ostest-x7k2p-worker-1: unchanged, already attached",
 		"+- noAllowedAddressPairs: true", "+  uuid: "+fakeStorageNet,
 		"manila-setup --os-cloud mycloud machinesets patch --network "+fakeStorageNet+" \\\n      --security-group "+fakeNFSGroup+" --name ostest-x7k2p-worker-0 --name ostest-x7k2p-worker-1",
 		"manila-setup machinesets rollout --name ostest-x7k2p-worker-0 --name ostest-x7k2p-worker-1")
 	d.press("down", "down")
-	if d.m.review().scroll != 2 {
-		t.Fatalf("scroll %d", d.m.review().scroll)
+	if d.m.screens.review.scroll != 2 {
+		t.Fatalf("scroll %d", d.m.screens.review.scroll)
 	}
 	d.press("G")
 	mustContain(t, view(d), "manila-setup machinesets rollout --name ostest-x7k2p-worker-0")
 	d.press("down", "g")
-	if d.m.review().scroll != 0 {
-		t.Fatalf("scroll after g: %d", d.m.review().scroll)
+	if d.m.screens.review.scroll != 0 {
+		t.Fatalf("scroll after g: %d", d.m.screens.review.scroll)
 	}
 	d.press("esc")
 	if d.m.step != stepSets {
@@ -245,8 +245,8 @@ func TestApplyPatchesRollsAndVerifies(t *testing.T) {
 	d := toReview(t, b, false, 80, 24)
 	d.press("enter")
 	d.settle(time.Second)
-	if d.m.step != stepApply || d.m.apply().phase != applyDone {
-		t.Fatalf("apply: step %d phase %s err %s", d.m.step, d.m.apply().phase, d.m.apply().err)
+	if d.m.step != stepApply || d.m.screens.apply.phase != applyDone {
+		t.Fatalf("apply: step %d phase %s err %s", d.m.step, d.m.screens.apply.phase, d.m.screens.apply.err)
 	}
 	if !slices.Contains(b.patched, "ostest-x7k2p-worker-0") || !slices.Equal(b.rolled, []string{"ostest-x7k2p-worker-0", "ostest-x7k2p-worker-1"}) {
 		t.Fatalf("patched %v rolled %v", b.patched, b.rolled)
@@ -276,23 +276,23 @@ func TestApplyStopsOnlyWhenConfirmed(t *testing.T) {
 	d := toReview(t, b, false, 80, 24)
 	d.press("enter")
 	d.settle(200 * time.Millisecond)
-	if d.m.apply().phase != applyRolling {
-		t.Fatalf("phase %s", d.m.apply().phase)
+	if d.m.screens.apply.phase != applyRolling {
+		t.Fatalf("phase %s", d.m.screens.apply.phase)
 	}
 	mustContain(t, view(d), "replacing machines", "waiting for new Machine ostest-x7k2p-worker-0-abcde")
 	d.press("ctrl+c")
-	if d.m.quit || !d.m.apply().confirmStop {
+	if d.m.quit || !d.m.screens.apply.confirmStop {
 		t.Fatal("ctrl+c during the rollout did not ask")
 	}
 	mustContain(t, view(d), "Stop the rollout?", "Running the wizard")
 	d.press("n")
-	if d.m.apply().confirmStop || d.m.apply().stopping {
+	if d.m.screens.apply.confirmStop || d.m.screens.apply.stopping {
 		t.Fatal("n did not keep going")
 	}
 	d.press("q", "y")
 	d.settle(time.Second)
-	if d.m.apply().phase != applyStopped {
-		t.Fatalf("after y: phase %s", d.m.apply().phase)
+	if d.m.screens.apply.phase != applyStopped {
+		t.Fatalf("after y: phase %s", d.m.screens.apply.phase)
 	}
 	if o := d.m.Outcome(); !o.Interrupted || !strings.Contains(o.Summary, "0 of 4 machines replaced") ||
 		!strings.Contains(o.Summary, "Run `manila-setup machinesets rollout --name ostest-x7k2p-worker-0 --name ostest-x7k2p-worker-1` (or the wizard) to resume") {
@@ -325,8 +325,8 @@ func TestApplyReportsAPatchFailure(t *testing.T) {
 	d := toReview(t, b, false, 80, 24)
 	b.patchErr = errFake
 	d.press("enter")
-	if d.m.apply().phase != applyFailed || len(b.rolled) != 0 {
-		t.Fatalf("phase %s rolled %v", d.m.apply().phase, b.rolled)
+	if d.m.screens.apply.phase != applyFailed || len(b.rolled) != 0 {
+		t.Fatalf("phase %s rolled %v", d.m.screens.apply.phase, b.rolled)
 	}
 	mustContain(t, view(d), "✗ fake failure")
 	if o := d.m.Outcome(); o.Err == nil {
@@ -351,8 +351,8 @@ func TestDryRunWalksEverythingAndWritesNothing(t *testing.T) {
 			t.Errorf("dry run patched %s", p)
 		}
 	}
-	if len(b.rolled) != 0 || d.m.verify().result != nil {
-		t.Fatalf("dry run rolled %v / checked %+v", b.rolled, d.m.verify().result)
+	if len(b.rolled) != 0 || d.m.screens.verify.result != nil {
+		t.Fatalf("dry run rolled %v / checked %+v", b.rolled, d.m.screens.verify.result)
 	}
 }
 
@@ -362,7 +362,7 @@ func TestHelpQuitAndResize(t *testing.T) {
 	d.press("?")
 	mustContain(t, view(d), "Help: Security groups", "space", "Any key closes this help.")
 	d.press("x") // closes the help, selects nothing
-	if d.m.help || len(d.m.sgs().chosen()) != 0 {
+	if d.m.help || len(d.m.screens.sgs.chosen()) != 0 {
 		t.Fatal("the key that closed the help did something")
 	}
 	for _, size := range [][2]int{{80, 24}, {120, 40}, {100, 30}, {60, 15}} {
@@ -392,19 +392,19 @@ func TestQuitDuringTheCheckCleansUpFirst(t *testing.T) {
 	d.settle(time.Second)
 	d.press("enter", "t")
 	d.settle(100 * time.Millisecond)
-	if !d.m.verify().running {
+	if !d.m.screens.verify.running {
 		t.Fatal("the check is not running")
 	}
 	mustContain(t, view(d), "q stop the check (it cleans up), then quit")
 	next, cmd := d.m.Update(keyMsg("q"))
 	d.m = next.(Model)
-	if d.m.quit || !d.m.verify().quitting {
+	if d.m.quit || !d.m.screens.verify.quitting {
 		t.Fatal("q quit at once, before the check cleaned up")
 	}
 	d.run(cmd)
 	d.settle(time.Second)
-	if d.m.verify().running || d.m.verify().result == nil || !d.m.verify().result.CleanedUp {
-		t.Fatalf("after q: running %v result %+v", d.m.verify().running, d.m.verify().result)
+	if d.m.screens.verify.running || d.m.screens.verify.result == nil || !d.m.screens.verify.result.CleanedUp {
+		t.Fatalf("after q: running %v result %+v", d.m.screens.verify.running, d.m.screens.verify.result)
 	}
 }
 
@@ -414,7 +414,7 @@ func TestNetworkWithoutACandidateSaysSo(t *testing.T) {
 	b.discovery.Notes = []string{"Manila (sharev2) is not in the catalog of region RegionOne"}
 	d := toNetwork(t, b, false, 120, 40)
 	mustContain(t, view(d), "! Discovery found no network Manila exports on: Manila (sharev2) is not in the catalog", "storage network yourself, or ask")
-	if n := d.m.network().chosen(); n == nil || n.Name != "decoy" {
+	if n := d.m.screens.network.chosen(); n == nil || n.Name != "decoy" {
 		t.Fatalf("cursor on %+v", n)
 	}
 }
@@ -498,31 +498,31 @@ func TestCommandsCarryTheWizardsFlags(t *testing.T) {
 func TestNetworkGuardAsksBeforeAWrongNetwork(t *testing.T) {
 	d := toNetwork(t, newFakeBackend(), false, 80, 24)
 	d.press("/", "d", "e", "c", "enter", "enter")
-	if d.m.step != stepNetwork || d.m.network().confirming == "" {
+	if d.m.step != stepNetwork || d.m.screens.network.confirming == "" {
 		t.Fatalf("enter on decoy went on without asking (step %d)", d.m.step)
 	}
 	mustContain(t, view(d), "✗ No Manila export location lies in the subnets of network", "Attach the workers to it anyway?")
-	mustContain(t, d.m.network().confirming, `network "decoy"`, `Manila exports on network "storage"`)
+	mustContain(t, d.m.screens.network.confirming, `network "decoy"`, `Manila exports on network "storage"`)
 	d.press("enter") // the default: no
-	if d.m.step != stepNetwork || d.m.network().confirming != "" {
+	if d.m.step != stepNetwork || d.m.screens.network.confirming != "" {
 		t.Fatalf("enter at the question went on (step %d)", d.m.step)
 	}
 	d.press("enter", "y")
-	if d.m.step != stepGroups || d.m.network().chosen().Name != "decoy" {
+	if d.m.step != stepGroups || d.m.screens.network.chosen().Name != "decoy" {
 		t.Fatalf("y did not go on with decoy (step %d)", d.m.step)
 	}
-	if !d.m.network().needsForce([]string{fakeDecoyNet}) || d.m.network().needsForce([]string{fakeStorageNet}) {
+	if !d.m.screens.network.needsForce([]string{fakeDecoyNet}) || d.m.screens.network.needsForce([]string{fakeStorageNet}) {
 		t.Error("needsForce: the equivalent command of a questioned network must carry --force, and only then")
 	}
 	d.press("esc")
 	d.press("esc", "/", "t", "e", "n", "enter", "enter")
-	mustContain(t, d.m.network().confirming, `network "tenant"`, "is the machines' own network", "holds the node address 10.196.0.11")
+	mustContain(t, d.m.screens.network.confirming, `network "tenant"`, "is the machines' own network", "holds the node address 10.196.0.11")
 	d.press("n")
 	if d.m.step != stepNetwork {
 		t.Fatalf("n went on (step %d)", d.m.step)
 	}
 	d.press("esc", "/", "s", "t", "o", "enter", "enter")
-	if d.m.step != stepGroups || d.m.network().chosen().ID != fakeStorageNet {
-		t.Fatalf("the storage network asked or did not go on (step %d, confirming %q)", d.m.step, d.m.network().confirming)
+	if d.m.step != stepGroups || d.m.screens.network.chosen().ID != fakeStorageNet {
+		t.Fatalf("the storage network asked or did not go on (step %d, confirming %q)", d.m.step, d.m.screens.network.confirming)
 	}
 }

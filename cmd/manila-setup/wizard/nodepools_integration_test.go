@@ -132,7 +132,7 @@ func TestWizardNodePools(t *testing.T) {
 		t.Fatal(err)
 	}
 	backend := func() *LiveBackend {
-		return NewLiveBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test", By: "manila-setup test"})
+		return testBackend(LiveConfig{Kubeconfig: kubeconfig, CloudsFile: cloud.CloudsFile, Cloud: testenv.CloudDemo, UserAgent: "manila-setup/test", By: "manila-setup test"})
 	}
 	type step struct {
 		keys []tea.KeyMsg

@@ -59,9 +59,17 @@ type applyModel struct {
 // startApply begins with the patch (or, in a dry run, with nothing at all).
 func startApply(ctx context.Context, b Backend, want attach.Attachment, chosen []workers.Row, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
 	return startWith(want, chosen, dryRun, now, func() tea.Msg {
-		results, err := b.Patch(ctx, want, workers.Select(chosen), false)
-		return patchedMsg{results: results, err: err}
+		report, err := b.Apply(ctx, attachRequest(want, workers.Select(chosen), false))
+		return patchedOf(report, err)
 	})
+}
+
+// patchedOf is the message of an Apply's answer.
+func patchedOf(report *workers.Report, err error) patchedMsg {
+	if report == nil {
+		return patchedMsg{err: err}
+	}
+	return patchedMsg{results: report.Results, err: err}
 }
 
 // startWith begins with patch, a command that answers patchedMsg (in a dry run, with nothing).
@@ -164,7 +172,7 @@ func (a applyModel) running() bool { return a.phase == applyPatching || a.phase 
 
 // update takes the results of the patch, the rollout and the progress of the rows that roll by
 // themselves; active: the screen is shown, so those rows are read again.
-func (a applyModel) update(s *session, msg tea.Msg, active bool) (screen, tea.Cmd) {
+func (a applyModel) update(s *session, msg tea.Msg, active bool) (applyModel, tea.Cmd) {
 	ctx, opts, b := s.ctx, s.opts, s.backend()
 	switch msg := msg.(type) {
 	case clockMsg:
@@ -335,7 +343,7 @@ var (
 	applyToVerify = bind("enter", "verify", "enter")
 )
 
-func (a applyModel) key(_ *session, k tea.KeyMsg) (screen, tea.Cmd) {
+func (a applyModel) key(_ *session, k tea.KeyMsg) (applyModel, tea.Cmd) {
 	if a.running() {
 		switch {
 		case a.confirmStop && key.Matches(k, applyStopYes):
@@ -394,11 +402,11 @@ func (a applyModel) grabs(*session) grab {
 
 // enter patches what the review showed, then rolls it (or, for d on the sets screen, removes
 // it).
-func (applyModel) enter(s *session) (screen, tea.Cmd) {
-	if s.review().detach {
-		return startDetach(s.ctx, s.backend(), s.sets().detaching(), s.review().forced, s.opts.DryRun, s.opts.Now())
+func (applyModel) enter(s *session) (applyModel, tea.Cmd) {
+	if s.screens.review.detach {
+		return startDetach(s.ctx, s.backend(), s.screens.sets.detaching(), s.screens.review.forced, s.opts.DryRun, s.opts.Now())
 	}
-	return startApply(s.ctx, s.backend(), s.attachment(), s.sets().chosen(), s.opts.DryRun, s.opts.Now())
+	return startApply(s.ctx, s.backend(), s.attachment(), s.screens.sets.chosen(), s.opts.DryRun, s.opts.Now())
 }
 
 func (a applyModel) view(s *session) []string {

@@ -82,7 +82,7 @@ var (
 	connectCheck  = bind("enter", "check", "enter")
 )
 
-func (c connectModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
+func (c connectModel) key(s *session, k tea.KeyMsg) (connectModel, tea.Cmd) {
 	if !c.loaded {
 		return c, nil
 	}
@@ -141,7 +141,7 @@ func (c connectModel) keys(*session) []key.Binding {
 func (connectModel) grabs(*session) grab { return grabNone }
 
 // update takes the choices of clouds.yaml and the kubeconfig, and the answers of the checks.
-func (c connectModel) update(s *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+func (c connectModel) update(s *session, msg tea.Msg, _ bool) (connectModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case targetsMsg:
 		return c.withTargets(msg.t, s.ctx, s.backend())
@@ -154,7 +154,7 @@ func (c connectModel) update(s *session, msg tea.Msg, _ bool) (screen, tea.Cmd) 
 }
 
 // enter: the connect screen is the first; nothing comes before it.
-func (c connectModel) enter(*session) (screen, tea.Cmd) { return c, nil }
+func (c connectModel) enter(*session) (connectModel, tea.Cmd) { return c, nil }
 
 func (c connectModel) view(s *session) []string {
 	w, h, spin := s.width, s.height, s.spin

@@ -166,25 +166,12 @@ func detachCommandLines(conn *Connection, rows []workers.Row, force bool) []stri
 }
 
 // startDetach begins the removal, then the rollout of attaching: the check of the mounts
-// again (unless forced: pods may have come since the review), the patch, the machines replaced.
+// again (pods may have come since the review; forced, its findings are only warnings), the
+// patch, the machines replaced.
 func startDetach(ctx context.Context, b Backend, rows []workers.Row, force, dryRun bool, now time.Time) (applyModel, tea.Cmd) {
 	sel := workers.Select(rows)
 	a, cmd := startWith(attach.Attachment{}, rows, dryRun, now, func() tea.Msg {
-		if !force {
-			planned, err := b.Remove(ctx, sel, true)
-			if err != nil {
-				return patchedMsg{err: err}
-			}
-			risk, err := b.RemovalRisk(ctx, sel, planned)
-			if err == nil {
-				_, err = risk.Verdict(false, "")
-			}
-			if err != nil {
-				return patchedMsg{err: err}
-			}
-		}
-		results, err := b.Remove(ctx, sel, false)
-		return patchedMsg{results: results, err: err}
+		return patchedOf(b.Apply(ctx, detachRequest(sel, force, false)))
 	})
 	a.detach = true
 	return a, cmd

@@ -115,7 +115,7 @@ var (
 	groupsNext  = bind("enter", "next", "enter")
 )
 
-func (g groupsModel) key(_ *session, k tea.KeyMsg) (screen, tea.Cmd) {
+func (g groupsModel) key(_ *session, k tea.KeyMsg) (groupsModel, tea.Cmd) {
 	if g.loading {
 		if key.Matches(k, keyBack) {
 			return g, nav(-1)
@@ -154,18 +154,18 @@ func (g groupsModel) keys(*session) []key.Binding {
 func (groupsModel) grabs(*session) grab { return grabNone }
 
 // update ranks the groups once they are read, if the screen waits for them.
-func (g groupsModel) update(s *session, msg tea.Msg, shown bool) (screen, tea.Cmd) {
+func (g groupsModel) update(s *session, msg tea.Msg, shown bool) (groupsModel, tea.Cmd) {
 	if _, ok := msg.(groupsMsg); ok && shown {
-		return newGroupsModel(s.groups, s.groupsErr, s.network().chosenCandidate(), g.selected), nil
+		return newGroupsModel(s.groups, s.groupsErr, s.screens.network.chosenCandidate(), g.selected), nil
 	}
 	return g, nil
 }
 
 // enter ranks the groups for the network chosen, keeping what was selected before; until they
 // are read the screen waits.
-func (g groupsModel) enter(s *session) (screen, tea.Cmd) {
+func (g groupsModel) enter(s *session) (groupsModel, tea.Cmd) {
 	if s.groups != nil || s.groupsErr != "" {
-		return newGroupsModel(s.groups, s.groupsErr, s.network().chosenCandidate(), g.selected), nil
+		return newGroupsModel(s.groups, s.groupsErr, s.screens.network.chosenCandidate(), g.selected), nil
 	}
 	return waitingGroups(g.selected), nil
 }

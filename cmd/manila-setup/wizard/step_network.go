@@ -153,7 +153,7 @@ var (
 // networkMoves are the keys that move the cursor over the list.
 var networkMoves = []key.Binding{keyUp, keyDown, keyPgUp, keyPgDown, keyTop, keyBottom}
 
-func (n networkModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
+func (n networkModel) key(s *session, k tea.KeyMsg) (networkModel, tea.Cmd) {
 	if n.confirming != "" {
 		// Only an explicit yes goes on; anything else is the default, no.
 		n.confirming = ""
@@ -282,7 +282,7 @@ func (n networkModel) grabs(*session) grab {
 
 // update takes what discovery found, and the network as Neutron describes it after the review
 // changed its subnets.
-func (n networkModel) update(s *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+func (n networkModel) update(s *session, msg tea.Msg, _ bool) (networkModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case discoveryMsg:
 		errText := ""
@@ -302,7 +302,7 @@ func (n networkModel) update(s *session, msg tea.Msg, _ bool) (screen, tea.Cmd) 
 }
 
 // enter: the network screen fills itself as soon as discovery answers.
-func (n networkModel) enter(*session) (screen, tea.Cmd) { return n, nil }
+func (n networkModel) enter(*session) (networkModel, tea.Cmd) { return n, nil }
 
 func (n networkModel) view(s *session) []string {
 	w, h, spin := s.width, s.height, s.spin

@@ -69,7 +69,7 @@ var (
 	reviewDry      = bind("enter", "continue (dry run)", "enter")
 )
 
-func (r reviewModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
+func (r reviewModel) key(s *session, k tea.KeyMsg) (reviewModel, tea.Cmd) {
 	dryRun, w, h := s.opts.DryRun, s.width, s.height
 	if r.detach {
 		var handled bool
@@ -160,7 +160,7 @@ func (r reviewModel) help(s *session) string {
 func (reviewModel) grabs(*session) grab { return grabNone }
 
 // update takes the plan of the patch, and what the change of the subnets did.
-func (r reviewModel) update(_ *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+func (r reviewModel) update(_ *session, msg tea.Msg, _ bool) (reviewModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case planMsg:
 		return r.withPlan(msg), nil
@@ -172,8 +172,8 @@ func (r reviewModel) update(_ *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
 
 // enter computes the patch of what the sets screen chose (or the removal of what d chose); the
 // acknowledgement of the network's warnings carries over when they are the same.
-func (r reviewModel) enter(s *session) (screen, tea.Cmd) {
-	sets := s.sets()
+func (r reviewModel) enter(s *session) (reviewModel, tea.Cmd) {
+	sets := s.screens.sets
 	if rows := sets.detaching(); rows != nil {
 		return reviewDetach(s, rows)
 	}
@@ -184,7 +184,7 @@ func (r reviewModel) enter(s *session) (screen, tea.Cmd) {
 		forKey += "|" + rowID(row)
 	}
 	sel := workers.Select(chosen)
-	network := s.network()
+	network := s.screens.network
 	r = reviewModel{loading: true, forKey: forKey, kinds: sets.offer.Choose, chosen: chosen, commands: commandLines(s.conn, want, sel, network.needsForce(want.Networks)),
 		fit: newFitnessModel(network.chosen(), r.fit)}
 	return r, planCmd(s.ctx, s.backend(), forKey, want, sel)

@@ -84,7 +84,7 @@ var (
 	setsDetach = bind("d", "detach", "d")
 )
 
-func (s setsModel) key(_ *session, k tea.KeyMsg) (screen, tea.Cmd) {
+func (s setsModel) key(_ *session, k tea.KeyMsg) (setsModel, tea.Cmd) {
 	if key.Matches(k, keyBack) {
 		return s, nav(-1)
 	}
@@ -166,7 +166,7 @@ func (s setsModel) offered(conn *Connection) workers.Kinds {
 func (setsModel) grabs(*session) grab { return grabNone }
 
 // update takes the inventory read for the screen's choice.
-func (s setsModel) update(_ *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
+func (s setsModel) update(_ *session, msg tea.Msg, _ bool) (setsModel, tea.Cmd) {
 	if msg, ok := msg.(setsMsg); ok {
 		return s.withSets(msg), nil
 	}
@@ -175,7 +175,7 @@ func (s setsModel) update(_ *session, msg tea.Msg, _ bool) (screen, tea.Cmd) {
 
 // enter reads what the cluster has for the network and groups chosen; the same choice as before
 // keeps the list and the user's selection.
-func (s setsModel) enter(ss *session) (screen, tea.Cmd) {
+func (s setsModel) enter(ss *session) (setsModel, tea.Cmd) {
 	want := ss.attachment()
 	forKey := attachmentKey(want)
 	if s.forKey == forKey && !s.loading && s.err == "" {

@@ -84,7 +84,7 @@ func rwxCmd(ctx context.Context, b Backend, class string) tea.Cmd {
 	}
 }
 
-func (v verifyModel) update(s *session, msg tea.Msg, active bool) (screen, tea.Cmd) {
+func (v verifyModel) update(s *session, msg tea.Msg, active bool) (verifyModel, tea.Cmd) {
 	ctx, opts := s.ctx, s.opts
 	switch msg := msg.(type) {
 	case storageMsg:
@@ -128,7 +128,7 @@ var (
 	verifyFinish   = bind("enter", "finish", "enter")
 )
 
-func (v verifyModel) key(s *session, k tea.KeyMsg) (screen, tea.Cmd) {
+func (v verifyModel) key(s *session, k tea.KeyMsg) (verifyModel, tea.Cmd) {
 	if v.running {
 		if key.Matches(k, verifyStop) && !v.quitting {
 			// Stop the check, let it delete what it created, then quit.
@@ -186,8 +186,8 @@ func (v verifyModel) grabs(*session) grab {
 }
 
 // enter reads the driver's state, where it runs on this cluster.
-func (verifyModel) enter(s *session) (screen, tea.Cmd) {
-	v := newVerifyModel(s.opts.DryRun, s.apply().chosen)
+func (verifyModel) enter(s *session) (verifyModel, tea.Cmd) {
+	v := newVerifyModel(s.opts.DryRun, s.screens.apply.chosen)
 	if !v.checksDriver {
 		return v, nil // the driver of a hosted cluster is not on this cluster: nothing to read here
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/manila-setup/manila-setup/operator"
-
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configlisters "github.com/openshift/client-go/config/listers/config/v1"
@@ -27,6 +25,8 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/manila-setup/manila-setup/operator"
 )
 
 // Resources the operator reads or writes outside its scheme, or through the dynamic and

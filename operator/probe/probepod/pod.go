@@ -9,11 +9,11 @@ import (
 	"math"
 	"time"
 
-	"github.com/manila-setup/manila-setup/operator/probe"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/manila-setup/manila-setup/operator/probe"
 )
 
 // Labels of every probe pod: what it is and who made it, so that one left behind (its creator

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/manila-setup/manila-setup/operator/probe"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/manila-setup/manila-setup/operator/probe"
 )
 
 // poll is how often Run reads the pod: the probe itself takes a few seconds at most.

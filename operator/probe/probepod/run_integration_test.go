@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/manila-setup/manila-setup/operator/probe"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/manila-setup/manila-setup/operator/probe"
 	"github.com/manila-setup/manila-setup/test/testenv"
 )
 

@@ -12,6 +12,9 @@
 #     a fresh OpenShift-on-OpenStack install, the Machine API stand-in, the operator and the real
 #     driver (its pods on the real node as root, else its controller as local processes), until
 #     `make demo-down`.
+#   - DEMO_INFRA_ID (default ostest-demo1) names the cluster: its servers, ports and security
+#     groups in the cloud are named after it, and its teardown deletes what bears that name, so
+#     two sandboxes on one cloud at once (the tests' make demo runs) each need their own.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
@@ -160,6 +163,7 @@ rm -f "$sandbox/ready"
 # The log exists before the sandbox starts, so that tail below always finds it.
 : >"$sandbox/sandbox.log"
 MANILA_SETUP_T0=$_env_t0 setsid "$top/bin/manila-setup-sandbox" --dir "$sandbox" --cli "$cli" --cloud "$cloud" --real-node "$real_node" \
+  --infra-id "${DEMO_INFRA_ID:-ostest-demo1}" \
   --guest-workers "${DEMO_GUEST_WORKERS:-2}" --pod-loopback-ports "${DEMO_POD_LOOPBACK_PORTS:-}" \
   >>"$sandbox/sandbox.log" 2>&1 </dev/null &
 pid=$!

@@ -1,10 +1,12 @@
 package machinectl
 
 import (
+	"context"
 	"fmt"
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	machineclient "github.com/openshift/client-go/machine/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -126,4 +128,16 @@ func ControlPlaneMachineSet(infraID string) *machinev1.ControlPlaneMachineSet {
 		},
 		Status: machinev1.ControlPlaneMachineSetStatus{Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3},
 	}
+}
+
+// CreateAtRest creates the ControlPlaneMachineSet cpms and writes the status its operator
+// reports at rest: cpms's own status, this generation seen.
+func CreateAtRest(ctx context.Context, mc machineclient.Interface, cpms *machinev1.ControlPlaneMachineSet) (*machinev1.ControlPlaneMachineSet, error) {
+	status := cpms.Status
+	created, err := mc.MachineV1().ControlPlaneMachineSets(cpms.Namespace).Create(ctx, cpms, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	created.Status, created.Status.ObservedGeneration = status, created.Generation
+	return mc.MachineV1().ControlPlaneMachineSets(cpms.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 }
