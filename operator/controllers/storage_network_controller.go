@@ -351,12 +351,18 @@ func (s *storageNetworks) due(src ManilaSource, period time.Duration) bool {
 	return s.src != src || s.err != nil || time.Since(s.at) >= period
 }
 
-// discovered records the result of a discovery.
+// discovered records the result of a discovery. A failed discovery keeps the last answer that
+// came: a Manila or Neutron blip in the middle of one must not take the export subnet out of the
+// driver's runtime configuration, nor the storage subnets out of the StorageClasses' clients
+// (immutable: they would be re-created), while every volume still mounts as before.
 func (s *storageNetworks) discovered(src ManilaSource, ranking *openstack.Ranking, err error) {
 	before, beforeHow, beforeWhy := s.network()
 	beforeNet := s.candidateNetwork()
 	s.mu.Lock()
-	s.at, s.src, s.ranking, s.err = time.Now(), src, ranking, err
+	s.at, s.src, s.err = time.Now(), src, err
+	if err == nil {
+		s.ranking = ranking
+	}
 	notify := s.onChange
 	s.mu.Unlock()
 	// Another answer is another network, or the same one changed: its subnets, what they hand
@@ -379,6 +385,16 @@ func (s *storageNetworks) network() (id, how, why string) {
 	s.mu.Lock()
 	ranking, err, ran := s.ranking, s.err, !s.at.IsZero()
 	s.mu.Unlock()
+	if err != nil && ranking != nil {
+		// The last answer stands (discovered); the condition says it is an earlier one. The
+		// error itself is logged where discovery runs: its text would change the message at
+		// every failed try.
+		id, how, why = storageNetworkFrom(ranking, nil, ran)
+		if id != "" {
+			how += " (at an earlier discovery: the latest one failed)"
+		}
+		return id, how, why
+	}
 	return storageNetworkFrom(ranking, err, ran)
 }
 
@@ -513,9 +529,9 @@ func (s *storageNetworks) exportSubnets() []netip.Prefix {
 // else the one discovery's rule names; nil when there is none.
 func (s *storageNetworks) candidate() *openstack.Candidate {
 	s.mu.Lock()
-	ranking, err := s.ranking, s.err
+	ranking := s.ranking
 	s.mu.Unlock()
-	if err != nil || ranking == nil {
+	if ranking == nil {
 		return nil
 	}
 	if s.given != "" {

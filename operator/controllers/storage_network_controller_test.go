@@ -234,6 +234,22 @@ func TestStorageNetworksNotify(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d notifications after a failure, want 2", n)
 	}
+	// The failure keeps the last answer: the driver's runtime configuration and the classes
+	// follow it through a blip; the condition says it is an earlier one.
+	if id, how, _ := s.network(); id != "x" || !strings.Contains(how, "the latest one failed") {
+		t.Errorf("after a failed discovery: network %q (%s), want x from the earlier discovery", id, how)
+	}
+	if !s.due(src, time.Hour) {
+		t.Error("discovery not due again after a failure")
+	}
+	s.discovered(src, nil, errors.New("refused again"))
+	if n != 2 {
+		t.Errorf("%d notifications after a second failure, want 2", n)
+	}
+	s.discovered(src, one, nil)
+	if id, how, _ := s.network(); id != "x" || strings.Contains(how, "failed") || n != 3 {
+		t.Errorf("after the cloud came back: network %q (%s), %d notifications, want x, 3", id, how, n)
+	}
 	// With --storage-network discovery still runs: the classes follow the subnets it exports in.
 	if given := (&storageNetworks{given: "x"}); !given.due(src, time.Hour) {
 		t.Error("discovery never due with --storage-network")
@@ -282,6 +298,7 @@ func TestStorageNetworksExportSubnets(t *testing.T) {
 		{"given, the other candidate", &storageNetworks{given: other, at: time.Now(), ranking: ranking}, "192.168.5.0/24", "192.168.5.0/24"},
 		{"given, not among the candidates", &storageNetworks{given: "7f000001-0000-4000-8000-000000000000", at: time.Now(), ranking: ranking}, "", ""},
 		{"discovery failed", &storageNetworks{at: time.Now(), err: errors.New("refused")}, "", ""},
+		{"the latest discovery failed, an earlier one answered", &storageNetworks{at: time.Now(), ranking: ranking, err: errors.New("refused")}, "10.0.0.0/24, 10.0.1.0/24", "10.0.0.0/23"},
 	} {
 		if got := shareclient.Join(tt.s.exportSubnets()); got != tt.want {
 			t.Errorf("%s: exportSubnets %q, want %q", tt.name, got, tt.want)
