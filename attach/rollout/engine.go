@@ -152,6 +152,7 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 	api := r.target.API()
 	lastPhase, lastChange := "", r.opts.Now()
 	refused := 0 // scales refused in a row because the set changed under us
+	marks := 0   // marks in a row whose victims did not show marked at the next look
 	hiccups := 0 // reads failed in a row for a reason that usually passes
 	resume := r.opts.Resume && r.opts.Canary != nil
 	for {
@@ -229,6 +230,15 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 		case stepScale:
 			r.setPhase(i, Running, st.Phase, st.Replaced, total)
 			if unmarked := unmarkedVictims(v, st.Victims); len(unmarked) > 0 {
+				if marks >= maxMarks {
+					// The mark does not hold (something takes it off, or the reads never
+					// show it): scaling down now could take any Machine, so stop.
+					reason := fmt.Sprintf("marked Machine %s for deletion %d times and it still shows no mark: something removes the delete-machine annotation (another controller or an admission webhook; `oc get %s -n %s %s -o yaml` shows its managedFields)",
+						strings.Join(unmarked, ", "), marks, api.MachineResource, api.Namespace, unmarked[0])
+					r.setPhase(i, Failed, reason, st.Replaced, total)
+					return &Error{MachineSet: name, Reason: reason, Replaced: st.Replaced, Total: total, API: api}
+				}
+				marks++
 				// Marked first, scaled down a moment later, never both at once: the set's
 				// controller reads the Machines from its own cache, and a scale-down that
 				// reaches it before the mark lets it delete any Machine of the set, a new
@@ -255,9 +265,9 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 				r.setPhase(i, Failed, err.Error(), st.Replaced, total)
 				return err
 			}
-			refused = 0
+			refused, marks = 0, 0
 		case stepWait:
-			refused = 0
+			refused, marks = 0, 0
 			r.setPhase(i, Running, st.Phase, st.Replaced, total)
 			select {
 			case <-ctx.Done():
@@ -271,6 +281,10 @@ func (r *sequencer) rollSet(ctx context.Context, i int) error {
 // MarkSettle is how long a rollout waits between marking a Machine for deletion and scaling its
 // set down: longer than the set controller's cache takes to see the mark on a loaded cluster.
 const MarkSettle = 2 * time.Second
+
+// maxMarks is how many times in a row a rollout marks the same victims before it gives up on a
+// mark that never shows.
+const maxMarks = 5
 
 // unmarkedVictims are the victims that v does not show marked yet.
 func unmarkedVictims(v SetView, victims []string) []string {

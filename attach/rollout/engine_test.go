@@ -2,7 +2,9 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,5 +124,48 @@ func TestRollSetsMarksBeforeScalingDown(t *testing.T) {
 		if !m.Updated {
 			t.Errorf("old Machine %s is left", m.Name)
 		}
+	}
+}
+
+// markless is a set controller whose Machines never show the delete mark (a webhook or another
+// controller takes it off).
+type markless struct{ *setController }
+
+func (m markless) Mark(_ context.Context, names []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range names {
+		m.calls = append(m.calls, "mark "+name)
+	}
+	return nil
+}
+
+// TestRollSetsStopsWhenTheMarkNeverShows: the rollout neither scales down with nothing marked
+// nor marks for ever; it stops, naming the Machine, with the new one left running.
+func TestRollSetsStopsWhenTheMarkNeverShows(t *testing.T) {
+	old := time.Now().Add(-time.Hour)
+	s := &setController{t: t, replicas: 1, markedAt: map[string]time.Time{}, machines: []MachineView{
+		{Name: "old-a", Created: old, Ready: true},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	progress, err := RollSets(ctx, markless{s}, []SetProgress{{Name: "workers", State: Pending}},
+		Options{MaxSurge: 1, PollInterval: time.Millisecond, Timeout: time.Hour})
+	var rerr *Error
+	if !errors.As(err, &rerr) {
+		t.Fatalf("RollSets: %v, want a rollout *Error (calls %v)", err, s.calls)
+	}
+	if !strings.Contains(rerr.Reason, "old-a") || !strings.Contains(rerr.Reason, "no mark") {
+		t.Errorf("reason %q does not name the Machine and the missing mark", rerr.Reason)
+	}
+	if progress[0].State != Failed {
+		t.Errorf("state %q, want %q", progress[0].State, Failed)
+	}
+	want := []string{"scale 2"}
+	for range maxMarks {
+		want = append(want, "mark old-a")
+	}
+	if fmt.Sprint(s.calls) != fmt.Sprint(want) {
+		t.Errorf("calls %v, want %v", s.calls, want)
 	}
 }
