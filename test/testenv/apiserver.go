@@ -181,6 +181,10 @@ func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
+	if assets, err = leashAssets(assets, filepath.Join(auditDir, "bin")); err != nil {
+		_ = os.RemoveAll(auditDir)
+		return nil, err
+	}
 	var own []*apiextensionsv1.CustomResourceDefinition
 	if !opts.PlainKubernetes {
 		if own, err = ownCRDs(); err != nil {
