@@ -77,6 +77,7 @@ type Booter struct {
 	mu       sync.Mutex
 	lastErr  error
 	failures int               // rounds failed in a row
+	quiet    int               // rounds in a row that did not ask Nova (settled)
 	booted   map[string]string // server ID -> Node name
 }
 
@@ -131,6 +132,16 @@ func (b *Booter) round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Every Machine's server has its Node and every Node's Machine is still there: Nova has
+	// nothing to tell this round. Each list of every server costs Nova a read of them all and
+	// Neutron two (their ports, their security groups), and a loaded test run has several
+	// clusters asking every Interval. A full look every quietRounds still catches a server
+	// deleted behind its Machine's back.
+	if b.settled(all) && b.quiet < quietRounds {
+		b.quiet++
+		return nil
+	}
+	b.quiet = 0
 	pages, err := servers.List(b.Compute, servers.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		return fmt.Errorf("listing the servers: %w", err)
@@ -154,6 +165,23 @@ func (b *Booter) round(ctx context.Context) error {
 		}
 	}
 	return b.reap(ctx, byID)
+}
+
+// quietRounds is how many rounds in a row a settled booter skips Nova (30 s at Interval).
+const quietRounds = 15
+
+// settled reports whether the servers all are exactly those booted.
+func (b *Booter) settled(all []Server) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seen := make(map[string]bool, len(all))
+	for _, s := range all {
+		if _, done := b.booted[s.ID]; !done {
+			return false
+		}
+		seen[s.ID] = true
+	}
+	return len(seen) == len(b.booted)
 }
 
 func (b *Booter) isBooted(id string) bool {
