@@ -181,7 +181,8 @@ func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
-	if assets, err = leashAssets(assets, filepath.Join(auditDir, "bin")); err != nil {
+	leashed, err := leashAssets(assets, filepath.Join(auditDir, "bin"))
+	if err != nil {
 		_ = os.RemoveAll(auditDir)
 		return nil, err
 	}
@@ -209,6 +210,10 @@ func StartAPIServerWith(opts APIServerOptions) (*APIServer, error) {
 		return nil, err
 	}
 	api := env.ControlPlane.GetAPIServer()
+	// The paths, not BinaryAssetsDirectory: envtest takes $KUBEBUILDER_ASSETS before that
+	// directory, and make test sets it.
+	api.Path = filepath.Join(leashed, "kube-apiserver")
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(leashed, "etcd")}
 	api.CertDir = certDir
 	api.SecureServing.CA = servingCA
 	args := api.Configure().

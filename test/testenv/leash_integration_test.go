@@ -28,7 +28,13 @@ func TestAPIServerDiesWithTheTestBinary(t *testing.T) {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestAPIServerDiesWithTheTestBinary$", "-test.v")
-	cmd.Env = append(os.Environ(), "MANILA_SETUP_LEASH_CHILD=1")
+	// As make test runs it: with KUBEBUILDER_ASSETS, which envtest prefers to the directory it
+	// is given.
+	assets, err := KubeAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "MANILA_SETUP_LEASH_CHILD=1", "KUBEBUILDER_ASSETS="+assets)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
