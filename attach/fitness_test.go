@@ -153,3 +153,31 @@ func TestResolveAppliesFitness(t *testing.T) {
 		t.Fatalf("DHCP off, forced: %v, %+v", err, got)
 	}
 }
+
+// TestResolveDiscoverOnSeveralZones: on a cloud whose zones are served by different storage
+// networks, --discover picks none, since one network for every machine would leave the
+// workers of another zone with a port that leads nowhere; the error names each zone's.
+func TestResolveDiscoverOnSeveralZones(t *testing.T) {
+	az1 := openstack.Network{ID: "11111111-2a4d-4c1e-9b8a-0d6e1f2a3b4c", Name: "storage-az1", Subnets: []openstack.Subnet{fitSubnet("s1", "172.18.1.0/24")}}
+	az2 := openstack.Network{ID: "22222222-2a4d-4c1e-9b8a-0d6e1f2a3b4c", Name: "storage-az2", Subnets: []openstack.Subnet{fitSubnet("s2", "172.18.2.0/24")}}
+	cand := func(n openstack.Network, zone string, shares int) openstack.Candidate {
+		return openstack.Candidate{Network: n, Confidence: openstack.ConfidenceHigh, Score: 100 * shares, Shares: shares, Zones: []string{zone}}
+	}
+	d := &openstack.Discovery{Networks: []openstack.Network{az1, az2}, Ranking: openstack.Ranking{
+		// All the evidence at once favours az2's network (two shares to one).
+		Candidates: []openstack.Candidate{cand(az2, "az2", 2), cand(az1, "az1", 1)},
+		Zones: []openstack.ZoneRanking{
+			{Zone: "az1", Ranking: openstack.Ranking{Candidates: []openstack.Candidate{cand(az1, "az1", 1)}}},
+			{Zone: "az2", Ranking: openstack.Ranking{Candidates: []openstack.Candidate{cand(az2, "az2", 2)}}},
+		}}}
+	got, err := Resolve(d, "demo", nil, NetworkPolicy{Discover: true, Force: true})
+	var none *NoStorageNetworkError
+	if !errors.As(err, &none) || len(got.IDs) != 0 {
+		t.Fatalf("--discover on two zones: %v, networks %v; want no network", err, got.IDs)
+	}
+	for _, want := range []string{`az1: "storage-az1"`, `az2: "storage-az2"`, "one zone at a time"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+}

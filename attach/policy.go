@@ -105,6 +105,12 @@ type NoStorageNetworkError struct {
 }
 
 func (e *NoStorageNetworkError) Error() string {
+	var sne *openstack.StorageNetworkError
+	if errors.As(e.Err, &sne) && len(sne.Zones) > 0 {
+		// One network for every machine would leave another zone's workers with a port
+		// that leads nowhere.
+		return fmt.Sprintf("--discover: %v; give each zone's machines that zone's networks with --network, one zone at a time (see `manila-setup networks discover`)", e.Err)
+	}
 	if e.Evidence {
 		return fmt.Sprintf("--discover: %v with --network (see `manila-setup networks discover`)", e.Err)
 	}

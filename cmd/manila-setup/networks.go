@@ -380,6 +380,7 @@ func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) 
 	default:
 		w.printf("Manila (region %s, API %s) exports on no network that %s can see.\n", region, d.Manila.Microversion, c.Identity())
 	}
+	printZones(w, d.ByZone())
 	if len(d.Candidates) > 0 {
 		w.printf("\nCandidates, best first:\n")
 	}
@@ -394,6 +395,9 @@ func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) 
 		}
 		if cand.Network.External {
 			flags += ", external"
+		}
+		if len(d.Zones) > 0 && len(cand.Zones) > 0 {
+			flags += ", zone " + strings.Join(cand.Zones, ",")
 		}
 		w.printf("  %d. %s  %s  %s  (confidence %s, score %d%s)\n", i+1, orDash(cand.Network.Name), cand.Network.ID, strings.Join(cidrs, ","), cand.Confidence, cand.Score, flags)
 		for _, r := range cand.Reasons {
@@ -457,6 +461,26 @@ func printDiscovery(out io.Writer, d *openstack.Discovery, c *openstack.Client) 
 	w.printf("\nExamined %d networks, %d available share%s and %d share network%s as %s.\n",
 		d.NetworksSeen, d.SharesSeen, pluralS(d.SharesSeen), d.ShareNetworksSeen, pluralS(d.ShareNetworksSeen), c.Identity())
 	return w.err
+}
+
+// printZones lists, on a cloud whose shares are in several availability zones, the networks
+// Manila exports on in each zone, best first: a worker of a zone needs its zone's.
+func printZones(w *errWriter, zones []openstack.ZoneNetworks) {
+	if len(zones) == 0 {
+		return
+	}
+	w.printf("\nBy availability zone (a worker needs the storage networks of its own zone):\n")
+	for _, z := range zones {
+		if len(z.Networks) == 0 {
+			w.printf("  %s: no network with evidence\n", z.Zone)
+			continue
+		}
+		parts := make([]string, 0, len(z.Networks))
+		for _, c := range z.Networks {
+			parts = append(parts, fmt.Sprintf("%s (%d share%s)", c.Network.Label(), c.Shares, pluralS(c.Shares)))
+		}
+		w.printf("  %s: %s\n", z.Zone, strings.Join(parts, ", "))
+	}
 }
 
 type errWriter struct {

@@ -19,6 +19,9 @@ type StorageNetworkError struct {
 	Guess *Candidate
 	// Tied are the equally ranked candidates with evidence, when there are two or more.
 	Tied []Candidate
+	// Zones are each availability zone's networks, when different zones are served by
+	// different storage networks: then the choice is made zone by zone.
+	Zones []ZoneNetworks
 }
 
 // ErrNoStorageNetwork matches (errors.Is) every *StorageNetworkError.
@@ -28,6 +31,8 @@ func (e *StorageNetworkError) Is(target error) bool { return target == ErrNoStor
 
 func (e *StorageNetworkError) Error() string {
 	switch {
+	case len(e.Zones) > 0:
+		return fmt.Sprintf("Manila exports on a storage network per availability zone (%s): a worker must be attached to its own zone's", zoneSummary(e.Zones))
 	case len(e.Tied) > 1:
 		return fmt.Sprintf("Manila exports on %s and %s alike (same evidence, score %d): choose one",
 			e.Tied[0].Network.Label(), e.Tied[1].Network.Label(), e.Tied[0].Score)
@@ -41,8 +46,13 @@ func (e *StorageNetworkError) Error() string {
 // (installconfig patch --discover, the wizard's preselection, the operator's condition): the best
 // candidate when it has evidence (HasEvidence) and no other candidate with evidence has the same
 // score. Otherwise it returns a *StorageNetworkError (errors.Is ErrNoStorageNetwork) that says
-// why: no evidence at all, only a guess from a name, or a tie.
+// why: no evidence at all, only a guess from a name, or a tie; or, on a cloud of several
+// availability zones served by different storage networks, the networks of each zone, since
+// no one network is then right for every worker.
 func (r *Ranking) StorageNetwork() (*Candidate, error) {
+	if r.zonesDiffer() {
+		return nil, &StorageNetworkError{Zones: r.ByZone()}
+	}
 	var withEvidence []Candidate
 	for _, c := range r.Candidates {
 		if c.HasEvidence() {

@@ -108,6 +108,7 @@ func (c *Client) Discover(ctx context.Context, opts DiscoverOptions) (*Discovery
 	d := &Discovery{Cloud: c.cloud, Region: c.region, ProjectID: c.projectID, Manila: info, Networks: nets,
 		NetworksSeen: len(nets), SharesSeen: ev.SharesSeen, ShareNetworksSeen: len(ev.ShareNetworks)}
 	d.Ranking = Rank(nets, ev)
+	d.Zones = RankZones(nets, ev)
 	d.Notes = append(slices.Clone(ev.Notes), d.Notes...)
 
 	if opts.Servers != nil && len(d.Candidates) > 0 {
@@ -310,10 +311,10 @@ func (c *Client) ManilaEvidence(ctx context.Context, exact bool, concurrency int
 			}
 			addrs, names := ExportHosts(loc.Path)
 			for _, a := range addrs {
-				ev.Exports = append(ev.Exports, ShareExport{ShareID: s.ID, ShareName: s.Name, Protocol: s.Protocol, Address: a, Preferred: loc.Preferred})
+				ev.Exports = append(ev.Exports, ShareExport{ShareID: s.ID, ShareName: s.Name, Protocol: s.Protocol, Address: a, Preferred: loc.Preferred, Zone: s.AvailabilityZone})
 			}
 			for _, n := range names {
-				ev.Hostnames = append(ev.Hostnames, ShareExport{ShareID: s.ID, ShareName: s.Name, Protocol: s.Protocol, Hostname: n, Preferred: loc.Preferred})
+				ev.Hostnames = append(ev.Hostnames, ShareExport{ShareID: s.ID, ShareName: s.Name, Protocol: s.Protocol, Hostname: n, Preferred: loc.Preferred, Zone: s.AvailabilityZone})
 			}
 		}
 	}

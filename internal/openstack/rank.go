@@ -27,6 +27,8 @@ type ShareExport struct {
 	Address   netip.Addr `json:"address,omitzero"`
 	Hostname  string     `json:"hostname,omitempty"`
 	Preferred bool       `json:"preferred"`
+	// Zone is the share's availability zone ("" when Manila gives none).
+	Zone string `json:"zone,omitempty"`
 }
 
 // Confidence grades a candidate: exports seen in its subnets (high), only a share network on
@@ -50,6 +52,9 @@ type Candidate struct {
 	// Shares counts the distinct shares exported here.
 	Shares        int      `json:"shares"`
 	ShareNetworks []string `json:"shareNetworks,omitempty"`
+	// Zones are the availability zones of the shares exported here and of the share networks'
+	// subnets on it, sorted.
+	Zones []string `json:"zones,omitempty"`
 	// Attachment is set when discovery was asked about servers.
 	Attachment *Attachment `json:"attachment,omitempty"`
 	// Traffic says whether the attached servers' security groups let share traffic through.
@@ -79,6 +84,9 @@ type Ranking struct {
 	Candidates []Candidate       `json:"candidates"`
 	Unmatched  []UnmatchedExport `json:"unmatched,omitempty"`
 	Notes      []string          `json:"notes,omitempty"`
+	// Zones rank each availability zone's evidence on its own, when the evidence names two
+	// zones or more (RankZones).
+	Zones []ZoneRanking `json:"zones,omitempty"`
 }
 
 // Weights of the evidence. A share counts once per network: fully if one of its preferred
@@ -189,6 +197,7 @@ type netState struct {
 	exportShare map[netip.Addr]map[string]bool
 	widerOf     map[string]bool // notes about less specific subnets elsewhere
 	snNames     []string
+	zones       []string
 }
 
 // ranker gathers the evidence network by network (states) and what lies in no network
@@ -248,6 +257,7 @@ func (r *ranker) addExports(exports []ShareExport) {
 		}
 		for _, h := range hits {
 			st := r.state(h.net)
+			st.addZone(ex.Zone)
 			st.shares[ex.ShareID] = st.shares[ex.ShareID] || ex.Preferred
 			ne := st.exports[ex.Address]
 			if ne == nil {
@@ -282,11 +292,19 @@ func (r *ranker) addShareNetworks(shareNetworks []ShareNetwork) {
 				continue
 			}
 			st := r.state(n)
+			st.addZone(sub.AvailabilityZone)
 			name := coalesce(sn.Name, sn.ID)
 			if !slices.Contains(st.snNames, name) {
 				st.snNames = append(st.snNames, name)
 			}
 		}
+	}
+}
+
+// addZone notes an availability zone served by the network.
+func (st *netState) addZone(z string) {
+	if z != "" && !slices.Contains(st.zones, z) {
+		st.zones = append(st.zones, z)
 	}
 }
 
@@ -305,6 +323,8 @@ func (st *netState) candidate() Candidate {
 	c.Score += scoreShareNetwork * len(st.snNames)
 	slices.Sort(st.snNames)
 	c.ShareNetworks = st.snNames
+	slices.Sort(st.zones)
+	c.Zones = st.zones
 	for _, ne := range st.exports {
 		c.Exports = append(c.Exports, *ne)
 	}

@@ -26,6 +26,13 @@ own_cloud director
 director_env=(MANILA_SETUP_CLOUD_SHAPE=director MANILA_SETUP_RUN="$MANILA_SETUP_RUN" KEYSTONE_PORT="$KEYSTONE_PORT"
   NEUTRON_PORT="$NEUTRON_PORT" MANILA_PORT="$MANILA_PORT" NOVA_PORT="$NOVA_PORT" PLACEMENT_PORT="$PLACEMENT_PORT" GLANCE_PORT="$GLANCE_PORT")
 export MANILA_SETUP_RUN_DIRECTOR=$MANILA_SETUP_RUN
+# A third, of the zones shape (shape.sh: Manila back ends in az1 and az2, each exporting on a
+# storage network of its own, and a second one in az1), for discovery per zone
+# (internal/openstack TestDiscoverPerZone): MANILA_SETUP_RUN_ZONES.
+own_cloud zones
+zones_env=(MANILA_SETUP_CLOUD_SHAPE=zones MANILA_SETUP_RUN="$MANILA_SETUP_RUN" KEYSTONE_PORT="$KEYSTONE_PORT"
+  NEUTRON_PORT="$NEUTRON_PORT" MANILA_PORT="$MANILA_PORT" NOVA_PORT="$NOVA_PORT" PLACEMENT_PORT="$PLACEMENT_PORT" GLANCE_PORT="$GLANCE_PORT")
+export MANILA_SETUP_RUN_ZONES=$MANILA_SETUP_RUN
 own_cloud test
 
 cleanup() {
@@ -47,10 +54,11 @@ cleanup() {
   step "stopping this run's loopback OpenStack clouds"
   bash "$here/openstack/down.sh" || true
   env "${director_env[@]}" bash "$here/openstack/down.sh" || true
+  env "${zones_env[@]}" bash "$here/openstack/down.sh" || true
   if ((rc == 0)); then
-    rm -rf "${MANILA_SETUP_RUN:?}" "${MANILA_SETUP_RUN_DIRECTOR:?}"
+    rm -rf "${MANILA_SETUP_RUN:?}" "${MANILA_SETUP_RUN_DIRECTOR:?}" "${MANILA_SETUP_RUN_ZONES:?}"
   else
-    step "this run's cloud state and logs are kept in $MANILA_SETUP_RUN and $MANILA_SETUP_RUN_DIRECTOR"
+    step "this run's cloud state and logs are kept in $MANILA_SETUP_RUN, $MANILA_SETUP_RUN_DIRECTOR and $MANILA_SETUP_RUN_ZONES"
   fi
   step "make test finished with exit code $rc"
   exit "$rc"
@@ -60,13 +68,15 @@ trap 'exit 130' INT TERM
 
 # The cloud installs and starts (network and disk bound) while the kube binaries compile (CPU
 # bound): on a fresh machine that saves the 3-5 minutes the cloud takes.
-# The director-shaped cloud comes up after the first one, which installs the packages both use.
+# The shaped clouds come up after the first one, which installs the packages they use.
 openstack_log="$MANILA_SETUP_RUN/openstack-up.log"
 director_log="$MANILA_SETUP_RUN_DIRECTOR/openstack-up.log"
-step "loopback OpenStack of this run: starting in the background on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT, $NOVA_PORT, $PLACEMENT_PORT, $GLANCE_PORT (state and log: $MANILA_SETUP_RUN), then the director-shaped one (state and log: $MANILA_SETUP_RUN_DIRECTOR)"
+zones_log="$MANILA_SETUP_RUN_ZONES/openstack-up.log"
+step "loopback OpenStack of this run: starting in the background on ports $KEYSTONE_PORT, $NEUTRON_PORT, $MANILA_PORT, $NOVA_PORT, $PLACEMENT_PORT, $GLANCE_PORT (state and log: $MANILA_SETUP_RUN), then the director-shaped one (state and log: $MANILA_SETUP_RUN_DIRECTOR) and the zones-shaped one (state and log: $MANILA_SETUP_RUN_ZONES)"
 (
   bash "$here/openstack/up.sh" >"$openstack_log" 2>&1
   env "${director_env[@]}" bash "$here/openstack/up.sh" >"$director_log" 2>&1
+  env "${zones_env[@]}" bash "$here/openstack/up.sh" >"$zones_log" 2>&1
 ) &
 openstack_pid=$!
 
@@ -118,10 +128,10 @@ MANILA_SETUP_OPERAND_BIN=$(bash "$here/node/operands.sh")
 export MANILA_SETUP_OPERAND_BIN
 
 if ! wait "$openstack_pid"; then
-  cat "$openstack_log" "$director_log" >&2 2>/dev/null || true
+  cat "$openstack_log" "$director_log" "$zones_log" >&2 2>/dev/null || true
   die "the loopback OpenStack clouds did not come up (logs above)"
 fi
-tail -n 3 "$openstack_log" "$director_log" >&2
+tail -n 3 "$openstack_log" "$director_log" "$zones_log" >&2
 step "loopback OpenStack ready"
 
 # The data-path tests' NFS clients: Debian's kernel and a busybox initramfs for QEMU guests

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -461,6 +462,13 @@ func (p *Project) CreateShareNetwork(name, networkID, subnetID string) string {
 // until all are available, and deletes them (waiting until they are gone) when the test ends.
 func (p *Project) CreateShares(prefix string, n int) []string {
 	p.t.Helper()
+	return p.CreateSharesIn(prefix, n, "default", "")
+}
+
+// CreateSharesIn is CreateShares with the share type and the availability zone ("": Manila's
+// choice) given.
+func (p *Project) CreateSharesIn(prefix string, n int, shareType, zone string) []string {
+	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	if n > 40 {
@@ -489,8 +497,11 @@ func (p *Project) CreateShares(prefix string, n int) []string {
 						ID string `json:"id"`
 					} `json:"share"`
 				}
-				if err := post(ctx, p.member.manila, "shares", map[string]any{"share": map[string]any{
-					"name": fmt.Sprintf("%s-%d", prefix, i), "share_proto": "NFS", "size": 1, "share_type": "default"}}, &out); err != nil {
+				share := map[string]any{"name": fmt.Sprintf("%s-%d", prefix, i), "share_proto": "NFS", "size": 1, "share_type": shareType}
+				if zone != "" {
+					share["availability_zone"] = zone
+				}
+				if err := post(ctx, p.member.manila, "shares", map[string]any{"share": share}, &out); err != nil {
 					errs <- err
 					continue
 				}
@@ -563,12 +574,19 @@ func (p *Project) deleteShares(ctx context.Context, ids []string) error {
 		if err := get(ctx, p.member.manila, "shares?limit=5000", &list); err != nil {
 			return err
 		}
-		if len(list.Shares) == 0 {
+		// Only these shares: the project's others (a second CreateShares) have cleanups of their own.
+		left := 0
+		for _, sh := range list.Shares {
+			if slices.Contains(ids, sh.ID) {
+				left++
+			}
+		}
+		if left == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d shares still there: %w", len(list.Shares), ctx.Err())
+			return fmt.Errorf("%d shares still there: %w", left, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}

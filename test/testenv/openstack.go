@@ -37,8 +37,14 @@ type Cloud struct {
 
 // Seed holds the IDs of what up.sh created, as written to seed.json.
 type Seed struct {
-	// Shape is the cloud's layout (test/env/openstack/shape.sh): "default" or "director".
+	// Shape is the cloud's layout (test/env/openstack/shape.sh): "default", "director" or "zones".
 	Shape          string                `json:"shape"`
+	// StorageZone is the availability zone of the back end that exports on Networks["storage"]
+	// ("" for Manila's default one).
+	StorageZone string `json:"storage_zone"`
+	// MoreStorageNetworks are the further storage networks of the shape, by name (the zones
+	// shape: one per further back end, each exporting on its own).
+	MoreStorageNetworks map[string]SeedStorageNetwork `json:"more_storage_networks"`
 	ProjectID      string                `json:"project_id"`
 	KeystoneURL    string                `json:"keystone_url"`
 	Networks       map[string]string     `json:"networks"`
@@ -64,6 +70,20 @@ type SeedSubnet struct {
 type SeedShare struct {
 	ID              string   `json:"id"`
 	ExportLocations []string `json:"export_locations"`
+	// Zone is the share's availability zone, when the shape gives its back ends one; Network
+	// names the further storage network it is exported on (MoreStorageNetworks).
+	Zone    string `json:"zone"`
+	Network string `json:"network"`
+}
+
+// SeedStorageNetwork is a further storage network of the seed, with the back end that exports
+// on it and that back end's availability zone.
+type SeedStorageNetwork struct {
+	ID            string     `json:"id"`
+	Zone          string     `json:"zone"`
+	Backend       string     `json:"backend"`
+	ExportAddress string     `json:"export_address"`
+	Subnet        SeedSubnet `json:"subnet"`
 }
 
 // OpenStackDir is where test/env/openstack/up.sh keeps the running cloud's state.

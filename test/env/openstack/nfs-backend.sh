@@ -8,6 +8,10 @@
 #                             (shape.sh; by default 10.0.0.10/24 preferred, 10.0.0.20/24 and
 #                             11.0.0.11/24, the admin-only export); ganesha listens here only
 #                             (NFSv4.x, port 2049)
+#                             a further storage network of the shape (more_backends: the zones
+#                             shape) has a bridge of its own here, br-s2, br-s3, ..., with its
+#                             back end's export address: a guest plugged into one reaches no
+#                             other's exports
 #   namespace NS-r ("router") bridge br-machine: 10.196.0.1/16, the machine network's router. It
 #                             routes nothing: its default route is a blackhole, as a cloud's
 #                             router whose upstream drops private addresses, so a node with no
@@ -54,7 +58,30 @@ NFS_EXPORT_IPS=$(bare "${export_addrs[@]}" | tr , ' ')
 NFS_ROOT=$nfs/data
 NFS_DBUS=unix:path=$dbus_socket
 NFS_GANESHA_LOG=$logs/ganesha.log
+NFS_MORE_BRIDGES=$(more_bridges)
 EOF
+}
+
+# more_bridges prints "NETWORK=BRIDGE" for each further back end's storage network, space-separated.
+more_bridges() {
+  local line backend zone bname net out=() i=1
+  for line in "${more_backends[@]}"; do
+    read -r backend zone bname net _ <<<"$line"
+    out+=("$net=br-s$((++i))")
+  done
+  printf '%s' "${out[*]}"
+}
+
+# backend_dirs BACKEND prints the export folder and the export database of a back end: the
+# first one's are the folder's own (exports/, exports.sqlite); a further one's have its name.
+# Each back end of Manila's ganesha library keeps its own index of exports and counts its own
+# export IDs, so every further one starts its count 100000 higher (ganesha wants them unique).
+backend_dirs() {
+  if [[ $1 == nfs ]]; then
+    printf '%s %s' "$nfs/exports" "$nfs/exports.sqlite"
+  else
+    printf '%s %s' "$nfs/exports-$1" "$nfs/exports-$1.sqlite"
+  fi
 }
 
 # start NAME CMD...: a process group of its own, recorded in $state/NAME.pgid (down.sh stops
@@ -93,6 +120,15 @@ start_ganesha() {
   die "ganesha did not listen on 2049 in namespace $ns"
 }
 
+# more_exports prints ", ADDR (BACKEND, ZONE)" for each further back end.
+more_exports() {
+  local line backend zone eaddr
+  for line in "${more_backends[@]}"; do
+    read -r backend zone _ _ _ _ _ _ eaddr <<<"$line"
+    printf ', %s (%s, %s)' "${eaddr%/*}" "$backend" "$zone"
+  done
+}
+
 down() {
   stop ganesha
   stop nfs-dbus
@@ -127,6 +163,14 @@ up() {
     fi
   done
   ip -n "$ns" link set br-storage up
+  local line backend zone bname net subnet cidr pstart pend eaddr i=1 dir db
+  for line in "${more_backends[@]}"; do
+    read -r backend zone bname net subnet cidr pstart pend eaddr <<<"$line"
+    ((++i))
+    ip -n "$ns" link add "br-s$i" type bridge
+    ip -n "$ns" addr add "$eaddr" dev "br-s$i"
+    ip -n "$ns" link set "br-s$i" up
+  done
   ip -n "$router" link set lo up
   ip -n "$router" link add br-machine type bridge
   ip -n "$router" addr add "$router_ip" dev br-machine
@@ -156,8 +200,19 @@ EOF
   for ((i = 0; i < 50; i++)); do [[ -S $dbus_socket ]] && break; sleep 0.1; done
   [[ -S $dbus_socket ]] || die "the private D-Bus bus did not start ($logs/nfs-dbus.log)"
 
-  # The index of exports that Manila's ganesha library keeps (one %include per export file).
+  # The index of exports that Manila's ganesha library keeps (one %include per export file),
+  # one per back end, and a further back end's export ID count (see backend_dirs).
   touch "$nfs/exports/INDEX.conf"
+  local includes="%include $nfs/exports/INDEX.conf"
+  i=1
+  for line in "${more_backends[@]}"; do
+    read -r backend _ <<<"$line"
+    read -r dir db <<<"$(backend_dirs "$backend")"
+    mkdir -p "$dir"
+    touch "$dir/INDEX.conf"
+    includes+=$'\n'"%include $dir/INDEX.conf"
+    sqlite3 "$db" "create table ganesha(key varchar(20) primary key, value int); insert into ganesha values(\"exportid\", $((100000 * ++i)));"
+  done
   cat >"$nfs/ganesha.conf" <<EOF
 # nfs-ganesha of the loopback cloud (test/env/openstack/nfs-backend.sh). NFSv4 only: no rpcbind.
 NFS_CORE_PARAM {
@@ -184,10 +239,10 @@ EXPORT_DEFAULTS {
   SecType = sys;
 }
 LOG { Default_Log_Level = EVENT; Components { EXPORT = INFO; } }
-%include $nfs/exports/INDEX.conf
+$includes
 EOF
   start_ganesha
-  step "NFS back end: ganesha on $(bare "${export_addrs[@]}") (namespace $ns), machine router $router_ip (namespace $router)"
+  step "NFS back end: ganesha on $(bare "${export_addrs[@]}")$(more_exports) (namespace $ns), machine router $router_ip (namespace $router)"
 }
 
 case ${1:-} in

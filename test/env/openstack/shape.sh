@@ -15,6 +15,13 @@
 #             dual-stack machine
 #             network 10.196.0.0/16 + fd2e:6f44:5dd8:c956::/64, as the installer's dual-stack
 #             documentation has it.
+#   zones     a cloud of two availability zones, as edge and multi-site clouds are: Manila has a
+#             back end in each zone (az1, az2), each exporting on a storage network of its site
+#             (storage-az1 172.18.1.0/24 on 172.18.1.10, storage-az2 172.18.2.0/24 on
+#             172.18.2.10), both of the share back end name "general" that the share type
+#             default asks for; and a second back end in az1 ("fast", the type fast) exporting
+#             on a third network, storage-az1-fast 172.18.3.0/24 on 172.18.3.10. No admin-only
+#             export; an IPv4 machine network. Nova has no zones yet: one compute host in nova.
 #
 # cloud_shape SHAPE sets:
 #   storage_network        the storage network's name
@@ -23,7 +30,17 @@
 #   export_addrs           the export addresses with their prefix length, the preferred first
 #   admin_export_addrs     the admin-only ones
 #   tenant_v6              the machine network's IPv6 subnet ("" for none)
+#   backend_zone           the availability zone of Manila's back end nfs ("": Manila's default,
+#                          nova)
+#   backend_name           its share_backend_name (what a share type's share_backend_name
+#                          extra spec picks)
+#   more_backends          one "BACKEND ZONE BACKEND_NAME NETWORK SUBNET CIDR POOL_START POOL_END
+#                          EXPORT_ADDR" per further back end, each exporting on a storage network
+#                          of its own (a shared provider network, as the first)
 cloud_shape() {
+  backend_zone=
+  backend_name=nfs
+  more_backends=()
   case $1 in
     default)
       storage_network=storage
@@ -40,8 +57,19 @@ cloud_shape() {
       admin_export_addrs=()
       tenant_v6=fd2e:6f44:5dd8:c956::/64
       ;;
+    zones)
+      storage_network=storage-az1
+      storage_subnets=("storage-az1-subnet 172.18.1.0/24 172.18.1.100 172.18.1.250")
+      export_addrs=(172.18.1.10/24)
+      admin_export_addrs=()
+      tenant_v6=
+      backend_zone=az1
+      backend_name=general
+      more_backends=("nfs-az2 az2 general storage-az2 storage-az2-subnet 172.18.2.0/24 172.18.2.100 172.18.2.250 172.18.2.10/24"
+        "nfs-az1-fast az1 fast storage-az1-fast storage-az1-fast-subnet 172.18.3.0/24 172.18.3.100 172.18.3.250 172.18.3.10/24")
+      ;;
     *)
-      echo "MANILA_SETUP_CLOUD_SHAPE=$1: want default or director" >&2
+      echo "MANILA_SETUP_CLOUD_SHAPE=$1: want default, director or zones" >&2
       return 1
       ;;
   esac

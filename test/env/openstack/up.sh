@@ -335,8 +335,9 @@ mechanism_drivers = manila_setup_loopback
 extension_drivers = port_security
 
 [ml2_type_flat]
-# The shared provider network "storage" sits on this physical network.
-flat_networks = physnet-storage
+# The shared provider network "storage" sits on the first physical network; a further storage
+# network of the shape (the zones shape's) on one of its own.
+flat_networks = physnet-storage,physnet-storage2,physnet-storage3,physnet-storage4
 
 [ml2_type_vxlan]
 vni_ranges = 1:1000
@@ -358,7 +359,7 @@ wsgi_default_pool_size = 1
 wsgi_keep_alive = false
 client_socket_timeout = 60
 api_paste_config = /etc/manila/api-paste.ini
-enabled_share_backends = $nfs_backend
+enabled_share_backends = $(manila_backend_names)
 # CEPHFS is accepted by the API but no backend offers it: such shares end in NoValidHost.
 enabled_share_protocols = NFS,CIFS,CEPHFS
 default_share_type = default
@@ -392,19 +393,14 @@ EOF
 # "dummy": the DummyDriver, which exports nothing (without root, or MANILA_SETUP_NFS=dummy).
 manila_backend() {
   if [[ $nfs_backend == nfs ]]; then
-    cat <<EOF
-[nfs]
-share_driver = manila_setup_nfs.NFSDriver
-driver_handles_share_servers = False
-share_backend_name = nfs
-manila_setup_nfs_root = $state/nfs/data
-manila_setup_nfs_export_ips = $(bare "${export_addrs[@]}")
-manila_setup_nfs_admin_export_ips = $(bare "${admin_export_addrs[@]}")
-ganesha_config_path = $state/nfs/ganesha.conf
-ganesha_export_dir = $state/nfs/exports
-ganesha_db_path = $state/nfs/exports.sqlite
-ganesha_export_template_dir = $state/nfs/export-templates
-EOF
+    nfs_backend_section nfs "$backend_zone" "$backend_name" "$state/nfs/data" "$(bare "${export_addrs[@]}")" \
+      "$(bare "${admin_export_addrs[@]}")"
+    local line backend zone bname eaddr
+    for line in "${more_backends[@]}"; do
+      read -r backend zone bname _ _ _ _ _ eaddr <<<"$line"
+      echo
+      nfs_backend_section "$backend" "$zone" "$bname" "$state/nfs/data-$backend" "${eaddr%/*}" ""
+    done
   else
     cat <<EOF
 [dummy]
@@ -417,6 +413,39 @@ dummy_driver_default_driver_method_delay = 0.1
 dummy_driver_driver_methods_delays = create_share:1.0
 EOF
   fi
+}
+
+# manila_backend_names prints enabled_share_backends: the back end of the shape's first storage
+# network, and one for each further one (more_backends).
+manila_backend_names() {
+  local names=("$nfs_backend") line
+  if [[ $nfs_backend == nfs ]]; then
+    for line in "${more_backends[@]}"; do names+=("${line%% *}"); done
+  fi
+  local IFS=,
+  printf '%s' "${names[*]}"
+}
+
+# nfs_backend_section BACKEND ZONE BACKEND_NAME ROOT EXPORT_IPS ADMIN_EXPORT_IPS prints the section of
+# one back end of manila_setup_nfs.py. Its exports are in a folder and counted in a database of
+# its own (nfs-backend.sh's backend_dirs), served by the one ganesha.
+nfs_backend_section() {
+  local dir=$state/nfs/exports db=$state/nfs/exports.sqlite
+  if [[ $1 != nfs ]]; then dir=$state/nfs/exports-$1 db=$state/nfs/exports-$1.sqlite; fi
+  cat <<EOF
+[$1]
+share_driver = manila_setup_nfs.NFSDriver
+driver_handles_share_servers = False
+share_backend_name = $3
+$([[ -z $2 ]] || echo "backend_availability_zone = $2")
+manila_setup_nfs_root = $4
+manila_setup_nfs_export_ips = $5
+manila_setup_nfs_admin_export_ips = $6
+ganesha_config_path = $state/nfs/ganesha.conf
+ganesha_export_dir = $dir
+ganesha_db_path = $db
+ganesha_export_template_dir = $state/nfs/export-templates
+EOF
 }
 
 # write_nova_configs AUTHTOKEN: nova.conf and the API's paste pipeline.
@@ -684,6 +713,12 @@ from manila.db.sqlalchemy import models
 models.BASE.metadata.create_all(sqlalchemy.create_engine(sys.argv[1]))' "sqlite:///$db"
   manila-manage --config-file "$state/manila/manila.conf" db stamp head
   enable_wal "$db"
+  # Manila makes a zone by inserting it and, when the insert fails on the unique name that its
+  # migrations give the table, reads the one there. create_all above does not make that
+  # constraint, so every share service made a zone of its own: two back ends of one zone (the
+  # zones shape's az1) held two zones of one name, and the scheduler placed a share asked for
+  # in az1 on one of them only (the other's share type ended in error, AvailabilityZoneFilter).
+  sqlite3 "$db" "CREATE UNIQUE INDEX az_name_uc ON availability_zones (name, deleted)"
   start_service manila "$PY" "$here/manila-all.py" --config-file "$state/manila/manila.conf"
 }
 
@@ -838,6 +873,22 @@ seed_neutron() {
       '. + {($k): {id: $id, name: $n, network_id: $net, cidr: $c}}' <<<"$STORAGE_SUBNETS")
   done
 
+  # The further storage networks of the shape (more_backends), each a shared provider network on
+  # a physical network of its own, with its back end's export address kept out of the pool.
+  MORE_NETWORKS='{}'
+  local backend zone bname net subnet pstart pend eaddr net_id phys=1
+  for line in "${more_backends[@]}"; do
+    read -r backend zone bname net subnet cidr pstart pend eaddr <<<"$line"
+    ((++phys))
+    net_id=$(nensure "$ADMIN_TOKEN" networks "$net" "$(jq -cn --arg n "$net" --arg p "physnet-storage$phys" '{network: {name: $n,
+      shared: true, "provider:network_type": "flat", "provider:physical_network": $p}}')")
+    id=$(ensure_subnet "$ADMIN_TOKEN" "$net_id" "$subnet" "$cidr" \
+      "$(jq -cn --arg s "$pstart" --arg e "$pend" '{allocation_pools: [{start: $s, end: $e}]}')")
+    MORE_NETWORKS=$(jq -c --arg net "$net" --arg net_id "$net_id" --arg sub "$subnet" --arg id "$id" --arg c "$cidr" \
+      --arg z "$zone" --arg b "$backend" --arg e "${eaddr%/*}" \
+      '. + {($net): {id: $net_id, zone: $z, backend: $b, export_address: $e, subnet: {id: $id, name: $sub, network_id: $net_id, cidr: $c}}}' <<<"$MORE_NETWORKS")
+  done
+
   # A network the code must not pick.
   NET_DECOY=$(nensure "$DEMO_TOKEN" networks decoy '{"network": {"name": "decoy"}}')
   SUB_DECOY=$(ensure_subnet "$DEMO_TOKEN" "$NET_DECOY" decoy-subnet 192.168.50.0/24)
@@ -888,24 +939,60 @@ ensure_share_type() {
 seed_manila() {
   # default can take snapshots that the Manila CSI driver restores (it needs both specs);
   # cephfs-fast cannot: the two cases a user meets.
-  ST_DEFAULT=$(ensure_share_type default '{"driver_handles_share_servers": "False", "snapshot_support": "True", "create_share_from_snapshot_support": "True"}')
+  # With more than one back end (the zones shape) default asks for the share back end name
+  # "general" (a back end in each zone), and fast for the other back end of az1.
+  local pin='{}'
+  ((${#more_backends[@]} == 0)) || pin=$(jq -cn --arg b "$backend_name" '{share_backend_name: $b}')
+  ST_DEFAULT=$(ensure_share_type default "$(jq -cn --argjson p "$pin" '{"driver_handles_share_servers": "False", "snapshot_support": "True", "create_share_from_snapshot_support": "True"} + $p')")
   ST_CEPHFS=$(ensure_share_type cephfs-fast '{"driver_handles_share_servers": "False"}')
+  MORE_TYPES='{}'
+  local line backend zone bname net id
+  for line in "${more_backends[@]}"; do
+    read -r backend zone bname _ <<<"$line"
+    [[ $bname != "$backend_name" ]] || continue
+    id=$(ensure_share_type "$bname" "$(jq -cn --arg b "$bname" --arg z "$zone" '{"driver_handles_share_servers": "False",
+      "snapshot_support": "True", "create_share_from_snapshot_support": "True", share_backend_name: $b, availability_zones: $z}')")
+    MORE_TYPES=$(jq -c --arg n "$bname" --arg id "$id" '. + {($n): $id}' <<<"$MORE_TYPES")
+  done
 
-  SHARE_ID=$(api "$DEMO_TOKEN" GET "$manila_url/v2/shares?name=nfs-share" | jq -r '.shares[0].id // empty')
-  [[ -n $SHARE_ID ]] || SHARE_ID=$(api "$DEMO_TOKEN" POST "$manila_url/v2/shares" \
-    '{"share": {"name": "nfs-share", "share_proto": "NFS", "size": 1, "share_type": "default"}}' |
-    jq -r .share.id)
+  SHARE_ID=$(ensure_share nfs-share default "$backend_zone")
+  # What the demo user sees: the admin-only export (11.0.0.11) is hidden from it.
+  SHARE_EXPORTS=$(share_exports "$SHARE_ID")
+  # A share on each further back end, in its zone, of the type that reaches it.
+  MORE_SHARES='{}'
+  for line in "${more_backends[@]}"; do
+    read -r backend zone bname net _ <<<"$line"
+    id=$(ensure_share "share-$backend" "$([[ $bname == "$backend_name" ]] && echo default || echo "$bname")" "$zone")
+    MORE_SHARES=$(jq -c --arg n "share-$backend" --arg id "$id" --arg z "$zone" --arg net "$net" \
+      --argjson e "$(share_exports "$id")" '. + {($n): {id: $id, zone: $z, network: $net, export_locations: $e}}' <<<"$MORE_SHARES")
+  done
+}
+
+# ensure_share NAME TYPE [ZONE] prints the ID of the demo project's share NAME (1 GiB, NFS), made
+# of TYPE in ZONE ("": Manila's choice) if it is not there, once it is available.
+ensure_share() {
+  local id body
+  id=$(api "$DEMO_TOKEN" GET "$manila_url/v2/shares?name=$1" | jq -r '.shares[0].id // empty')
+  if [[ -z $id ]]; then
+    body=$(jq -cn --arg n "$1" --arg t "$2" --arg z "${3:-}" '{share: ({name: $n, share_proto: "NFS", size: 1, share_type: $t}
+      + (if $z == "" then {} else {availability_zone: $z} end))}')
+    id=$(api "$DEMO_TOKEN" POST "$manila_url/v2/shares" "$body" | jq -r .share.id)
+  fi
   local status deadline=$((SECONDS + 300))
   while :; do
-    status=$(api "$DEMO_TOKEN" GET "$manila_url/v2/shares/$SHARE_ID" | jq -r .share.status)
+    status=$(api "$DEMO_TOKEN" GET "$manila_url/v2/shares/$id" | jq -r .share.status)
     [[ $status == available ]] && break
-    [[ $status == error ]] && fail_with_log manila "share nfs-share went to status error"
-    ((SECONDS < deadline)) || fail_with_log manila "share nfs-share still $status after 300s"
+    [[ $status == error ]] && fail_with_log manila "share $1 went to status error"
+    ((SECONDS < deadline)) || fail_with_log manila "share $1 still $status after 300s"
     sleep 1
   done
-  # What the demo user sees: the admin-only export (11.0.0.11) is hidden from it.
-  SHARE_EXPORTS=$(api "$DEMO_TOKEN" GET "$manila_url/v2/shares/$SHARE_ID/export_locations" |
-    jq -c '[.export_locations | sort_by(.preferred | not) | .[].path]')
+  printf '%s' "$id"
+}
+
+# share_exports ID prints the export paths the demo user sees of share ID, the preferred first.
+share_exports() {
+  api "$DEMO_TOKEN" GET "$manila_url/v2/shares/$1/export_locations" |
+    jq -c '[.export_locations | sort_by(.preferred | not) | .[].path]'
 }
 
 # nova_ready succeeds when the compute service is up, its host is mapped to cell1 (else the
@@ -1008,6 +1095,8 @@ EOF
     --arg ac_id "$APPCRED_ID" \
     --arg nova_url "$nova_url/v2.1" --arg placement_url "$placement_url" --arg glance_url "$glance_url" \
     --argjson flavors "$FLAVOR_IDS" \
+    --argjson more_networks "$MORE_NETWORKS" --argjson more_types "$MORE_TYPES" --argjson more_shares "$MORE_SHARES" \
+    --arg backend_zone "$backend_zone" \
     '{
       keystone_url: $keystone_url, neutron_url: $neutron_url, manila_url: $manila_url,
       compute_url: $nova_url, placement_url: $placement_url, image_url: $glance_url,
@@ -1016,14 +1105,16 @@ EOF
       application_credential: {id: $ac_id, name: "manila-setup-test"},
       networks: {tenant: $net_tenant, storage: $net_storage, decoy: $net_decoy},
       shape: $shape,
+      storage_zone: $backend_zone,
+      more_storage_networks: $more_networks,
       subnets: ({
         "tenant-subnet": {id: $sub_tenant, network_id: $net_tenant, cidr: "10.196.0.0/16"},
         "decoy-subnet": {id: $sub_decoy, network_id: $net_decoy, cidr: "192.168.50.0/24"}
       } + $storage_subnets + (if $tenant_v6 == "" then {} else
         {"tenant-subnet-v6": {id: $sub_tenant_v6, network_id: $net_tenant, cidr: $tenant_v6}} end)),
       security_groups: {nfs: $sg_nfs, "block-egress": $sg_block, default: $sg_default},
-      share_types: {default: $st_default, "cephfs-fast": $st_cephfs},
-      shares: {"nfs-share": {id: $share_id, export_locations: $share_exports}},
+      share_types: ({default: $st_default, "cephfs-fast": $st_cephfs} + $more_types),
+      shares: ({"nfs-share": {id: $share_id, zone: $backend_zone, export_locations: $share_exports}} + $more_shares),
       flavors: $flavors
     }' >"$state/seed.json.tmp"
   mv -f "$state/seed.json.tmp" "$state/seed.json"
@@ -1113,7 +1204,7 @@ wait_for manila 300 curl -fsS -m 10 "$manila_url/"
 # (Plain curl, not api(): api dies on an HTTP error, and here an error only means "not yet".)
 manila_has_pool() {
   curl -fsS -m 30 -H "X-Auth-Token: $ADMIN_TOKEN" -H "X-OpenStack-Manila-API-Version: $MANILA_API_VERSION" \
-    "$manila_url/v2/scheduler-stats/pools" | jq -e '.pools | length > 0'
+    "$manila_url/v2/scheduler-stats/pools" | jq -e --argjson n $((1 + ${#more_backends[@]})) '.pools | length >= $n'
 }
 wait_for manila 300 manila_has_pool
 step "manila ready on $manila_url"
