@@ -38,20 +38,20 @@ type Cloud struct {
 // Seed holds the IDs of what up.sh created, as written to seed.json.
 type Seed struct {
 	// Shape is the cloud's layout (test/env/openstack/shape.sh): "default", "director" or "zones".
-	Shape          string                `json:"shape"`
+	Shape string `json:"shape"`
 	// StorageZone is the availability zone of the back end that exports on Networks["storage"]
 	// ("" for Manila's default one).
 	StorageZone string `json:"storage_zone"`
 	// MoreStorageNetworks are the further storage networks of the shape, by name (the zones
 	// shape: one per further back end, each exporting on its own).
 	MoreStorageNetworks map[string]SeedStorageNetwork `json:"more_storage_networks"`
-	ProjectID      string                `json:"project_id"`
-	KeystoneURL    string                `json:"keystone_url"`
-	Networks       map[string]string     `json:"networks"`
-	Subnets        map[string]SeedSubnet `json:"subnets"`
-	SecurityGroups map[string]string     `json:"security_groups"`
-	ShareTypes     map[string]string     `json:"share_types"`
-	Shares         map[string]SeedShare  `json:"shares"`
+	ProjectID           string                        `json:"project_id"`
+	KeystoneURL         string                        `json:"keystone_url"`
+	Networks            map[string]string             `json:"networks"`
+	Subnets             map[string]SeedSubnet         `json:"subnets"`
+	SecurityGroups      map[string]string             `json:"security_groups"`
+	ShareTypes          map[string]string             `json:"share_types"`
+	Shares              map[string]SeedShare          `json:"shares"`
 	// ComputeURL and ImageURL are Nova's (…/v2.1) and Glance's endpoints, also in the catalog.
 	ComputeURL string `json:"compute_url"`
 	ImageURL   string `json:"image_url"`
