@@ -181,3 +181,20 @@ func TestResolveDiscoverOnSeveralZones(t *testing.T) {
 		}
 	}
 }
+
+// TestZoneProblems: a row of a zone a network serves no share in is a problem; a row of its
+// zone, a row with no zone and a network with no zones known are not.
+func TestZoneProblems(t *testing.T) {
+	n := Networks{IDs: []string{"aaaaaaaa-2a4d-4c1e-9b8a-0d6e1f2a3b4c", "bbbbbbbb-2a4d-4c1e-9b8a-0d6e1f2a3b4c"},
+		Zones: map[string][]string{"aaaaaaaa-2a4d-4c1e-9b8a-0d6e1f2a3b4c": {"az1"}}}
+	rows := []Result{
+		{Kind: "MachineSet", Name: "w-az1", Zone: "az1", AddedNetworks: n.IDs},
+		{Kind: "MachineSet", Name: "w-az2", Zone: "az2", AddedNetworks: n.IDs},
+		{Kind: "MachineSet", Name: "w-none", AddedNetworks: n.IDs},
+	}
+	got := n.ZoneProblems(rows)
+	if len(got) != 1 || got[0].Index != 0 || !strings.Contains(got[0].Problem, "MachineSet w-az2 makes its machines in availability zone az2") ||
+		!strings.Contains(got[0].Problem, "for az1 only") {
+		t.Fatalf("problems %+v, want w-az2 on the first network only", got)
+	}
+}

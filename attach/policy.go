@@ -54,6 +54,39 @@ type Networks struct {
 	// PortSecurityDisabled are those of IDs whose port security is disabled in Neutron
 	// (PortSecurityOff): their port is written without port security.
 	PortSecurityDisabled []string
+	// Zones are, by network ID, the availability zones Manila exports in on each network, when
+	// the cloud's shares are in several zones (discovery's evidence); nil otherwise. A machine
+	// of another zone attached to such a network gets a port that leads nowhere (ZoneProblems).
+	Zones map[string][]string
+}
+
+// ZoneProblems are the rows that would attach a network to machines of an availability zone
+// the network serves no share in: for each such row and network, a NetworkProblem whose Index
+// is the network's place in n.IDs. A row or a network with no zone is not judged.
+func (n Networks) ZoneProblems(rows []Result) []NetworkProblem {
+	var out []NetworkProblem
+	for _, r := range rows {
+		if r.Zone == "" {
+			continue
+		}
+		for _, id := range r.AddedNetworks {
+			zones := n.Zones[neutronid.Key(id)]
+			if len(zones) == 0 || slices.Contains(zones, r.Zone) {
+				continue
+			}
+			out = append(out, NetworkProblem{Index: slices.IndexFunc(n.IDs, func(x string) bool { return neutronid.Equal(x, id) }), ID: id,
+				Problem: fmt.Sprintf("%s %s makes its machines in availability zone %s, and Manila exports on this network for %s only: their port on it would lead nowhere; give each zone's sets that zone's network (see `manila-setup networks discover`)",
+					coalesceKind(r.Kind), r.Name, r.Zone, strings.Join(zones, ", "))})
+		}
+	}
+	return out
+}
+
+func coalesceKind(kind string) string {
+	if kind == "" {
+		return "object"
+	}
+	return kind
 }
 
 // Attachment is what the resolved networks attach, with groups as the security groups.
@@ -185,6 +218,14 @@ func Resolve(d *openstack.Discovery, identity string, ids []string, p NetworkPol
 		}
 	}
 	out.PortSecurityDisabled = PortSecurityOff(d.Networks, out.IDs)
+	if len(d.Zones) > 0 {
+		out.Zones = map[string][]string{}
+		for _, c := range d.Candidates {
+			if c.HasEvidence() && len(c.Zones) > 0 {
+				out.Zones[neutronid.Key(c.Network.ID)] = slices.Clone(c.Zones)
+			}
+		}
+	}
 	if len(refused) > 0 {
 		return out, &NetworkPolicyError{Problems: refused}
 	}

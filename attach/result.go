@@ -25,7 +25,9 @@ type Result struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	// Role is a Machine API MachineSet's machine role (worker, infra, ...).
-	Role                string   `json:"role,omitempty"`
+	Role string `json:"role,omitempty"`
+	// Zone is the availability zone the object's machines are made in, when it names one.
+	Zone                string   `json:"zone,omitempty"`
 	Action              string   `json:"action"`
 	Reason              string   `json:"reason,omitempty"`
 	AddedNetworks       []string `json:"addedNetworks,omitempty"`

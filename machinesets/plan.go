@@ -25,6 +25,8 @@ type Plan struct {
 	Name            string
 	Role            string
 	ResourceVersion string
+	// Zone is the providerSpec's availabilityZone: where the machines are made.
+	Zone string
 	// Skip says why the MachineSet is left alone (not OpenStack, control plane, no
 	// providerSpec, a providerSpec that does not decode); empty when it can be patched.
 	Skip string
@@ -49,7 +51,7 @@ type Plan struct {
 // Result is what the plan means before anything is written: patched when it writes, else
 // invalid, skipped or unchanged.
 func (p *Plan) Result() attach.Result {
-	res := attach.Result{Kind: "MachineSet", Namespace: Namespace, Name: p.Name, Role: p.Role, Action: attach.ActionPatched,
+	res := attach.Result{Kind: "MachineSet", Namespace: Namespace, Name: p.Name, Role: p.Role, Zone: p.Zone, Action: attach.ActionPatched,
 		AddedNetworks: p.AddNetworks, AddedSecurityGroups: p.AddSecurityGroups, Warning: p.Warning}
 	res.ClusterAPI = p.ms != nil && ClusterAPIAuthoritative(p.ms)
 	switch {
@@ -180,6 +182,7 @@ func PlanPatch(ms *machinev1beta1.MachineSet, want attach.Attachment, now time.T
 		p.Skip = err.Error()
 		return p
 	}
+	p.Zone = spec.Spec.AvailabilityZone
 	p.AddNetworks, p.AddSecurityGroups = spec.lacks(want)
 	warnings := portSecurityWarnings(spec, providerSpecField, want, p.AddNetworks)
 	if len(p.AddNetworks) == 0 && len(p.AddSecurityGroups) == 0 {

@@ -39,6 +39,9 @@ func (c Cluster) Apply(ctx context.Context, req Request) (*Report, error) {
 	if req.File != nil {
 		return report, c.applyFile(ctx, req, opts, report)
 	}
+	if err := c.refuseOtherZones(ctx, req, opts, report); err != nil {
+		return report, err
+	}
 	if err := c.refuseRemovalRisk(ctx, req, opts, report); err != nil {
 		return report, err
 	}
@@ -306,6 +309,40 @@ func (c Cluster) refuseRemovalRisk(ctx context.Context, req Request, opts attach
 	}
 	if risk.Checked != "" {
 		report.note(risk.Checked)
+	}
+	return nil
+}
+
+// refuseOtherZones checks, before anything is written, that no machines get a storage network
+// Manila serves no share on in their availability zone (attach.Networks.ZoneProblems): on a
+// cloud of several zones, a worker of one zone attached to another zone's storage network gets a
+// port that leads nowhere. The answer follows the request's rule: a refusal
+// (*attach.NetworkPolicyError), a Warning per set with Force, a Note under DryRun.
+func (c Cluster) refuseOtherZones(ctx context.Context, req Request, opts attach.Options, report *Report) error {
+	if len(report.Networks.Zones) == 0 || opts.Remove != nil {
+		return nil
+	}
+	dry := opts
+	dry.DryRun = true
+	planned, err := c.write(ctx, req.Selection, dry, req.Force)
+	if err != nil {
+		return err
+	}
+	problems := report.Networks.ZoneProblems(planned.Results)
+	if len(problems) == 0 {
+		return nil
+	}
+	refusal := &attach.NetworkPolicyError{Problems: problems}
+	switch {
+	case req.Force:
+		for _, p := range problems {
+			report.warn(fmt.Sprintf("--network %s: %s (--force: attaching it anyway)", p.ID, p.Problem))
+		}
+	case req.DryRun:
+		report.note("without --dry-run the patch would be refused: " + refusal.Error())
+		report.Refused = append(report.Refused, refusal)
+	default:
+		return refusal
 	}
 	return nil
 }
