@@ -142,7 +142,7 @@ func (e *NoStorageNetworkError) Error() string {
 	if errors.As(e.Err, &sne) && len(sne.Zones) > 0 {
 		// One network for every machine would leave another zone's workers with a port
 		// that leads nowhere.
-		return fmt.Sprintf("--discover: %v; give each zone's machines that zone's networks with --network, one zone at a time (see `manila-setup networks discover`)", e.Err)
+		return fmt.Sprintf("--discover: %v; give each zone's machines that zone's networks with --network, one zone at a time, or patch the worker MachineSets alone, which --discover gives their own zone's (see `manila-setup networks discover`)", e.Err)
 	}
 	if e.Evidence {
 		return fmt.Sprintf("--discover: %v with --network (see `manila-setup networks discover`)", e.Err)

@@ -345,3 +345,9 @@ func applyAt(obj any, patch []byte, pointer string) ([]byte, error) {
 	}
 	return node, nil
 }
+
+// Skipped says why Patch would leave ms alone whatever it attaches (a control-plane set, one
+// Cluster API is authoritative for, not OpenStack's), or "".
+func Skipped(ms *machinev1beta1.MachineSet) string {
+	return PlanPatch(ms, attach.Attachment{}, time.Time{}, "").Skip
+}

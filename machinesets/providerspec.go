@@ -219,3 +219,15 @@ func machineProviderSpec(m *machinev1beta1.Machine) []byte {
 	}
 	return nil
 }
+
+// Zone is the availability zone a MachineSet makes its machines in (its providerSpec's
+// availabilityZone), or "" when it names none or its providerSpec is not OpenStack's. On a
+// cloud of several zones a set is attached to its own zone's storage network.
+func Zone(ms *machinev1beta1.MachineSet) string {
+	spec, err := DecodeProviderSpec(templateProviderSpec(ms))
+	if err != nil {
+		return ""
+	}
+	return spec.Spec.AvailabilityZone
+}
+

@@ -31,7 +31,14 @@ import (
 // safety (its masters at rest, the project's quota for one more master) follows Force too.
 func (c Cluster) Apply(ctx context.Context, req Request) (*Report, error) {
 	report := &Report{}
-	opts, err := c.options(ctx, req, report)
+	d, byZone, err := c.discover(ctx, req)
+	if err != nil {
+		return report, err
+	}
+	if byZone != nil {
+		return report, c.applyByZone(ctx, req, d, byZone, report)
+	}
+	opts, err := c.options(ctx, req, d, report)
 	if err != nil {
 		return report, err
 	}
@@ -135,6 +142,9 @@ type Report struct {
 	// Refused are the refusals a dry run noted, as errors (*attach.CapacityError,
 	// *attach.MountedError, *UnseenError): what the real run would answer.
 	Refused []error `json:"-"`
+	// Zones are what --discover gave each availability zone's MachineSets, when Manila serves
+	// the cloud's zones on different storage networks (nil otherwise: Networks.Discovered).
+	Zones []ZoneAttachment `json:"zones,omitempty"`
 	// Rollout is the rollout's sets, and Masters the masters' replacement, when rolled.
 	Rollout []rollout.SetProgress             `json:"rollout,omitempty"`
 	Masters *machinesets.ControlPlaneProgress `json:"masters,omitempty"`
@@ -155,8 +165,9 @@ func (r *Report) warn(s string) { r.Warnings = append(r.Warnings, s) }
 func (r *Report) note(s string) { r.Notes = append(r.Notes, s) }
 
 // options are the attach.Options of the request: the removal, or the attachment the policy
-// resolved, with the Neutron checker and the capacity check.
-func (c *Cluster) options(ctx context.Context, req Request, report *Report) (attach.Options, error) {
+// resolved (over d, the discovery already made, when set), with the Neutron checker and the
+// capacity check.
+func (c *Cluster) options(ctx context.Context, req Request, d *openstack.Discovery, report *Report) (attach.Options, error) {
 	opts := attach.Options{DryRun: req.DryRun, By: req.By, Attachment: req.Attachment}
 	if req.Remove != nil {
 		r := *req.Remove
@@ -179,7 +190,13 @@ func (c *Cluster) options(ctx context.Context, req Request, report *Report) (att
 			opts.Attachment.PortSecurityDisabled = attach.PortSecurityOff(nets, opts.Attachment.Networks)
 		}
 	} else {
-		nets, err := attach.ResolveNetworks(ctx, req.Cloud, req.Attachment.Networks, c.policy(ctx, req, report))
+		var nets attach.Networks
+		var err error
+		if d != nil {
+			nets, err = attach.Resolve(d, req.Cloud.Identity(), req.Attachment.Networks, c.policy(ctx, req, report))
+		} else {
+			nets, err = attach.ResolveNetworks(ctx, req.Cloud, req.Attachment.Networks, c.policy(ctx, req, report))
+		}
 		if err != nil {
 			return opts, err
 		}

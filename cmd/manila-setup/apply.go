@@ -55,6 +55,12 @@ func (a *attachFlags) sayReport(errOut io.Writer, report *workers.Report) {
 	if d := nets.Discovered; d != nil {
 		fmt.Fprintf(errOut, "discovered: network %s: %s\n", d.Network.Label(), strings.Join(d.Reasons, "; "))
 	}
+	for _, z := range report.Zones {
+		for _, c := range z.Networks {
+			fmt.Fprintf(errOut, "discovered: availability zone %s: network %s, for MachineSet %s: %s\n",
+				z.Zone, c.Network.Label(), strings.Join(z.MachineSets, ", "), strings.Join(c.Reasons, "; "))
+		}
+	}
 	for _, p := range nets.Forced {
 		if p.Finding != nil {
 			a.findings = append(a.findings, networkFinding{network: p.ID, Finding: *p.Finding, Forced: true})
@@ -99,12 +105,13 @@ func applyErrorExit(err error) error {
 	var policy *attach.NetworkPolicyError
 	var unseen *workers.UnseenError
 	var busy *machinesets.ControlPlaneRefusedError
+	var zones *workers.ZoneError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &policy):
 		return networkPolicyExit(err)
-	case errors.As(err, &unseen), errors.As(err, &busy):
+	case errors.As(err, &unseen), errors.As(err, &busy), errors.As(err, &zones):
 		return invalidInput(err)
 	}
 	return patchErrorExit(err)

@@ -32,7 +32,7 @@ func (e *StorageNetworkError) Is(target error) bool { return target == ErrNoStor
 func (e *StorageNetworkError) Error() string {
 	switch {
 	case len(e.Zones) > 0:
-		return fmt.Sprintf("Manila exports on a storage network per availability zone (%s): a worker must be attached to its own zone's", zoneSummary(e.Zones))
+		return fmt.Sprintf("Manila exports on a storage network per availability zone (%s): a worker must be attached to its own zone's", ZoneSummary(e.Zones))
 	case len(e.Tied) > 1:
 		return fmt.Sprintf("Manila exports on %s and %s alike (same evidence, score %d): choose one",
 			e.Tied[0].Network.Label(), e.Tied[1].Network.Label(), e.Tied[0].Score)

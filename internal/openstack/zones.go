@@ -144,8 +144,8 @@ func (r *Ranking) zonesDiffer() bool {
 	return false
 }
 
-// zoneSummary says which networks serve which zone, for messages: az1: "a", "b"; az2: "c".
-func zoneSummary(zones []ZoneNetworks) string {
+// ZoneSummary says which networks serve which zone, for messages: az1: "a", "b"; az2: "c".
+func ZoneSummary(zones []ZoneNetworks) string {
 	parts := make([]string, 0, len(zones))
 	for _, z := range zones {
 		names := make([]string, 0, len(z.Networks))

@@ -36,7 +36,7 @@ func TestDiscoverPerZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	zones := d.ByZone()
-	t.Logf("by zone: %s", zoneSummary(zones))
+	t.Logf("by zone: %s", ZoneSummary(zones))
 	want := map[string][]string{"az1": {seed.Networks["storage"], fast.ID}, "az2": {az2.ID}}
 	if len(zones) != 2 {
 		t.Fatalf("zones %+v, want az1 and az2", zones)

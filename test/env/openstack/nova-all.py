@@ -16,12 +16,19 @@ message broker is needed. Each service is what its /usr/bin/nova-* command
 Like the other services here it serialises its SQLite transactions
 (sqlite_serial.py, from this script's folder).
 
-Usage: nova-all.py --config-file nova.conf
+A cloud of several availability zones needs a compute host in each: the
+environment's NOVA_MORE_COMPUTE_HOSTS (space-separated host names) adds one
+compute service per name beside the host of nova.conf. The fake driver names
+its node after its host, so each is a compute node and a resource provider of
+its own.
+
+Usage: [NOVA_MORE_COMPUTE_HOSTS="h2 h3"] nova-all.py --config-file nova.conf
 """
 
 import nova.monkey_patch  # noqa: F401  eventlet, before anything else
 
 import logging as std_logging  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 
 import os_vif  # noqa: E402
@@ -59,6 +66,9 @@ def main():
                           ('nova-compute', compute_rpcapi.RPC_TOPIC)):
         launcher.launch_service(
             service.Service.create(binary=binary, topic=topic))
+    for host in os.environ.get('NOVA_MORE_COMPUTE_HOSTS', '').split():
+        launcher.launch_service(service.Service.create(
+            host=host, binary='nova-compute', topic=compute_rpcapi.RPC_TOPIC))
     launcher.launch_service(service.WSGIService('osapi_compute'))
     launcher.wait()
 

@@ -21,7 +21,8 @@
 #             172.18.2.10), both of the share back end name "general" that the share type
 #             default asks for; and a second back end in az1 ("fast", the type fast) exporting
 #             on a third network, storage-az1-fast 172.18.3.0/24 on 172.18.3.10. No admin-only
-#             export; an IPv4 machine network. Nova has no zones yet: one compute host in nova.
+#             export; an IPv4 machine network. Nova has the same two zones: a compute host in
+#             each (host aggregates az1 and az2), so machines of either zone boot.
 #
 # cloud_shape SHAPE sets:
 #   storage_network        the storage network's name
@@ -37,10 +38,14 @@
 #   more_backends          one "BACKEND ZONE BACKEND_NAME NETWORK SUBNET CIDR POOL_START POOL_END
 #                          EXPORT_ADDR" per further back end, each exporting on a storage network
 #                          of its own (a shared provider network, as the first)
+#   nova_zones             Nova's availability zones, a compute host (and host aggregate) each:
+#                          the first zone's host is Nova's own, the others' are named after
+#                          their zone; none: one host in Nova's default zone, nova
 cloud_shape() {
   backend_zone=
   backend_name=nfs
   more_backends=()
+  nova_zones=()
   case $1 in
     default)
       storage_network=storage
@@ -67,6 +72,7 @@ cloud_shape() {
       backend_name=general
       more_backends=("nfs-az2 az2 general storage-az2 storage-az2-subnet 172.18.2.0/24 172.18.2.100 172.18.2.250 172.18.2.10/24"
         "nfs-az1-fast az1 fast storage-az1-fast storage-az1-fast-subnet 172.18.3.0/24 172.18.3.100 172.18.3.250 172.18.3.10/24")
+      nova_zones=(az1 az2)
       ;;
     *)
       echo "MANILA_SETUP_CLOUD_SHAPE=$1: want default, director or zones" >&2

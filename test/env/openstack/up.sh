@@ -64,6 +64,10 @@ nfs_wanted=${MANILA_SETUP_NFS:-real}
 [[ $nfs_wanted == real ]] && packages+=(nfs-ganesha nfs-ganesha-vfs dbus-daemon dbus-bin)
 shape=${MANILA_SETUP_CLOUD_SHAPE:-default}
 cloud_shape "$shape" || exit 2
+# Nova's compute hosts: its own, then one per further zone of the shape (nova-all.py starts
+# them in its process).
+nova_hosts=("$NOVA_HOST")
+for zone in "${nova_zones[@]:1}"; do nova_hosts+=("$NOVA_HOST-$zone"); done
 
 # ---------------------------------------------------------------------------------------------
 # Packages
@@ -787,7 +791,7 @@ EOF
     ((SECONDS < deadline)) || die "keystone not seeded or placement not answering after 600 s"
     sleep 0.5
   done
-  start_service nova "$PY" "$here/nova-all.py" --config-file "$state/nova/nova.conf"
+  start_service nova env NOVA_MORE_COMPUTE_HOSTS="${nova_hosts[*]:1}" "$PY" "$here/nova-all.py" --config-file "$state/nova/nova.conf"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -995,17 +999,18 @@ share_exports() {
     jq -c '[.export_locations | sort_by(.preferred | not) | .[].path]'
 }
 
-# nova_ready succeeds when the compute service is up, its host is mapped to cell1 (else the
+# nova_ready succeeds when every compute service is up, its host is mapped to cell1 (else the
 # first server fails "Host ... is not mapped to any cell": discovery runs every 2 s, but only
 # once the scheduler's periodic tasks have started) and Placement has its node with capacity.
 nova_ready() {
+  local n=${#nova_hosts[@]}
   [[ $(sqlite3 "file:$state/nova/nova_api.sqlite?mode=ro" \
-    "SELECT count(*) FROM host_mappings WHERE host = '$NOVA_HOST'") == 1 ]] &&
+    "SELECT count(*) FROM host_mappings WHERE host IN ($(printf "'%s'," "${nova_hosts[@]}" | sed 's/,$//'))") == "$n" ]] &&
     curl -fsS -m 30 -H "X-Auth-Token: $ADMIN_TOKEN" "$nova_url/v2.1/os-services?binary=nova-compute" |
-    jq -e '[.services[] | select(.state == "up" and .status == "enabled")] | length == 1' &&
+    jq -e --argjson n "$n" '[.services[] | select(.state == "up" and .status == "enabled")] | length == $n' &&
     curl -fsS -m 30 -H "X-Auth-Token: $ADMIN_TOKEN" -H 'OpenStack-API-Version: placement 1.4' \
       "$placement_url/resource_providers?resources=VCPU:1,MEMORY_MB:1024" |
-    jq -e '.resource_providers | length == 1'
+    jq -e --argjson n "$n" '.resource_providers | length == $n'
 }
 
 # The flavors of an OpenShift install on OpenStack: m1.xlarge for the control plane (the
@@ -1026,6 +1031,21 @@ seed_nova() {
       --argjson v "$vcpus" --argjson r "$ram" --argjson d "$disk" \
       '{flavor: {name: $n, vcpus: $v, ram: $r, disk: $d}}')" | jq -r .flavor.id)
     FLAVOR_IDS=$(jq -c --arg n "$name" --arg id "$id" '. + {($n): $id}' <<<"$FLAVOR_IDS")
+  done
+  # A zone of Nova is a host aggregate with an availability zone: one per zone of the shape,
+  # holding that zone's compute host (nova-api mirrors it into Placement, whose aggregates the
+  # scheduler asks for a server of a zone).
+  local i zone agg
+  COMPUTE_ZONES='{}'
+  for i in "${!nova_zones[@]}"; do
+    zone=${nova_zones[$i]}
+    agg=$(api "$ADMIN_TOKEN" GET "$nova_url/v2.1/os-aggregates" | jq -r --arg z "$zone" '.aggregates[] | select(.name == $z) | .id')
+    [[ -n $agg ]] || agg=$(api "$ADMIN_TOKEN" POST "$nova_url/v2.1/os-aggregates" \
+      "$(jq -cn --arg z "$zone" '{aggregate: {name: $z, availability_zone: $z}}')" | jq -r .aggregate.id)
+    api "$ADMIN_TOKEN" GET "$nova_url/v2.1/os-aggregates/$agg" | jq -e --arg h "${nova_hosts[$i]}" '.aggregate.hosts | index($h)' >/dev/null ||
+      api "$ADMIN_TOKEN" POST "$nova_url/v2.1/os-aggregates/$agg/action" \
+        "$(jq -cn --arg h "${nova_hosts[$i]}" '{add_host: {host: $h}}')" >/dev/null
+    COMPUTE_ZONES=$(jq -c --arg z "$zone" --arg h "${nova_hosts[$i]}" '. + {($z): $h}' <<<"$COMPUTE_ZONES")
   done
 }
 
@@ -1096,7 +1116,7 @@ EOF
     --arg nova_url "$nova_url/v2.1" --arg placement_url "$placement_url" --arg glance_url "$glance_url" \
     --argjson flavors "$FLAVOR_IDS" \
     --argjson more_networks "$MORE_NETWORKS" --argjson more_types "$MORE_TYPES" --argjson more_shares "$MORE_SHARES" \
-    --arg backend_zone "$backend_zone" \
+    --arg backend_zone "$backend_zone" --argjson compute_zones "$COMPUTE_ZONES" \
     '{
       keystone_url: $keystone_url, neutron_url: $neutron_url, manila_url: $manila_url,
       compute_url: $nova_url, placement_url: $placement_url, image_url: $glance_url,
@@ -1107,6 +1127,7 @@ EOF
       shape: $shape,
       storage_zone: $backend_zone,
       more_storage_networks: $more_networks,
+      compute_zones: $compute_zones,
       subnets: ({
         "tenant-subnet": {id: $sub_tenant, network_id: $net_tenant, cidr: "10.196.0.0/16"},
         "decoy-subnet": {id: $sub_decoy, network_id: $net_decoy, cidr: "192.168.50.0/24"}
@@ -1218,9 +1239,9 @@ step "glance ready on $glance_url"
 wait_prepared nova
 wait_for nova 300 curl -fsS -m 10 "$nova_url/"
 wait_for nova 300 nova_ready
-step "nova ready on $nova_url (compute host $NOVA_HOST up and mapped to cell1)"
+step "nova ready on $nova_url (compute hosts ${nova_hosts[*]} up and mapped to cell1)"
 seed_nova
-step "nova seeded: flavors $(jq -r 'keys | join(" ")' <<<"$FLAVOR_IDS")"
+step "nova seeded: flavors $(jq -r 'keys | join(" ")' <<<"$FLAVOR_IDS")$( ((${#nova_zones[@]} == 0)) || echo "; availability zones $(jq -r 'to_entries | map("\(.key) (host \(.value))") | join(", ")' <<<"$COMPUTE_ZONES")")"
 
 write_outputs
 step "OpenStack up. Use: . $state/env   (seed: $state/seed.json)"

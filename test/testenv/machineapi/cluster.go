@@ -64,6 +64,10 @@ type ClusterOptions struct {
 	InfraID string
 	// Workers is the replica count of the worker MachineSet; default 2.
 	Workers int32
+	// Zones makes one worker MachineSet per availability zone of Nova, of Workers replicas
+	// each, as openshift-install does for compute[].platform.openstack.zones
+	// (<infraID>-worker-<i>, the zone in its providerSpec); none: one set in zone nova.
+	Zones []string
 	// NodeIP is the nodes' nodeip-configuration; its VIPs default to the cluster's.
 	NodeIP machinectl.NodeIPRule
 	// Masters makes the three masters Machines of the Machine API, real servers, under the
@@ -90,8 +94,10 @@ type ClusterOptions struct {
 // Cluster is a sim cluster shaped like a fresh OpenShift-on-OpenStack install whose workers
 // are real servers of the loopback cloud, made by the real Machine API.
 type Cluster struct {
-	// MachineSet is the name of the worker MachineSet.
+	// MachineSet is the name of the worker MachineSet (the first zone's, with Zones).
 	MachineSet string
+	// MachineSets are the worker MachineSets, one per zone of ClusterOptions.Zones.
+	MachineSets []string
 	InfraID    string
 	// Cloud is what the installer left in the cloud for this cluster.
 	Cloud *InstallerCloud
@@ -174,16 +180,26 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 		}
 	}
 	if !opts.Compact {
-		ms := machinectl.WorkerMachineSet(opts.InfraID, 0, opts.Workers)
-		if cl.Cloud.SubnetV6ID != "" {
-			if err := dualStackPrimary(ms, cl.Cloud); err != nil {
-				return nil, err
+		sets := []*machinev1beta1.MachineSet{machinectl.WorkerMachineSet(opts.InfraID, 0, opts.Workers)}
+		if len(opts.Zones) > 0 {
+			sets = nil
+			for i, zone := range opts.Zones {
+				sets = append(sets, machinectl.MachineSet(opts.InfraID, "worker", fmt.Sprintf("%s-worker-%d", opts.InfraID, i), opts.Workers,
+					machinectl.WorkerProviderSpec(opts.InfraID, zone)))
 			}
 		}
-		if _, err := mc.MachineV1beta1().MachineSets(Namespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
+		for _, ms := range sets {
+			if cl.Cloud.SubnetV6ID != "" {
+				if err := dualStackPrimary(ms, cl.Cloud); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := mc.MachineV1beta1().MachineSets(Namespace).Create(ctx, ms, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
+			}
+			cl.MachineSets = append(cl.MachineSets, ms.Name)
 		}
-		cl.MachineSet = ms.Name
+		cl.MachineSet = cl.MachineSets[0]
 	}
 
 	if cl.dir, err = os.MkdirTemp("", "manila-setup-machineapi-"); err != nil {
@@ -215,8 +231,8 @@ func InstallerShaped(ctx context.Context, sim *testenv.SimCluster, opts ClusterO
 			return nil, err
 		}
 	}
-	if !opts.Compact {
-		if err := cl.WaitReady(ctx, cl.MachineSet, opts.Workers, 10*time.Minute); err != nil {
+	for _, set := range cl.MachineSets {
+		if err := cl.WaitReady(ctx, set, opts.Workers, 10*time.Minute); err != nil {
 			return nil, err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -218,12 +219,18 @@ func (b *Booter) boot(ctx context.Context, srv *servers.Server, controlPlane boo
 		return fmt.Errorf("registering Node %s of server %s: %w", name, srv.ID, err)
 	}
 	// The kubelet sets spec.providerID once, from the metadata service; the Machine API's
-	// nodelink and Cluster API's Machine controller link by it.
+	// nodelink and Cluster API's Machine controller link by it. The zone label is the cloud
+	// provider's.
 	spec := map[string]any{"providerID": ProviderIDPrefix + srv.ID}
 	if controlPlane && b.MastersSchedulable {
 		spec["taints"] = nil // mastersSchedulable: the scheduler config of a compact install
 	}
-	patch, _ := json.Marshal(map[string]any{"spec": spec})
+	body := map[string]any{"spec": spec}
+	if srv.AvailabilityZone != "" {
+		// The cloud provider labels each Node with its server's availability zone.
+		body["metadata"] = map[string]any{"labels": map[string]string{corev1.LabelTopologyZone: srv.AvailabilityZone}}
+	}
+	patch, _ := json.Marshal(body)
 	if _, err := b.Kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("setting the providerID of Node %s: %w", name, err)
 	}
