@@ -230,4 +230,3 @@ func Zone(ms *machinev1beta1.MachineSet) string {
 	}
 	return spec.Spec.AvailabilityZone
 }
-

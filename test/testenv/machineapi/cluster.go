@@ -98,7 +98,7 @@ type Cluster struct {
 	MachineSet string
 	// MachineSets are the worker MachineSets, one per zone of ClusterOptions.Zones.
 	MachineSets []string
-	InfraID    string
+	InfraID     string
 	// Cloud is what the installer left in the cloud for this cluster.
 	Cloud *InstallerCloud
 	// Clients see the cloud as the cluster's user (project demo) does.
