@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,9 +33,10 @@ const (
 
 // Check is one link of the chain, as it was found.
 type Check struct {
-	// Name says which link: pod, claim, data source, class, share, access rule, node, storage
-	// port, driver, nfs-shareClient; of a VolumeSnapshot: snapshot, snapshot class, share type,
-	// Manila snapshot.
+	// Name says which link: pod, claim, data source, class, share, zone (on a cloud whose zones
+	// Manila serves on storage networks of their own), access rule, node, storage port, driver,
+	// nfs-shareClient; of a VolumeSnapshot: snapshot, snapshot class, share type, Manila
+	// snapshot.
 	Name string `json:"name"`
 	// Subject is the object looked at (Pod default/app, share 1a2b..., Node worker-0).
 	Subject  string `json:"subject"`
@@ -117,10 +119,23 @@ type cloudFacts struct {
 	// addresses (nil when discovery found none).
 	storage       *openstack.Network
 	exportSubnets []openstack.Subnet
-	shareTypes    []string
+	// zones are each availability zone's storage networks when Manila serves the zones on
+	// different ones (storage is nil then); exportSubnets are then those of every zone.
+	zones      zoneFacts
+	shareTypes []string
 	// shareTypeInfo are the share types by name, with their snapshot extra specs.
 	shareTypeInfo map[string]openstack.ShareType
 	typesErr      error
+}
+
+// addExportSubnets adds the subnets of a storage network that hold export addresses.
+func (f *cloudFacts) addExportSubnets(c *openstack.Candidate) {
+	exports := c.ExportSubnets()
+	for _, s := range c.Network.Subnets {
+		if slices.Contains(exports, s.CIDR.Masked()) {
+			f.exportSubnets = append(f.exportSubnets, s)
+		}
+	}
 }
 
 // exportSubnetOf returns the export subnet holding a, if any.

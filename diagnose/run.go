@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -165,13 +166,19 @@ func (r *run) facts(ctx context.Context) *cloudFacts {
 		return f
 	}
 	if d, err := f.client.Discover(ctx, openstack.DiscoverOptions{}); err == nil {
-		if best, err := d.StorageNetwork(); err == nil {
+		best, err := d.StorageNetwork()
+		var sne *openstack.StorageNetworkError
+		switch {
+		case err == nil:
 			net := best.Network
 			f.storage = &net
-			exports := best.ExportSubnets()
-			for _, s := range net.Subnets {
-				if slices.Contains(exports, s.CIDR.Masked()) {
-					f.exportSubnets = append(f.exportSubnets, s)
+			f.addExportSubnets(best)
+		case errors.As(err, &sne) && len(sne.Zones) > 0:
+			// A storage network per zone: each Node is judged by its own zone's.
+			f.zones = sne.Zones
+			for _, z := range sne.Zones {
+				for i := range z.Networks {
+					f.addExportSubnets(&z.Networks[i])
 				}
 			}
 		}
@@ -221,6 +228,7 @@ func (r *run) checkClaim(ctx context.Context, ns, name string, nodes []string) e
 	}
 	share := cmp.Or(vol.ShareID, vol.ShareName)
 	var rules []openstack.AccessRule
+	var shared *openstack.Share
 	f := r.facts(ctx)
 	shareOK := false
 	switch {
@@ -229,7 +237,7 @@ func (r *run) checkClaim(ctx context.Context, ns, name string, nodes []string) e
 	case vol.ShareID == "":
 		r.add(Check{Name: "share", Subject: "share " + share, Status: NotChecked, Evidence: "the volume names its share by name only (a static volume)"})
 	default:
-		shareOK = r.checkShare(ctx, f, vol.ShareID)
+		shared, shareOK = r.checkShare(ctx, f, vol.ShareID)
 		if shareOK {
 			if rules, err = f.client.AccessRules(ctx, vol.ShareID); err != nil {
 				if openstack.KindOf(err) == openstack.KindCanceled {
@@ -247,6 +255,9 @@ func (r *run) checkClaim(ctx context.Context, ns, name string, nodes []string) e
 		}
 		if n == nil {
 			continue
+		}
+		if f.zones != nil && shared != nil {
+			r.add(judgeZone(f.zones, shared, n))
 		}
 		addr, how := mountAddress(n, f.prefixes(), r.in.MachineNetworks)
 		if !addr.IsValid() {
@@ -353,7 +364,7 @@ func orNone(s []string) string {
 
 // checkShare checks the share: available, with export locations, each in a subnet of the
 // storage network or not. It reports whether the share could be read.
-func (r *run) checkShare(ctx context.Context, f *cloudFacts, id string) bool {
+func (r *run) checkShare(ctx context.Context, f *cloudFacts, id string) (*openstack.Share, bool) {
 	c := Check{Name: "share", Subject: "share " + id}
 	s, err := f.client.Share(ctx, id)
 	if err != nil {
@@ -364,13 +375,13 @@ func (r *run) checkShare(ctx context.Context, f *cloudFacts, id string) bool {
 			c.Status, c.Evidence = NotChecked, err.Error()
 		}
 		r.add(c)
-		return false
+		return nil, false
 	}
 	if s.Status != "available" {
 		c.Status, c.Evidence = Failed, fmt.Sprintf("status %s, not available", s.Status)
 		c.Fix = fmt.Sprintf("openstack%s share show %s  (a share in error needs the cloud's administrator)", osCloud(r.in.CloudName), id)
 		r.add(c)
-		return true
+		return &s, true
 	}
 	var where []string
 	for _, e := range s.ExportLocations {
@@ -387,12 +398,15 @@ func (r *run) checkShare(ctx context.Context, f *cloudFacts, id string) bool {
 		c.Status, c.Evidence = Failed, "available, but without an export location the project may see"
 		c.Fix = fmt.Sprintf("openstack%s share export location list %s", osCloud(r.in.CloudName), id)
 		r.add(c)
-		return true
+		return &s, true
 	}
 	c.Status = Passed
 	c.Evidence = fmt.Sprintf("available, %d GiB, share type %s, exported at %s", s.Size, s.ShareType, strings.Join(where, ", "))
+	if f.zones != nil {
+		c.Evidence += ", in availability zone " + orUnknown(s.AvailabilityZone)
+	}
 	r.add(c)
-	return true
+	return &s, true
 }
 
 // node reads a Node once; nil when it does not exist (said by checkNode).
@@ -480,6 +494,10 @@ func (r *run) machineOf(ctx context.Context, n *corev1.Node) (machine, set, role
 func (r *run) checkStoragePort(ctx context.Context, n *corev1.Node, set, role string) {
 	c := Check{Name: "storage port", Subject: "Node " + n.Name}
 	f := r.facts(ctx)
+	if f.err == nil && f.zones != nil {
+		r.checkZonePorts(ctx, f, n, set)
+		return
+	}
 	switch {
 	case f.err != nil:
 		c.Status, c.Evidence = NotChecked, f.err.Error()
