@@ -8,8 +8,10 @@ package storagecheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -100,7 +102,7 @@ func Check(ctx context.Context, in Inputs) (*Report, error) {
 		ic, _ := deploy.ReadInstallConfig(ctx, kube)
 		mountFacts.MachineNetworks = ic.MachineNetworks
 	}
-	storageID := ""
+	var storageIDs []string
 	var cloud *openstack.Client
 	if in.Cloud != nil {
 		c, err := in.Cloud(ctx)
@@ -121,13 +123,26 @@ func Check(ctx context.Context, in Inputs) (*Report, error) {
 		cloud = c
 		if d, err := c.Discover(ctx, openstack.DiscoverOptions{}); err != nil {
 			report.Skipped = append(report.Skipped, "the subnets Manila exports in: discovery failed: "+err.Error())
-		} else if best, err := d.StorageNetwork(); err != nil {
-			report.Skipped = append(report.Skipped, "the subnets Manila exports in: "+err.Error())
-		} else {
-			storageID = best.Network.ID
+		} else if best, err := d.StorageNetwork(); err == nil {
+			storageIDs = []string{best.Network.ID}
 			mountFacts.ExportSubnets = best.ExportSubnets()
 			report.Facts["storageNetwork"] = best.Network.Label()
 			report.Facts["exportSubnets"] = shareclient.Join(mountFacts.ExportSubnets)
+		} else if zones := zoneNetworks(err); zones != nil {
+			// A storage network per availability zone: each zone's workers mount from their
+			// address on their own zone's, as the operator counts them.
+			for _, z := range zones {
+				for _, c := range z.Networks {
+					if !slices.Contains(storageIDs, c.Network.ID) {
+						storageIDs = append(storageIDs, c.Network.ID)
+						mountFacts.ExportSubnets = append(mountFacts.ExportSubnets, c.ExportSubnets()...)
+					}
+				}
+			}
+			report.Facts["storageNetwork"] = "one per availability zone: " + openstack.ZoneSummary(zones)
+			report.Facts["exportSubnets"] = shareclient.Join(mountFacts.ExportSubnets)
+		} else {
+			report.Skipped = append(report.Skipped, "the subnets Manila exports in: "+err.Error())
 		}
 	} else {
 		report.Skipped = append(report.Skipped, "share types, the subnets Manila exports in and the access rules of existing volumes: Manila not asked (give --os-cloud)")
@@ -140,7 +155,7 @@ func Check(ctx context.Context, in Inputs) (*Report, error) {
 		if err != nil {
 			report.Skipped = append(report.Skipped, "the MachineSets, Machines and Nodes: "+err.Error())
 		}
-		mountFacts.Sets, mountFacts.Machines = shareclient.FromMachineAPI(in, storageID)
+		mountFacts.Sets, mountFacts.Machines = shareclient.FromMachineAPI(in, storageIDs...)
 		answer, err := shareclient.Decide(mountFacts)
 		if err != nil {
 			return nil, err
@@ -174,4 +189,14 @@ func Check(ctx context.Context, in Inputs) (*Report, error) {
 		report.Findings = append(report.Findings, sclint.Check(sc, facts)...)
 	}
 	return report, nil
+}
+
+// zoneNetworks are each zone's storage networks when discovery's rule found the zones served on
+// different ones; nil for any other answer.
+func zoneNetworks(err error) []openstack.ZoneNetworks {
+	var sne *openstack.StorageNetworkError
+	if errors.As(err, &sne) {
+		return sne.Zones
+	}
+	return nil
 }

@@ -36,7 +36,8 @@ func (c conditionCollector) Collect(ch chan<- prometheus.Metric) {
 
 // MachineSetsNotAttached is the number of MachineSets whose providerSpec gives their machines no
 // port on the storage network, as the storage network controller last judged them (0 while the
-// storage network is not known).
+// storage network is not known); on a cloud whose zones Manila serves on networks of their own,
+// those that lack a network of their zone (zonesVerdict).
 var MachineSetsNotAttached = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "manila_operator_machinesets_not_attached",
 	Help: "MachineSets whose providerSpec gives their machines no port on the storage network: their nodes cannot mount Manila shares (0 while the storage network is not known).",

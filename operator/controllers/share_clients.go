@@ -54,10 +54,10 @@ func (s *shareClientSource) answer() (shareclient.Answer, error) {
 			facts.MachineNetworks = append(facts.MachineNetworks, p.Masked())
 		}
 	}
-	storageID := ""
+	var storageIDs []string
 	if s.storage != nil {
 		facts.ExportSubnets = s.storage.exportSubnets()
-		storageID, _, _ = s.storage.network()
+		storageIDs = s.storage.networkIDs()
 	}
 	var in shareclient.MachineAPI
 	if s.crdExists("machinesets.machine.openshift.io") {
@@ -84,7 +84,7 @@ func (s *shareClientSource) answer() (shareclient.Answer, error) {
 	if s.nodes != nil {
 		in.RunsWorkloads = workloadNodes(s.nodes())
 	}
-	facts.Sets, facts.Machines = shareclient.FromMachineAPI(in, storageID)
+	facts.Sets, facts.Machines = shareclient.FromMachineAPI(in, storageIDs...)
 	return shareclient.Decide(facts)
 }
 

@@ -48,6 +48,9 @@ type storageNetworkController struct {
 	machineSets func() (sets []runtime.Object, synced bool, err error)
 	// network is the storage network: id, where it comes from (how), or why it is not known.
 	network func() (id, how, why string)
+	// zones are each availability zone's storage networks when Manila serves the zones on
+	// different ones (network's id is "" then); nil otherwise.
+	zones func() []openstack.ZoneNetworks
 	// requeueAfter asks for another sync soon (the MachineSets are not cached yet).
 	requeueAfter func(time.Duration)
 	// shareClients is where the workers mount from (shareClientSource); classes the
@@ -99,6 +102,7 @@ func newStorageNetworkController(w wiring) *machinery.Controller {
 			return sets, true, err
 		},
 		network:       storage.network,
+		zones:         storage.zones,
 		freeAddresses: storage.freeAddresses,
 		machines: func() []*unstructured.Unstructured {
 			lister, synced := machineSets(machinery.MachineGVR)
@@ -157,7 +161,11 @@ func (c *storageNetworkController) sync(ctx context.Context, _ *machinery.Contro
 	}
 	sets, status, reason, msg := c.verdict()
 	id, _, _ := c.network()
-	MachineSetsNotAttached.Set(float64(len(setsNotAttached(sets, id))))
+	notAttached := len(setsNotAttached(sets, id))
+	if zones := c.zoneNetworks(); id == "" && zones != nil {
+		_, _, _, notAttached = zonesVerdict(sets, zones)
+	}
+	MachineSetsNotAttached.Set(float64(notAttached))
 	if status == operatorv1.ConditionTrue {
 		status, reason, msg = classesVerdict(c.shareClients, c.classes(), msg, c.listShareClients)
 	}
@@ -239,6 +247,10 @@ func (c *storageNetworkController) verdict() ([]*unstructured.Unstructured, oper
 		}
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].GetName() < sets[j].GetName() })
+	if zones := c.zoneNetworks(); id == "" && zones != nil {
+		status, reason, msg, _ := zonesVerdict(sets, zones)
+		return sets, status, reason, msg
+	}
 	status, reason, msg := storageNetworkVerdict(sets, id, how, why)
 	if cp != nil && id != "" {
 		cpStatus, cpReason, cpMsg := controlPlaneVerdict(cp, id, how)
@@ -414,7 +426,10 @@ func (s *storageNetworks) network() (id, how, why string) {
 // prefers the IPv6 one; a mount of it would be refused.
 func (s *storageNetworks) exportSubnet() string {
 	best := s.candidate()
-	if best == nil || len(best.Exports) == 0 {
+	if best == nil {
+		return s.zonesExportSubnet()
+	}
+	if len(best.Exports) == 0 {
 		return ""
 	}
 	exports := grantable(best.Exports)
@@ -427,7 +442,7 @@ func (s *storageNetworks) exportSubnet() string {
 	oneFamily := !slices.ContainsFunc(subnets, func(p netip.Prefix) bool { return p.Addr().Is4() != subnets[0].Addr().Is4() })
 	if len(subnets) > 1 && oneFamily {
 		covering := shareclient.Covering(subnets)
-		if !s.othersExportIn(best.Network.ID, covering) && covering.Bits() > 0 {
+		if !s.othersExportIn(covering, best.Network.ID) && covering.Bits() > 0 {
 			return covering.String()
 		}
 	}
@@ -493,9 +508,9 @@ func grantable(exports []openstack.NetworkExport) []openstack.NetworkExport {
 	return v4
 }
 
-// othersExportIn tells whether a network other than the given one has an export address inside
-// the prefix, as the last discovery found them.
-func (s *storageNetworks) othersExportIn(network string, p netip.Prefix) bool {
+// othersExportIn tells whether a network other than the given ones has an export address
+// inside the prefix, as the last discovery found them.
+func (s *storageNetworks) othersExportIn(p netip.Prefix, networks ...string) bool {
 	s.mu.Lock()
 	ranking := s.ranking
 	s.mu.Unlock()
@@ -503,7 +518,7 @@ func (s *storageNetworks) othersExportIn(network string, p netip.Prefix) bool {
 		return true
 	}
 	for _, c := range ranking.Candidates {
-		if neutronid.Equal(c.Network.ID, network) {
+		if slices.ContainsFunc(networks, func(n string) bool { return neutronid.Equal(c.Network.ID, n) }) {
 			continue
 		}
 		for _, e := range c.Exports {
@@ -520,7 +535,7 @@ func (s *storageNetworks) othersExportIn(network string, p netip.Prefix) bool {
 func (s *storageNetworks) exportSubnets() []netip.Prefix {
 	best := s.candidate()
 	if best == nil {
-		return nil
+		return s.zonesExportSubnets()
 	}
 	return best.ExportSubnets()
 }

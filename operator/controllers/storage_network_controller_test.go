@@ -25,16 +25,7 @@ import (
 // The storage network controller's sync, on fakes of what it reads and writes.
 func TestStorageNetworkControllerSync(t *testing.T) {
 	const storage, other = "b1181383-3a48-4b5c-815c-1a4c8ec2c1b4", "0dd482e1-3ffd-4730-b40f-0fac550c4626"
-	ms := func(name string, nets ...string) runtime.Object {
-		var entries []any
-		for _, n := range nets {
-			entries = append(entries, map[string]any{"uuid": n})
-		}
-		u := &unstructured.Unstructured{Object: map[string]any{}}
-		u.SetName(name)
-		_ = unstructured.SetNestedSlice(u.Object, entries, "spec", "template", "spec", "providerSpec", "value", "networks")
-		return u
-	}
+	ms := func(name string, nets ...string) runtime.Object { return machineSetOn(name, "", nets...) }
 	cpms := func(state string, nets ...string) *unstructured.Unstructured {
 		var entries []any
 		for _, n := range nets {

@@ -36,8 +36,9 @@ const (
 
 // FromMachineAPI reads the rule's Sets and Machines off the Machine API. A set is attached when
 // its providerSpec gives new machines a port on the storage network (networks[] or ports[], the
-// rule every command uses); storageNetworkID "" means the storage network is not known, and no
-// set counts as attached. A Machine's addresses are its status.addresses, where the Machine
+// rule every command uses) of one of storageNetworkIDs (several on a cloud whose availability
+// zones Manila serves on storage networks of their own: each set attaches its zone's); none (or
+// "") means the storage network is not known, and no set counts as attached. A Machine's addresses are its status.addresses, where the Machine
 // API's OpenStack provider puts every fixed IP of the server, one per port, once the server
 // exists; its Node is status.nodeRef, set when the Node joins; whether it is attached is read off
 // its own spec.providerSpec (a copy of its set's template when it was made), by the same rule as
@@ -47,11 +48,16 @@ const (
 // ControlPlaneMachineSet) count only where workloads run on them: a master whose Node runs
 // workload pods mounts like a worker, and then the Active ControlPlaneMachineSet, which makes
 // the masters to come, counts as a set. Any other master runs no workload and mounts nothing.
-func FromMachineAPI(in MachineAPI, storageNetworkID string) ([]Set, []Machine) {
+func FromMachineAPI(in MachineAPI, storageNetworkIDs ...string) ([]Set, []Machine) {
 	attached := func(obj map[string]any, path []string) bool {
 		value, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
 		spec, _ := value.(map[string]any)
-		return storageNetworkID != "" && attachment.SpecOf(spec).HasNetwork(storageNetworkID)
+		for _, id := range storageNetworkIDs {
+			if id != "" && attachment.SpecOf(spec).HasNetwork(id) {
+				return true
+			}
+		}
+		return false
 	}
 	var sets []Set
 	for _, u := range in.MachineSets {

@@ -44,9 +44,10 @@ var providerSpecPaths = [][]string{
 const roleLabel = "machine.openshift.io/cluster-api-machine-role"
 
 // providerSpecKeys are the parts of a providerSpec the rules read: the networks and ports (is
-// the machine on the storage network: machinesets/attachment) and the security groups (does
-// its port there get groups: StorageNetworkReachable).
-var providerSpecKeys = []string{"networks", "ports", "securityGroups"}
+// the machine on the storage network: machinesets/attachment), the security groups (does its
+// port there get groups: StorageNetworkReachable) and the availability zone (which zone's
+// storage networks it needs, on a cloud whose zones Manila serves on networks of their own).
+var providerSpecKeys = []string{"networks", "ports", "securityGroups", "availabilityZone"}
 
 // SlimMachineAPI, the transform of the MachineSet, Machine and ControlPlaneMachineSet informers,
 // keeps of such an object its identity (name, namespace, uid, resourceVersion, owners,

@@ -61,10 +61,10 @@ func TestSlimMachineAPI(t *testing.T) {
 	set := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
 		"metadata": map[string]any{"name": "w"},
 		"spec": map[string]any{"replicas": int64(3), "template": map[string]any{"spec": map[string]any{"providerSpec": map[string]any{"value": map[string]any{
-			"image": "rhcos", "networks": []any{map[string]any{"uuid": "n1"}}}}}}}}}
+			"image": "rhcos", "availabilityZone": "az1", "networks": []any{map[string]any{"uuid": "n1"}}}}}}}}}
 	got, _ = SlimMachineAPI(set)
 	value, _, _ := unstructured.NestedMap(got.(*unstructured.Unstructured).Object, "spec", "template", "spec", "providerSpec", "value")
-	if !reflect.DeepEqual(value, map[string]any{"networks": []any{map[string]any{"uuid": "n1"}}}) {
+	if !reflect.DeepEqual(value, map[string]any{"availabilityZone": "az1", "networks": []any{map[string]any{"uuid": "n1"}}}) {
 		t.Errorf("MachineSet providerSpec kept %v", value)
 	}
 	// And its replicas: the storage addresses its machines will want.
